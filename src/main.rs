@@ -1,0 +1,19 @@
+//! Thin binary: parse the command line, build the runtime, run, exit with the app's code.
+
+use clap::Parser;
+use std::io::Write;
+
+fn main() {
+    let cli = sgtune::cli::Cli::parse();
+    // The runner is driven by `block_on` on this (main) thread: servers are forked from it, and
+    // their parent-death signal is tied to the forking thread, which must outlive them.
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "error: cannot start the async runtime: {e}");
+            std::process::exit(1);
+        }
+    };
+    let code = rt.block_on(sgtune::app::run(cli));
+    std::process::exit(code);
+}

@@ -1,0 +1,99 @@
+//! RunConfig → LaunchCommand: the exact program, arguments and environment of one run. Pure,
+//! so the plan printed by `validate`/`--dry-run` is the command that will run.
+
+use crate::expand::RunConfig;
+use crate::flags;
+use crate::spec::ServerSpec;
+use serde::Serialize;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LaunchCommand {
+    pub program: String,
+    pub args: Vec<String>,
+    /// Variables set on top of sgtune's own environment.
+    pub env: Vec<(String, String)>,
+}
+
+/// Where the port is not known yet (a free port is picked at launch).
+pub const AUTO_PORT: &str = "<free-port>";
+
+/// Build the launch command; `port` None prints the placeholder (plans, dry runs).
+pub fn build(server: &ServerSpec, run: &RunConfig, port: Option<u16>) -> LaunchCommand {
+    let mut parts = server.command.iter().map(|e| e.0.clone());
+    let program = parts.next().unwrap_or_default();
+    let mut args: Vec<String> = parts.collect();
+    args.extend([
+        "--model-path".to_string(),
+        server.model_path.0.clone(),
+        "--host".to_string(),
+        server.host.clone(),
+        "--port".to_string(),
+        port.map_or_else(|| AUTO_PORT.to_string(), |p| p.to_string()),
+    ]);
+    args.extend(flags::flag_args(&run.resolved));
+    let mut env: Vec<(String, String)> = Vec::new();
+    // Python buffers stdout when it is a pipe; unbuffered keeps server.log line-accurate.
+    if !server.env.contains_key("PYTHONUNBUFFERED") {
+        env.push(("PYTHONUNBUFFERED".into(), "1".into()));
+    }
+    env.extend(server.env.iter().map(|(k, v)| (k.clone(), v.0.clone())));
+    LaunchCommand { program, args, env }
+}
+
+/// Quote for a POSIX shell only where needed, so the line can be pasted.
+pub fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%<>".contains(c))
+        && !s.contains('<')
+    {
+        return s.to_string();
+    }
+    if s == AUTO_PORT {
+        return s.to_string();
+    }
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+impl LaunchCommand {
+    /// `VAR=value ... program args`, pasteable into a shell.
+    pub fn display(&self) -> String {
+        let mut parts: Vec<String> = self
+            .env
+            .iter()
+            .map(|(k, v)| format!("{k}={}", shell_quote(v)))
+            .collect();
+        parts.push(shell_quote(&self.program));
+        parts.extend(self.args.iter().map(|a| shell_quote(a)));
+        parts.join(" ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::expand::expand;
+    use crate::spec::parse;
+
+    #[test]
+    fn builds_exact_command_line() {
+        let text = "name: t\nserver:\n  command: [/venv/bin/python, -m, sglang.launch_server]\n  model_path: /models/m\n  env: {SGLANG_USE_CPU_ENGINE: '1', X: 'a b'}\n  args: {trust_remote_code: true}\nsweep:\n  hicache_size: [48]\nworkload: {concurrency: 1, requests: 1, input_tokens: 1, output_tokens: 1}\n";
+        let spec = parse(text, "t").expect("valid");
+        let plan = expand(&spec);
+        let cmd = build(&spec.server, &plan.runs[0], Some(31000));
+        assert_eq!(cmd.program, "/venv/bin/python");
+        assert_eq!(
+            cmd.args,
+            [
+                "-m", "sglang.launch_server", "--model-path", "/models/m", "--host", "127.0.0.1",
+                "--port", "31000", "--trust-remote-code", "--enable-hierarchical-cache",
+                "--hicache-size", "48"
+            ]
+        );
+        assert_eq!(
+            cmd.display(),
+            "PYTHONUNBUFFERED=1 SGLANG_USE_CPU_ENGINE=1 X='a b' /venv/bin/python -m sglang.launch_server --model-path /models/m --host 127.0.0.1 --port 31000 --trust-remote-code --enable-hierarchical-cache --hicache-size 48"
+        );
+        assert!(build(&spec.server, &plan.runs[0], None).display().contains("--port <free-port>"));
+    }
+}

@@ -1,0 +1,779 @@
+//! The sweep file as the user wrote it (`*Spec`), parsed with serde_yaml.
+//!
+//! Every problem is reported with the file, line and column, the offending key or value and
+//! what is allowed. Value checks run inside deserialization (custom `Deserialize` impls) so
+//! serde_yaml attaches the position of the exact node that is wrong.
+
+use crate::flags::{self, ParamValue};
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+
+/// A bad sweep file: where and why.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{file}:{line}:{column}: {message}")]
+pub struct SpecError {
+    pub file: String,
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SweepSpec {
+    /// Sweep name; used in the results folder name.
+    pub name: SweepName,
+    pub server: ServerSpec,
+    /// Cartesian grid: key → list of values.
+    #[serde(default)]
+    pub sweep: ParamGrid,
+    /// Explicit named configurations, run after the grid.
+    #[serde(default)]
+    pub configs: Vec<ConfigSpec>,
+    pub workload: WorkloadSpec,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(transparent)]
+pub struct SweepName(pub String);
+
+impl<'de> Deserialize<'de> for SweepName {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        check_name(&s).map_err(de::Error::custom)?;
+        Ok(SweepName(s))
+    }
+}
+
+fn check_name(s: &str) -> Result<(), String> {
+    if s.is_empty()
+        || s.len() > 80
+        || !s
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        || s.starts_with('.')
+    {
+        return Err(format!(
+            "name `{s}` must be 1-80 characters of letters, digits, `-`, `_`, `.` (it becomes a folder name)"
+        ));
+    }
+    Ok(())
+}
+
+fn default_command() -> Vec<Expanded> {
+    ["python", "-m", "sglang.launch_server"]
+        .iter()
+        .map(|s| Expanded(s.to_string()))
+        .collect()
+}
+fn default_host() -> String {
+    "127.0.0.1".into()
+}
+fn default_ready_timeout() -> u64 {
+    1800
+}
+fn default_stop_timeout() -> u64 {
+    30
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerSpec {
+    /// Program and leading arguments; `${VAR}` is expanded from the environment.
+    #[serde(default = "default_command")]
+    pub command: Vec<Expanded>,
+    pub model_path: Expanded,
+    #[serde(default = "default_host")]
+    pub host: String,
+    /// Fixed port; default: a free port per run.
+    #[serde(default)]
+    pub port: Option<u16>,
+    /// Flags for every run.
+    #[serde(default)]
+    pub args: ParamMap,
+    /// Extra environment for the server; values may use `${VAR}`.
+    #[serde(default)]
+    pub env: BTreeMap<String, Expanded>,
+    #[serde(default = "default_ready_timeout")]
+    pub ready_timeout_s: u64,
+    #[serde(default = "default_stop_timeout")]
+    pub stop_timeout_s: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Endpoint {
+    /// `/v1/completions` with token-id prompts of exact length.
+    Completions,
+    /// `/v1/chat/completions` with text prompts.
+    Chat,
+}
+
+impl Endpoint {
+    pub fn path(self) -> &'static str {
+        match self {
+            Endpoint::Completions => "/v1/completions",
+            Endpoint::Chat => "/v1/chat/completions",
+        }
+    }
+}
+
+fn default_concurrency() -> Positive {
+    Positive(1)
+}
+fn default_warmup() -> u64 {
+    2
+}
+fn default_seed() -> u64 {
+    1
+}
+fn default_true() -> bool {
+    true
+}
+fn default_request_timeout() -> f64 {
+    600.0
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, try_from = "RawWorkload")]
+pub struct WorkloadSpec {
+    pub endpoint: Endpoint,
+    pub concurrency: u64,
+    /// Measured requests (after warmup); exclusive with `duration_s`.
+    pub requests: Option<u64>,
+    /// Measured duration; requests in flight at the deadline are waited for.
+    pub duration_s: Option<f64>,
+    pub warmup_requests: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub seed: u64,
+    /// Token-id range for prompts; default: `vocab_size` of the model's config.json.
+    pub vocab_size: Option<u64>,
+    /// Model name sent in requests; default: `served_model_name` flag, else the model path.
+    pub model: Option<String>,
+    pub ignore_eos: bool,
+    pub temperature: f64,
+    pub request_timeout_s: f64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWorkload {
+    #[serde(default = "default_endpoint")]
+    endpoint: Endpoint,
+    #[serde(default = "default_concurrency")]
+    concurrency: Positive,
+    #[serde(default)]
+    requests: Option<Positive>,
+    #[serde(default)]
+    duration_s: Option<PositiveF64>,
+    #[serde(default = "default_warmup")]
+    warmup_requests: u64,
+    input_tokens: Positive,
+    output_tokens: Positive,
+    #[serde(default = "default_seed")]
+    seed: u64,
+    #[serde(default)]
+    vocab_size: Option<Positive>,
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default = "default_true")]
+    ignore_eos: bool,
+    #[serde(default)]
+    temperature: f64,
+    #[serde(default = "default_request_timeout")]
+    request_timeout_s: f64,
+}
+
+fn default_endpoint() -> Endpoint {
+    Endpoint::Completions
+}
+
+impl TryFrom<RawWorkload> for WorkloadSpec {
+    type Error = String;
+    fn try_from(r: RawWorkload) -> Result<Self, String> {
+        let (requests, duration_s) = match (r.requests, r.duration_s) {
+            (Some(_), Some(_)) => {
+                return Err(
+                    "workload: give either `requests` or `duration_s`, not both".to_string()
+                );
+            }
+            (None, None) => {
+                return Err(
+                    "workload: missing `requests` (a count) or `duration_s` (seconds): give one"
+                        .to_string(),
+                );
+            }
+            (rq, d) => (rq.map(|p| p.0), d.map(|p| p.0)),
+        };
+        if !(r.request_timeout_s > 0.0) {
+            return Err("workload: `request_timeout_s` must be > 0".to_string());
+        }
+        if !(0.0..=2.0).contains(&r.temperature) {
+            return Err("workload: `temperature` must be in [0, 2]".to_string());
+        }
+        Ok(WorkloadSpec {
+            endpoint: r.endpoint,
+            concurrency: r.concurrency.0,
+            requests,
+            duration_s,
+            warmup_requests: r.warmup_requests,
+            input_tokens: r.input_tokens.0,
+            output_tokens: r.output_tokens.0,
+            seed: r.seed,
+            vocab_size: r.vocab_size.map(|p| p.0),
+            model: r.model,
+            ignore_eos: r.ignore_eos,
+            temperature: r.temperature,
+            request_timeout_s: r.request_timeout_s,
+        })
+    }
+}
+
+/// A whole number >= 1.
+#[derive(Debug, Clone, Copy)]
+struct Positive(u64);
+impl<'de> Deserialize<'de> for Positive {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = i64::deserialize(d)?;
+        if v < 1 {
+            return Err(de::Error::custom(format!(
+                "expected a whole number >= 1, got {v}"
+            )));
+        }
+        Ok(Positive(v as u64))
+    }
+}
+
+/// A number > 0.
+#[derive(Debug, Clone, Copy)]
+struct PositiveF64(f64);
+impl<'de> Deserialize<'de> for PositiveF64 {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = f64::deserialize(d)?;
+        if !(v > 0.0) || !v.is_finite() {
+            return Err(de::Error::custom(format!("expected a number > 0, got {v}")));
+        }
+        Ok(PositiveF64(v))
+    }
+}
+
+/// A string in which `${VAR}` and `${VAR:-default}` are replaced from the environment when the
+/// file is read, so one sweep file works on machines with different paths.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(transparent)]
+pub struct Expanded(pub String);
+
+impl fmt::Display for Expanded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Expanded {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        expand_env(&s, |k| std::env::var(k).ok())
+            .map(Expanded)
+            .map_err(de::Error::custom)
+    }
+}
+
+/// Expand `${VAR}` / `${VAR:-default}`; `$$` is a literal `$`.
+pub fn expand_env(s: &str, get: impl Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(pos) = rest.find('$') {
+        out.push_str(&rest[..pos]);
+        let after = &rest[pos + 1..];
+        if let Some(tail) = after.strip_prefix('$') {
+            out.push('$');
+            rest = tail;
+        } else if let Some(body) = after.strip_prefix('{') {
+            let Some(end) = body.find('}') else {
+                return Err(format!("unclosed `${{` in `{s}`"));
+            };
+            let inner = &body[..end];
+            let (name, default) = match inner.split_once(":-") {
+                Some((n, d)) => (n, Some(d)),
+                None => (inner, None),
+            };
+            match (get(name), default) {
+                (Some(v), _) if !v.is_empty() => out.push_str(&v),
+                (_, Some(d)) => out.push_str(d),
+                _ => {
+                    return Err(format!(
+                        "environment variable `{name}` (used as `${{{inner}}}`) is not set: set it, or write `${{{name}:-default}}`"
+                    ));
+                }
+            }
+            rest = &body[end + 1..];
+        } else {
+            out.push('$');
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// Ordered `key → value` flags (user order kept: it is the order on the command line).
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(transparent)]
+pub struct ParamMap(pub Vec<(String, ParamValue)>);
+
+/// Ordered `key → [values]` grid.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(transparent)]
+pub struct ParamGrid(pub Vec<(String, Vec<ParamValue>)>);
+
+/// An explicit configuration: a `name` plus flags.
+#[derive(Debug, Clone, Serialize)]
+pub struct ConfigSpec {
+    pub name: String,
+    pub params: ParamMap,
+}
+
+/// Deserialize one flag value (scalar or list of scalars), checked for its key.
+struct ValueSeed<'a> {
+    key: &'a str,
+}
+
+impl<'de> de::DeserializeSeed<'de> for ValueSeed<'_> {
+    type Value = ParamValue;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<ParamValue, D::Error> {
+        let v = d.deserialize_any(ValueVisitor)?;
+        flags::check_value(self.key, &v).map_err(|m| de::Error::custom(tag_key(self.key, &m)))?;
+        Ok(v)
+    }
+}
+
+/// Deserialize a sweep entry: a list of values (each checked), or a single value.
+struct GridSeed<'a> {
+    key: &'a str,
+}
+
+impl<'de> de::DeserializeSeed<'de> for GridSeed<'_> {
+    type Value = Vec<ParamValue>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Vec<ParamValue>, D::Error> {
+        let v = d.deserialize_any(ValueVisitor)?;
+        let values = match v {
+            ParamValue::List(items) => items,
+            single => vec![single],
+        };
+        if values.is_empty() {
+            return Err(de::Error::custom(tag_key(
+                self.key,
+                &format!("sweep `{}` has no values: give at least one", self.key),
+            )));
+        }
+        for v in &values {
+            flags::check_value(self.key, v).map_err(|m| de::Error::custom(tag_key(self.key, &m)))?;
+        }
+        Ok(values)
+    }
+}
+
+struct ValueVisitor;
+
+impl<'de> Visitor<'de> for ValueVisitor {
+    type Value = ParamValue;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a flag value: a number, string, true/false, null, or a list of those")
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<ParamValue, E> {
+        Ok(ParamValue::Bool(v))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<ParamValue, E> {
+        Ok(ParamValue::Int(v))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<ParamValue, E> {
+        i64::try_from(v)
+            .map(ParamValue::Int)
+            .map_err(|_| E::custom(format!("{v} is too large")))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<ParamValue, E> {
+        Ok(ParamValue::Float(v))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<ParamValue, E> {
+        expand_env(v, |k| std::env::var(k).ok())
+            .map(ParamValue::Str)
+            .map_err(E::custom)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<ParamValue, E> {
+        Ok(ParamValue::Null)
+    }
+    fn visit_none<E: de::Error>(self) -> Result<ParamValue, E> {
+        Ok(ParamValue::Null)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ParamValue, A::Error> {
+        let mut items = Vec::new();
+        while let Some(v) = seq.next_element_seed(ScalarSeed)? {
+            items.push(v);
+        }
+        Ok(ParamValue::List(items))
+    }
+}
+
+/// List elements: scalars, or (in a sweep) lists of scalars for list-valued flags.
+struct ScalarSeed;
+impl<'de> de::DeserializeSeed<'de> for ScalarSeed {
+    type Value = ParamValue;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<ParamValue, D::Error> {
+        d.deserialize_any(ValueVisitor)
+    }
+}
+
+fn next_canonical_key<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Option<String>, A::Error> {
+    match map.next_key::<String>()? {
+        None => Ok(None),
+        Some(k) => flags::canonical_key(&k).map(Some).map_err(de::Error::custom),
+    }
+}
+
+impl<'de> Deserialize<'de> for ParamMap {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = ParamMap;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a mapping of flag name to value, e.g. `tp_size: 8`")
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<ParamMap, E> {
+                Ok(ParamMap::default())
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ParamMap, A::Error> {
+                let mut out: Vec<(String, ParamValue)> = Vec::new();
+                while let Some(key) = next_canonical_key(&mut map)? {
+                    if out.iter().any(|(k, _)| *k == key) {
+                        return Err(de::Error::custom(format!("flag `{key}` is given twice")));
+                    }
+                    let v = map.next_value_seed(ValueSeed { key: &key })?;
+                    out.push((key, v));
+                }
+                Ok(ParamMap(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for ParamGrid {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = ParamGrid;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a mapping of flag name to a list of values, e.g. `mem_fraction_static: [0.85, 0.88]`")
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<ParamGrid, E> {
+                Ok(ParamGrid::default())
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ParamGrid, A::Error> {
+                let mut out: Vec<(String, Vec<ParamValue>)> = Vec::new();
+                while let Some(key) = next_canonical_key(&mut map)? {
+                    if out.iter().any(|(k, _)| *k == key) {
+                        return Err(de::Error::custom(format!("sweep key `{key}` is given twice")));
+                    }
+                    let v = map.next_value_seed(GridSeed { key: &key })?;
+                    out.push((key, v));
+                }
+                Ok(ParamGrid(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for ConfigSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = ConfigSpec;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a configuration: `name: ...` plus flags, e.g. `{name: baseline, mem_fraction_static: 0.85}`")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ConfigSpec, A::Error> {
+                let mut name = None;
+                let mut out: Vec<(String, ParamValue)> = Vec::new();
+                while let Some(raw) = map.next_key::<String>()? {
+                    if raw == "name" {
+                        let n: String = map.next_value()?;
+                        check_name(&n).map_err(de::Error::custom)?;
+                        name = Some(n);
+                        continue;
+                    }
+                    let key = flags::canonical_key(&raw).map_err(de::Error::custom)?;
+                    if out.iter().any(|(k, _)| *k == key) {
+                        return Err(de::Error::custom(format!("flag `{key}` is given twice")));
+                    }
+                    let v = map.next_value_seed(ValueSeed { key: &key })?;
+                    out.push((key, v));
+                }
+                let name = name.ok_or_else(|| {
+                    de::Error::custom("a configuration needs a `name:` (it names its results folder)")
+                })?;
+                Ok(ConfigSpec {
+                    name,
+                    params: ParamMap(out),
+                })
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// serde_yaml places errors raised inside a value's `Deserialize` at the start of the enclosing
+/// mapping, not at the value. Errors about a known key carry it between these markers so that
+/// `parse` can move the position onto the key's own line.
+const KEY_TAG: char = '\u{1}';
+
+fn tag_key(key: &str, msg: &str) -> String {
+    format!("{KEY_TAG}{key}{KEY_TAG}{msg}")
+}
+
+/// Move an error reported at a mapping's start onto the line of `key` inside that mapping.
+fn relocate_to_key(text: &str, line: usize, column: usize, key: &str) -> (usize, usize) {
+    let needle = format!("{key}:");
+    for (i, l) in text.lines().enumerate().skip(line.saturating_sub(1)) {
+        let body = l.trim_start();
+        let indent = l.len() - body.len();
+        let (body, indent) = match body.strip_prefix("- ") {
+            Some(rest) => (rest.trim_start(), l.len() - rest.trim_start().len()),
+            None => (body, indent),
+        };
+        if indent + 1 < column && i + 1 > line {
+            break; // left the mapping
+        }
+        if indent + 1 == column && body.starts_with(&needle) {
+            let after = &body[needle.len()..];
+            let value_col = indent + needle.len() + (after.len() - after.trim_start().len()) + 1;
+            return (i + 1, if after.trim().is_empty() { indent + 1 } else { value_col });
+        }
+    }
+    (line, column)
+}
+
+/// Position of the first `${NAME` in the text.
+fn locate_var(text: &str, name: &str) -> Option<(usize, usize)> {
+    let needle = format!("${{{name}");
+    text.lines()
+        .enumerate()
+        .find_map(|(i, l)| l.find(&needle).map(|c| (i + 1, c + 1)))
+}
+
+/// Parse a sweep from text; `origin` names the file in errors.
+pub fn parse(text: &str, origin: &str) -> Result<SweepSpec, SpecError> {
+    let spec: SweepSpec = serde_yaml::from_str(text).map_err(|e| {
+        let (mut line, mut column) =
+            e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
+        let mut message = e.to_string();
+        // serde_yaml appends " at line N column M"; the prefix already says where.
+        if let Some(pos) = message.find(" at line ") {
+            message.truncate(pos);
+        }
+        let parts: Vec<&str> = message.splitn(3, KEY_TAG).collect();
+        if let [path, key, msg] = parts.as_slice() {
+            (line, column) = relocate_to_key(text, line, column, key);
+            message = format!("{path}{msg}");
+        }
+        if let Some(rest) = message.split("environment variable `").nth(1) {
+            if let Some(name) = rest.split('`').next() {
+                if let Some(pos) = locate_var(text, name) {
+                    (line, column) = pos;
+                }
+            }
+        }
+        SpecError {
+            file: origin.to_string(),
+            line,
+            column,
+            message: explain(&message),
+        }
+    })?;
+    check_cross_fields(&spec, text, origin)?;
+    Ok(spec)
+}
+
+/// Make serde's wording friendlier where it is terse.
+fn explain(msg: &str) -> String {
+    if msg.contains("unknown field") {
+        return format!("{msg} (check the spelling; the README lists every key)");
+    }
+    msg.to_string()
+}
+
+/// Checks that span several keys; placed at the line of the key they concern.
+fn check_cross_fields(spec: &SweepSpec, text: &str, origin: &str) -> Result<(), SpecError> {
+    let err = |key: &str, message: String| {
+        let (line, column) = locate_key(text, key).unwrap_or((1, 1));
+        SpecError {
+            file: origin.to_string(),
+            line,
+            column,
+            message,
+        }
+    };
+    if spec.server.command.is_empty() {
+        return Err(err(
+            "command",
+            "server.command is empty: give the program, e.g. [python, -m, sglang.launch_server]"
+                .into(),
+        ));
+    }
+    let mut names: Vec<&str> = Vec::new();
+    for c in &spec.configs {
+        if names.contains(&c.name.as_str()) {
+            return Err(err(
+                "configs",
+                format!("two configurations are named `{}`: names must be unique", c.name),
+            ));
+        }
+        names.push(&c.name);
+    }
+    Ok(())
+}
+
+/// 1-based (line, column) of the first `key:` in the text, for errors found after parsing.
+fn locate_key(text: &str, key: &str) -> Option<(usize, usize)> {
+    let needle = format!("{key}:");
+    text.lines().enumerate().find_map(|(i, l)| {
+        let trimmed = l.trim_start();
+        let col = l.len() - trimmed.len();
+        let t = trimmed.trim_start_matches("- ");
+        t.starts_with(&needle)
+            .then(|| (i + 1, col + 1 + (trimmed.len() - t.len())))
+    })
+}
+
+/// Read and parse a sweep file.
+pub fn load(path: &Path) -> Result<(SweepSpec, String), SpecError> {
+    let origin = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| SpecError {
+        file: origin.clone(),
+        line: 0,
+        column: 0,
+        message: format!("cannot read the sweep file: {e}"),
+    })?;
+    let spec = parse(&text, &origin)?;
+    Ok((spec, text))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+name: kv-cache-tuning
+server:
+  command: [python, -m, sglang.launch_server]
+  model_path: /models/my-model
+  host: 127.0.0.1
+  port: 30000
+  args:
+    tp_size: 8
+    trust_remote_code: true
+  env: {}
+  ready_timeout_s: 1800
+  stop_timeout_s: 30
+sweep:
+  mem_fraction_static: [0.85, 0.88]
+  kv_cache_dtype: [auto, fp8_e4m3]
+  hicache_size: [0, 48]
+configs:
+  - name: baseline
+    mem_fraction_static: 0.85
+workload:
+  endpoint: completions
+  concurrency: 150
+  requests: 1000
+  warmup_requests: 10
+  input_tokens: 2000
+  output_tokens: 2000
+  seed: 1
+"#;
+
+    fn err_of(text: &str) -> SpecError {
+        match parse(text, "s.yaml") {
+            Ok(_) => panic!("expected an error"),
+            Err(e) => e,
+        }
+    }
+
+    #[test]
+    fn parses_the_issue_example() {
+        let s = parse(GOOD, "s.yaml").expect("parses");
+        assert_eq!(s.name.0, "kv-cache-tuning");
+        assert_eq!(s.server.port, Some(30000));
+        assert_eq!(s.server.args.0.len(), 2);
+        assert_eq!(s.sweep.0.len(), 3);
+        assert_eq!(s.sweep.0[2].1, vec![ParamValue::Int(0), ParamValue::Int(48)]);
+        assert_eq!(s.configs[0].name, "baseline");
+        assert_eq!(s.workload.concurrency, 150);
+        assert_eq!(s.workload.requests, Some(1000));
+        assert_eq!(s.workload.endpoint, Endpoint::Completions);
+    }
+
+    #[test]
+    fn unknown_key_names_line_column_and_key() {
+        let text = GOOD.replace("  seed: 1", "  sed: 1");
+        let e = err_of(&text);
+        assert_eq!(e.line, 28, "{e}");
+        assert!(e.message.contains("unknown field `sed`"), "{e}");
+        assert!(e.message.contains("seed"), "lists allowed keys: {e}");
+    }
+
+    #[test]
+    fn wrong_type_is_located() {
+        let text = GOOD.replace("concurrency: 150", "concurrency: lots");
+        let e = err_of(&text);
+        assert_eq!((e.line, e.column), (23, 16), "{e}");
+        assert!(e.message.contains("invalid type"), "{e}");
+    }
+
+    #[test]
+    fn bad_values_are_located_at_the_value() {
+        let text = GOOD.replace("[0.85, 0.88]", "[0.85, 1.5]");
+        let e = err_of(&text);
+        assert_eq!((e.line, e.column), (15, 24), "{e}");
+        assert!(e.message.contains("(0, 1]"), "{e}");
+        assert!(e.message.starts_with("sweep: `mem_fraction_static`"), "{e}");
+        let e = err_of(&GOOD.replace("[0, 48]", "[0, -4]"));
+        assert_eq!(e.line, 17, "{e}");
+        let e = err_of(&GOOD.replace("[auto, fp8_e4m3]", "[auto, fp8]"));
+        assert!(e.message.contains("fp8_e4m3"), "{e}");
+        let e = err_of(&GOOD.replace("    mem_fraction_static: 0.85", "    mem_fraction_static: 2"));
+        assert_eq!((e.line, e.column), (20, 26), "{e}");
+    }
+
+    #[test]
+    fn reserved_and_duplicate_keys() {
+        let e = err_of(&GOOD.replace("    tp_size: 8", "    port: 8"));
+        assert!(e.message.contains("server.port"), "{e}");
+        let e = err_of(&GOOD.replace("requests: 1000", "requests: 1000\n  duration_s: 60"));
+        assert!(e.message.contains("not both"), "{e}");
+        let e = err_of(&GOOD.replace("requests: 1000", "concurrency_x: 1"));
+        assert!(e.message.contains("concurrency_x"), "{e}");
+    }
+
+    #[test]
+    fn missing_env_var_is_an_error_with_position() {
+        let text = GOOD.replace("/models/my-model", "${SGTUNE_TEST_SURELY_UNSET_VAR}");
+        let e = err_of(&text);
+        assert_eq!((e.line, e.column), (5, 15), "{e}");
+        assert!(e.message.contains("SGTUNE_TEST_SURELY_UNSET_VAR"), "{e}");
+    }
+
+    #[test]
+    fn env_expansion() {
+        let get = |k: &str| (k == "A").then(|| "x".to_string());
+        assert_eq!(expand_env("${A}/b", get).as_deref(), Ok("x/b"));
+        assert_eq!(expand_env("${B:-d}", get).as_deref(), Ok("d"));
+        assert_eq!(expand_env("$$A $5", get).as_deref(), Ok("$A $5"));
+        assert!(expand_env("${B}", get).is_err());
+        assert!(expand_env("${A", get).is_err());
+    }
+}
