@@ -1,0 +1,379 @@
+//! Launch a server in its own process group with its output teed, line by line, to
+//! `server.log`; watch for the ready line; stop it the way SGLang likes to be stopped.
+//!
+//! Readiness: the ready line `The server is fired up and ready to roll!` (printed by every
+//! SGLang since v0.1.18, after the warmup request) and then an HTTP answer from `/v1/models`.
+//! We do not rely on `GET /health` alone: before Aug 2025 it answered 200 as soon as uvicorn
+//! was up, before warmup, and since then it runs a generation, which competes with the load.
+
+use super::command::LaunchCommand;
+use super::failure::{self, FailureKind, StartFailure};
+use crate::cancel::Cancel;
+use std::collections::VecDeque;
+use std::io::Write;
+use std::path::Path;
+use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// The substring SGLang prints when it is ready (main process, after warmup).
+pub const READY_LINE: &str = "The server is fired up and ready to roll";
+
+const TAIL_LINES: usize = 400;
+
+struct SinkState {
+    file: std::io::BufWriter<std::fs::File>,
+    lines: usize,
+    tail: VecDeque<String>,
+    write_error: Option<String>,
+}
+
+/// Where the server's output goes: the raw log file, a tail kept in memory, a line counter
+/// (used to mark the measured window) and the ready flag.
+pub struct LogSink {
+    state: Mutex<SinkState>,
+    ready: watch::Sender<bool>,
+}
+
+impl LogSink {
+    fn create(path: &Path) -> std::io::Result<Arc<Self>> {
+        let file = std::fs::File::create(path)?;
+        let (ready, _) = watch::channel(false);
+        Ok(Arc::new(LogSink {
+            state: Mutex::new(SinkState {
+                file: std::io::BufWriter::new(file),
+                lines: 0,
+                tail: VecDeque::with_capacity(TAIL_LINES),
+                write_error: None,
+            }),
+            ready,
+        }))
+    }
+
+    fn push(&self, line: &str) {
+        let Ok(mut st) = self.state.lock() else {
+            return;
+        };
+        let res = st
+            .file
+            .write_all(line.as_bytes())
+            .and_then(|_| st.file.write_all(b"\n"))
+            .and_then(|_| st.file.flush());
+        if let Err(e) = res {
+            if st.write_error.is_none() {
+                st.write_error = Some(e.to_string());
+            }
+        }
+        st.lines += 1;
+        if st.tail.len() == TAIL_LINES {
+            st.tail.pop_front();
+        }
+        st.tail.push_back(line.to_string());
+        drop(st);
+        if line.contains(READY_LINE) {
+            self.ready.send_replace(true);
+        }
+    }
+
+    /// Lines written so far: a mark for the measured window.
+    pub fn line_count(&self) -> usize {
+        self.state.lock().map(|s| s.lines).unwrap_or(0)
+    }
+
+    pub fn tail(&self) -> Vec<String> {
+        self.state
+            .lock()
+            .map(|s| s.tail.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    pub fn last_line(&self) -> String {
+        self.state
+            .lock()
+            .ok()
+            .and_then(|s| s.tail.iter().rev().find(|l| !l.trim().is_empty()).cloned())
+            .unwrap_or_default()
+    }
+
+    pub fn is_ready(&self) -> bool {
+        *self.ready.borrow()
+    }
+
+    /// First error writing server.log, if any (the run's log is then incomplete).
+    pub fn write_error(&self) -> Option<String> {
+        self.state.lock().ok().and_then(|s| s.write_error.clone())
+    }
+}
+
+async fn pump(reader: impl AsyncRead + Unpin, sink: Arc<LogSink>) {
+    let mut r = BufReader::new(reader);
+    let mut buf = Vec::with_capacity(4096);
+    loop {
+        buf.clear();
+        match r.read_until(b'\n', &mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {
+                while matches!(buf.last(), Some(b'\n' | b'\r')) {
+                    buf.pop();
+                }
+                sink.push(&String::from_utf8_lossy(&buf));
+            }
+        }
+    }
+}
+
+/// A live server process group.
+pub struct ServerHandle {
+    child: tokio::process::Child,
+    pub pid: i32,
+    pub host: String,
+    pub port: u16,
+    pub log: Arc<LogSink>,
+    readers: Vec<JoinHandle<()>>,
+    pub started: Instant,
+    exit: Option<ExitStatus>,
+}
+
+/// Pick a free TCP port on `host` (the kernel's choice; released before the server binds it).
+pub fn free_port(host: &str) -> std::io::Result<u16> {
+    let l = std::net::TcpListener::bind((host, 0))?;
+    Ok(l.local_addr()?.port())
+}
+
+/// Start the command in a new process group with its output teed to `log_path`.
+///
+/// The child gets `PR_SET_PDEATHSIG(SIGKILL)`: if sgtune dies for any reason (kill -9, OOM
+/// killer, closed terminal) the launcher is killed by the kernel, and SGLang's own children
+/// die with it (they set the same signal on their parent). The signal is tied to the thread
+/// that forks, so `launch` must be called from a thread that lives as long as the sweep (the
+/// runtime's main or worker threads, never a `spawn_blocking` thread).
+pub fn launch(cmd: &LaunchCommand, host: &str, port: u16, log_path: &Path) -> std::io::Result<ServerHandle> {
+    let sink = LogSink::create(log_path)?;
+    let mut c = tokio::process::Command::new(&cmd.program);
+    c.args(&cmd.args)
+        .envs(cmd.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(false);
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: only async-signal-safe calls (prctl, getppid, _exit) between fork and exec.
+    unsafe {
+        c.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The parent may have died between fork and prctl: then nobody would kill us.
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
+    let mut child = c.spawn()?;
+    let pid = child.id().map(|p| p as i32).unwrap_or(0);
+    let mut readers = Vec::new();
+    if let Some(out) = child.stdout.take() {
+        readers.push(tokio::spawn(pump(out, sink.clone())));
+    }
+    if let Some(err) = child.stderr.take() {
+        readers.push(tokio::spawn(pump(err, sink.clone())));
+    }
+    Ok(ServerHandle {
+        child,
+        pid,
+        host: host.to_string(),
+        port,
+        log: sink,
+        readers,
+        started: Instant::now(),
+        exit: None,
+    })
+}
+
+/// How waiting for readiness ended.
+#[derive(Debug)]
+pub enum ReadyOutcome {
+    Ready { secs: f64 },
+    Failed(StartFailure),
+    Interrupted,
+}
+
+fn group_alive(pgid: i32) -> bool {
+    if pgid <= 0 {
+        return false;
+    }
+    // SAFETY: kill with signal 0 only checks for existence/permission.
+    let r = unsafe { libc::kill(-pgid, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+fn signal_group(pgid: i32, sig: i32) {
+    if pgid > 0 {
+        // SAFETY: plain kill(2) on our own child's process group.
+        unsafe {
+            libc::kill(-pgid, sig);
+        }
+    }
+}
+
+fn port_free(host: &str, port: u16) -> bool {
+    std::net::TcpListener::bind((host, port)).is_ok()
+}
+
+impl ServerHandle {
+    pub fn base_url(&self) -> String {
+        let host = if self.host.contains(':') {
+            format!("[{}]", self.host)
+        } else {
+            self.host.clone()
+        };
+        format!("http://{host}:{}", self.port)
+    }
+
+    /// The exit status if the launcher has exited (non-blocking).
+    pub fn try_exit(&mut self) -> Option<ExitStatus> {
+        if self.exit.is_none() {
+            if let Ok(Some(st)) = self.child.try_wait() {
+                self.exit = Some(st);
+            }
+        }
+        self.exit
+    }
+
+    /// Wait for the ready line and an HTTP answer; report progress about once a second.
+    pub async fn wait_ready(
+        &mut self,
+        timeout: Duration,
+        cancel: &Cancel,
+        mut progress: impl FnMut(f64, &str),
+    ) -> ReadyOutcome {
+        let client = match reqwest::Client::builder()
+            .timeout(Duration::from_secs(5))
+            .no_proxy()
+            .build()
+        {
+            Ok(c) => c,
+            Err(e) => {
+                return ReadyOutcome::Failed(StartFailure {
+                    kind: FailureKind::LaunchError,
+                    message: format!("cannot build an HTTP client: {e}"),
+                    evidence: vec![],
+                });
+            }
+        };
+        let deadline = self.started + timeout;
+        let models_url = format!("{}/v1/models", self.base_url());
+        loop {
+            if cancel.is_cancelled() {
+                return ReadyOutcome::Interrupted;
+            }
+            if let Some(st) = self.try_exit() {
+                self.drain_readers().await;
+                return ReadyOutcome::Failed(failure::classify(Some(&st), &self.log.tail(), false));
+            }
+            if Instant::now() >= deadline {
+                return ReadyOutcome::Failed(failure::classify(None, &self.log.tail(), true));
+            }
+            if self.log.is_ready() {
+                let ok = matches!(client.get(&models_url).send().await, Ok(r) if r.status().is_success());
+                if ok {
+                    return ReadyOutcome::Ready {
+                        secs: self.started.elapsed().as_secs_f64(),
+                    };
+                }
+            }
+            progress(self.started.elapsed().as_secs_f64(), &self.log.last_line());
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(250)) => {}
+                _ = cancel.cancelled() => {}
+            }
+        }
+    }
+
+    async fn drain_readers(&mut self) {
+        for r in self.readers.drain(..) {
+            // The pipes close when the whole group is gone; don't wait forever on a
+            // grandchild that still holds them.
+            let _ = tokio::time::timeout(Duration::from_secs(5), r).await;
+        }
+    }
+
+    /// Stop the server: SIGTERM to the launcher only (it shuts its children down itself;
+    /// signalling the whole group makes SGLang log a crash), wait up to `grace`, then SIGKILL
+    /// the whole group; finally confirm that no process of the group is left and the port is
+    /// free. The caller stops the load first: under load SGLang keeps serving after SIGTERM.
+    pub async fn stop(&mut self, grace: Duration) -> StopOutcome {
+        let t0 = Instant::now();
+        let mut how = if self.try_exit().is_some() {
+            StopHow::AlreadyExited
+        } else {
+            // SAFETY: kill(2) on our own child.
+            unsafe {
+                libc::kill(self.pid, libc::SIGTERM);
+            }
+            match tokio::time::timeout(grace, self.child.wait()).await {
+                Ok(Ok(st)) => {
+                    self.exit = Some(st);
+                    StopHow::Terminated
+                }
+                _ => {
+                    signal_group(self.pid, libc::SIGKILL);
+                    if let Ok(st) = self.child.wait().await {
+                        self.exit = Some(st);
+                    }
+                    StopHow::Killed
+                }
+            }
+        };
+        // Children the launcher left behind (or all of them, when it crashed).
+        let leftovers_deadline = Instant::now() + Duration::from_secs(5);
+        while group_alive(self.pid) && Instant::now() < leftovers_deadline {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        if group_alive(self.pid) {
+            signal_group(self.pid, libc::SIGKILL);
+            if how != StopHow::AlreadyExited {
+                how = StopHow::Killed;
+            }
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while group_alive(self.pid) && Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+        self.drain_readers().await;
+        let port_deadline = Instant::now() + Duration::from_secs(10);
+        while !port_free(&self.host, self.port) && Instant::now() < port_deadline {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        StopOutcome {
+            how,
+            secs: t0.elapsed().as_secs_f64(),
+            group_left: group_alive(self.pid),
+            port_free: port_free(&self.host, self.port),
+            exit: self.exit.as_ref().map(failure::describe_exit),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopHow {
+    AlreadyExited,
+    Terminated,
+    Killed,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct StopOutcome {
+    pub how: StopHow,
+    pub secs: f64,
+    /// A process of the group survived even SIGKILL (should never happen).
+    pub group_left: bool,
+    pub port_free: bool,
+    pub exit: Option<String>,
+}
