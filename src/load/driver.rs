@@ -1,0 +1,440 @@
+//! Closed-loop load at fixed concurrency: N workers, each sends its next request when its
+//! previous one ends. Warmup requests go first (recorded, excluded from the summary); the
+//! measured window starts just before the first measured send and ends at the last
+//! completion.
+
+use super::openai::{self, Prompt};
+use super::prompts;
+use crate::cancel::Cancel;
+use crate::spec::{Endpoint, WorkloadSpec};
+use serde::Serialize;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    Warmup,
+    Measured,
+}
+
+/// Error classes, one list (requests.csv `error_kind`, summary counts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    Connect,
+    Timeout,
+    HttpStatus,
+    StreamCut,
+    MalformedSse,
+    ServerError,
+    /// HTTP 200 but no generated content and no usage.
+    Empty,
+}
+
+impl ErrorKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Connect => "connect",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::HttpStatus => "http_status",
+            ErrorKind::StreamCut => "stream_cut",
+            ErrorKind::MalformedSse => "malformed_sse",
+            ErrorKind::ServerError => "server_error",
+            ErrorKind::Empty => "empty",
+        }
+    }
+}
+
+/// One request as the client saw it. Times are milliseconds after this request's send
+/// instant, except `send_s` (seconds after the measured window's start; negative for warmup).
+#[derive(Debug, Clone, Serialize)]
+pub struct RequestSample {
+    pub phase: Phase,
+    pub index: u64,
+    pub worker: u64,
+    pub send_s: f64,
+    pub headers_ms: Option<f64>,
+    /// First chunk with non-empty content (SGLang's TTFT convention).
+    pub ttft_ms: Option<f64>,
+    /// Last chunk with content.
+    pub last_content_ms: Option<f64>,
+    /// End of the stream (`[DONE]` or close): SGLang's E2E convention.
+    pub end_ms: Option<f64>,
+    /// Arrival of every chunk with content, ms after send.
+    pub chunk_ms: Vec<f64>,
+    pub prompt_tokens: Option<u64>,
+    pub completion_tokens: Option<u64>,
+    pub finish_reason: Option<String>,
+    pub http_status: Option<u16>,
+    pub retried: bool,
+    pub error_kind: Option<ErrorKind>,
+    pub error: Option<String>,
+}
+
+impl RequestSample {
+    pub fn ok(&self) -> bool {
+        self.error_kind.is_none()
+    }
+    /// Output tokens: server `usage` when present, else content chunks (flagged by
+    /// `usage_missing`).
+    pub fn output_tokens(&self) -> u64 {
+        self.completion_tokens
+            .unwrap_or(self.chunk_ms.len() as u64)
+    }
+    pub fn usage_missing(&self) -> bool {
+        self.completion_tokens.is_none()
+    }
+    /// Gaps between consecutive content chunks (pooled into ITL).
+    pub fn itl_ms(&self) -> impl Iterator<Item = f64> + '_ {
+        self.chunk_ms.windows(2).map(|w| w[1] - w[0])
+    }
+    /// (E2E − TTFT) / (output tokens − 1), for requests with more than one token.
+    pub fn tpot_ms(&self) -> Option<f64> {
+        let out = self.output_tokens();
+        match (self.end_ms, self.ttft_ms) {
+            (Some(e), Some(t)) if out > 1 => Some((e - t) / (out - 1) as f64),
+            _ => None,
+        }
+    }
+}
+
+/// Where and what to load.
+#[derive(Debug, Clone)]
+pub struct LoadTarget {
+    pub base_url: String,
+    pub model: String,
+    pub vocab_size: u64,
+}
+
+/// What the driver reports while it runs.
+pub enum LoadEvent<'a> {
+    /// Warmup is over; the measured window starts now.
+    MeasureStart,
+    Sample(&'a RequestSample),
+    /// The last measured request finished (or the load was stopped).
+    MeasureEnd,
+}
+
+#[derive(Debug)]
+pub struct LoadOutcome {
+    pub samples: Vec<RequestSample>,
+    pub warmup_ok: u64,
+    pub warmup_failed: u64,
+    /// Measured window: first send to last completion.
+    pub duration_s: f64,
+    /// The load was stopped before it finished (interrupt or server death).
+    pub stopped: bool,
+}
+
+/// Build the HTTP client: one HTTP/1.1 connection per in-flight stream, no Nagle delay, idle
+/// connections dropped before uvicorn's 5 s keep-alive limit closes them under us.
+pub fn http_client(concurrency: u64) -> reqwest::Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .http1_only()
+        .tcp_nodelay(true)
+        .pool_idle_timeout(Duration::from_secs(4))
+        .pool_max_idle_per_host(concurrency as usize)
+        .no_proxy()
+        .build()
+}
+
+fn prompt_for(w: &WorkloadSpec, target: &LoadTarget, phase: Phase, index: u64) -> Prompt {
+    let stream = match phase {
+        Phase::Measured => 0,
+        Phase::Warmup => 1,
+    };
+    match w.endpoint {
+        Endpoint::Completions => Prompt::TokenIds(prompts::token_ids(
+            w.seed,
+            stream,
+            index,
+            w.input_tokens,
+            target.vocab_size,
+        )),
+        Endpoint::Chat => Prompt::Text(prompts::text(w.seed, stream, index, w.input_tokens)),
+    }
+}
+
+fn ms_since(t0: Instant) -> f64 {
+    t0.elapsed().as_secs_f64() * 1000.0
+}
+
+/// Send one streaming request and record what happened.
+async fn one_request(
+    client: &reqwest::Client,
+    url: &str,
+    body: &serde_json::Value,
+    timeout: Duration,
+    mut sample: RequestSample,
+) -> RequestSample {
+    let t0 = Instant::now();
+    let fail = |mut s: RequestSample, kind: ErrorKind, msg: String| {
+        s.error_kind = Some(kind);
+        s.error = Some(msg);
+        s
+    };
+    let sent = tokio::time::timeout(timeout, async {
+        match client.post(url).json(body).send().await {
+            // A connection that dies before any response byte (e.g. a pooled keep-alive
+            // connection the server just closed) is retried once on a fresh connection.
+            Err(e) if e.is_connect() || e.is_request() => {
+                sample.retried = true;
+                client.post(url).json(body).send().await
+            }
+            other => other,
+        }
+    })
+    .await;
+    let mut resp = match sent {
+        Err(_) => return fail(sample, ErrorKind::Timeout, format!("no response in {timeout:?}")),
+        Ok(Err(e)) => {
+            let kind = if e.is_timeout() { ErrorKind::Timeout } else { ErrorKind::Connect };
+            return fail(sample, kind, error_chain(&e));
+        }
+        Ok(Ok(r)) => r,
+    };
+    sample.headers_ms = Some(ms_since(t0));
+    let status = resp.status();
+    sample.http_status = Some(status.as_u16());
+    if !status.is_success() {
+        let text = tokio::time::timeout(Duration::from_secs(5), resp.text())
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_default();
+        let shown: String = text.chars().take(200).collect();
+        return fail(sample, ErrorKind::HttpStatus, format!("HTTP {status}: {shown}"));
+    }
+    let mut parser = super::sse::SseParser::new();
+    let mut done = false;
+    let deadline = t0 + timeout;
+    loop {
+        let next = tokio::time::timeout_at(deadline.into(), resp.chunk()).await;
+        let bytes = match next {
+            Err(_) => return fail(sample, ErrorKind::Timeout, format!("stream not finished in {timeout:?}")),
+            Ok(Err(e)) => return fail(sample, ErrorKind::StreamCut, error_chain(&e)),
+            Ok(Ok(None)) => break,
+            Ok(Ok(Some(b))) => b,
+        };
+        let at = ms_since(t0);
+        for data in parser.push(&bytes) {
+            if data.trim() == "[DONE]" {
+                done = true;
+                continue;
+            }
+            let info = match openai::parse_chunk(&data) {
+                Ok(i) => i,
+                Err(msg) => return fail(sample, ErrorKind::MalformedSse, msg),
+            };
+            if let Some(msg) = info.error {
+                return fail(sample, ErrorKind::ServerError, msg);
+            }
+            if info.content_chars > 0 {
+                if sample.ttft_ms.is_none() {
+                    sample.ttft_ms = Some(at);
+                }
+                sample.last_content_ms = Some(at);
+                sample.chunk_ms.push(at);
+            }
+            if info.finish_reason.is_some() {
+                sample.finish_reason = info.finish_reason;
+            }
+            if info.completion_tokens.is_some() {
+                sample.completion_tokens = info.completion_tokens;
+                sample.prompt_tokens = info.prompt_tokens;
+            }
+        }
+    }
+    if let Some(data) = parser.finish() {
+        if data.trim() == "[DONE]" {
+            done = true;
+        }
+    }
+    sample.end_ms = Some(ms_since(t0));
+    if !done && sample.finish_reason.is_none() {
+        return fail(sample, ErrorKind::StreamCut, "stream ended before [DONE] or a finish_reason".into());
+    }
+    if sample.chunk_ms.is_empty() && sample.completion_tokens.unwrap_or(0) == 0 {
+        return fail(sample, ErrorKind::Empty, "stream had neither content nor usage".into());
+    }
+    sample
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(inner) = src {
+        s.push_str(": ");
+        s.push_str(&inner.to_string());
+        src = inner.source();
+    }
+    s
+}
+
+/// Run `count` (or until `deadline`) requests of `phase` with `workers` workers; samples go to
+/// `tx` as they finish.
+#[allow(clippy::too_many_arguments)]
+fn spawn_phase(
+    client: &reqwest::Client,
+    w: &Arc<WorkloadSpec>,
+    target: &Arc<LoadTarget>,
+    phase: Phase,
+    workers: u64,
+    count: Option<u64>,
+    deadline: Option<Instant>,
+    window_start: Instant,
+    stop: &Cancel,
+    tx: &mpsc::UnboundedSender<RequestSample>,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    let next = Arc::new(AtomicU64::new(0));
+    let url = format!("{}{}", target.base_url, w.endpoint.path());
+    let timeout = Duration::from_secs_f64(w.request_timeout_s);
+    (0..workers)
+        .map(|worker| {
+            let (client, w, target, next, stop, tx, url) = (
+                client.clone(),
+                w.clone(),
+                target.clone(),
+                next.clone(),
+                stop.clone(),
+                tx.clone(),
+                url.clone(),
+            );
+            tokio::spawn(async move {
+                loop {
+                    if stop.is_cancelled() || deadline.is_some_and(|d| Instant::now() >= d) {
+                        break;
+                    }
+                    let index = next.fetch_add(1, Ordering::Relaxed);
+                    if count.is_some_and(|c| index >= c) {
+                        break;
+                    }
+                    let body = openai::request_body(&w, &target.model, prompt_for(&w, &target, phase, index));
+                    let now = Instant::now();
+                    let send_s = if now >= window_start {
+                        (now - window_start).as_secs_f64()
+                    } else {
+                        -(window_start - now).as_secs_f64()
+                    };
+                    let sample = RequestSample {
+                        phase,
+                        index,
+                        worker,
+                        send_s,
+                        headers_ms: None,
+                        ttft_ms: None,
+                        last_content_ms: None,
+                        end_ms: None,
+                        chunk_ms: Vec::new(),
+                        prompt_tokens: None,
+                        completion_tokens: None,
+                        finish_reason: None,
+                        http_status: None,
+                        retried: false,
+                        error_kind: None,
+                        error: None,
+                    };
+                    let s = tokio::select! {
+                        s = one_request(&client, &url, &body, timeout, sample) => s,
+                        _ = stop.cancelled() => break,
+                    };
+                    if tx.send(s).is_err() {
+                        break;
+                    }
+                }
+            })
+        })
+        .collect()
+}
+
+/// Drive the workload. `stop` ends it early (interrupt, server death): no new requests are
+/// sent, in-flight ones are abandoned, and `stopped` is set.
+pub async fn drive(
+    client: &reqwest::Client,
+    workload: &WorkloadSpec,
+    target: &LoadTarget,
+    stop: &Cancel,
+    on_event: &mut dyn FnMut(LoadEvent<'_>),
+) -> LoadOutcome {
+    let w = Arc::new(workload.clone());
+    let target = Arc::new(target.clone());
+    let n = w.concurrency.max(1);
+    let mut outcome = LoadOutcome {
+        samples: Vec::new(),
+        warmup_ok: 0,
+        warmup_failed: 0,
+        duration_s: 0.0,
+        stopped: false,
+    };
+
+    // Warmup: excluded from every number, but written to requests.csv as evidence.
+    if w.warmup_requests > 0 {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let far = Instant::now() + Duration::from_secs(86_400 * 365);
+        let handles = spawn_phase(
+            client, &w, &target, Phase::Warmup, n.min(w.warmup_requests), Some(w.warmup_requests),
+            None, far, stop, &tx,
+        );
+        drop(tx);
+        while let Some(mut s) = rx.recv().await {
+            // Warmup send times are relative to the measured start; fixed up below.
+            s.send_s = f64::NAN;
+            if s.ok() {
+                outcome.warmup_ok += 1;
+            } else {
+                outcome.warmup_failed += 1;
+            }
+            on_event(LoadEvent::Sample(&s));
+        }
+        for h in handles {
+            let _ = h.await;
+        }
+        if stop.is_cancelled() {
+            outcome.stopped = true;
+            return outcome;
+        }
+    }
+
+    on_event(LoadEvent::MeasureStart);
+    let start = Instant::now();
+    let deadline = w.duration_s.map(|d| start + Duration::from_secs_f64(d));
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let handles = spawn_phase(
+        client, &w, &target, Phase::Measured, n, w.requests, deadline, start, stop, &tx,
+    );
+    drop(tx);
+    let mut last_end = start;
+    loop {
+        tokio::select! {
+            s = rx.recv() => match s {
+                Some(s) => {
+                    last_end = Instant::now();
+                    on_event(LoadEvent::Sample(&s));
+                    outcome.samples.push(s);
+                }
+                None => break,
+            },
+            _ = stop.cancelled() => {
+                outcome.stopped = true;
+                // Let workers notice; anything still in flight is abandoned.
+                for h in &handles {
+                    h.abort();
+                }
+                while let Ok(s) = rx.try_recv() {
+                    on_event(LoadEvent::Sample(&s));
+                    outcome.samples.push(s);
+                }
+                break;
+            }
+        }
+    }
+    for h in handles {
+        let _ = h.await;
+    }
+    outcome.duration_s = (last_end - start).as_secs_f64();
+    on_event(LoadEvent::MeasureEnd);
+    outcome
+}

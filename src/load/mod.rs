@@ -1,0 +1,6 @@
+//! The load generator: seeded prompts, OpenAI-compatible streaming requests, closed-loop
+//! concurrency, per-request samples.
+pub mod driver;
+pub mod openai;
+pub mod prompts;
+pub mod sse;

@@ -1,0 +1,118 @@
+//! OpenAI-compatible request bodies and streamed-chunk reading.
+
+use crate::spec::{Endpoint, WorkloadSpec};
+use serde_json::{Value, json};
+
+/// What a prompt is made of.
+pub enum Prompt {
+    TokenIds(Vec<u64>),
+    Text(String),
+}
+
+/// The streaming request body. `ignore_eos` makes every request produce exactly `max_tokens`.
+pub fn request_body(w: &WorkloadSpec, model: &str, prompt: Prompt) -> Value {
+    let mut body = match (w.endpoint, prompt) {
+        (Endpoint::Completions, Prompt::TokenIds(ids)) => json!({"prompt": ids}),
+        (Endpoint::Completions, Prompt::Text(t)) => json!({"prompt": t}),
+        (Endpoint::Chat, Prompt::Text(t)) => json!({"messages": [{"role": "user", "content": t}]}),
+        (Endpoint::Chat, Prompt::TokenIds(ids)) => {
+            let t: Vec<String> = ids.iter().map(|i| i.to_string()).collect();
+            json!({"messages": [{"role": "user", "content": t.join(" ")}]})
+        }
+    };
+    if let Some(obj) = body.as_object_mut() {
+        obj.insert("model".into(), json!(model));
+        obj.insert("max_tokens".into(), json!(w.output_tokens));
+        obj.insert("temperature".into(), json!(w.temperature));
+        obj.insert("stream".into(), json!(true));
+        obj.insert("stream_options".into(), json!({"include_usage": true}));
+        obj.insert("ignore_eos".into(), json!(w.ignore_eos));
+    }
+    body
+}
+
+/// What one streamed chunk carried.
+#[derive(Debug, Default, PartialEq)]
+pub struct ChunkInfo {
+    /// Number of entries in `choices`.
+    pub choices: usize,
+    /// Characters of generated content (completions `text`, chat `delta.content`).
+    pub content_chars: usize,
+    pub prompt_tokens: Option<u64>,
+    pub completion_tokens: Option<u64>,
+    pub finish_reason: Option<String>,
+    /// The server sent an error object instead of a chunk.
+    pub error: Option<String>,
+}
+
+/// Read one `data:` payload (not `[DONE]`). Err: not JSON (malformed SSE).
+pub fn parse_chunk(data: &str) -> Result<ChunkInfo, String> {
+    let v: Value = serde_json::from_str(data).map_err(|e| {
+        let shown: String = data.chars().take(80).collect();
+        format!("malformed SSE data ({e}): {shown}")
+    })?;
+    let mut info = ChunkInfo::default();
+    if v.get("object").and_then(Value::as_str) == Some("error") || v.get("error").is_some() {
+        let msg = v
+            .get("message")
+            .or_else(|| v.get("error").and_then(|e| e.get("message")))
+            .and_then(Value::as_str)
+            .map(String::from)
+            .unwrap_or_else(|| v.to_string());
+        info.error = Some(msg);
+        return Ok(info);
+    }
+    if let Some(choices) = v.get("choices").and_then(Value::as_array) {
+        info.choices = choices.len();
+        for c in choices {
+            let text = c
+                .get("text")
+                .and_then(Value::as_str)
+                .or_else(|| c.get("delta").and_then(|d| d.get("content")).and_then(Value::as_str))
+                .unwrap_or("");
+            info.content_chars += text.chars().count();
+            if let Some(fr) = c.get("finish_reason").and_then(Value::as_str) {
+                info.finish_reason = Some(fr.to_string());
+            }
+        }
+    }
+    if let Some(u) = v.get("usage").filter(|u| !u.is_null()) {
+        info.prompt_tokens = u.get("prompt_tokens").and_then(Value::as_u64);
+        info.completion_tokens = u.get("completion_tokens").and_then(Value::as_u64);
+    }
+    Ok(info)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sglang_completion_chunks() {
+        let c = parse_chunk(r#"{"id":"x","object":"text_completion","created":1,"model":"tiny","choices":[{"index":0,"text":")')'","logprobs":null,"finish_reason":null,"matched_stop":null}],"usage":null}"#).expect("json");
+        assert_eq!((c.choices, c.content_chars, c.completion_tokens), (1, 4, None));
+        let u = parse_chunk(r#"{"id":"x","choices":[],"usage":{"prompt_tokens":5,"total_tokens":10,"completion_tokens":5}}"#).expect("json");
+        assert_eq!((u.choices, u.prompt_tokens, u.completion_tokens), (0, Some(5), Some(5)));
+    }
+
+    #[test]
+    fn chat_role_chunk_has_no_content_and_errors_are_seen() {
+        let c = parse_chunk(r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}"#).expect("json");
+        assert_eq!((c.choices, c.content_chars), (1, 0));
+        let e = parse_chunk(r#"{"object":"error","message":"boom","code":500}"#).expect("json");
+        assert_eq!(e.error.as_deref(), Some("boom"));
+        assert!(parse_chunk("{not json").is_err());
+    }
+
+    #[test]
+    fn body_has_streaming_usage_and_exact_lengths() {
+        let text = "name: t\nserver: {model_path: /m}\nworkload: {concurrency: 1, requests: 1, input_tokens: 3, output_tokens: 7}\n";
+        let spec = crate::spec::parse(text, "t").expect("valid");
+        let b = request_body(&spec.workload, "tiny", Prompt::TokenIds(vec![1, 2, 3]));
+        assert_eq!(b["prompt"], json!([1, 2, 3]));
+        assert_eq!(b["max_tokens"], 7);
+        assert_eq!(b["stream_options"]["include_usage"], true);
+        assert_eq!(b["ignore_eos"], true);
+        assert_eq!(b["temperature"], 0.0);
+    }
+}
