@@ -1,0 +1,181 @@
+//! Renders RunEvents: indicatif bars on a terminal (one for the sweep, one for the current
+//! run); plain lines, at most one progress line every ~10 s, when stderr is not a terminal, so
+//! a run under nohup leaves a readable log.
+
+use crate::events::RunEvent;
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::{IsTerminal, Write};
+use std::time::{Duration, Instant};
+
+const PLAIN_EVERY: Duration = Duration::from_secs(10);
+
+pub struct Progress {
+    bars: Option<Bars>,
+    last_plain: Instant,
+    run_started: Instant,
+}
+
+struct Bars {
+    multi: MultiProgress,
+    sweep: ProgressBar,
+    run: ProgressBar,
+}
+
+fn short(s: &str, n: usize) -> String {
+    let s = s.trim();
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        let cut: String = s.chars().take(n).collect();
+        format!("{cut}…")
+    }
+}
+
+impl Progress {
+    pub fn new() -> Self {
+        let bars = std::io::stderr().is_terminal().then(|| {
+            let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
+            let sweep = multi.add(ProgressBar::new(0));
+            sweep.set_style(
+                ProgressStyle::with_template("sweep {pos}/{len} [{elapsed_precise}] {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            );
+            let run = multi.add(ProgressBar::new(0));
+            run.set_style(
+                ProgressStyle::with_template("  {bar:30} {pos}/{len} {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            );
+            Bars { multi, sweep, run }
+        });
+        Progress {
+            bars,
+            last_plain: Instant::now() - PLAIN_EVERY,
+            run_started: Instant::now(),
+        }
+    }
+
+    fn println(&self, line: &str) {
+        match &self.bars {
+            Some(b) => {
+                let _ = b.multi.println(line);
+            }
+            None => {
+                let _ = writeln!(std::io::stderr(), "{line}");
+            }
+        }
+    }
+
+    fn plain_due(&mut self) -> bool {
+        if self.last_plain.elapsed() >= PLAIN_EVERY {
+            self.last_plain = Instant::now();
+            true
+        } else {
+            false
+        }
+    }
+
+    pub fn handle(&mut self, ev: &RunEvent<'_>) {
+        match ev {
+            RunEvent::SweepStart { runs, results } => {
+                if let Some(b) = &self.bars {
+                    b.sweep.set_length(*runs as u64);
+                }
+                self.println(&format!("sgtune: {runs} run(s); results in {}", results.display()));
+            }
+            RunEvent::RunStart { index, total, name, command } => {
+                self.run_started = Instant::now();
+                self.last_plain = Instant::now();
+                self.println(&format!("[{}/{}] {name}\n  $ {command}", index + 1, total));
+                if let Some(b) = &self.bars {
+                    b.sweep.set_message(name.to_string());
+                    b.run.reset();
+                    b.run.set_length(0);
+                    b.run.set_message("starting server");
+                }
+            }
+            RunEvent::Waiting { elapsed_s, last_line } => {
+                let msg = format!("waiting for ready {elapsed_s:.0}s | {}", short(last_line, 90));
+                match &self.bars {
+                    Some(b) => b.run.set_message(msg),
+                    None => {
+                        if self.plain_due() {
+                            let _ = writeln!(std::io::stderr(), "  {msg}");
+                        }
+                    }
+                }
+            }
+            RunEvent::Ready { secs } => self.println(&format!("  ready in {secs:.1}s")),
+            RunEvent::LoadStart { requests, duration_s, concurrency } => {
+                let what = match (requests, duration_s) {
+                    (Some(n), _) => format!("{n} requests"),
+                    (None, Some(d)) => format!("{d} s"),
+                    _ => String::new(),
+                };
+                self.println(&format!("  load: {what} at concurrency {concurrency}"));
+                if let Some(b) = &self.bars {
+                    b.run.set_length(requests.unwrap_or(0));
+                    b.run.set_position(0);
+                }
+            }
+            RunEvent::LoadProgress { done, failed, output_tokens, elapsed_s } => {
+                let tok_s = if *elapsed_s > 0.0 { *output_tokens as f64 / elapsed_s } else { 0.0 };
+                let msg = format!("{tok_s:.0} tok/s, {failed} errors, {elapsed_s:.0}s");
+                match &self.bars {
+                    Some(b) => {
+                        b.run.set_position(*done);
+                        b.run.set_message(msg);
+                    }
+                    None => {
+                        if self.plain_due() {
+                            let _ = writeln!(std::io::stderr(), "  {done} requests done, {msg}");
+                        }
+                    }
+                }
+            }
+            RunEvent::Stopping => {
+                if let Some(b) = &self.bars {
+                    b.run.set_message("stopping server");
+                }
+            }
+            RunEvent::RunEnd { record } => {
+                if let Some(b) = &self.bars {
+                    b.sweep.inc(1);
+                }
+                let detail = match (&record.failure_kind, &record.client) {
+                    (Some(k), _) => format!(
+                        "{} ({}): {}",
+                        record.status.as_str(),
+                        k.as_str(),
+                        short(record.failure_message.as_deref().unwrap_or(""), 160)
+                    ),
+                    (None, Some(c)) => format!(
+                        "ok: {} requests, {:.1} output tok/s, verdict {}",
+                        c.completed,
+                        c.output_tok_s.unwrap_or(0.0),
+                        record.verdict.as_ref().map_or("-", |v| v.kind.as_str())
+                    ),
+                    (None, None) => record.status.as_str().to_string(),
+                };
+                self.println(&format!(
+                    "  {} in {:.0}s",
+                    detail,
+                    self.run_started.elapsed().as_secs_f64()
+                ));
+            }
+            RunEvent::Warning { message } => self.println(&format!("  warning: {message}")),
+        }
+    }
+
+    pub fn finish(&self) {
+        if let Some(b) = &self.bars {
+            b.run.finish_and_clear();
+            b.sweep.finish_and_clear();
+        }
+    }
+}
+
+impl Default for Progress {
+    fn default() -> Self {
+        Self::new()
+    }
+}

@@ -1,0 +1,2 @@
+//! Reports rendered from run records.
+pub mod table;

@@ -1,0 +1,157 @@
+//! The results folder: layout, atomic writes, and results.csv appended and flushed per run.
+//!
+//! ```text
+//! results/<sweep>-<UTC timestamp>/
+//!   spec.yaml  plan.json  results.csv  results.md
+//!   runs/<run>/config.json command.txt server.log requests.csv summary.json
+//! ```
+
+use crate::record::{self, RunRecord};
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {source} (check that the folder exists, is writable and has free space)")]
+pub struct StoreError {
+    pub path: String,
+    #[source]
+    pub source: std::io::Error,
+}
+
+fn err(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
+    move |source| StoreError {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+/// Write a whole file atomically: a temporary name in the same folder, fsync, rename.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+    let tmp = path.with_extension(format!(
+        "{}.tmp",
+        path.extension().and_then(|e| e.to_str()).unwrap_or("")
+    ));
+    let mut f = File::create(&tmp).map_err(err(&tmp))?;
+    f.write_all(bytes).map_err(err(&tmp))?;
+    f.sync_all().map_err(err(&tmp))?;
+    fs::rename(&tmp, path).map_err(err(path))?;
+    Ok(())
+}
+
+pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<(), StoreError> {
+    let mut bytes = serde_json::to_vec_pretty(value).map_err(|e| StoreError {
+        path: path.display().to_string(),
+        source: std::io::Error::other(e),
+    })?;
+    bytes.push(b'\n');
+    write_atomic(path, &bytes)
+}
+
+pub struct ResultsDir {
+    pub root: PathBuf,
+    header: Vec<String>,
+}
+
+/// `kv-cache-tuning-20261130T154200Z`.
+pub fn folder_name(sweep: &str, now: chrono::DateTime<chrono::Utc>) -> String {
+    format!("{sweep}-{}", now.format("%Y%m%dT%H%M%SZ"))
+}
+
+impl ResultsDir {
+    /// Create a new results folder under `parent` (never reuses an existing one).
+    pub fn create(parent: &Path, sweep: &str, param_keys: &[String]) -> Result<Self, StoreError> {
+        fs::create_dir_all(parent).map_err(err(parent))?;
+        let base = folder_name(sweep, chrono::Utc::now());
+        let mut root = parent.join(&base);
+        let mut n = 2;
+        loop {
+            match fs::create_dir(&root) {
+                Ok(()) => break,
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    root = parent.join(format!("{base}-{n}"));
+                    n += 1;
+                }
+                Err(e) => return Err(err(&root)(e)),
+            }
+        }
+        let runs = root.join("runs");
+        fs::create_dir(&runs).map_err(err(&runs))?;
+        Ok(ResultsDir {
+            root,
+            header: record::header(param_keys),
+        })
+    }
+
+    pub fn run_dir(&self, run_name: &str) -> Result<PathBuf, StoreError> {
+        let d = self.root.join("runs").join(run_name);
+        fs::create_dir_all(&d).map_err(err(&d))?;
+        Ok(d)
+    }
+
+    pub fn results_csv(&self) -> PathBuf {
+        self.root.join("results.csv")
+    }
+
+    /// Write the header now, so even a sweep killed during its first run leaves a valid CSV.
+    pub fn init_csv(&self) -> Result<(), StoreError> {
+        let path = self.results_csv();
+        let mut w = csv::Writer::from_writer(Vec::new());
+        w.write_record(&self.header).map_err(|e| StoreError {
+            path: path.display().to_string(),
+            source: std::io::Error::other(e),
+        })?;
+        let bytes = w.into_inner().map_err(|e| StoreError {
+            path: path.display().to_string(),
+            source: std::io::Error::other(e.to_string()),
+        })?;
+        write_atomic(&path, &bytes)
+    }
+
+    /// Append one row and force it to disk before the next run starts. Finished rows are
+    /// never rewritten.
+    pub fn append(&self, r: &RunRecord) -> Result<(), StoreError> {
+        let path = self.results_csv();
+        let mut w = csv::Writer::from_writer(Vec::new());
+        w.write_record(record::row(r)).map_err(|e| StoreError {
+            path: path.display().to_string(),
+            source: std::io::Error::other(e),
+        })?;
+        let bytes = w.into_inner().map_err(|e| StoreError {
+            path: path.display().to_string(),
+            source: std::io::Error::other(e.to_string()),
+        })?;
+        let mut f = OpenOptions::new().append(true).open(&path).map_err(err(&path))?;
+        f.write_all(&bytes).map_err(err(&path))?;
+        f.sync_data().map_err(err(&path))?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    #[test]
+    fn folder_names_are_utc_stamped() {
+        let t = chrono::Utc.with_ymd_and_hms(2026, 11, 30, 15, 42, 0).single().expect("valid");
+        assert_eq!(folder_name("kv", t), "kv-20261130T154200Z");
+    }
+
+    #[test]
+    fn create_never_reuses_and_atomic_write_leaves_no_temp() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let a = ResultsDir::create(tmp.path(), "s", &[]).expect("create");
+        let b = ResultsDir::create(tmp.path(), "s", &[]).expect("create");
+        assert_ne!(a.root, b.root);
+        let p = a.root.join("plan.json");
+        write_json(&p, &serde_json::json!({"a": 1})).expect("write");
+        let names: Vec<String> = fs::read_dir(&a.root)
+            .expect("read")
+            .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+            .collect();
+        assert!(names.contains(&"plan.json".to_string()));
+        assert!(!names.iter().any(|n| n.ends_with(".tmp")), "{names:?}");
+    }
+}
