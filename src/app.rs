@@ -31,6 +31,10 @@ fn out(msg: &str) {
 
 pub async fn run(cli: Cli) -> i32 {
     match cli.command {
+        Command::Reap { parent, pgid } => {
+            crate::server::supervise::reap_loop(parent, pgid);
+            EXIT_OK
+        }
         Command::Columns => {
             out(&record::columns_markdown());
             EXIT_OK
@@ -90,13 +94,22 @@ pub fn resolve_vocab(s: &SweepSpec) -> Result<u64, String> {
             path.display()
         )
     })?;
-    let v: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| format!("{} is not valid JSON ({e}): set workload.vocab_size", path.display()))?;
+    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+        format!(
+            "{} is not valid JSON ({e}): set workload.vocab_size",
+            path.display()
+        )
+    })?;
     v.get("vocab_size")
         .or_else(|| v.get("text_config").and_then(|t| t.get("vocab_size")))
         .and_then(serde_json::Value::as_u64)
         .filter(|&n| n > 0)
-        .ok_or_else(|| format!("{} has no vocab_size: set workload.vocab_size", path.display()))
+        .ok_or_else(|| {
+            format!(
+                "{} has no vocab_size: set workload.vocab_size",
+                path.display()
+            )
+        })
 }
 
 fn print_plan(s: &SweepSpec, plan: &RunPlan) {
@@ -119,11 +132,23 @@ fn print_plan(s: &SweepSpec, plan: &RunPlan) {
     ));
     for (i, r) in plan.runs.iter().enumerate() {
         let cmd = command::build(&s.server, r, s.server.port);
-        out(&format!("{:>3}. {}  [{}]  {}", i + 1, r.name, r.id, cmd.display()));
+        out(&format!(
+            "{:>3}. {}  [{}]  {}",
+            i + 1,
+            r.name,
+            r.id,
+            cmd.display()
+        ));
     }
 }
 
-async fn run_sweep(s: &SweepSpec, text: &str, plan: &RunPlan, vocab: u64, results_dir: &Path) -> i32 {
+async fn run_sweep(
+    s: &SweepSpec,
+    text: &str,
+    plan: &RunPlan,
+    vocab: u64,
+    results_dir: &Path,
+) -> i32 {
     let results = match ResultsDir::create(results_dir, &plan.sweep_name, &plan.param_keys) {
         Ok(r) => r,
         Err(e) => {
@@ -191,7 +216,11 @@ async fn run_sweep(s: &SweepSpec, text: &str, plan: &RunPlan, vocab: u64, result
     if outcome.interrupted {
         say("interrupted: every finished run is in results.csv");
         EXIT_INTERRUPTED
-    } else if outcome.records.iter().any(|r| r.status != record::RunStatus::Ok) {
+    } else if outcome
+        .records
+        .iter()
+        .any(|r| r.status != record::RunStatus::Ok)
+    {
         EXIT_RUNS_FAILED
     } else {
         EXIT_OK
@@ -209,7 +238,9 @@ fn spawn_signal_handler(cancel: Cancel, pgid: Arc<AtomicI32>) {
             signal(SignalKind::terminate()),
             signal(SignalKind::hangup()),
         ) else {
-            say("warning: cannot install signal handlers; Ctrl-C will kill sgtune and its server at once");
+            say(
+                "warning: cannot install signal handlers; Ctrl-C will kill sgtune and its server at once",
+            );
             return;
         };
         let mut count = 0;
@@ -222,7 +253,9 @@ fn spawn_signal_handler(cancel: Cancel, pgid: Arc<AtomicI32>) {
             count += 1;
             if count == 1 {
                 cancel.cancel();
-                say("sgtune: interrupted; recording the current run and stopping its server (signal again to kill it now)");
+                say(
+                    "sgtune: interrupted; recording the current run and stopping its server (signal again to kill it now)",
+                );
             } else {
                 let p = pgid.load(Ordering::SeqCst);
                 if p > 0 {

@@ -33,4 +33,7 @@ pub enum Command {
     },
     /// Print the results.csv columns and their meaning (Markdown).
     Columns,
+    /// Internal: kill server process group PGID when sgtune (PARENT) dies.
+    #[command(name = "__reap", hide = true)]
+    Reap { parent: i32, pgid: i32 },
 }

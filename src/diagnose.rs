@@ -78,7 +78,10 @@ pub fn diagnose(
         .map(|r| format!("; client/server tok/s {:.2}", r))
         .unwrap_or_default();
 
-    if (run_max as f64) < PLATEAU * offered && q_mean > QUEUED && (usage_max >= KV_FULL || s.retractions > 0) {
+    if (run_max as f64) < PLATEAU * offered
+        && q_mean > QUEUED
+        && (usage_max >= KV_FULL || s.retractions > 0)
+    {
         let arithmetic = match s.max_total_num_tokens {
             Some(cap) if tokens_per_request > 0 => format!(
                 "; capacity {cap} tokens ÷ {tokens_per_request} tokens per request ≈ {} requests",

@@ -4,15 +4,41 @@ use crate::record::RunRecord;
 use std::path::Path;
 
 pub enum RunEvent<'a> {
-    SweepStart { runs: usize, results: &'a Path },
-    RunStart { index: usize, total: usize, name: &'a str, command: &'a str },
+    SweepStart {
+        runs: usize,
+        results: &'a Path,
+    },
+    RunStart {
+        index: usize,
+        total: usize,
+        name: &'a str,
+        command: &'a str,
+    },
     /// Waiting for the server; about once a second.
-    Waiting { elapsed_s: f64, last_line: &'a str },
-    Ready { secs: f64 },
-    LoadStart { requests: Option<u64>, duration_s: Option<f64>, concurrency: u64 },
-    LoadProgress { done: u64, failed: u64, output_tokens: u64, elapsed_s: f64 },
+    Waiting {
+        elapsed_s: f64,
+        last_line: &'a str,
+    },
+    Ready {
+        secs: f64,
+    },
+    LoadStart {
+        requests: Option<u64>,
+        duration_s: Option<f64>,
+        concurrency: u64,
+    },
+    LoadProgress {
+        done: u64,
+        failed: u64,
+        output_tokens: u64,
+        elapsed_s: f64,
+    },
     Stopping,
-    RunEnd { record: &'a RunRecord },
+    RunEnd {
+        record: &'a RunRecord,
+    },
     /// Something worth a line that is not a failure of the run (e.g. a leftover process).
-    Warning { message: &'a str },
+    Warning {
+        message: &'a str,
+    },
 }

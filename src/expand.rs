@@ -41,7 +41,10 @@ pub struct RunPlan {
     pub runs: Vec<RunConfig>,
 }
 
-fn overlay(base: &[(String, ParamValue)], over: &[(String, ParamValue)]) -> Vec<(String, ParamValue)> {
+fn overlay(
+    base: &[(String, ParamValue)],
+    over: &[(String, ParamValue)],
+) -> Vec<(String, ParamValue)> {
     let mut out: Vec<(String, ParamValue)> = base.to_vec();
     for (k, v) in over {
         match out.iter_mut().find(|(bk, _)| bk == k) {
@@ -185,11 +188,20 @@ mod tests {
         assert_eq!(plan.runs[8].name, "baseline");
         assert_eq!(plan.runs[8].source, RunSource::Config);
         let names: Vec<&str> = plan.runs.iter().map(|r| r.name.as_str()).collect();
-        assert!(names.contains(&"mfs0.88_kv-fp8_e4m3_hicache48"), "{names:?}");
-        assert_eq!(plan.param_keys, ["mem_fraction_static", "kv_cache_dtype", "hicache_size"]);
+        assert!(
+            names.contains(&"mfs0.88_kv-fp8_e4m3_hicache48"),
+            "{names:?}"
+        );
+        assert_eq!(
+            plan.param_keys,
+            ["mem_fraction_static", "kv_cache_dtype", "hicache_size"]
+        );
         // The run value overrides server.args and keeps its position.
         let last = &plan.runs[7];
-        assert_eq!(last.resolved[1], ("mem_fraction_static".into(), ParamValue::Float(0.88)));
+        assert_eq!(
+            last.resolved[1],
+            ("mem_fraction_static".into(), ParamValue::Float(0.88))
+        );
         assert_eq!(last.resolved[0].0, "tp_size");
     }
 

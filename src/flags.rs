@@ -54,7 +54,9 @@ pub const RESERVED_KEYS: &[&str] = &["model_path", "host", "port"];
 pub const HICACHE_SIZE: &str = "hicache_size";
 
 /// `--kv-cache-dtype` choices at SGLang HEAD (2026-05); there is no plain `fp8`.
-pub const KV_CACHE_DTYPES: &[&str] = &["auto", "fp8_e5m2", "fp8_e4m3", "bf16", "bfloat16", "fp4_e2m1"];
+pub const KV_CACHE_DTYPES: &[&str] = &[
+    "auto", "fp8_e5m2", "fp8_e4m3", "bf16", "bfloat16", "fp4_e2m1",
+];
 
 /// Turn a user key (`mem-fraction-static` or `mem_fraction_static`) into the canonical form.
 pub fn canonical_key(key: &str) -> Result<String, String> {
@@ -99,15 +101,25 @@ pub fn check_value(key: &str, value: &ParamValue) -> Result<(), String> {
             Some(x) if x > 0.0 => Ok(()),
             _ => Err(need_num("a number > 0")),
         },
-        "tp_size" | "dp_size" | "pp_size" | "ep_size" | "max_running_requests"
-        | "max_total_tokens" | "max_prefill_tokens" | "context_length" | "cuda_graph_max_bs"
-        | "decode_log_interval" | "max_queued_requests" => match int {
+        "tp_size"
+        | "dp_size"
+        | "pp_size"
+        | "ep_size"
+        | "max_running_requests"
+        | "max_total_tokens"
+        | "max_prefill_tokens"
+        | "context_length"
+        | "cuda_graph_max_bs"
+        | "decode_log_interval"
+        | "max_queued_requests" => match int {
             Some(i) if i >= 1 => Ok(()),
             _ => Err(need_num("a whole number >= 1")),
         },
         "chunked_prefill_size" => match int {
             Some(i) if i >= 1 || i == -1 => Ok(()),
-            _ => Err(need_num("a whole number >= 1, or -1 to disable chunked prefill")),
+            _ => Err(need_num(
+                "a whole number >= 1, or -1 to disable chunked prefill",
+            )),
         },
         "kv_cache_dtype" => match value {
             ParamValue::Str(s) if KV_CACHE_DTYPES.contains(&s.as_str()) => Ok(()),
@@ -118,7 +130,9 @@ pub fn check_value(key: &str, value: &ParamValue) -> Result<(), String> {
         },
         _ => match value {
             ParamValue::List(items) if items.iter().any(|v| matches!(v, ParamValue::List(_))) => {
-                Err(format!("`{key}`: a flag value can be a list of scalars, not a list of lists"))
+                Err(format!(
+                    "`{key}`: a flag value can be a list of scalars, not a list of lists"
+                ))
             }
             _ => Ok(()),
         },
@@ -186,10 +200,7 @@ pub fn abbreviation(key: &str) -> String {
         "schedule_policy" => "sp-".into(),
         "page_size" => "ps".into(),
         other => {
-            let initials: String = other
-                .split('_')
-                .filter_map(|w| w.chars().next())
-                .collect();
+            let initials: String = other.split('_').filter_map(|w| w.chars().next()).collect();
             format!("{initials}-")
         }
     }
@@ -201,15 +212,17 @@ pub fn value_label(value: &ParamValue) -> String {
         ParamValue::Bool(true) => "on".into(),
         ParamValue::Bool(false) => "off".into(),
         ParamValue::Null => "none".into(),
-        ParamValue::List(items) => items
-            .iter()
-            .map(value_label)
-            .collect::<Vec<_>>()
-            .join("-"),
+        ParamValue::List(items) => items.iter().map(value_label).collect::<Vec<_>>().join("-"),
         other => other
             .to_string()
             .chars()
-            .map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '_' || c == '-' { c } else { '-' })
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '.' || c == '_' || c == '-' {
+                    c
+                } else {
+                    '-'
+                }
+            })
             .collect(),
     }
 }
@@ -229,15 +242,26 @@ mod tests {
             p("trust_remote_code", ParamValue::Bool(true)),
             p("disable_radix_cache", ParamValue::Bool(false)),
             p("chat_template", ParamValue::Null),
-            p("cuda_graph_bs", ParamValue::List(vec![ParamValue::Int(1), ParamValue::Int(8)])),
+            p(
+                "cuda_graph_bs",
+                ParamValue::List(vec![ParamValue::Int(1), ParamValue::Int(8)]),
+            ),
             p("hicache_size", ParamValue::Int(48)),
             p("kv_cache_dtype", ParamValue::Str("fp8_e4m3".into())),
         ]);
         assert_eq!(
             args,
             [
-                "--mem-fraction-static", "0.88", "--trust-remote-code", "--cuda-graph-bs", "1",
-                "8", "--enable-hierarchical-cache", "--hicache-size", "48", "--kv-cache-dtype",
+                "--mem-fraction-static",
+                "0.88",
+                "--trust-remote-code",
+                "--cuda-graph-bs",
+                "1",
+                "8",
+                "--enable-hierarchical-cache",
+                "--hicache-size",
+                "48",
+                "--kv-cache-dtype",
                 "fp8_e4m3"
             ]
         );
@@ -267,7 +291,10 @@ mod tests {
 
     #[test]
     fn canonical_keys() {
-        assert_eq!(canonical_key("mem-fraction-static").as_deref(), Ok("mem_fraction_static"));
+        assert_eq!(
+            canonical_key("mem-fraction-static").as_deref(),
+            Ok("mem_fraction_static")
+        );
         assert!(canonical_key("port").is_err());
         assert!(canonical_key("bad key").is_err());
     }

@@ -5,12 +5,23 @@ use std::io::Write;
 
 fn main() {
     let cli = sgtune::cli::Cli::parse();
+    if let sgtune::cli::Command::Reap { parent, pgid } = cli.command {
+        // The watcher needs no runtime: a loop of two syscalls every 200 ms.
+        sgtune::server::supervise::reap_loop(parent, pgid);
+        return;
+    }
     // The runner is driven by `block_on` on this (main) thread: servers are forked from it, and
     // their parent-death signal is tied to the forking thread, which must outlive them.
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
-            let _ = writeln!(std::io::stderr(), "error: cannot start the async runtime: {e}");
+            let _ = writeln!(
+                std::io::stderr(),
+                "error: cannot start the async runtime: {e}"
+            );
             std::process::exit(1);
         }
     };

@@ -78,7 +78,11 @@ pub struct ClientSummary {
 
 /// Summarize the measured requests of a run. `requested_input` stands in for a prompt length
 /// the server did not report.
-pub fn summarize(samples: &[RequestSample], duration_s: f64, requested_input: u64) -> ClientSummary {
+pub fn summarize(
+    samples: &[RequestSample],
+    duration_s: f64,
+    requested_input: u64,
+) -> ClientSummary {
     let mut s = ClientSummary {
         duration_s,
         ..Default::default()

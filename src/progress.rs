@@ -80,9 +80,17 @@ impl Progress {
                 if let Some(b) = &self.bars {
                     b.sweep.set_length(*runs as u64);
                 }
-                self.println(&format!("sgtune: {runs} run(s); results in {}", results.display()));
+                self.println(&format!(
+                    "sgtune: {runs} run(s); results in {}",
+                    results.display()
+                ));
             }
-            RunEvent::RunStart { index, total, name, command } => {
+            RunEvent::RunStart {
+                index,
+                total,
+                name,
+                command,
+            } => {
                 self.run_started = Instant::now();
                 self.last_plain = Instant::now();
                 self.println(&format!("[{}/{}] {name}\n  $ {command}", index + 1, total));
@@ -93,8 +101,14 @@ impl Progress {
                     b.run.set_message("starting server");
                 }
             }
-            RunEvent::Waiting { elapsed_s, last_line } => {
-                let msg = format!("waiting for ready {elapsed_s:.0}s | {}", short(last_line, 90));
+            RunEvent::Waiting {
+                elapsed_s,
+                last_line,
+            } => {
+                let msg = format!(
+                    "waiting for ready {elapsed_s:.0}s | {}",
+                    short(last_line, 90)
+                );
                 match &self.bars {
                     Some(b) => b.run.set_message(msg),
                     None => {
@@ -105,7 +119,11 @@ impl Progress {
                 }
             }
             RunEvent::Ready { secs } => self.println(&format!("  ready in {secs:.1}s")),
-            RunEvent::LoadStart { requests, duration_s, concurrency } => {
+            RunEvent::LoadStart {
+                requests,
+                duration_s,
+                concurrency,
+            } => {
                 let what = match (requests, duration_s) {
                     (Some(n), _) => format!("{n} requests"),
                     (None, Some(d)) => format!("{d} s"),
@@ -117,8 +135,17 @@ impl Progress {
                     b.run.set_position(0);
                 }
             }
-            RunEvent::LoadProgress { done, failed, output_tokens, elapsed_s } => {
-                let tok_s = if *elapsed_s > 0.0 { *output_tokens as f64 / elapsed_s } else { 0.0 };
+            RunEvent::LoadProgress {
+                done,
+                failed,
+                output_tokens,
+                elapsed_s,
+            } => {
+                let tok_s = if *elapsed_s > 0.0 {
+                    *output_tokens as f64 / elapsed_s
+                } else {
+                    0.0
+                };
                 let msg = format!("{tok_s:.0} tok/s, {failed} errors, {elapsed_s:.0}s");
                 match &self.bars {
                     Some(b) => {

@@ -70,7 +70,11 @@ fn client<T>(r: &RunRecord, pick: impl Fn(&ClientSummary) -> T) -> Option<T> {
 fn server<T>(r: &RunRecord, pick: impl Fn(&ServerSummary) -> Option<T>) -> Option<T> {
     r.server.as_ref().and_then(pick)
 }
-fn stat(r: &RunRecord, which: fn(&ClientSummary) -> &Stats, part: fn(&Stats) -> Option<f64>) -> String {
+fn stat(
+    r: &RunRecord,
+    which: fn(&ClientSummary) -> &Stats,
+    part: fn(&Stats) -> Option<f64>,
+) -> String {
     f(r.client.as_ref().and_then(|c| part(which(c))))
 }
 
@@ -87,23 +91,75 @@ macro_rules! latency_columns {
 
 /// Columns before the `param_<key>` columns.
 pub const LEADING: &[Column] = &[
-    Column { name: "run_name", doc: "Readable run name (explicit config name, or built from the swept values)", get: |r| r.run_name.clone() },
-    Column { name: "run_id", doc: "Stable id: hash of the resolved command, model, flags and environment", get: |r| r.run_id.clone() },
-    Column { name: "status", doc: "`ok`, `failed` or `interrupted`", get: |r| r.status.as_str().to_string() },
-    Column { name: "failure_kind", doc: "Why it failed: `oom`, `bad_flag`, `startup_error`, `crashed`, `ready_timeout`, `load_failed`, `launch_error`, `interrupted`", get: |r| r.failure_kind.map(|k| k.as_str().to_string()).unwrap_or_default() },
-    Column { name: "failure_message", doc: "The decisive log line or what happened", get: |r| r.failure_message.clone().unwrap_or_default() },
+    Column {
+        name: "run_name",
+        doc: "Readable run name (explicit config name, or built from the swept values)",
+        get: |r| r.run_name.clone(),
+    },
+    Column {
+        name: "run_id",
+        doc: "Stable id: hash of the resolved command, model, flags and environment",
+        get: |r| r.run_id.clone(),
+    },
+    Column {
+        name: "status",
+        doc: "`ok`, `failed` or `interrupted`",
+        get: |r| r.status.as_str().to_string(),
+    },
+    Column {
+        name: "failure_kind",
+        doc: "Why it failed: `oom`, `bad_flag`, `startup_error`, `crashed`, `ready_timeout`, `load_failed`, `launch_error`, `interrupted`",
+        get: |r| {
+            r.failure_kind
+                .map(|k| k.as_str().to_string())
+                .unwrap_or_default()
+        },
+    },
+    Column {
+        name: "failure_message",
+        doc: "The decisive log line or what happened",
+        get: |r| r.failure_message.clone().unwrap_or_default(),
+    },
 ];
 
 /// Columns after the `param_<key>` columns.
 pub fn trailing() -> Vec<Column> {
     let mut cols = vec![
-        Column { name: "concurrency", doc: "Offered concurrency (closed loop: requests in flight)", get: |r| r.concurrency.to_string() },
-        Column { name: "requests_completed", doc: "Measured requests that succeeded", get: |r| u(client(r, |c| c.completed)) },
-        Column { name: "requests_failed", doc: "Measured requests that failed (any error class)", get: |r| u(client(r, |c| c.failed)) },
-        Column { name: "duration_s", doc: "Measured window: first measured send to last completion (s)", get: |r| f(client(r, |c| c.duration_s)) },
-        Column { name: "request_throughput", doc: "Completed requests / duration (req/s)", get: |r| f(r.client.as_ref().and_then(|c| c.request_throughput)) },
-        Column { name: "output_tok_s", doc: "Client output tokens/s: Σ usage.completion_tokens of successful requests / duration", get: |r| f(r.client.as_ref().and_then(|c| c.output_tok_s)) },
-        Column { name: "total_tok_s", doc: "Client (prompt + output) tokens/s over the same window", get: |r| f(r.client.as_ref().and_then(|c| c.total_tok_s)) },
+        Column {
+            name: "concurrency",
+            doc: "Offered concurrency (closed loop: requests in flight)",
+            get: |r| r.concurrency.to_string(),
+        },
+        Column {
+            name: "requests_completed",
+            doc: "Measured requests that succeeded",
+            get: |r| u(client(r, |c| c.completed)),
+        },
+        Column {
+            name: "requests_failed",
+            doc: "Measured requests that failed (any error class)",
+            get: |r| u(client(r, |c| c.failed)),
+        },
+        Column {
+            name: "duration_s",
+            doc: "Measured window: first measured send to last completion (s)",
+            get: |r| f(client(r, |c| c.duration_s)),
+        },
+        Column {
+            name: "request_throughput",
+            doc: "Completed requests / duration (req/s)",
+            get: |r| f(r.client.as_ref().and_then(|c| c.request_throughput)),
+        },
+        Column {
+            name: "output_tok_s",
+            doc: "Client output tokens/s: Σ usage.completion_tokens of successful requests / duration",
+            get: |r| f(r.client.as_ref().and_then(|c| c.output_tok_s)),
+        },
+        Column {
+            name: "total_tok_s",
+            doc: "Client (prompt + output) tokens/s over the same window",
+            get: |r| f(r.client.as_ref().and_then(|c| c.total_tok_s)),
+        },
     ];
     cols.extend(latency_columns!(
         ttft_ms: "Time to first token: send → first chunk with non-empty content (SGLang convention)",
@@ -161,7 +217,9 @@ pub fn columns_markdown() -> String {
     for c in LEADING {
         s.push_str(&format!("| `{}` | {} |\n", c.name, c.doc));
     }
-    s.push_str("| `param_<key>` | One per swept key (grid or explicit configs): the run's value |\n");
+    s.push_str(
+        "| `param_<key>` | One per swept key (grid or explicit configs): the run's value |\n",
+    );
     for c in trailing() {
         s.push_str(&format!("| `{}` | {} |\n", c.name, c.doc));
     }

@@ -51,13 +51,29 @@ fn now_rfc3339() -> String {
 }
 
 fn opt_f(v: Option<f64>) -> String {
-    v.filter(|x| x.is_finite()).map(|x| format!("{x:.3}")).unwrap_or_default()
+    v.filter(|x| x.is_finite())
+        .map(|x| format!("{x:.3}"))
+        .unwrap_or_default()
 }
 
 const REQUESTS_HEADER: &[&str] = &[
-    "phase", "index", "worker", "send_s", "headers_ms", "ttft_ms", "last_content_ms", "end_ms",
-    "content_chunks", "prompt_tokens", "completion_tokens", "finish_reason", "http_status",
-    "retried", "error_kind", "error", "chunk_ms",
+    "phase",
+    "index",
+    "worker",
+    "send_s",
+    "headers_ms",
+    "ttft_ms",
+    "last_content_ms",
+    "end_ms",
+    "content_chunks",
+    "prompt_tokens",
+    "completion_tokens",
+    "finish_reason",
+    "http_status",
+    "retried",
+    "error_kind",
+    "error",
+    "chunk_ms",
 ];
 
 fn request_row(s: &RequestSample) -> Vec<String> {
@@ -75,13 +91,21 @@ fn request_row(s: &RequestSample) -> Vec<String> {
         opt_f(s.end_ms),
         s.chunk_ms.len().to_string(),
         s.prompt_tokens.map(|v| v.to_string()).unwrap_or_default(),
-        s.completion_tokens.map(|v| v.to_string()).unwrap_or_default(),
+        s.completion_tokens
+            .map(|v| v.to_string())
+            .unwrap_or_default(),
         s.finish_reason.clone().unwrap_or_default(),
         s.http_status.map(|v| v.to_string()).unwrap_or_default(),
         s.retried.to_string(),
-        s.error_kind.map(|k| k.as_str().to_string()).unwrap_or_default(),
+        s.error_kind
+            .map(|k| k.as_str().to_string())
+            .unwrap_or_default(),
         s.error.clone().unwrap_or_default(),
-        s.chunk_ms.iter().map(|m| format!("{m:.2}")).collect::<Vec<_>>().join(" "),
+        s.chunk_ms
+            .iter()
+            .map(|m| format!("{m:.2}"))
+            .collect::<Vec<_>>()
+            .join(" "),
     ]
 }
 
@@ -154,20 +178,41 @@ pub async fn run_one(
         },
     };
     let cmd = command::build(&spec.server, run, Some(port));
-    let _ = store::write_json(&run_dir.join("config.json"), &serde_json::json!({
-        "run": run, "workload": spec.workload, "server": {
-            "host": spec.server.host, "port": port,
-            "ready_timeout_s": spec.server.ready_timeout_s, "stop_timeout_s": spec.server.stop_timeout_s,
-        }
-    }));
-    let _ = store::write_atomic(&run_dir.join("command.txt"), format!("{}\n", cmd.display()).as_bytes());
+    if spec.server.port.is_some()
+        && std::net::TcpListener::bind((spec.server.host.as_str(), port)).is_err()
+    {
+        record.failure_kind = Some(FailureKind::LaunchError);
+        record.failure_message = Some(format!(
+            "port {port} on {} is already in use (another server still running?): free it, or leave server.port unset to get a free port per run",
+            spec.server.host
+        ));
+        record.finished_at = now_rfc3339();
+        write_summary(run_dir, &record, &cmd, None, None, None, None, &notes);
+        return record;
+    }
+    let _ = store::write_json(
+        &run_dir.join("config.json"),
+        &serde_json::json!({
+            "run": run, "workload": spec.workload, "server": {
+                "host": spec.server.host, "port": port,
+                "ready_timeout_s": spec.server.ready_timeout_s, "stop_timeout_s": spec.server.stop_timeout_s,
+            }
+        }),
+    );
+    let _ = store::write_atomic(
+        &run_dir.join("command.txt"),
+        format!("{}\n", cmd.display()).as_bytes(),
+    );
 
     let log_path = run_dir.join("server.log");
     let mut handle = match supervise::launch(&cmd, &spec.server.host, port, &log_path) {
         Ok(h) => h,
         Err(e) => {
             record.failure_kind = Some(FailureKind::LaunchError);
-            record.failure_message = Some(format!("cannot start `{}`: {e} (check server.command)", cmd.program));
+            record.failure_message = Some(format!(
+                "cannot start `{}`: {e} (check server.command)",
+                cmd.program
+            ));
             record.finished_at = now_rfc3339();
             write_summary(run_dir, &record, &cmd, None, None, None, None, &notes);
             return record;
@@ -176,9 +221,16 @@ pub async fn run_one(
     ctx.current_pgid.store(handle.pid, Ordering::SeqCst);
 
     let ready = handle
-        .wait_ready(Duration::from_secs(spec.server.ready_timeout_s), ctx.cancel, |elapsed_s, last_line| {
-            emit(RunEvent::Waiting { elapsed_s, last_line })
-        })
+        .wait_ready(
+            Duration::from_secs(spec.server.ready_timeout_s),
+            ctx.cancel,
+            |elapsed_s, last_line| {
+                emit(RunEvent::Waiting {
+                    elapsed_s,
+                    last_line,
+                })
+            },
+        )
         .await;
     let mut start_failure = None;
     let mut load = None;
@@ -201,10 +253,15 @@ pub async fn run_one(
     }
 
     emit(RunEvent::Stopping);
-    let stop = handle.stop(Duration::from_secs(spec.server.stop_timeout_s)).await;
+    let stop = handle
+        .stop(Duration::from_secs(spec.server.stop_timeout_s))
+        .await;
     ctx.current_pgid.store(0, Ordering::SeqCst);
     if stop.group_left {
-        let m = format!("a process of the server's group (pgid {}) survived SIGKILL", handle.pid);
+        let m = format!(
+            "a process of the server's group (pgid {}) survived SIGKILL",
+            handle.pid
+        );
         emit(RunEvent::Warning { message: &m });
         notes.push(m);
     }
@@ -225,7 +282,10 @@ pub async fn run_one(
             .unwrap_or_default();
         let server = sglang_log::summarize_text(
             &text,
-            l.window.map(|(start_line, end_line)| LogWindow { start_line, end_line }),
+            l.window.map(|(start_line, end_line)| LogWindow {
+                start_line,
+                end_line,
+            }),
         );
         let w = &spec.workload;
         record.verdict = Some(diagnose::diagnose(
@@ -425,7 +485,6 @@ async fn run_load(
             }
         }
     };
-    drop(on_event);
     if let Some(mut wr) = requests_csv {
         let _ = wr.flush();
     }

@@ -209,7 +209,7 @@ impl TryFrom<RawWorkload> for WorkloadSpec {
             }
             (rq, d) => (rq.map(|p| p.0), d.map(|p| p.0)),
         };
-        if !(r.request_timeout_s > 0.0) {
+        if r.request_timeout_s.is_nan() || r.request_timeout_s <= 0.0 {
             return Err("workload: `request_timeout_s` must be > 0".to_string());
         }
         if !(0.0..=2.0).contains(&r.temperature) {
@@ -238,13 +238,26 @@ impl TryFrom<RawWorkload> for WorkloadSpec {
 struct Positive(u64);
 impl<'de> Deserialize<'de> for Positive {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let v = i64::deserialize(d)?;
-        if v < 1 {
-            return Err(de::Error::custom(format!(
-                "expected a whole number >= 1, got {v}"
-            )));
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Positive;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a whole number >= 1")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Positive, E> {
+                if v < 1 {
+                    return Err(E::custom(format!("expected a whole number >= 1, got {v}")));
+                }
+                Ok(Positive(v as u64))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Positive, E> {
+                if v < 1 {
+                    return Err(E::custom("expected a whole number >= 1, got 0"));
+                }
+                Ok(Positive(v))
+            }
         }
-        Ok(Positive(v as u64))
+        d.deserialize_any(V)
     }
 }
 
@@ -254,7 +267,7 @@ struct PositiveF64(f64);
 impl<'de> Deserialize<'de> for PositiveF64 {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let v = f64::deserialize(d)?;
-        if !(v > 0.0) || !v.is_finite() {
+        if !v.is_finite() || v <= 0.0 {
             return Err(de::Error::custom(format!("expected a number > 0, got {v}")));
         }
         Ok(PositiveF64(v))
@@ -371,7 +384,8 @@ impl<'de> de::DeserializeSeed<'de> for GridSeed<'_> {
             )));
         }
         for v in &values {
-            flags::check_value(self.key, v).map_err(|m| de::Error::custom(tag_key(self.key, &m)))?;
+            flags::check_value(self.key, v)
+                .map_err(|m| de::Error::custom(tag_key(self.key, &m)))?;
         }
         Ok(values)
     }
@@ -430,7 +444,9 @@ impl<'de> de::DeserializeSeed<'de> for ScalarSeed {
 fn next_canonical_key<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Option<String>, A::Error> {
     match map.next_key::<String>()? {
         None => Ok(None),
-        Some(k) => flags::canonical_key(&k).map(Some).map_err(de::Error::custom),
+        Some(k) => flags::canonical_key(&k)
+            .map(Some)
+            .map_err(de::Error::custom),
     }
 }
 
@@ -476,7 +492,9 @@ impl<'de> Deserialize<'de> for ParamGrid {
                 let mut out: Vec<(String, Vec<ParamValue>)> = Vec::new();
                 while let Some(key) = next_canonical_key(&mut map)? {
                     if out.iter().any(|(k, _)| *k == key) {
-                        return Err(de::Error::custom(format!("sweep key `{key}` is given twice")));
+                        return Err(de::Error::custom(format!(
+                            "sweep key `{key}` is given twice"
+                        )));
                     }
                     let v = map.next_value_seed(GridSeed { key: &key })?;
                     out.push((key, v));
@@ -514,7 +532,9 @@ impl<'de> Deserialize<'de> for ConfigSpec {
                     out.push((key, v));
                 }
                 let name = name.ok_or_else(|| {
-                    de::Error::custom("a configuration needs a `name:` (it names its results folder)")
+                    de::Error::custom(
+                        "a configuration needs a `name:` (it names its results folder)",
+                    )
                 })?;
                 Ok(ConfigSpec {
                     name,
@@ -551,7 +571,14 @@ fn relocate_to_key(text: &str, line: usize, column: usize, key: &str) -> (usize,
         if indent + 1 == column && body.starts_with(&needle) {
             let after = &body[needle.len()..];
             let value_col = indent + needle.len() + (after.len() - after.trim_start().len()) + 1;
-            return (i + 1, if after.trim().is_empty() { indent + 1 } else { value_col });
+            return (
+                i + 1,
+                if after.trim().is_empty() {
+                    indent + 1
+                } else {
+                    value_col
+                },
+            );
         }
     }
     (line, column)
@@ -568,8 +595,10 @@ fn locate_var(text: &str, name: &str) -> Option<(usize, usize)> {
 /// Parse a sweep from text; `origin` names the file in errors.
 pub fn parse(text: &str, origin: &str) -> Result<SweepSpec, SpecError> {
     let spec: SweepSpec = serde_yaml::from_str(text).map_err(|e| {
-        let (mut line, mut column) =
-            e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
+        let (mut line, mut column) = e
+            .location()
+            .map(|l| (l.line(), l.column()))
+            .unwrap_or((0, 0));
         let mut message = e.to_string();
         // serde_yaml appends " at line N column M"; the prefix already says where.
         if let Some(pos) = message.find(" at line ") {
@@ -629,7 +658,10 @@ fn check_cross_fields(spec: &SweepSpec, text: &str, origin: &str) -> Result<(), 
         if names.contains(&c.name.as_str()) {
             return Err(err(
                 "configs",
-                format!("two configurations are named `{}`: names must be unique", c.name),
+                format!(
+                    "two configurations are named `{}`: names must be unique",
+                    c.name
+                ),
             ));
         }
         names.push(&c.name);
@@ -710,7 +742,10 @@ workload:
         assert_eq!(s.server.port, Some(30000));
         assert_eq!(s.server.args.0.len(), 2);
         assert_eq!(s.sweep.0.len(), 3);
-        assert_eq!(s.sweep.0[2].1, vec![ParamValue::Int(0), ParamValue::Int(48)]);
+        assert_eq!(
+            s.sweep.0[2].1,
+            vec![ParamValue::Int(0), ParamValue::Int(48)]
+        );
         assert_eq!(s.configs[0].name, "baseline");
         assert_eq!(s.workload.concurrency, 150);
         assert_eq!(s.workload.requests, Some(1000));
@@ -745,7 +780,10 @@ workload:
         assert_eq!(e.line, 17, "{e}");
         let e = err_of(&GOOD.replace("[auto, fp8_e4m3]", "[auto, fp8]"));
         assert!(e.message.contains("fp8_e4m3"), "{e}");
-        let e = err_of(&GOOD.replace("    mem_fraction_static: 0.85", "    mem_fraction_static: 2"));
+        let e = err_of(&GOOD.replace(
+            "    mem_fraction_static: 0.85",
+            "    mem_fraction_static: 2",
+        ));
         assert_eq!((e.line, e.column), (20, 26), "{e}");
     }
 

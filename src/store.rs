@@ -121,7 +121,10 @@ impl ResultsDir {
             path: path.display().to_string(),
             source: std::io::Error::other(e.to_string()),
         })?;
-        let mut f = OpenOptions::new().append(true).open(&path).map_err(err(&path))?;
+        let mut f = OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .map_err(err(&path))?;
         f.write_all(&bytes).map_err(err(&path))?;
         f.sync_data().map_err(err(&path))?;
         Ok(())
@@ -135,7 +138,10 @@ mod tests {
 
     #[test]
     fn folder_names_are_utc_stamped() {
-        let t = chrono::Utc.with_ymd_and_hms(2026, 11, 30, 15, 42, 0).single().expect("valid");
+        let t = chrono::Utc
+            .with_ymd_and_hms(2026, 11, 30, 15, 42, 0)
+            .single()
+            .expect("valid");
         assert_eq!(folder_name("kv", t), "kv-20261130T154200Z");
     }
 

@@ -81,8 +81,7 @@ impl RequestSample {
     /// Output tokens: server `usage` when present, else content chunks (flagged by
     /// `usage_missing`).
     pub fn output_tokens(&self) -> u64 {
-        self.completion_tokens
-            .unwrap_or(self.chunk_ms.len() as u64)
+        self.completion_tokens.unwrap_or(self.chunk_ms.len() as u64)
     }
     pub fn usage_missing(&self) -> bool {
         self.completion_tokens.is_none()
@@ -189,9 +188,19 @@ async fn one_request(
     })
     .await;
     let mut resp = match sent {
-        Err(_) => return fail(sample, ErrorKind::Timeout, format!("no response in {timeout:?}")),
+        Err(_) => {
+            return fail(
+                sample,
+                ErrorKind::Timeout,
+                format!("no response in {timeout:?}"),
+            );
+        }
         Ok(Err(e)) => {
-            let kind = if e.is_timeout() { ErrorKind::Timeout } else { ErrorKind::Connect };
+            let kind = if e.is_timeout() {
+                ErrorKind::Timeout
+            } else {
+                ErrorKind::Connect
+            };
             return fail(sample, kind, error_chain(&e));
         }
         Ok(Ok(r)) => r,
@@ -206,7 +215,11 @@ async fn one_request(
             .and_then(Result::ok)
             .unwrap_or_default();
         let shown: String = text.chars().take(200).collect();
-        return fail(sample, ErrorKind::HttpStatus, format!("HTTP {status}: {shown}"));
+        return fail(
+            sample,
+            ErrorKind::HttpStatus,
+            format!("HTTP {status}: {shown}"),
+        );
     }
     let mut parser = super::sse::SseParser::new();
     let mut done = false;
@@ -214,7 +227,13 @@ async fn one_request(
     loop {
         let next = tokio::time::timeout_at(deadline.into(), resp.chunk()).await;
         let bytes = match next {
-            Err(_) => return fail(sample, ErrorKind::Timeout, format!("stream not finished in {timeout:?}")),
+            Err(_) => {
+                return fail(
+                    sample,
+                    ErrorKind::Timeout,
+                    format!("stream not finished in {timeout:?}"),
+                );
+            }
             Ok(Err(e)) => return fail(sample, ErrorKind::StreamCut, error_chain(&e)),
             Ok(Ok(None)) => break,
             Ok(Ok(Some(b))) => b,
@@ -255,10 +274,18 @@ async fn one_request(
     }
     sample.end_ms = Some(ms_since(t0));
     if !done && sample.finish_reason.is_none() {
-        return fail(sample, ErrorKind::StreamCut, "stream ended before [DONE] or a finish_reason".into());
+        return fail(
+            sample,
+            ErrorKind::StreamCut,
+            "stream ended before [DONE] or a finish_reason".into(),
+        );
     }
     if sample.chunk_ms.is_empty() && sample.completion_tokens.unwrap_or(0) == 0 {
-        return fail(sample, ErrorKind::Empty, "stream had neither content nor usage".into());
+        return fail(
+            sample,
+            ErrorKind::Empty,
+            "stream had neither content nor usage".into(),
+        );
     }
     sample
 }
@@ -312,7 +339,11 @@ fn spawn_phase(
                     if count.is_some_and(|c| index >= c) {
                         break;
                     }
-                    let body = openai::request_body(&w, &target.model, prompt_for(&w, &target, phase, index));
+                    let body = openai::request_body(
+                        &w,
+                        &target.model,
+                        prompt_for(&w, &target, phase, index),
+                    );
                     let now = Instant::now();
                     let send_s = if now >= window_start {
                         (now - window_start).as_secs_f64()
@@ -375,8 +406,16 @@ pub async fn drive(
         let (tx, mut rx) = mpsc::unbounded_channel();
         let far = Instant::now() + Duration::from_secs(86_400 * 365);
         let handles = spawn_phase(
-            client, &w, &target, Phase::Warmup, n.min(w.warmup_requests), Some(w.warmup_requests),
-            None, far, stop, &tx,
+            client,
+            &w,
+            &target,
+            Phase::Warmup,
+            n.min(w.warmup_requests),
+            Some(w.warmup_requests),
+            None,
+            far,
+            stop,
+            &tx,
         );
         drop(tx);
         while let Some(mut s) = rx.recv().await {
@@ -403,7 +442,16 @@ pub async fn drive(
     let deadline = w.duration_s.map(|d| start + Duration::from_secs_f64(d));
     let (tx, mut rx) = mpsc::unbounded_channel();
     let handles = spawn_phase(
-        client, &w, &target, Phase::Measured, n, w.requests, deadline, start, stop, &tx,
+        client,
+        &w,
+        &target,
+        Phase::Measured,
+        n,
+        w.requests,
+        deadline,
+        start,
+        stop,
+        &tx,
     );
     drop(tx);
     let mut last_end = start;

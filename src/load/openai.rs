@@ -68,7 +68,11 @@ pub fn parse_chunk(data: &str) -> Result<ChunkInfo, String> {
             let text = c
                 .get("text")
                 .and_then(Value::as_str)
-                .or_else(|| c.get("delta").and_then(|d| d.get("content")).and_then(Value::as_str))
+                .or_else(|| {
+                    c.get("delta")
+                        .and_then(|d| d.get("content"))
+                        .and_then(Value::as_str)
+                })
                 .unwrap_or("");
             info.content_chars += text.chars().count();
             if let Some(fr) = c.get("finish_reason").and_then(Value::as_str) {
@@ -90,14 +94,22 @@ mod tests {
     #[test]
     fn sglang_completion_chunks() {
         let c = parse_chunk(r#"{"id":"x","object":"text_completion","created":1,"model":"tiny","choices":[{"index":0,"text":")')'","logprobs":null,"finish_reason":null,"matched_stop":null}],"usage":null}"#).expect("json");
-        assert_eq!((c.choices, c.content_chars, c.completion_tokens), (1, 4, None));
+        assert_eq!(
+            (c.choices, c.content_chars, c.completion_tokens),
+            (1, 4, None)
+        );
         let u = parse_chunk(r#"{"id":"x","choices":[],"usage":{"prompt_tokens":5,"total_tokens":10,"completion_tokens":5}}"#).expect("json");
-        assert_eq!((u.choices, u.prompt_tokens, u.completion_tokens), (0, Some(5), Some(5)));
+        assert_eq!(
+            (u.choices, u.prompt_tokens, u.completion_tokens),
+            (0, Some(5), Some(5))
+        );
     }
 
     #[test]
     fn chat_role_chunk_has_no_content_and_errors_are_seen() {
-        let c = parse_chunk(r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}"#).expect("json");
+        let c =
+            parse_chunk(r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}"#)
+                .expect("json");
         assert_eq!((c.choices, c.content_chars), (1, 0));
         let e = parse_chunk(r#"{"object":"error","message":"boom","code":500}"#).expect("json");
         assert_eq!(e.error.as_deref(), Some("boom"));

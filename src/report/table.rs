@@ -16,7 +16,12 @@ pub fn best_run(records: &[RunRecord]) -> Option<usize> {
         .iter()
         .enumerate()
         .filter(|(_, r)| r.status == RunStatus::Ok)
-        .filter_map(|(i, r)| r.client.as_ref().and_then(|c| c.output_tok_s).map(|t| (i, t)))
+        .filter_map(|(i, r)| {
+            r.client
+                .as_ref()
+                .and_then(|c| c.output_tok_s)
+                .map(|t| (i, t))
+        })
         .max_by(|a, b| a.1.total_cmp(&b.1))
         .map(|(i, _)| i)
 }
@@ -53,8 +58,15 @@ pub fn render(records: &[RunRecord], param_keys: &[String]) -> String {
     header.extend(param_keys.iter().cloned());
     header.extend(
         [
-            "out tok/s", "TTFT p50 ms", "TPOT p50 ms", "E2E p50 ms", "srv gen tok/s", "running mean/max",
-            "queue mean/max", "usage max", "verdict",
+            "out tok/s",
+            "TTFT p50 ms",
+            "TPOT p50 ms",
+            "E2E p50 ms",
+            "srv gen tok/s",
+            "running mean/max",
+            "queue mean/max",
+            "usage max",
+            "verdict",
         ]
         .map(String::from),
     );
@@ -72,7 +84,11 @@ pub fn render(records: &[RunRecord], param_keys: &[String]) -> String {
             (s, None) => s.as_str().to_string(),
         };
         let mut row = vec![name, status];
-        row.extend(r.params.iter().map(|(_, v)| v.as_ref().map(|v| v.to_string()).unwrap_or_else(|| "-".into())));
+        row.extend(r.params.iter().map(|(_, v)| {
+            v.as_ref()
+                .map(|v| v.to_string())
+                .unwrap_or_else(|| "-".into())
+        }));
         let c = r.client.as_ref();
         let s = r.server.as_ref();
         let stats = s.filter(|s| s.has_stats());
@@ -100,11 +116,18 @@ pub fn render(records: &[RunRecord], param_keys: &[String]) -> String {
             }
             None => row.extend(["-", "-", "-", "-"].map(String::from)),
         }
-        row.push(r.verdict.as_ref().map_or("-".into(), |v| v.kind.as_str().to_string()));
+        row.push(
+            r.verdict
+                .as_ref()
+                .map_or("-".into(), |v| v.kind.as_str().to_string()),
+        );
         rows.push(row);
     }
     let mut out = render_rows(&header, &rows);
-    let failures: Vec<&RunRecord> = records.iter().filter(|r| r.status != RunStatus::Ok).collect();
+    let failures: Vec<&RunRecord> = records
+        .iter()
+        .filter(|r| r.status != RunStatus::Ok)
+        .collect();
     if !failures.is_empty() {
         out.push_str("\nFailures:\n");
         for r in failures {
@@ -116,12 +139,21 @@ pub fn render(records: &[RunRecord], param_keys: &[String]) -> String {
             ));
         }
     }
-    let verdicts: Vec<&RunRecord> = records.iter().filter(|r| r.verdict.as_ref().is_some_and(|v| !v.hint.is_empty())).collect();
+    let verdicts: Vec<&RunRecord> = records
+        .iter()
+        .filter(|r| r.verdict.as_ref().is_some_and(|v| !v.hint.is_empty()))
+        .collect();
     if !verdicts.is_empty() {
         out.push_str("\nVerdicts:\n");
         for r in verdicts {
             if let Some(v) = &r.verdict {
-                out.push_str(&format!("- {}: {} — {}. Hint: {}\n", r.run_name, v.kind.as_str(), v.evidence, v.hint));
+                out.push_str(&format!(
+                    "- {}: {} — {}. Hint: {}\n",
+                    r.run_name,
+                    v.kind.as_str(),
+                    v.evidence,
+                    v.hint
+                ));
             }
         }
     }

@@ -85,15 +85,28 @@ mod tests {
         assert_eq!(
             cmd.args,
             [
-                "-m", "sglang.launch_server", "--model-path", "/models/m", "--host", "127.0.0.1",
-                "--port", "31000", "--trust-remote-code", "--enable-hierarchical-cache",
-                "--hicache-size", "48"
+                "-m",
+                "sglang.launch_server",
+                "--model-path",
+                "/models/m",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "31000",
+                "--trust-remote-code",
+                "--enable-hierarchical-cache",
+                "--hicache-size",
+                "48"
             ]
         );
         assert_eq!(
             cmd.display(),
             "PYTHONUNBUFFERED=1 SGLANG_USE_CPU_ENGINE=1 X='a b' /venv/bin/python -m sglang.launch_server --model-path /models/m --host 127.0.0.1 --port 31000 --trust-remote-code --enable-hierarchical-cache --hicache-size 48"
         );
-        assert!(build(&spec.server, &plan.runs[0], None).display().contains("--port <free-port>"));
+        assert!(
+            build(&spec.server, &plan.runs[0], None)
+                .display()
+                .contains("--port <free-port>")
+        );
     }
 }

@@ -71,12 +71,30 @@ pub fn describe_exit(status: &ExitStatus) -> String {
 
 /// Substrings that mean out of memory, with the direction to go.
 const OOM_PATTERNS: &[(&str, &str)] = &[
-    ("Not enough host memory", "hierarchical cache too big: lower hicache_size"),
-    ("Not enough memory", "no room for the KV pool: raise mem_fraction_static"),
-    ("Not enought memory", "no room for the KV pool: raise mem_fraction_static"),
-    ("CUDA out of memory", "too little headroom: lower mem_fraction_static or cuda_graph_max_bs"),
-    ("OutOfMemoryError", "too little headroom: lower mem_fraction_static or cuda_graph_max_bs"),
-    ("Capture cuda graph failed", "graph capture OOM: lower mem_fraction_static or cuda_graph_max_bs"),
+    (
+        "Not enough host memory",
+        "hierarchical cache too big: lower hicache_size",
+    ),
+    (
+        "Not enough memory",
+        "no room for the KV pool: raise mem_fraction_static",
+    ),
+    (
+        "Not enought memory",
+        "no room for the KV pool: raise mem_fraction_static",
+    ),
+    (
+        "CUDA out of memory",
+        "too little headroom: lower mem_fraction_static or cuda_graph_max_bs",
+    ),
+    (
+        "OutOfMemoryError",
+        "too little headroom: lower mem_fraction_static or cuda_graph_max_bs",
+    ),
+    (
+        "Capture cuda graph failed",
+        "graph capture OOM: lower mem_fraction_static or cuda_graph_max_bs",
+    ),
 ];
 
 /// Wrapper lines that follow the real error; never the explanation.
@@ -168,37 +186,60 @@ mod tests {
 
     #[test]
     fn oom_kinds_and_directions() {
-        let tail = lines("[x] Scheduler hit an exception: Traceback (most recent call last):\n  File \"a.py\"\nRuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static=0.8\n[x] Received sigquit from a child process. It usually means the child failed.");
+        let tail = lines(
+            "[x] Scheduler hit an exception: Traceback (most recent call last):\n  File \"a.py\"\nRuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static=0.8\n[x] Received sigquit from a child process. It usually means the child failed.",
+        );
         let f = classify(Some(&ExitStatus::from_raw(9)), &tail, false);
         assert_eq!(f.kind, FailureKind::Oom);
         assert!(f.message.contains("raise mem_fraction_static"));
-        let f = classify(None, &lines("ValueError: Not enough host memory available. Requesting 48 GB"), false);
+        let f = classify(
+            None,
+            &lines("ValueError: Not enough host memory available. Requesting 48 GB"),
+            false,
+        );
         assert!(f.message.contains("hicache_size"));
     }
 
     #[test]
     fn argparse_error_is_bad_flag() {
-        let tail = lines("usage: sglang serve [-h] --model-path MODEL_PATH\nsglang serve: error: unrecognized arguments: --no-such-flag 1");
+        let tail = lines(
+            "usage: sglang serve [-h] --model-path MODEL_PATH\nsglang serve: error: unrecognized arguments: --no-such-flag 1",
+        );
         let f = classify(Some(&ExitStatus::from_raw(2 << 8)), &tail, false);
         assert_eq!(f.kind, FailureKind::BadFlag);
-        assert_eq!(f.message, "sglang serve: error: unrecognized arguments: --no-such-flag 1");
+        assert_eq!(
+            f.message,
+            "sglang serve: error: unrecognized arguments: --no-such-flag 1"
+        );
     }
 
     #[test]
     fn exception_picks_the_cause_not_the_wrapper() {
-        let tail = lines("[t] Scheduler hit an exception: Traceback (most recent call last):\n  File \"x\", line 1\nValueError: CPU FP8 KV cache requires Intel AMX support.\n[t] Received sigquit from a child process. It usually means the child failed.\nRuntimeError: Initialization failed. Please see the error messages above.");
+        let tail = lines(
+            "[t] Scheduler hit an exception: Traceback (most recent call last):\n  File \"x\", line 1\nValueError: CPU FP8 KV cache requires Intel AMX support.\n[t] Received sigquit from a child process. It usually means the child failed.\nRuntimeError: Initialization failed. Please see the error messages above.",
+        );
         let f = classify(Some(&ExitStatus::from_raw(9)), &tail, false);
         assert_eq!(f.kind, FailureKind::StartupError);
-        assert_eq!(f.message, "ValueError: CPU FP8 KV cache requires Intel AMX support.");
+        assert_eq!(
+            f.message,
+            "ValueError: CPU FP8 KV cache requires Intel AMX support."
+        );
     }
 
     #[test]
     fn plain_exit_and_timeout() {
-        let f = classify(Some(&ExitStatus::from_raw(3 << 8)), &lines("[t] Memory pool end"), false);
+        let f = classify(
+            Some(&ExitStatus::from_raw(3 << 8)),
+            &lines("[t] Memory pool end"),
+            false,
+        );
         assert_eq!(f.kind, FailureKind::Crashed);
         assert!(f.message.starts_with("exit code 3"), "{}", f.message);
         let f = classify(None, &lines("[t] loading"), true);
         assert_eq!(f.kind, FailureKind::ReadyTimeout);
-        assert_eq!(describe_exit(&ExitStatus::from_raw(9)), "killed by signal 9 (SIGKILL)");
+        assert_eq!(
+            describe_exit(&ExitStatus::from_raw(9)),
+            "killed by signal 9 (SIGKILL)"
+        );
     }
 }

@@ -150,7 +150,12 @@ pub fn free_port(host: &str) -> std::io::Result<u16> {
 /// die with it (they set the same signal on their parent). The signal is tied to the thread
 /// that forks, so `launch` must be called from a thread that lives as long as the sweep (the
 /// runtime's main or worker threads, never a `spawn_blocking` thread).
-pub fn launch(cmd: &LaunchCommand, host: &str, port: u16, log_path: &Path) -> std::io::Result<ServerHandle> {
+pub fn launch(
+    cmd: &LaunchCommand,
+    host: &str,
+    port: u16,
+    log_path: &Path,
+) -> std::io::Result<ServerHandle> {
     let sink = LogSink::create(log_path)?;
     let mut c = tokio::process::Command::new(&cmd.program);
     c.args(&cmd.args)
@@ -176,6 +181,7 @@ pub fn launch(cmd: &LaunchCommand, host: &str, port: u16, log_path: &Path) -> st
     }
     let mut child = c.spawn()?;
     let pid = child.id().map(|p| p as i32).unwrap_or(0);
+    spawn_reaper(pid);
     let mut readers = Vec::new();
     if let Some(out) = child.stdout.take() {
         readers.push(tokio::spawn(pump(out, sink.clone())));
@@ -193,6 +199,47 @@ pub fn launch(cmd: &LaunchCommand, host: &str, port: u16, log_path: &Path) -> st
         started: Instant::now(),
         exit: None,
     })
+}
+
+/// Defence in depth for the parent-death signal: a tiny watcher process (`sgtune __reap`, in
+/// its own process group so a terminal's Ctrl-C does not reach it) that SIGKILLs the server's
+/// whole group if sgtune disappears. The parent-death signal only reaches the launcher; a
+/// server whose children do not watch their parent would otherwise leave them running.
+/// Best effort: if the watcher cannot start, the parent-death signal still applies.
+fn spawn_reaper(pgid: i32) {
+    let Ok(exe) = std::env::current_exe() else {
+        return;
+    };
+    if pgid <= 0 || exe.file_stem().and_then(|s| s.to_str()) != Some("sgtune") {
+        return;
+    }
+    let spawned = tokio::process::Command::new(exe)
+        .args(["__reap", &std::process::id().to_string(), &pgid.to_string()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn();
+    if let Ok(mut child) = spawned {
+        tokio::spawn(async move {
+            let _ = child.wait().await;
+        });
+    }
+}
+
+/// The watcher's loop: exit when the group is gone; kill the group when `parent` is gone.
+pub fn reap_loop(parent: i32, pgid: i32) {
+    loop {
+        if !group_alive(pgid) {
+            return;
+        }
+        // SAFETY: getppid has no preconditions.
+        if unsafe { libc::getppid() } != parent {
+            signal_group(pgid, libc::SIGKILL);
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }
 
 /// How waiting for readiness ended.

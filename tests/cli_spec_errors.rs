@@ -1,0 +1,135 @@
+//! A bad spec launches nothing: one clear error with file:line:column, exit 2, no process
+//! started, no results folder.
+
+mod common;
+use common::*;
+
+fn spec_with_marker(marker: &std::path::Path, body: &str) -> String {
+    // If sgtune ever launched this "server", the marker file would appear.
+    format!(
+        "name: bad\nserver:\n  command: [sh, -c, 'touch {}']\n  model_path: /nonexistent\n{body}",
+        marker.display()
+    )
+}
+
+fn check_rejected(body: &str, expect_line: usize, expect_in_msg: &str) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let marker = dir.path().join("launched");
+    let spec = dir.path().join("bad.yaml");
+    std::fs::write(&spec, spec_with_marker(&marker, body)).expect("write spec");
+    let results = dir.path().join("results");
+    let out = run(sgtune()
+        .arg("run")
+        .arg(&spec)
+        .arg("--results-dir")
+        .arg(&results));
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr: {err}");
+    let place = format!("{}:{expect_line}:", spec.display());
+    assert!(err.contains(&place), "expected {place} in: {err}");
+    assert!(
+        err.contains(expect_in_msg),
+        "expected {expect_in_msg:?} in: {err}"
+    );
+    assert_eq!(
+        err.lines().filter(|l| l.starts_with("error")).count(),
+        1,
+        "one error: {err}"
+    );
+    assert!(!marker.exists(), "a server was launched");
+    assert!(!results.exists(), "a results folder was created");
+}
+
+const WORKLOAD: &str = "workload:\n  concurrency: 2\n  requests: 4\n  input_tokens: 8\n  output_tokens: 8\n  vocab_size: 100\n";
+
+#[test]
+fn unknown_key() {
+    check_rejected(
+        &format!("sweep:\n  mem_fraction_static: [0.8]\n{WORKLOAD}  concurency: 3\n"),
+        13,
+        "unknown field `concurency`",
+    );
+}
+
+#[test]
+fn wrong_type() {
+    check_rejected(
+        &WORKLOAD.replace("requests: 4", "requests: many"),
+        7,
+        "invalid type: string \"many\", expected a whole number >= 1",
+    );
+}
+
+#[test]
+fn bad_value() {
+    check_rejected(
+        &format!("sweep:\n  mem_fraction_static: [0.8, 1.7]\n{WORKLOAD}"),
+        6,
+        "(0, 1]",
+    );
+}
+
+#[test]
+fn validate_and_dry_run_print_the_plan_and_start_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let marker = dir.path().join("launched");
+    let spec = dir.path().join("ok.yaml");
+    std::fs::write(
+        &spec,
+        spec_with_marker(
+            &marker,
+            &format!(
+                "sweep:\n  mem_fraction_static: [0.8, 0.9]\n  hicache_size: [0, 4]\n{WORKLOAD}"
+            ),
+        ),
+    )
+    .expect("write");
+    for args in [vec!["validate"], vec!["run", "--dry-run"]] {
+        let out = run(sgtune().args(&args).arg(&spec).current_dir(dir.path()));
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let plan = text(&out.stdout);
+        assert_eq!(
+            plan.lines()
+                .filter(|l| l.contains("--model-path /nonexistent"))
+                .count(),
+            4,
+            "{plan}"
+        );
+        assert!(plan.contains("mfs0.9_hicache4"), "{plan}");
+        assert!(
+            plan.contains("--enable-hierarchical-cache --hicache-size 4"),
+            "{plan}"
+        );
+        assert!(plan.contains("PYTHONUNBUFFERED=1 sh -c"), "{plan}");
+    }
+    assert!(!marker.exists());
+    assert!(!dir.path().join("results").exists());
+}
+
+#[test]
+fn missing_vocab_is_caught_before_launch() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let marker = dir.path().join("launched");
+    let spec = dir.path().join("v.yaml");
+    std::fs::write(
+        &spec,
+        spec_with_marker(&marker, &WORKLOAD.replace("  vocab_size: 100\n", "")),
+    )
+    .expect("write");
+    let out = run(sgtune().arg("run").arg(&spec).current_dir(dir.path()));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("set workload.vocab_size"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!marker.exists());
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let out = run(sgtune().arg("run"));
+    assert_eq!(out.status.code(), Some(2));
+    let out = run(sgtune().arg("frobnicate"));
+    assert_eq!(out.status.code(), Some(2));
+}

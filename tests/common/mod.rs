@@ -1,0 +1,118 @@
+//! Helpers shared by the integration tests: run the real `sgtune` binary, find processes by a
+//! tag in their environment, read result CSVs.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+pub fn sgtune() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_sgtune"))
+}
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn fake_server() -> String {
+    repo()
+        .join("tests/fake_sglang/fake_sglang.py")
+        .display()
+        .to_string()
+}
+
+pub fn run(cmd: &mut Command) -> Output {
+    cmd.output().expect("sgtune runs")
+}
+
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A unique tag to put into a server's environment, so its processes can be found.
+pub fn unique_tag(name: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("{name}-{}-{nanos}", std::process::id())
+}
+
+/// PIDs of live (non-zombie) processes whose environment contains `SGTUNE_TEST_TAG=<tag>`.
+pub fn procs_with_tag(tag: &str) -> Vec<i32> {
+    let needle = format!("SGTUNE_TEST_TAG={tag}");
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        if stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z'))
+        {
+            continue;
+        }
+        if let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) {
+            if env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes()) {
+                out.push(pid);
+            }
+        }
+    }
+    out
+}
+
+pub fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let t0 = Instant::now();
+    while t0.elapsed() < timeout {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    f()
+}
+
+/// The single results folder under `results_dir`.
+pub fn only_results_folder(results_dir: &Path) -> PathBuf {
+    let dirs: Vec<PathBuf> = std::fs::read_dir(results_dir)
+        .expect("results dir exists")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    assert_eq!(dirs.len(), 1, "one results folder: {dirs:?}");
+    dirs.into_iter().next().expect("one folder")
+}
+
+/// results.csv as one map per row.
+pub fn read_rows(csv_path: &Path) -> Vec<HashMap<String, String>> {
+    let mut r = csv::Reader::from_path(csv_path).expect("csv opens");
+    let header: Vec<String> = r
+        .headers()
+        .expect("header")
+        .iter()
+        .map(String::from)
+        .collect();
+    r.records()
+        .map(|rec| {
+            let rec = rec.expect("row parses");
+            header
+                .iter()
+                .cloned()
+                .zip(rec.iter().map(String::from))
+                .collect()
+        })
+        .collect()
+}
+
+pub fn num(row: &HashMap<String, String>, col: &str) -> f64 {
+    row.get(col)
+        .and_then(|v| v.parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("column {col} is not a number: {:?}", row.get(col)))
+}

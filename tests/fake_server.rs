@@ -1,0 +1,300 @@
+//! The supervisor and the load loop against the fake SGLang (tests/fake_sglang): every
+//! start-up failure kind, failures during the load, a server that ignores SIGTERM, Ctrl-C in
+//! the middle of a run, and kill -9 of sgtune. Each test checks the rows, and that no process
+//! of any server is left.
+
+mod common;
+use common::*;
+use std::collections::HashMap;
+use std::process::Stdio;
+use std::time::Duration;
+
+fn spec(tag: &str, extra_server: &str, body: &str) -> String {
+    format!(
+        r#"name: fake
+server:
+  command: [python3, "{fake}"]
+  model_path: /nonexistent-model
+  env:
+    SGTUNE_TEST_TAG: {tag}
+    FAKE_SGLANG_STARTUP_S: "0.2"
+    FAKE_SGLANG_SPAWN_CHILD: "1"
+  args:
+    served_model_name: fake
+  ready_timeout_s: 20
+  stop_timeout_s: 3
+{extra_server}{body}"#,
+        fake = fake_server()
+    )
+}
+
+fn write_spec(dir: &std::path::Path, text: &str) -> std::path::PathBuf {
+    let p = dir.join("spec.yaml");
+    std::fs::write(&p, text).expect("write spec");
+    p
+}
+
+fn by_name(rows: &[HashMap<String, String>]) -> HashMap<String, HashMap<String, String>> {
+    rows.iter()
+        .map(|r| (r["run_name"].clone(), r.clone()))
+        .collect()
+}
+
+fn assert_no_leftovers(tag: &str) {
+    assert!(
+        wait_until(Duration::from_secs(10), || procs_with_tag(tag).is_empty()),
+        "processes left: {:?}",
+        procs_with_tag(tag)
+    );
+}
+
+#[test]
+fn every_failure_becomes_a_row_and_the_sweep_goes_on() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tag = unique_tag("matrix");
+    let body = r#"configs:
+  - {name: kv-small, max_total_tokens: 400}
+  - {name: roomy, max_total_tokens: 16384}
+  - {name: oom, fake_fault: oom_at_start}
+  - {name: cuda-oom, fake_fault: cuda_oom_at_start}
+  - {name: bad-flag, no_such_flag: 1}
+  - {name: fp8, kv_cache_dtype: fp8_e4m3}
+  - {name: exit-early, fake_fault: exit_before_ready}
+  - {name: never-ready, fake_fault: never_ready}
+  - {name: crash-in-load, fake_fault: crash_during_load}
+  - {name: http-500, fake_fault: http_500}
+  - {name: stream-cut, fake_fault: stream_cut}
+  - {name: malformed-sse, fake_fault: malformed_sse}
+  - {name: ignores-sigterm, fake_fault: ignore_sigterm}
+workload:
+  concurrency: 8
+  requests: 40
+  warmup_requests: 2
+  input_tokens: 20
+  output_tokens: 60
+  vocab_size: 1000
+"#;
+    let text = spec(&tag, "", body).replace("ready_timeout_s: 20", "ready_timeout_s: 4");
+    let spec_path = write_spec(dir.path(), &text);
+    let results = dir.path().join("results");
+    let out = run(sgtune()
+        .arg("run")
+        .arg(&spec_path)
+        .arg("--results-dir")
+        .arg(&results));
+    assert_eq!(out.status.code(), Some(1), "{}", text_of(&out));
+    let folder = only_results_folder(&results);
+    let rows = read_rows(&folder.join("results.csv"));
+    assert_eq!(rows.len(), 13, "one row per configuration");
+    let rows = by_name(&rows);
+    let kind = |n: &str| (rows[n]["status"].as_str(), rows[n]["failure_kind"].as_str());
+
+    assert_eq!(kind("kv-small"), ("ok", ""));
+    assert_eq!(
+        rows["kv-small"]["verdict"], "kv_cache_bound",
+        "{:?}",
+        rows["kv-small"]
+    );
+    assert!(num(&rows["kv-small"], "queue_req_max") > 0.0);
+    assert!(num(&rows["kv-small"], "running_req_max") < 8.0);
+    assert_eq!(num(&rows["kv-small"], "max_total_num_tokens"), 400.0);
+    assert_eq!(kind("roomy"), ("ok", ""));
+    assert_ne!(rows["roomy"]["verdict"], "kv_cache_bound");
+    assert_eq!(num(&rows["roomy"], "requests_completed"), 40.0);
+    assert_eq!(num(&rows["roomy"], "running_req_max"), 8.0);
+
+    assert_eq!(kind("oom"), ("failed", "oom"));
+    assert!(rows["oom"]["failure_message"].contains("raise mem_fraction_static"));
+    assert_eq!(kind("cuda-oom"), ("failed", "oom"));
+    assert!(rows["cuda-oom"]["failure_message"].contains("lower mem_fraction_static"));
+    assert_eq!(kind("bad-flag"), ("failed", "bad_flag"));
+    assert!(
+        rows["bad-flag"]["failure_message"].contains("unrecognized arguments: --no-such-flag 1")
+    );
+    assert_eq!(kind("fp8"), ("failed", "startup_error"));
+    assert!(rows["fp8"]["failure_message"].contains("CPU FP8 KV cache requires Intel AMX support"));
+    assert_eq!(kind("exit-early"), ("failed", "crashed"));
+    assert!(
+        rows["exit-early"]["failure_message"].starts_with("exit code 3"),
+        "{:?}",
+        rows["exit-early"]
+    );
+    assert_eq!(kind("never-ready"), ("failed", "ready_timeout"));
+    assert_eq!(kind("crash-in-load"), ("failed", "load_failed"));
+    assert!(rows["crash-in-load"]["failure_message"].contains("died during the load"));
+    for (name, class) in [
+        ("http-500", "http_status"),
+        ("stream-cut", "stream_cut"),
+        ("malformed-sse", "malformed_sse"),
+    ] {
+        assert_eq!(kind(name), ("failed", "load_failed"), "{name}");
+        let reqs = std::fs::read_to_string(folder.join("runs").join(name).join("requests.csv"))
+            .expect("requests.csv");
+        assert!(reqs.contains(class), "{name}: no {class} in requests.csv");
+    }
+    // Ignoring SIGTERM costs the grace period, then the group is killed; the row is fine.
+    assert_eq!(kind("ignores-sigterm"), ("ok", ""));
+    let summary =
+        std::fs::read_to_string(folder.join("runs/ignores-sigterm/summary.json")).expect("summary");
+    assert!(summary.contains("\"how\": \"killed\""), "{summary}");
+    let summary = std::fs::read_to_string(folder.join("runs/roomy/summary.json")).expect("summary");
+    assert!(summary.contains("\"how\": \"terminated\""), "{summary}");
+
+    let md = std::fs::read_to_string(folder.join("results.md")).expect("results.md");
+    assert!(md.contains("(best)") && md.contains("failed (oom)"), "{md}");
+    assert_no_leftovers(&tag);
+}
+
+fn text_of(out: &std::process::Output) -> String {
+    format!(
+        "stdout:\n{}\nstderr:\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    )
+}
+
+#[test]
+fn requests_csv_and_summary_hold_the_evidence() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tag = unique_tag("evidence");
+    let body = "workload:\n  endpoint: chat\n  concurrency: 3\n  requests: 9\n  warmup_requests: 2\n  input_tokens: 10\n  output_tokens: 12\n";
+    let spec_path = write_spec(dir.path(), &spec(&tag, "", body));
+    let results = dir.path().join("results");
+    let out = run(sgtune()
+        .arg("run")
+        .arg(&spec_path)
+        .arg("--results-dir")
+        .arg(&results));
+    assert_eq!(out.status.code(), Some(0), "{}", text_of(&out));
+    let folder = only_results_folder(&results);
+    let run_dir = folder.join("runs/default");
+    let reqs = read_rows(&run_dir.join("requests.csv"));
+    assert_eq!(reqs.len(), 11, "2 warmup + 9 measured");
+    assert_eq!(reqs.iter().filter(|r| r["phase"] == "warmup").count(), 2);
+    for r in reqs.iter().filter(|r| r["phase"] == "measured") {
+        assert_eq!(r["completion_tokens"], "12");
+        assert_eq!(r["content_chunks"], "12");
+        assert_eq!(r["chunk_ms"].split(' ').count(), 12);
+        assert!(num(r, "ttft_ms") <= num(r, "end_ms"));
+    }
+    let row = &read_rows(&folder.join("results.csv"))[0];
+    assert_eq!(num(row, "requests_completed"), 9.0);
+    assert!(num(row, "output_tok_s") > 0.0);
+    let cmd = std::fs::read_to_string(run_dir.join("command.txt")).expect("command.txt");
+    assert!(
+        cmd.contains("--served-model-name fake") && cmd.contains("--port "),
+        "{cmd}"
+    );
+    let plan = std::fs::read_to_string(folder.join("plan.json")).expect("plan.json");
+    assert!(plan.contains("\"runs\""));
+    assert_eq!(
+        std::fs::read_to_string(folder.join("spec.yaml")).expect("spec copy"),
+        std::fs::read_to_string(&spec_path).expect("spec")
+    );
+    assert_no_leftovers(&tag);
+}
+
+#[test]
+fn fixed_port_already_taken_is_a_clear_failure() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tag = unique_tag("port");
+    let holder = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = holder.local_addr().expect("addr").port();
+    let body = "workload:\n  concurrency: 1\n  requests: 1\n  input_tokens: 4\n  output_tokens: 4\n  vocab_size: 100\n";
+    let spec_path = write_spec(dir.path(), &spec(&tag, &format!("  port: {port}\n"), body));
+    let results = dir.path().join("results");
+    let out = run(sgtune()
+        .arg("run")
+        .arg(&spec_path)
+        .arg("--results-dir")
+        .arg(&results));
+    assert_eq!(out.status.code(), Some(1), "{}", text_of(&out));
+    let row = &read_rows(&only_results_folder(&results).join("results.csv"))[0];
+    assert_eq!(row["failure_kind"], "launch_error");
+    assert!(row["failure_message"].contains("already in use"), "{row:?}");
+    drop(holder);
+    assert_no_leftovers(&tag);
+}
+
+#[test]
+fn sigint_mid_run_keeps_finished_rows_and_stops_the_server() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tag = unique_tag("sigint");
+    // Both runs would load for 120 s: the signal lands in the first one's load.
+    let body = "configs:\n  - {name: first}\n  - {name: second}\nworkload:\n  concurrency: 2\n  duration_s: 120\n  input_tokens: 4\n  output_tokens: 40\n  vocab_size: 100\n";
+    let spec_path = write_spec(dir.path(), &spec(&tag, "", body));
+    let results = dir.path().join("results");
+    let mut child = sgtune()
+        .arg("run")
+        .arg(&spec_path)
+        .arg("--results-dir")
+        .arg(&results)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let loading = wait_until(Duration::from_secs(30), || {
+        std::fs::read_dir(&results)
+            .ok()
+            .and_then(|mut d| d.next())
+            .and_then(|e| e.ok())
+            .is_some_and(|e| e.path().join("runs/first/requests.csv").exists())
+    });
+    assert!(loading, "first run never loaded");
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: sending SIGINT to our own child.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let done = wait_until(Duration::from_secs(30), || {
+        matches!(child.try_wait(), Ok(Some(_)))
+    });
+    assert!(done, "sgtune did not exit after SIGINT");
+    let out = child.wait_with_output().expect("output");
+    assert_eq!(out.status.code(), Some(130), "{}", text_of(&out));
+    let rows = read_rows(&only_results_folder(&results).join("results.csv"));
+    assert_eq!(
+        rows.len(),
+        1,
+        "the interrupted run is recorded; the next one never starts"
+    );
+    assert_eq!(rows[0]["run_name"], "first");
+    assert_eq!(rows[0]["status"], "interrupted");
+    assert!(num(&rows[0], "requests_completed") > 0.0, "{:?}", rows[0]);
+    assert_no_leftovers(&tag);
+}
+
+#[test]
+fn kill_9_of_sgtune_kills_the_whole_server_group() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tag = unique_tag("kill9-fake");
+    // The fake's child does not watch its parent: only a group kill removes it.
+    let body = "workload:\n  concurrency: 2\n  duration_s: 120\n  input_tokens: 4\n  output_tokens: 40\n  vocab_size: 100\n";
+    let spec_path = write_spec(dir.path(), &spec(&tag, "", body));
+    let results = dir.path().join("results");
+    let mut child = sgtune()
+        .arg("run")
+        .arg(&spec_path)
+        .arg("--results-dir")
+        .arg(&results)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let loading = wait_until(Duration::from_secs(30), || {
+        std::fs::read_dir(&results)
+            .ok()
+            .and_then(|mut d| d.next())
+            .and_then(|e| e.ok())
+            .is_some_and(|e| e.path().join("runs/default/requests.csv").exists())
+    });
+    assert!(loading, "never loaded");
+    assert!(
+        procs_with_tag(&tag).len() >= 2,
+        "fake and its child run: {:?}",
+        procs_with_tag(&tag)
+    );
+    child.kill().expect("SIGKILL");
+    let _ = child.wait();
+    assert_no_leftovers(&tag);
+}

@@ -1,0 +1,698 @@
+#!/usr/bin/env python3
+"""A fake SGLang 0.5.23 (CPU) server for sgtune's tests. Python 3.11 standard library only.
+
+Launched like the real one:
+    python3 fake_sglang.py --model-path DIR --host 127.0.0.1 --port 31234 --max-total-tokens 4096
+
+It prints the real startup/Prefill/Decode/shutdown log lines to stderr (with the
+`[YYYY-MM-DD HH:MM:SS] ` prefix), serves the OpenAI completions/chat API over HTTP/1.1
+(keep-alive, chunked SSE), and simulates a KV pool: a request reserves
+prompt_tokens + max_tokens at admission and waits in a FIFO queue until that fits.
+
+Environment knobs:
+  FAKE_SGLANG_STARTUP_S     startup delay in seconds, spread over the lines (default 0.3)
+  FAKE_SGLANG_TOKEN_S       seconds per decode step; every running request gets one token
+                            per step (default 0.002)
+  FAKE_SGLANG_CRASH_AFTER   completed requests before `crash_during_load` fires (default 5)
+  FAKE_SGLANG_HICACHE_OK=1  let --enable-hierarchical-cache start instead of dying like on CPU
+  FAKE_SGLANG_SPAWN_CHILD=1 spawn a `sleep 3600` python child in the same process group;
+                            it is terminated on graceful exit and on the startup faults, and
+                            is left behind when the fake is SIGKILLed from outside or by
+                            `crash_during_load`
+  FAKE_SGLANG_FAULT         one of:
+    oom_at_start        "Not enough memory" scheduler traceback, then SIGKILL itself
+    cuda_oom_at_start   torch.OutOfMemoryError traceback, then exit 1
+    exit_before_ready   startup lines up to "Memory pool end", then exit 3
+    never_ready         listens (/v1/models ok, /health 503) but never prints the ready line
+    crash_during_load   SIGKILL itself after FAKE_SGLANG_CRASH_AFTER completed requests
+    ignore_sigterm      logs SIGTERM/SIGINT but keeps running
+    stream_cut          streamed responses are cut (socket shutdown) after half their tokens
+    malformed_sse       the 3rd SSE event of a streamed response is `data: {not json`
+    http_500, http_503  every POST answers that status with an OpenAI-style error body
+    slow_stream         decode steps take 10x longer
+  --fake-fault NAME          the same faults as a flag, so one sweep can give each
+                            configuration its own (`fake_fault: oom_at_start` in a config)
+Flag-driven behaviour (as real 0.5.23 on a CPU without AMX):
+  --kv-cache-dtype fp8_e4m3 / fp8_e5m2   scheduler ValueError traceback, then SIGKILL itself
+  --enable-hierarchical-cache            "Allocating X GB host memory ..." then
+                                         "RuntimeError: Found no NVIDIA driver" + SIGKILL
+                                         (unless FAKE_SGLANG_HICACHE_OK=1)
+SIGTERM/SIGINT: logs "SIGTERM received ...", /health turns 503, requests (even new ones, as
+in the real server) are still served; exits 0 once none is in flight.
+"""
+
+import argparse
+import collections
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from datetime import datetime
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+VERSION = "0.5.23-fake"
+FAULT = os.environ.get("FAKE_SGLANG_FAULT", "").strip()
+STARTUP_S = float(os.environ.get("FAKE_SGLANG_STARTUP_S", "0.3"))
+TOKEN_S = float(os.environ.get("FAKE_SGLANG_TOKEN_S", "0.002")) * (10 if FAULT == "slow_stream" else 1)
+CRASH_AFTER = int(os.environ.get("FAKE_SGLANG_CRASH_AFTER", "5"))
+
+_log_lock = threading.Lock()
+QUIET_INFO = False  # --log-level warning/error hides Prefill/Decode/access lines
+RANK = ""  # " TP0" when --tp-size > 1 (scheduler lines only)
+
+
+def log(msg, prefix=True, sched=False):
+    with _log_lock:
+        if prefix:
+            ts = datetime.now().strftime("%Y-%m-%d %H:%M:%S")
+            msg = f"[{ts}{RANK if sched else ''}] {msg}"
+        try:
+            sys.stderr.write(msg + "\n")
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+
+
+def info(msg, sched=False):
+    if not QUIET_INFO:
+        log(msg, sched=sched)
+
+
+# ----------------------------------------------------------------------------- arguments
+class Parser(argparse.ArgumentParser):
+    def error(self, message):
+        time.sleep(0.2)  # the real one takes ~10 s to get here (imports)
+        super().error(message)
+
+
+def build_parser():
+    p = Parser(prog="sglang serve")
+    a = p.add_argument
+    a("--model-path", "--model", dest="model_path", required=True)
+    a("--host", default="127.0.0.1")
+    a("--port", type=int, default=30000)
+    for name in ("--tokenizer-path", "--served-model-name", "--device", "--attention-backend",
+                 "--log-level-http"):
+        a(name)
+    for name in ("--mem-fraction-static",):
+        a(name, type=float)
+    for name in ("--max-total-tokens", "--max-running-requests", "--context-length",
+                 "--chunked-prefill-size", "--cuda-graph-max-bs"):
+        a(name, type=int)
+    a("--max-prefill-tokens", type=int, default=16384)
+    a("--kv-cache-dtype", default="auto",
+      choices=["auto", "fp8_e5m2", "fp8_e4m3", "bf16", "bfloat16", "fp4_e2m1"])
+    a("--schedule-policy", default="fcfs")
+    a("--schedule-conservativeness", type=float, default=1.0)
+    a("--decode-log-interval", type=int, default=40)
+    a("--tp-size", "--tensor-parallel-size", dest="tp_size", type=int, default=1)
+    a("--dp-size", "--data-parallel-size", dest="dp_size", type=int, default=1)
+    a("--hicache-size", type=int, default=0)
+    a("--hicache-ratio", type=float, default=2.0)
+    a("--dtype", default="auto")
+    a("--log-level", default="info")
+    a("--cuda-graph-bs", type=int, nargs="+")
+    for name in ("--enable-hierarchical-cache", "--disable-overlap-schedule", "--sleep-on-idle",
+                 "--disable-radix-cache", "--disable-cuda-graph", "--enable-metrics",
+                 "--trust-remote-code", "--skip-server-warmup"):
+        a(name, action="store_true")
+    a("--fake-fault", default=None, help="test knob: a FAKE_SGLANG_FAULT value for this run")
+    return p
+
+
+def read_model_config(path):
+    try:
+        with open(os.path.join(path, "config.json")) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+# ----------------------------------------------------------------------------- scheduler
+class Scheduler:
+    """Global KV-pool / FIFO queue. Every running request gets one token per decode step."""
+
+    def __init__(self, total, max_running, interval, graph):
+        self.total, self.max_running = total, max_running
+        self.interval, self.graph = max(1, interval), graph
+        self.lock = threading.Lock()
+        self.admit_cv = threading.Condition(self.lock)  # queue heads wait here for room
+        self.step_cv = threading.Condition(self.lock)   # running requests wait for a step
+        self.queue = collections.deque()
+        self.used = self.running = self.step = self.gen_since_log = 0
+        self.last_decode_log = self.last_prefill_log = time.monotonic()
+        self.last_gen_throughput = 0.0
+        threading.Thread(target=self._loop, daemon=True, name="decode").start()
+
+    def admit(self, prompt, need):
+        """Reserve `need` tokens (FIFO, waiting for room); return the current step."""
+        with self.lock:
+            ticket = object()
+            self.queue.append(ticket)
+            while not (self.queue[0] is ticket and self.running < self.max_running
+                       and (self.used + need <= self.total or self.used == 0)):
+                self.admit_cv.wait()
+            self.queue.popleft()
+            before = self.running
+            self.running += 1
+            self.used += need
+            now = time.monotonic()
+            thr = prompt / max(now - self.last_prefill_log, 1e-3)
+            self.last_prefill_log = now
+            info(f"Prefill batch, #new-seq: 1, #new-token: {prompt}, #cached-token: 0, "
+                 f"token usage: {self.used / self.total:.2f}, #running-req: {before}, "
+                 f"#queue-req: {len(self.queue)}, #pending-token: 0, {self.graph}: False, "
+                 f"input throughput (token/s): {thr:.2f}", sched=True)
+            self.admit_cv.notify_all()  # the next in line may fit too
+            self.step_cv.notify_all()   # wake the decode loop
+            return self.step
+
+    def release(self, need):
+        with self.lock:
+            self.running -= 1
+            self.used -= need
+            self.admit_cv.notify_all()
+
+    def next_token(self, last_step):
+        """Block until the decode step after `last_step`; return the new step number."""
+        with self.lock:
+            while self.step <= last_step:
+                self.step_cv.wait()
+            return self.step
+
+    def _loop(self):
+        next_t = None
+        while True:
+            with self.lock:
+                while self.running == 0:
+                    next_t = None
+                    self.step_cv.wait()
+            now = time.monotonic()
+            next_t = now + TOKEN_S if next_t is None else next_t + TOKEN_S
+            if next_t > now:
+                time.sleep(next_t - now)
+            else:
+                next_t = now  # fell behind: do not burst
+            with self.lock:
+                self.step += 1
+                self.gen_since_log += self.running
+                if self.running and self.step % self.interval == 0:
+                    now = time.monotonic()
+                    g = self.gen_since_log / max(now - self.last_decode_log, 1e-6)
+                    self.last_gen_throughput = g
+                    self.gen_since_log, self.last_decode_log = 0, now
+                    info(f"Decode batch, #running-req: {self.running}, #token: {self.used}, "
+                         f"token usage: {self.used / self.total:.2f}, {self.graph}: False, "
+                         f"gen throughput (token/s): {g:.2f}, #queue-req: {len(self.queue)}",
+                         sched=True)
+                self.step_cv.notify_all()
+
+
+# ----------------------------------------------------------------------------- global state
+class State:
+    args, served, sched, child = None, "", None, None
+    vocab, total, max_running, ctx_len = 32000, 16384, 2048, 4096
+    ready = shutting_down = False
+    inflight = completed = 0
+    signals = collections.deque()  # (signum, frame repr) queued by the signal handler
+    lock = threading.Lock()
+
+
+S = State()
+
+
+def kill_child():
+    if S.child is not None and S.child.poll() is None:
+        S.child.terminate()
+        try:
+            S.child.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            S.child.kill()
+
+
+def die_sigkill():
+    sys.stderr.flush()
+    os.kill(os.getpid(), signal.SIGKILL)
+    time.sleep(10)
+
+
+def exit_now(code):
+    """Stop the child (like SGLang's kill_process_tree) and leave at once."""
+    kill_child()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def scheduler_traceback(frames, error):
+    log("Scheduler hit an exception: Traceback (most recent call last):", sched=True)
+    for f in frames:
+        log(f, prefix=False)
+    log(error, prefix=False)
+
+
+# ----------------------------------------------------------------------------- HTTP
+def jdump(obj):
+    return json.dumps(obj, separators=(",", ":"))
+
+
+def count_text(text):
+    return max(1, len(text) // 4)
+
+
+def prompt_tokens_of(body, chat):
+    if chat:
+        n = 0
+        for m in body.get("messages") or []:
+            c = m.get("content") if isinstance(m, dict) else m
+            if isinstance(c, list):
+                c = " ".join(p.get("text", "") for p in c if isinstance(p, dict))
+            n += count_text(c if isinstance(c, str) else "")
+        return max(1, n)
+    p = body.get("prompt", "")
+    if isinstance(p, list):
+        if p and all(isinstance(x, int) for x in p):
+            return len(p)
+        if p and isinstance(p[0], list):
+            return max(1, len(p[0]))
+        return max(1, sum(count_text(x) for x in p if isinstance(x, str)))
+    return count_text(str(p))
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 512  # the default backlog of 5 stalls bursts of connections
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    timeout = 5  # uvicorn closes idle keep-alive connections after 5 s
+
+    def version_string(self):
+        return "uvicorn"
+
+    def log_message(self, fmt, *args):
+        pass
+
+    def handle(self):
+        try:
+            super().handle()
+        except (ConnectionError, TimeoutError, OSError):
+            self.close_connection = True
+
+    def _access(self, code):
+        if self.path.startswith("/health"):
+            return  # keep the log readable under polling
+        phrase = HTTPStatus(code).phrase
+        info(f'INFO:     {self.client_address[0]}:{self.client_address[1]} - '
+             f'"{self.command} {self.path} {self.request_version}" {code} {phrase}')
+
+    def _send(self, code, obj=None, raw=b"", ctype="application/json"):
+        data = jdump(obj).encode() if obj is not None else raw
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self._access(code)
+        self.wfile.write(data)
+
+    def _error(self, code, message, typ):
+        self._send(code, {"object": "error", "message": message, "type": typ,
+                          "param": None, "code": code})
+
+    # --- GET
+    def do_GET(self):
+        try:
+            self._get()
+        except (BrokenPipeError, ConnectionResetError, TimeoutError):
+            self.close_connection = True
+
+    def _get(self):
+        path = self.path.split("?", 1)[0]
+        if path in ("/health", "/health_generate"):
+            self._send(200 if S.ready and not S.shutting_down else 503)
+        elif path == "/v1/models":
+            self._send(200, {"object": "list", "data": [{
+                "id": S.served, "object": "model", "created": int(time.time()),
+                "owned_by": "sglang", "root": S.served, "parent": None,
+                "max_model_len": S.ctx_len}]})
+        elif path in ("/model_info", "/get_model_info"):
+            self._send(200, {"model_path": S.args.model_path,
+                             "tokenizer_path": S.args.tokenizer_path or S.args.model_path,
+                             "is_generation": True, "preferred_sampling_params": None,
+                             "weight_version": "default", "has_image_understanding": False,
+                             "has_audio_understanding": False, "model_type": "llama",
+                             "architectures": ["LlamaForCausalLM"]})
+        elif path in ("/server_info", "/get_server_info"):
+            d = dict(server_args_dict())
+            d.update(max_total_num_tokens=S.total, max_req_input_len=S.ctx_len - 1,
+                     version=VERSION, internal_states=[{
+                         "last_gen_throughput": S.sched.last_gen_throughput,
+                         "memory_usage": {"weight": 0.02, "kvcache": kv_gb() * 2,
+                                          "token_capacity": S.total, "graph": 0},
+                         "effective_max_running_requests_per_dp": S.max_running,
+                         "num_running_reqs": S.sched.running, "num_used_tokens": S.sched.used,
+                         "num_queue_reqs": len(S.sched.queue)}])
+            self._send(200, d)
+        else:
+            self._send(404, {"detail": "Not Found"})
+
+    # --- POST
+    def do_POST(self):
+        with S.lock:
+            S.inflight += 1
+        try:
+            self._post()
+        except (BrokenPipeError, ConnectionResetError, TimeoutError):
+            self.close_connection = True
+        finally:
+            with S.lock:
+                S.inflight -= 1
+
+    def _post(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        if FAULT in ("http_500", "http_503"):
+            code = 500 if FAULT == "http_500" else 503
+            return self._error(code, f"Injected fault {FAULT}", "InternalServerError")
+        path = self.path.split("?", 1)[0]
+        if path == "/flush_cache":
+            return self._send(200, raw=b"Cache flushed.\n", ctype="text/plain")
+        if path not in ("/v1/completions", "/v1/chat/completions"):
+            return self._send(404, {"detail": "Not Found"})
+        try:
+            body = json.loads(raw or b"{}")
+            if not isinstance(body, dict):
+                raise ValueError("body is not an object")
+        except ValueError as e:
+            return self._error(400, f"Invalid JSON body: {e}", "BadRequestError")
+        chat = path == "/v1/chat/completions"
+        prompt = prompt_tokens_of(body, chat)
+        mt = body.get("max_tokens", body.get("max_completion_tokens"))
+        try:
+            n = max(0, int(mt if mt is not None else 16))
+        except (TypeError, ValueError):
+            return self._error(400, f"Invalid max_tokens: {mt!r}", "BadRequestError")
+        if prompt + n > S.ctx_len:
+            return self._error(400, (
+                f"Requested token count exceeds the model's maximum context length of "
+                f"{S.ctx_len} tokens. You requested a total of {prompt + n} tokens: {prompt} "
+                f"tokens from the input messages and {n} tokens for the completion. Please "
+                f"reduce the number of tokens in the input messages or the completion to fit "
+                f"within the limit."), "BadRequestError")
+        need = prompt + n
+        step = S.sched.admit(prompt, need)
+        try:
+            if body.get("stream"):
+                ok = self._stream(body, chat, prompt, n, step)
+            else:
+                ok = self._whole(chat, prompt, n, step)
+        finally:
+            S.sched.release(need)
+        if ok:
+            with S.lock:
+                S.completed += 1
+                crash = FAULT == "crash_during_load" and S.completed >= CRASH_AFTER
+            if crash:
+                die_sigkill()
+
+    def _tokens(self, prompt, n, step):
+        for i in range(n):
+            step = S.sched.next_token(step)
+            yield f" tok{(prompt * 31 + i * 7) % S.vocab}"
+
+    def _whole(self, chat, prompt, n, step):
+        text = "".join(self._tokens(prompt, n, step))
+        rid, created = uuid.uuid4().hex, int(time.time())
+        usage = {"prompt_tokens": prompt, "total_tokens": prompt + n,
+                 "completion_tokens": n, "prompt_tokens_details": None, "reasoning_tokens": 0}
+        if chat:
+            choice = {"index": 0, "message": {"role": "assistant", "content": text,
+                                              "reasoning_content": None, "tool_calls": None},
+                      "logprobs": None, "finish_reason": "length", "matched_stop": None}
+            obj = "chat.completion"
+        else:
+            choice = {"index": 0, "text": text, "logprobs": None,
+                      "finish_reason": "length", "matched_stop": None}
+            obj = "text_completion"
+        self._send(200, {"id": rid, "object": obj, "created": created, "model": S.served,
+                         "choices": [choice], "usage": usage})
+        return True
+
+    def _chunk(self, data):
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+
+    def _stream(self, body, chat, prompt, n, step):
+        rid, created = uuid.uuid4().hex, int(time.time())
+        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        obj = "chat.completion.chunk" if chat else "text_completion"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self._access(200)
+        sent = 0
+
+        def event(choices, usage=None):
+            nonlocal sent
+            sent += 1
+            if FAULT == "malformed_sse" and sent == 3:
+                payload = "{not json"
+            else:
+                payload = jdump({"id": rid, "object": obj, "created": created,
+                                 "model": S.served, "choices": choices, "usage": usage})
+            self._chunk(f"data: {payload}\n\n".encode())
+
+        def choice(text, finish, role=False):
+            c = {"index": 0}
+            if chat:
+                c["delta"] = {"role": "assistant", "content": ""} if role else {"content": text}
+            else:
+                c["text"] = text
+            c.update(logprobs=None, finish_reason=finish, matched_stop=None)
+            return c
+
+        if chat:
+            event([choice("", None, role=True)])
+        cut_at = n // 2 if FAULT == "stream_cut" else None
+        if n == 0:
+            event([choice("", "length")])
+        for i, tok in enumerate(self._tokens(prompt, n, step)):
+            if cut_at is not None and i >= cut_at:
+                self.close_connection = True
+                try:
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                return False
+            event([choice(tok, "length" if i == n - 1 else None)])
+        if include_usage:
+            event([], {"prompt_tokens": prompt, "total_tokens": prompt + n,
+                       "completion_tokens": n, "reasoning_tokens": 0})
+        self._chunk(b"data: [DONE]\n\n")
+        self.wfile.write(b"0\r\n\r\n")
+        return True
+
+
+# ----------------------------------------------------------------------------- startup
+def kv_bytes_per_token():
+    return {"fp8_e5m2": 1024, "fp8_e4m3": 1024, "fp4_e2m1": 512}.get(S.args.kv_cache_dtype, 2048)
+
+
+def kv_gb():
+    return S.total * kv_bytes_per_token() / 2 / 1e9
+
+
+def server_args_dict():
+    d = dict(vars(S.args))
+    d["served_model_name"] = S.served
+    if d["mem_fraction_static"] is None:
+        d["mem_fraction_static"] = 0.716
+    if d["chunked_prefill_size"] is None:
+        d["chunked_prefill_size"] = 4096
+    if d["tokenizer_path"] is None:
+        d["tokenizer_path"] = d["model_path"]
+    return d
+
+
+def on_signal(signum, frame):
+    S.signals.append((signum, repr(frame)))
+
+
+def check_signals():
+    """Runs in the main thread: report a pending signal, start/finish a graceful exit."""
+    while S.signals:
+        sig = S.signals.popleft()
+        log(f"SIGTERM received. signum={sig[0]} frame={sig[1]} "
+            "Draining requests and shutting down...")
+        if FAULT != "ignore_sigterm":
+            S.shutting_down = True
+    if S.shutting_down:
+        with S.lock:
+            busy = S.inflight
+        if busy == 0:
+            time.sleep(0.1)
+            log("Gracefully exiting... Remaining number of requests 0")
+            exit_now(0)
+
+
+def pause(seconds):
+    end = time.monotonic() + seconds
+    while True:
+        check_signals()
+        left = end - time.monotonic()
+        if left <= 0:
+            return
+        time.sleep(min(left, 0.02))
+
+
+def startup_fail_sigkill(frames, error):
+    scheduler_traceback(frames, error)
+    log("Received sigquit from a child process. It usually means the child failed.")
+    kill_child()
+    die_sigkill()
+
+
+def main():
+    global QUIET_INFO, RANK, FAULT, TOKEN_S
+    args = build_parser().parse_args()
+    S.args = args
+    if args.fake_fault:
+        # Per-configuration fault (a sweep key), overriding FAKE_SGLANG_FAULT.
+        FAULT = args.fake_fault
+        if FAULT == "slow_stream":
+            TOKEN_S *= 10
+    QUIET_INFO = args.log_level.lower() in ("warning", "error", "critical")
+    if args.tp_size > 1:
+        RANK = " TP0"
+    for s in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(s, on_signal)
+    if os.environ.get("FAKE_SGLANG_SPAWN_CHILD") == "1":
+        S.child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+
+    cfg = read_model_config(args.model_path)
+    S.vocab = int(cfg.get("vocab_size") or 32000)
+    arch = (cfg.get("architectures") or ["LlamaForCausalLM"])[0]
+    S.served = args.served_model_name or args.model_path
+    S.total = args.max_total_tokens if args.max_total_tokens else 16384
+    S.ctx_len = args.context_length or int(cfg.get("max_position_embeddings") or 4096)
+    estimate = min(max(S.total * 512 // S.ctx_len, 2048), 4096)
+    if args.max_running_requests:
+        S.max_running = max(1, min(args.max_running_requests // max(args.dp_size, 1), estimate))
+    else:
+        S.max_running = max(1, min(estimate, S.total // 2))
+    cpu = args.device in (None, "cpu")
+    graph = "cpu graph" if cpu else "cuda graph"
+    mem_kind = "available_cpu_mem" if cpu else "available_gpu_mem"
+    step = STARTUP_S / 11  # number of pause() calls below on the normal path
+
+    log(f"{os.path.dirname(os.path.abspath(__file__))}/launch_server.py:71: UserWarning: "
+        "'python -m sglang.launch_server' is still supported, but 'sglang serve' is the "
+        "recommended entrypoint.", prefix=False)
+    log("  warnings.warn(", prefix=False)
+    if args.enable_hierarchical_cache and args.disable_radix_cache:
+        log("Traceback (most recent call last):", prefix=False)
+        log('  File "sglang/srt/server_args.py", line 812, in __post_init__', prefix=False)
+        log("ValueError: The arguments enable-hierarchical-cache and disable-radix-cache are "
+            "mutually exclusive and cannot be used at the same time. Please use only one of "
+            "them.", prefix=False)
+        exit_now(1)
+    pause(step)
+    log(f"server_args={server_args_dict()!r}")
+    pause(step)
+    log("Init torch distributed begin.", sched=True)
+    log("Init torch distributed ends. elapsed=0.01 s, mem usage=0.00 GB", sched=True)
+    pause(step)
+    log("Load weight begin. avail mem=20.83 GB", sched=True)
+    pause(step)
+    log(f"Load weight end. elapsed=0.03 s, type={arch}, avail mem=20.82 GB, "
+        "mem usage=0.02 GB.", sched=True)
+    pause(step)
+    frames = ['  File "sglang/srt/managers/scheduler.py", line 3012, in run_scheduler_process',
+              "    scheduler = Scheduler(",
+              '  File "sglang/srt/model_executor/model_runner.py", line 612, in initialize',
+              "    self.init_memory_pool(",]
+    if FAULT == "oom_at_start":
+        startup_fail_sigkill(frames, (
+            "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
+            f"Current value: mem_fraction_static={server_args_dict()['mem_fraction_static']}"))
+    if FAULT == "cuda_oom_at_start":
+        scheduler_traceback(frames, "torch.OutOfMemoryError: CUDA out of memory. Tried to "
+                            "allocate 448.00 MiB.")
+        log("Received sigquit from a child process. It usually means the child failed.")
+        exit_now(1)
+    torch_dtype = {"fp8_e5m2": "torch.float8_e5m2", "fp8_e4m3": "torch.float8_e4m3fn",
+                   "fp4_e2m1": "torch.float4_e2m1fn_x2"}.get(args.kv_cache_dtype, "torch.bfloat16")
+    log(f"KV Cache is allocated. dtype: {torch_dtype}, #tokens: {S.total}, "
+        f"K size: {kv_gb():.2f} GB, V size: {kv_gb():.2f} GB", sched=True)
+    pause(step)
+    log("Memory pool end. avail mem=20.73 GB", sched=True)
+    pause(step)
+    if FAULT == "exit_before_ready":
+        exit_now(3)
+    if args.kv_cache_dtype in ("fp8_e4m3", "fp8_e5m2"):
+        err = ("ValueError: CPU FP8 KV cache requires Intel AMX support."
+               if args.kv_cache_dtype == "fp8_e4m3"
+               else "ValueError: --kv-cache-dtype fp8_e5m2 is not supported on CPU.")
+        startup_fail_sigkill(
+            ['  File "sglang/srt/layers/attention/intel_amx_backend.py", line 41, in __init__',
+             "    raise ValueError("], err)
+    if args.enable_hierarchical_cache:
+        host_gb = (args.hicache_size if args.hicache_size > 0
+                   else S.total * kv_bytes_per_token() * args.hicache_ratio / 1e9)
+        log(f"Allocating {host_gb:.2f} GB host memory for hierarchical KV cache.", sched=True)
+        if os.environ.get("FAKE_SGLANG_HICACHE_OK") != "1":
+            startup_fail_sigkill(
+                ['  File "sglang/srt/mem_cache/memory_pool_host.py", line 118, in __init__',
+                 "    self.kv_buffer = self.init_kv_buffer()",
+                 '  File "torch/cuda/__init__.py", line 372, in _lazy_init',
+                 "    torch._C._cuda_init()"],
+                "RuntimeError: Found no NVIDIA driver on your system. Please check that you "
+                "have an NVIDIA GPU and installed a driver from "
+                "http://www.nvidia.com/Download/index.aspx")
+    hier = "True" if args.enable_hierarchical_cache else "False"
+    impl = "HiRadixCache" if args.enable_hierarchical_cache else "RadixCache"
+    log(f"Tree cache initialized: source=default impl={impl} hybrid_swa=False "
+        f"hybrid_ssm=False hierarchical={hier} streaming_wrapped=False", sched=True)
+    log(f"max_total_num_tokens={S.total}, chunked_prefill_size="
+        f"{server_args_dict()['chunked_prefill_size']}, max_prefill_tokens="
+        f"{args.max_prefill_tokens}, max_running_requests={S.max_running}, "
+        f"context_len={S.ctx_len}, {mem_kind}=20.73 GB", sched=True)
+    pause(step)
+
+    S.sched = Scheduler(S.total, S.max_running, args.decode_log_interval, graph)
+    try:
+        httpd = Server((args.host, args.port), Handler)
+    except OSError as e:
+        log(f"ERROR:    [Errno {e.errno}] error while attempting to bind on address "
+            f"('{args.host}', {args.port}): {e.strerror.lower() if e.strerror else e}")
+        exit_now(1)
+    threading.Thread(target=httpd.serve_forever, daemon=True, name="http").start()
+    log(f"INFO:     Started server process [{os.getpid()}]")
+    log("INFO:     Waiting for application startup.")
+    log("INFO:     Application startup complete.")
+    log(f"INFO:     Uvicorn running on http://{args.host}:{args.port} (Press CTRL+C to quit)")
+    pause(step)
+    if FAULT != "never_ready":
+        if not args.skip_server_warmup:
+            info('INFO:     127.0.0.1:5555 - "GET /model_info HTTP/1.1" 200 OK')
+            pause(step)
+            info("Prefill batch, #new-seq: 1, #new-token: 11, #cached-token: 0, token usage: "
+                 "0.00, #running-req: 0, #queue-req: 0, #pending-token: 0, "
+                 f"{graph}: False, input throughput (token/s): 9.44", sched=True)
+            pause(step)
+            info('INFO:     127.0.0.1:5555 - "POST /generate HTTP/1.1" 200 OK')
+        S.ready = True
+        log("The server is fired up and ready to roll!")
+    while True:
+        pause(0.05)
+
+
+if __name__ == "__main__":
+    main()

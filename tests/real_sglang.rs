@@ -1,0 +1,199 @@
+//! End-to-end against real SGLang 0.5.23 on CPU (scripts/setup-cpu-sglang.sh provides it and
+//! the SGTUNE_* variables; scripts/test.sh sets everything up and runs these). Slow: each
+//! server start takes ~45 s, so the tests here run one at a time.
+//!
+//! Set SGTUNE_SKIP_REAL_SGLANG=1 to skip them deliberately (they then print that they did).
+
+mod common;
+use common::*;
+use std::sync::Mutex;
+use std::time::Duration;
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+struct RealEnv {
+    python: String,
+    model: String,
+    standin: String,
+}
+
+fn real_env() -> Option<RealEnv> {
+    if std::env::var("SGTUNE_SKIP_REAL_SGLANG").as_deref() == Ok("1") {
+        eprintln!("SKIPPED: SGTUNE_SKIP_REAL_SGLANG=1");
+        return None;
+    }
+    let get = |k: &str| {
+        std::env::var(k).unwrap_or_else(|_| {
+            panic!("{k} is not set: run `scripts/test.sh` (or `. \"$(scripts/setup-cpu-sglang.sh)\"` first), or set SGTUNE_SKIP_REAL_SGLANG=1 to skip the real-SGLang tests")
+        })
+    };
+    Some(RealEnv {
+        python: get("SGTUNE_PYTHON"),
+        model: get("SGTUNE_MODEL"),
+        standin: get("SGTUNE_KERNEL_STANDIN"),
+    })
+}
+
+fn spec(env: &RealEnv, tag: &str, body: &str) -> String {
+    format!(
+        r#"name: e2e
+server:
+  command: ["{python}", -m, sglang.launch_server]
+  model_path: {model}
+  env:
+    PYTHONPATH: {standin}
+    SGLANG_USE_CPU_ENGINE: "1"
+    HF_HUB_OFFLINE: "1"
+    SGTUNE_TEST_TAG: {tag}
+  args:
+    served_model_name: tiny
+    device: cpu
+    attention_backend: torch_native
+    disable_overlap_schedule: true
+    sleep_on_idle: true
+    dtype: bfloat16
+  ready_timeout_s: 240
+  stop_timeout_s: 30
+{body}"#,
+        python = env.python,
+        model = env.model,
+        standin = env.standin,
+    )
+}
+
+#[test]
+fn sweep_records_ok_and_failed_runs_and_leaves_no_process() {
+    let Some(env) = real_env() else { return };
+    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tag = unique_tag("e2e");
+    let body = r#"sweep:
+  max_total_tokens: [4096]
+configs:
+  - name: fp8-kv
+    max_total_tokens: 4096
+    kv_cache_dtype: fp8_e4m3
+  - name: bad-flag
+    no_such_flag: 1
+workload:
+  concurrency: 8
+  requests: 24
+  warmup_requests: 2
+  input_tokens: 32
+  output_tokens: 64
+"#;
+    let spec_path = dir.path().join("e2e.yaml");
+    std::fs::write(&spec_path, spec(&env, &tag, body)).expect("write spec");
+    let results = dir.path().join("results");
+    let out = run(sgtune()
+        .arg("run")
+        .arg(&spec_path)
+        .arg("--results-dir")
+        .arg(&results));
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "some runs failed → exit 1\n{stdout}\n{stderr}"
+    );
+
+    let folder = only_results_folder(&results);
+    for f in ["spec.yaml", "plan.json", "results.csv", "results.md"] {
+        assert!(folder.join(f).is_file(), "missing {f}");
+    }
+    let rows = read_rows(&folder.join("results.csv"));
+    assert_eq!(rows.len(), 3, "one row per configuration");
+    let ok = &rows[0];
+    assert_eq!(ok["run_name"], "mtt4096");
+    assert_eq!(ok["status"], "ok", "{ok:?}");
+    assert_eq!(num(ok, "requests_completed"), 24.0);
+    assert_eq!(num(ok, "requests_failed"), 0.0);
+    assert!(num(ok, "output_tok_s") > 0.0);
+    assert!(
+        num(ok, "server_gen_tput_mean") > 0.0,
+        "server stats parsed: {ok:?}"
+    );
+    assert!(num(ok, "server_stats_lines") >= 1.0);
+    assert_eq!(num(ok, "max_total_num_tokens"), 4096.0);
+    assert!(num(ok, "ttft_ms_p50") > 0.0 && num(ok, "tpot_ms_p50") > 0.0);
+    assert!(!ok["verdict"].is_empty());
+    for f in [
+        "config.json",
+        "command.txt",
+        "server.log",
+        "requests.csv",
+        "summary.json",
+    ] {
+        assert!(
+            folder.join("runs/mtt4096").join(f).is_file(),
+            "missing runs/mtt4096/{f}"
+        );
+    }
+    let log = std::fs::read_to_string(folder.join("runs/mtt4096/server.log")).expect("log");
+    assert!(log.contains("The server is fired up and ready to roll!"));
+    assert!(log.contains("Decode batch"));
+
+    let fp8 = &rows[1];
+    assert_eq!(fp8["status"], "failed");
+    assert_eq!(fp8["failure_kind"], "startup_error", "{fp8:?}");
+    assert!(fp8["failure_message"].contains("FP8"), "{fp8:?}");
+    let bad = &rows[2];
+    assert_eq!(bad["failure_kind"], "bad_flag", "{bad:?}");
+    assert!(
+        bad["failure_message"].contains("unrecognized arguments: --no-such-flag"),
+        "{bad:?}"
+    );
+
+    let md = std::fs::read_to_string(folder.join("results.md")).expect("md");
+    assert!(md.contains("★ mtt4096 (best)"), "{md}");
+    assert!(
+        stdout.contains("★ mtt4096 (best)"),
+        "table printed: {stdout}"
+    );
+    assert!(
+        wait_until(Duration::from_secs(10), || procs_with_tag(&tag).is_empty()),
+        "server processes left: {:?}",
+        procs_with_tag(&tag)
+    );
+}
+
+#[test]
+fn kill_9_of_sgtune_takes_the_server_with_it() {
+    let Some(env) = real_env() else { return };
+    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tag = unique_tag("kill9");
+    let body = "workload:\n  concurrency: 4\n  requests: 100000\n  warmup_requests: 0\n  input_tokens: 16\n  output_tokens: 64\n";
+    let spec_path = dir.path().join("k.yaml");
+    std::fs::write(&spec_path, spec(&env, &tag, body)).expect("write spec");
+    let results = dir.path().join("results");
+    let mut child = sgtune()
+        .arg("run")
+        .arg(&spec_path)
+        .arg("--results-dir")
+        .arg(&results)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn sgtune");
+    // Wait until the load is running (requests.csv appears once the server is ready).
+    let loading = wait_until(Duration::from_secs(240), || {
+        std::fs::read_dir(&results)
+            .ok()
+            .and_then(|mut d| d.next())
+            .and_then(|e| e.ok())
+            .is_some_and(|e| e.path().join("runs/default/requests.csv").exists())
+    });
+    assert!(loading, "the server never became ready");
+    assert!(
+        !procs_with_tag(&tag).is_empty(),
+        "server processes are running"
+    );
+    child.kill().expect("SIGKILL sgtune");
+    let _ = child.wait();
+    assert!(
+        wait_until(Duration::from_secs(15), || procs_with_tag(&tag).is_empty()),
+        "SGLang processes survived kill -9 of sgtune: {:?}",
+        procs_with_tag(&tag)
+    );
+}
