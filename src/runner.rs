@@ -489,6 +489,27 @@ async fn run_load(
         let _ = wr.flush();
     }
     let client = metrics::summarize(&outcome.samples, outcome.duration_s, w.input_tokens);
+    // The load can finish (every remaining request refused at once) before the watcher above
+    // sees a dead server; a server must still be running after its load. Connection errors
+    // mean it may be dying right now: give its exit status a moment to show.
+    if server_died.is_none() {
+        let wait = if client.errors.contains_key("connect") {
+            1000
+        } else {
+            0
+        };
+        let deadline = Instant::now() + Duration::from_millis(wait);
+        loop {
+            if let Some(st) = handle.try_exit() {
+                server_died = Some(crate::server::failure::describe_exit(&st));
+                break;
+            }
+            if Instant::now() >= deadline {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
     LoadResult {
         client,
         warmup_ok: outcome.warmup_ok,
