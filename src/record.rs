@@ -35,13 +35,25 @@ pub struct RunRecord {
     pub failure_message: Option<String>,
     /// Values of the plan's swept keys, in `RunPlan::param_keys` order (None: not set).
     pub params: Vec<(String, Option<ParamValue>)>,
+    /// The load point (offered concurrency) of this row.
     pub concurrency: u64,
+    /// 1-based repeat index.
+    pub repeat: u64,
     pub client: Option<ClientSummary>,
     pub server: Option<ServerSummary>,
     pub verdict: Option<Verdict>,
     pub time_to_ready_s: Option<f64>,
+    /// Things worth knowing that are not failures (a GPU not released, a slow stop, ...).
+    pub notes: Vec<String>,
     pub started_at: String,
     pub finished_at: String,
+}
+
+impl RunRecord {
+    /// What identifies a row within a sweep: run name, load point, repeat.
+    pub fn key(&self) -> (String, u64, u64) {
+        (self.run_name.clone(), self.concurrency, self.repeat)
+    }
 }
 
 /// One fixed column: name, meaning (for the README), and how to read it off a record.
@@ -127,8 +139,13 @@ pub fn trailing() -> Vec<Column> {
     let mut cols = vec![
         Column {
             name: "concurrency",
-            doc: "Offered concurrency (closed loop: requests in flight)",
+            doc: "The load point: offered concurrency (closed loop: requests in flight)",
             get: |r| r.concurrency.to_string(),
+        },
+        Column {
+            name: "repeat",
+            doc: "Repeat index, 1-based (`repeats:` in the spec)",
+            get: |r| r.repeat.to_string(),
         },
         Column {
             name: "requests_completed",
@@ -185,6 +202,7 @@ pub fn trailing() -> Vec<Column> {
         Column { name: "time_to_ready_s", doc: "Launch → ready line and HTTP answer (s)", get: |r| f(r.time_to_ready_s) },
         Column { name: "verdict", doc: "What limited the run: `kv_cache_bound`, `queue_with_spare_kv`, `client_bound`, `compute_bound`, `unknown`", get: |r| r.verdict.as_ref().map(|v| v.kind.as_str().to_string()).unwrap_or_default() },
         Column { name: "verdict_evidence", doc: "The numbers behind the verdict", get: |r| r.verdict.as_ref().map(|v| v.evidence.clone()).unwrap_or_default() },
+        Column { name: "notes", doc: "Warnings that are not failures, `; `-separated (e.g. a GPU not back to its baseline memory)", get: |r| r.notes.join("; ") },
         Column { name: "started_at", doc: "UTC start of the run (RFC 3339)", get: |r| r.started_at.clone() },
         Column { name: "finished_at", doc: "UTC end of the run (RFC 3339)", get: |r| r.finished_at.clone() },
     ]);
@@ -246,10 +264,12 @@ mod tests {
             failure_message: Some("Not enough memory".into()),
             params: vec![("mem_fraction_static".into(), Some(ParamValue::Float(0.88)))],
             concurrency: 8,
+            repeat: 1,
             client: None,
             server: None,
             verdict: None,
             time_to_ready_s: None,
+            notes: vec![],
             started_at: "t".into(),
             finished_at: "t".into(),
         };

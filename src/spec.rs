@@ -34,6 +34,36 @@ pub struct SweepSpec {
     #[serde(default)]
     pub configs: Vec<ConfigSpec>,
     pub workload: WorkloadSpec,
+    /// Measure each configuration this many times (a fresh server each time unless
+    /// `reuse_server`).
+    #[serde(default = "default_repeats", deserialize_with = "positive_u64")]
+    pub repeats: u64,
+    /// Keep one server per configuration across its repeats.
+    #[serde(default)]
+    pub reuse_server: bool,
+    /// Site-specific pause or cleanup after each server is stopped.
+    #[serde(default)]
+    pub between_runs: Option<BetweenRuns>,
+}
+
+fn default_repeats() -> u64 {
+    1
+}
+
+fn positive_u64<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    Positive::deserialize(d).map(|p| p.0)
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct BetweenRuns {
+    /// Seconds to wait after a server is stopped, before the next starts.
+    #[serde(default)]
+    pub sleep_s: f64,
+    /// A shell command (`sh -c`) run after each server is stopped; its failure is noted, not
+    /// fatal.
+    #[serde(default)]
+    pub command: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -101,6 +131,14 @@ pub struct ServerSpec {
     pub ready_timeout_s: u64,
     #[serde(default = "default_stop_timeout")]
     pub stop_timeout_s: u64,
+    /// On GPU machines: how long to wait, after a server stops, for every GPU to return to the
+    /// memory it used before the sweep (polled with nvidia-smi).
+    #[serde(default = "default_gpu_release")]
+    pub gpu_release_timeout_s: u64,
+}
+
+fn default_gpu_release() -> u64 {
+    60
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
@@ -121,8 +159,52 @@ impl Endpoint {
     }
 }
 
-fn default_concurrency() -> Positive {
-    Positive(1)
+fn default_concurrency() -> LoadPoints {
+    LoadPoints(vec![1])
+}
+
+/// One concurrency or a list of distinct ones.
+#[derive(Debug, Clone)]
+struct LoadPoints(Vec<u64>);
+
+impl<'de> Deserialize<'de> for LoadPoints {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = LoadPoints;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a whole number >= 1, or a list of them (load points)")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<LoadPoints, E> {
+                if v < 1 {
+                    return Err(E::custom(format!("expected a whole number >= 1, got {v}")));
+                }
+                Ok(LoadPoints(vec![v as u64]))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<LoadPoints, E> {
+                self.visit_i64(i64::try_from(v).unwrap_or(i64::MAX))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<LoadPoints, A::Error> {
+                let mut out: Vec<u64> = Vec::new();
+                while let Some(p) = seq.next_element::<Positive>()? {
+                    if out.contains(&p.0) {
+                        return Err(de::Error::custom(format!(
+                            "load point {} is listed twice",
+                            p.0
+                        )));
+                    }
+                    out.push(p.0);
+                }
+                if out.is_empty() {
+                    return Err(de::Error::custom(
+                        "concurrency: give at least one load point",
+                    ));
+                }
+                Ok(LoadPoints(out))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 fn default_warmup() -> u64 {
     2
@@ -141,7 +223,10 @@ fn default_request_timeout() -> f64 {
 #[serde(deny_unknown_fields, try_from = "RawWorkload")]
 pub struct WorkloadSpec {
     pub endpoint: Endpoint,
+    /// The concurrency of one load (the first load point until the runner picks one).
     pub concurrency: u64,
+    /// Every load point to measure on one server launch (`concurrency: [16, 64, 150]`).
+    pub load_points: Vec<u64>,
     /// Measured requests (after warmup); exclusive with `duration_s`.
     pub requests: Option<u64>,
     /// Measured duration; requests in flight at the deadline are waited for.
@@ -165,7 +250,7 @@ struct RawWorkload {
     #[serde(default = "default_endpoint")]
     endpoint: Endpoint,
     #[serde(default = "default_concurrency")]
-    concurrency: Positive,
+    concurrency: LoadPoints,
     #[serde(default)]
     requests: Option<Positive>,
     #[serde(default)]
@@ -217,7 +302,8 @@ impl TryFrom<RawWorkload> for WorkloadSpec {
         }
         Ok(WorkloadSpec {
             endpoint: r.endpoint,
-            concurrency: r.concurrency.0,
+            concurrency: r.concurrency.0.first().copied().unwrap_or(1),
+            load_points: r.concurrency.0,
             requests,
             duration_s,
             warmup_requests: r.warmup_requests,
@@ -748,6 +834,8 @@ workload:
         );
         assert_eq!(s.configs[0].name, "baseline");
         assert_eq!(s.workload.concurrency, 150);
+        assert_eq!(s.workload.load_points, vec![150]);
+        assert_eq!((s.repeats, s.reuse_server), (1, false));
         assert_eq!(s.workload.requests, Some(1000));
         assert_eq!(s.workload.endpoint, Endpoint::Completions);
     }
@@ -795,6 +883,22 @@ workload:
         assert!(e.message.contains("not both"), "{e}");
         let e = err_of(&GOOD.replace("requests: 1000", "concurrency_x: 1"));
         assert!(e.message.contains("concurrency_x"), "{e}");
+    }
+
+    #[test]
+    fn load_points_repeats_and_between_runs() {
+        let text = GOOD
+            .replace("concurrency: 150", "concurrency: [16, 64, 150]")
+            .replace("name: kv-cache-tuning", "name: k\nrepeats: 3\nreuse_server: true\nbetween_runs: {sleep_s: 5, command: 'true'}");
+        let s = parse(&text, "s.yaml").expect("parses");
+        assert_eq!(s.workload.load_points, vec![16, 64, 150]);
+        assert_eq!(s.repeats, 3);
+        assert!(s.reuse_server);
+        assert_eq!(s.between_runs.as_ref().map(|b| b.sleep_s), Some(5.0));
+        let e = err_of(&GOOD.replace("concurrency: 150", "concurrency: [16, 16]"));
+        assert!(e.message.contains("listed twice"), "{e}");
+        let e = err_of(&GOOD.replace("name: kv-cache-tuning", "name: k\nrepeats: 0"));
+        assert!(e.message.contains(">= 1"), "{e}");
     }
 
     #[test]

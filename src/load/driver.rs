@@ -314,6 +314,7 @@ fn spawn_phase(
     deadline: Option<Instant>,
     window_start: Instant,
     stop: &Cancel,
+    abort: &Cancel,
     tx: &mpsc::UnboundedSender<RequestSample>,
 ) -> Vec<tokio::task::JoinHandle<()>> {
     let next = Arc::new(AtomicU64::new(0));
@@ -321,12 +322,13 @@ fn spawn_phase(
     let timeout = Duration::from_secs_f64(w.request_timeout_s);
     (0..workers)
         .map(|worker| {
-            let (client, w, target, next, stop, tx, url) = (
+            let (client, w, target, next, stop, abort, tx, url) = (
                 client.clone(),
                 w.clone(),
                 target.clone(),
                 next.clone(),
                 stop.clone(),
+                abort.clone(),
                 tx.clone(),
                 url.clone(),
             );
@@ -370,7 +372,7 @@ fn spawn_phase(
                     };
                     let s = tokio::select! {
                         s = one_request(&client, &url, &body, timeout, sample) => s,
-                        _ = stop.cancelled() => break,
+                        _ = abort.cancelled() => break,
                     };
                     if tx.send(s).is_err() {
                         break;
@@ -381,13 +383,15 @@ fn spawn_phase(
         .collect()
 }
 
-/// Drive the workload. `stop` ends it early (interrupt, server death): no new requests are
-/// sent, in-flight ones are abandoned, and `stopped` is set.
+/// Drive the workload. `stop` ends it early: no new request is sent and the requests in
+/// flight are waited for (an interrupt). `abort` abandons the requests in flight too (a dead
+/// server, or an interrupt whose grace ran out). Either sets `stopped`.
 pub async fn drive(
     client: &reqwest::Client,
     workload: &WorkloadSpec,
     target: &LoadTarget,
     stop: &Cancel,
+    abort: &Cancel,
     on_event: &mut dyn FnMut(LoadEvent<'_>),
 ) -> LoadOutcome {
     let w = Arc::new(workload.clone());
@@ -415,11 +419,12 @@ pub async fn drive(
             None,
             far,
             stop,
+            abort,
             &tx,
         );
         drop(tx);
         while let Some(mut s) = rx.recv().await {
-            // Warmup send times are relative to the measured start; fixed up below.
+            // Warmup happens before the measured window: no offset in it (empty in the CSV).
             s.send_s = f64::NAN;
             if s.ok() {
                 outcome.warmup_ok += 1;
@@ -431,7 +436,7 @@ pub async fn drive(
         for h in handles {
             let _ = h.await;
         }
-        if stop.is_cancelled() {
+        if stop.is_cancelled() || abort.is_cancelled() {
             outcome.stopped = true;
             return outcome;
         }
@@ -451,6 +456,7 @@ pub async fn drive(
         deadline,
         start,
         stop,
+        abort,
         &tx,
     );
     drop(tx);
@@ -465,9 +471,8 @@ pub async fn drive(
                 }
                 None => break,
             },
-            _ = stop.cancelled() => {
-                outcome.stopped = true;
-                // Let workers notice; anything still in flight is abandoned.
+            _ = abort.cancelled() => {
+                // Anything still in flight is abandoned.
                 for h in &handles {
                     h.abort();
                 }
@@ -482,6 +487,7 @@ pub async fn drive(
     for h in handles {
         let _ = h.await;
     }
+    outcome.stopped = stop.is_cancelled() || abort.is_cancelled();
     outcome.duration_s = (last_end - start).as_secs_f64();
     on_event(LoadEvent::MeasureEnd);
     outcome

@@ -1,32 +1,57 @@
-//! The comparison table: one line per run, key columns side by side, failures with their
-//! kind, the best run by client output tok/s marked. Markdown, padded so it also reads well in
-//! a terminal; saved as results.md.
+//! The comparison table, rendered from results.csv rows (so a fresh sweep, a resumed one and a
+//! reproduction print the same way): one line per configuration and load point, key columns
+//! side by side, repeats as mean ± stddev with the coefficient of variation, failures with
+//! their kind, the best configuration by client output tok/s marked. Markdown, padded so it
+//! reads well in a terminal; saved as results.md.
 
-use crate::record::{RunRecord, RunStatus};
+use crate::rows::Row;
+
+/// mean, sample stddev (None for n < 2).
+pub fn mean_sd(v: &[f64]) -> Option<(f64, Option<f64>)> {
+    if v.is_empty() {
+        return None;
+    }
+    let n = v.len() as f64;
+    let mean = v.iter().sum::<f64>() / n;
+    let sd = (v.len() > 1)
+        .then(|| (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt());
+    Some((mean, sd))
+}
 
 fn num(v: Option<f64>, digits: usize) -> String {
-    v.filter(|x| x.is_finite())
-        .map(|x| format!("{x:.digits$}"))
+    v.map(|x| format!("{x:.digits$}"))
         .unwrap_or_else(|| "-".to_string())
 }
 
-/// Index of the best successful run by client output tok/s.
-pub fn best_run(records: &[RunRecord]) -> Option<usize> {
-    records
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| r.status == RunStatus::Ok)
-        .filter_map(|(i, r)| {
-            r.client
-                .as_ref()
-                .and_then(|c| c.output_tok_s)
-                .map(|t| (i, t))
-        })
-        .max_by(|a, b| a.1.total_cmp(&b.1))
-        .map(|(i, _)| i)
+/// Rows grouped by (run name, load point), in first-appearance order.
+pub fn groups(rows: &[Row]) -> Vec<Vec<&Row>> {
+    let mut out: Vec<Vec<&Row>> = Vec::new();
+    for r in rows {
+        let key = (r.get("run_name"), r.get("concurrency"));
+        match out.iter_mut().find(|g| {
+            g.first()
+                .is_some_and(|f| (f.get("run_name"), f.get("concurrency")) == key)
+        }) {
+            Some(g) => g.push(r),
+            None => out.push(vec![r]),
+        }
+    }
+    out
 }
 
-fn render_rows(header: &[String], rows: &[Vec<String>]) -> String {
+fn ok_values(g: &[&Row], col: &str) -> Vec<f64> {
+    g.iter()
+        .filter(|r| r.is_ok())
+        .filter_map(|r| r.f64(col))
+        .collect()
+}
+
+fn mean_of(g: &[&Row], col: &str) -> Option<f64> {
+    mean_sd(&ok_values(g, col)).map(|(m, _)| m)
+}
+
+/// A padded Markdown table.
+pub fn render_plain(header: &[String], rows: &[Vec<String>]) -> String {
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for r in rows {
         for (i, c) in r.iter().enumerate() {
@@ -52,9 +77,27 @@ fn render_rows(header: &[String], rows: &[Vec<String>]) -> String {
     out
 }
 
-/// The table plus a list of failures with their messages.
-pub fn render(records: &[RunRecord], param_keys: &[String]) -> String {
-    let mut header: Vec<String> = vec!["run".into(), "status".into()];
+/// The table plus the failures and the verdict evidence.
+pub fn render(rows: &[Row], param_keys: &[String]) -> String {
+    let groups = groups(rows);
+    let many_points = {
+        let mut c: Vec<&str> = rows.iter().map(|r| r.get("concurrency")).collect();
+        c.sort();
+        c.dedup();
+        c.len() > 1
+    };
+    let best = groups
+        .iter()
+        .enumerate()
+        .filter_map(|(i, g)| mean_of(g, "output_tok_s").map(|t| (i, t)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(i, _)| i);
+
+    let mut header: Vec<String> = vec!["run".into()];
+    if many_points {
+        header.push("concurrency".into());
+    }
+    header.push("status".into());
     header.extend(param_keys.iter().cloned());
     header.extend(
         [
@@ -70,92 +113,183 @@ pub fn render(records: &[RunRecord], param_keys: &[String]) -> String {
         ]
         .map(String::from),
     );
-    let best = best_run(records);
-    let mut rows = Vec::new();
-    for (i, r) in records.iter().enumerate() {
+    let mut lines = Vec::new();
+    for (i, g) in groups.iter().enumerate() {
+        let Some(first) = g.first() else { continue };
         let name = if Some(i) == best {
-            format!("★ {} (best)", r.run_name)
+            format!("★ {} (best)", first.get("run_name"))
         } else {
-            r.run_name.clone()
+            first.get("run_name").to_string()
         };
-        let status = match (r.status, r.failure_kind) {
-            (RunStatus::Ok, _) => "ok".to_string(),
-            (s, Some(k)) => format!("{} ({})", s.as_str(), k.as_str()),
-            (s, None) => s.as_str().to_string(),
+        let n_ok = g.iter().filter(|r| r.is_ok()).count();
+        let status = match (n_ok, g.len()) {
+            (k, n) if k == n && n == 1 => "ok".to_string(),
+            (k, n) if k == n => format!("ok ×{n}"),
+            (0, _) => {
+                let last = g.last().copied().unwrap_or(first);
+                let kind = last.get("failure_kind");
+                if kind.is_empty() {
+                    last.get("status").to_string()
+                } else {
+                    format!("{} ({kind})", last.get("status"))
+                }
+            }
+            (k, n) => format!("{k}/{n} ok"),
         };
-        let mut row = vec![name, status];
-        row.extend(r.params.iter().map(|(_, v)| {
-            v.as_ref()
-                .map(|v| v.to_string())
-                .unwrap_or_else(|| "-".into())
-        }));
-        let c = r.client.as_ref();
-        let s = r.server.as_ref();
-        let stats = s.filter(|s| s.has_stats());
-        row.push(num(c.and_then(|c| c.output_tok_s), 1));
-        row.push(num(c.and_then(|c| c.ttft_ms.p50), 1));
-        row.push(num(c.and_then(|c| c.tpot_ms.p50), 2));
-        row.push(num(c.and_then(|c| c.e2e_ms.p50), 1));
-        match stats {
-            Some(s) => {
-                row.push(num(s.gen_throughput_mean, 1));
-                row.push(format!(
-                    "{}/{}",
-                    num(s.running_req_mean, 1),
-                    s.running_req_max.map_or("-".into(), |m| m.to_string())
-                ));
-                row.push(format!(
-                    "{}/{}",
-                    num(s.queue_req_mean, 1),
-                    s.queue_req_max.map_or("-".into(), |m| m.to_string())
-                ));
-                row.push(num(s.token_usage_max, 2));
-            }
-            None if r.status == RunStatus::Ok => {
-                row.extend(["no stats", "-", "-", "-"].map(String::from));
-            }
-            None => row.extend(["-", "-", "-", "-"].map(String::from)),
+        let mut line = vec![name];
+        if many_points {
+            line.push(first.get("concurrency").to_string());
         }
-        row.push(
-            r.verdict
-                .as_ref()
-                .map_or("-".into(), |v| v.kind.as_str().to_string()),
-        );
-        rows.push(row);
+        line.push(status);
+        line.extend(param_keys.iter().map(|k| {
+            let v = first.get(&format!("param_{k}"));
+            if v.is_empty() {
+                "-".to_string()
+            } else {
+                v.to_string()
+            }
+        }));
+        line.push(match mean_sd(&ok_values(g, "output_tok_s")) {
+            None => "-".into(),
+            Some((m, None)) => format!("{m:.1}"),
+            Some((m, Some(sd))) => format!(
+                "{m:.1} ± {sd:.1} (CV {:.1}%)",
+                if m > 0.0 { sd / m * 100.0 } else { 0.0 }
+            ),
+        });
+        line.push(num(mean_of(g, "ttft_ms_p50"), 1));
+        line.push(num(mean_of(g, "tpot_ms_p50"), 2));
+        line.push(num(mean_of(g, "e2e_ms_p50"), 1));
+        let stats = mean_of(g, "server_stats_lines").unwrap_or(0.0) > 0.0;
+        if stats {
+            line.push(num(mean_of(g, "server_gen_tput_mean"), 1));
+            line.push(format!(
+                "{}/{}",
+                num(mean_of(g, "running_req_mean"), 1),
+                num(mean_of(g, "running_req_max"), 0)
+            ));
+            line.push(format!(
+                "{}/{}",
+                num(mean_of(g, "queue_req_mean"), 1),
+                num(mean_of(g, "queue_req_max"), 0)
+            ));
+            line.push(num(mean_of(g, "token_usage_max"), 2));
+        } else if n_ok > 0 {
+            line.extend(["no stats", "-", "-", "-"].map(String::from));
+        } else {
+            line.extend(["-", "-", "-", "-"].map(String::from));
+        }
+        let mut verdicts: Vec<&str> = g
+            .iter()
+            .filter(|r| r.is_ok())
+            .map(|r| r.get("verdict"))
+            .collect();
+        verdicts.sort();
+        let common = verdicts
+            .iter()
+            .max_by_key(|v| verdicts.iter().filter(|x| x == v).count())
+            .copied()
+            .unwrap_or("-");
+        line.push(if common.is_empty() {
+            "-".into()
+        } else {
+            common.to_string()
+        });
+        lines.push(line);
     }
-    let mut out = render_rows(&header, &rows);
-    let failures: Vec<&RunRecord> = records
-        .iter()
-        .filter(|r| r.status != RunStatus::Ok)
-        .collect();
+    let mut out = render_plain(&header, &lines);
+    let failures: Vec<&Row> = rows.iter().filter(|r| !r.is_ok()).collect();
     if !failures.is_empty() {
         out.push_str("\nFailures:\n");
         for r in failures {
             out.push_str(&format!(
-                "- {} [{}]: {}\n",
-                r.run_name,
-                r.failure_kind.map_or("-", |k| k.as_str()),
-                r.failure_message.as_deref().unwrap_or("")
+                "- {} (concurrency {}, repeat {}) [{}]: {}\n",
+                r.get("run_name"),
+                r.get("concurrency"),
+                r.get("repeat"),
+                r.get("failure_kind"),
+                r.get("failure_message")
             ));
         }
     }
-    let verdicts: Vec<&RunRecord> = records
+    let evidence: Vec<&Row> = groups
         .iter()
-        .filter(|r| r.verdict.as_ref().is_some_and(|v| !v.hint.is_empty()))
+        .filter_map(|g| {
+            g.iter()
+                .find(|r| r.is_ok() && !r.get("verdict_evidence").is_empty())
+                .copied()
+        })
         .collect();
-    if !verdicts.is_empty() {
+    if !evidence.is_empty() {
         out.push_str("\nVerdicts:\n");
-        for r in verdicts {
-            if let Some(v) = &r.verdict {
-                out.push_str(&format!(
-                    "- {}: {} — {}. Hint: {}\n",
-                    r.run_name,
-                    v.kind.as_str(),
-                    v.evidence,
-                    v.hint
-                ));
-            }
+        for r in evidence {
+            out.push_str(&format!(
+                "- {}{}: {} — {}\n",
+                r.get("run_name"),
+                if many_points {
+                    format!(" @{}", r.get("concurrency"))
+                } else {
+                    String::new()
+                },
+                r.get("verdict"),
+                r.get("verdict_evidence")
+            ));
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(name: &str, conc: &str, status: &str, tok: &str) -> Row {
+        let mut m = std::collections::BTreeMap::new();
+        for (k, v) in [
+            ("run_name", name),
+            ("run_id", name),
+            ("concurrency", conc),
+            ("repeat", "1"),
+            ("status", status),
+            ("output_tok_s", tok),
+            ("failure_kind", if status == "ok" { "" } else { "oom" }),
+            ("verdict", "compute_bound"),
+            ("server_stats_lines", "3"),
+            ("param_mfs", "0.8"),
+        ] {
+            m.insert(k.to_string(), v.to_string());
+        }
+        Row(m)
+    }
+
+    #[test]
+    fn repeats_show_mean_sd_cv_and_best_is_marked() {
+        let rows = vec![
+            row("a", "8", "ok", "100"),
+            row("a", "8", "ok", "110"),
+            row("a", "8", "ok", "90"),
+            row("b", "8", "ok", "200"),
+            row("c", "8", "failed", ""),
+        ];
+        let t = render(&rows, &["mfs".to_string()]);
+        assert!(t.contains("100.0 ± 10.0 (CV 10.0%)"), "{t}");
+        assert!(t.contains("★ b (best)"), "{t}");
+        assert!(t.contains("ok ×3"), "{t}");
+        assert!(t.contains("failed (oom)"), "{t}");
+        assert!(
+            !t.contains("concurrency |"),
+            "one load point: no column\n{t}"
+        );
+        let t = render(&[row("a", "8", "ok", "1"), row("a", "16", "ok", "2")], &[]);
+        assert!(t.contains("| concurrency |"), "{t}");
+    }
+
+    #[test]
+    fn mean_and_sample_sd() {
+        assert_eq!(mean_sd(&[]), None);
+        assert_eq!(mean_sd(&[2.0]), Some((2.0, None)));
+        let (m, sd) = mean_sd(&[1.0, 2.0, 3.0]).expect("some");
+        assert_eq!(m, 2.0);
+        assert_eq!(sd, Some(1.0));
+    }
 }

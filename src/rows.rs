@@ -1,0 +1,127 @@
+//! Reading results.csv back: for resume, the table, compare and reproduce. The CSV is the
+//! record of a sweep; these readers take it as it is on disk, including a last line cut short
+//! by a crash (which is reported and ignored).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// One results.csv row, by column name.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Row(pub BTreeMap<String, String>);
+
+impl Row {
+    pub fn get(&self, col: &str) -> &str {
+        self.0.get(col).map(String::as_str).unwrap_or("")
+    }
+    pub fn f64(&self, col: &str) -> Option<f64> {
+        self.get(col).parse::<f64>().ok().filter(|x| x.is_finite())
+    }
+    pub fn u64(&self, col: &str) -> Option<u64> {
+        self.get(col).parse::<u64>().ok()
+    }
+    pub fn is_ok(&self) -> bool {
+        self.get("status") == "ok"
+    }
+    /// Run name, load point, repeat: one row per key in a finished sweep. (Not the run id:
+    /// two named configurations may resolve to the same server command.)
+    pub fn key(&self) -> (String, u64, u64) {
+        (
+            self.get("run_name").to_string(),
+            self.u64("concurrency").unwrap_or(0),
+            self.u64("repeat").unwrap_or(1),
+        )
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Table {
+    pub header: Vec<String>,
+    pub rows: Vec<Row>,
+    /// The raw fields of each row, as on disk (kept byte-exact when a resume rewrites the file).
+    pub raw: Vec<Vec<String>>,
+    /// The file ended in a partial line (a crash in the middle of an append); it was ignored.
+    pub partial_tail: bool,
+}
+
+/// `DIR` (a results folder) or `DIR/results.csv` → the CSV path.
+pub fn csv_path(p: &Path) -> PathBuf {
+    if p.is_dir() {
+        p.join("results.csv")
+    } else {
+        p.to_path_buf()
+    }
+}
+
+pub fn read(path: &Path) -> Result<Table, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    // Rows are appended whole and fsynced; a file that does not end in a newline was cut in
+    // the middle of an append. Drop that partial line.
+    let (body, partial_tail) = match bytes.iter().rposition(|&b| b == b'\n') {
+        Some(i) if i + 1 < bytes.len() => (&bytes[..=i], true),
+        Some(_) => (&bytes[..], false),
+        None => (&bytes[..0], !bytes.is_empty()),
+    };
+    let mut r = csv::ReaderBuilder::new().flexible(true).from_reader(body);
+    let header: Vec<String> = r
+        .headers()
+        .map_err(|e| format!("{}: {e}", path.display()))?
+        .iter()
+        .map(String::from)
+        .collect();
+    let mut t = Table {
+        header: header.clone(),
+        partial_tail,
+        ..Default::default()
+    };
+    for rec in r.records() {
+        let rec = rec.map_err(|e| format!("{}: {e}", path.display()))?;
+        let fields: Vec<String> = rec.iter().map(String::from).collect();
+        if fields.len() != header.len() {
+            // A row of another shape: not ours to interpret.
+            continue;
+        }
+        t.rows.push(Row(header
+            .iter()
+            .cloned()
+            .zip(fields.iter().cloned())
+            .collect()));
+        t.raw.push(fields);
+    }
+    Ok(t)
+}
+
+/// The swept keys of a results table (`param_<key>` columns, in order).
+pub fn param_keys(header: &[String]) -> Vec<String> {
+    header
+        .iter()
+        .filter_map(|h| h.strip_prefix("param_").map(String::from))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partial_last_line_is_dropped() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("results.csv");
+        std::fs::write(
+            &p,
+            "run_name,run_id,status,concurrency,repeat\na,1,ok,8,1\nb,2,fai",
+        )
+        .expect("write");
+        let t = read(&p).expect("reads");
+        assert!(t.partial_tail);
+        assert_eq!(t.rows.len(), 1);
+        assert_eq!(t.rows[0].key(), ("a".to_string(), 8, 1));
+        std::fs::write(
+            &p,
+            "run_name,run_id,status,concurrency,repeat\na,1,ok,8,1\n",
+        )
+        .expect("write");
+        let t = read(&p).expect("reads");
+        assert!(!t.partial_tail);
+        assert!(t.rows[0].is_ok());
+    }
+}
