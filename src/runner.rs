@@ -1,13 +1,16 @@
-//! The sweep loop. One run is self-contained (`run_one`: one configuration in, one record
-//! out, everything it needs in its own folder) so the same unit can later run as one task of
-//! a Slurm job array. The runner owns cancellation and never prints: it emits RunEvents.
+//! The sweep loop. The unit of work is one server launch (`run_launch`): one configuration in,
+//! its records out (one per repeat × load point it measures), everything in its own folder, so
+//! the same unit can later run as one task of a Slurm job array. The runner owns cancellation
+//! and never prints: it emits RunEvents.
 
 use crate::cancel::Cancel;
-use crate::diagnose::{self, Verdict};
+use crate::diagnose;
 use crate::events::RunEvent;
 use crate::expand::{RunConfig, RunPlan};
+use crate::gpu;
 use crate::load::driver::{self, LoadEvent, LoadTarget, Phase, RequestSample};
 use crate::metrics::{self, ClientSummary};
+use crate::provenance::{LaunchRecord, Manifest};
 use crate::record::{RunRecord, RunStatus};
 use crate::server::command::{self, LaunchCommand};
 use crate::server::failure::{FailureKind, StartFailure};
@@ -32,7 +35,76 @@ pub struct RunContext<'a> {
     pub current_pgid: &'a Arc<AtomicI32>,
 }
 
-/// Everything recorded about one run, written to `summary.json`.
+/// One measurement: a configuration at one load point, in one repeat.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub struct Measurement {
+    pub repeat: u64,
+    pub concurrency: u64,
+}
+
+/// One server launch and the measurements it makes.
+#[derive(Debug, Clone)]
+pub struct Launch {
+    pub run: RunConfig,
+    /// Folder under runs/: the run name, plus `.r<k>` per repeat when each repeat gets its own
+    /// server.
+    pub dir_name: String,
+    pub measurements: Vec<Measurement>,
+}
+
+/// The launches for a plan, leaving out measurements for which `done` says a row exists.
+pub fn plan_launches(
+    spec: &SweepSpec,
+    plan: &RunPlan,
+    done: &dyn Fn(&RunConfig, Measurement) -> bool,
+) -> Vec<Launch> {
+    let points = &spec.workload.load_points;
+    let mut out = Vec::new();
+    for run in &plan.runs {
+        let groups: Vec<(String, Vec<u64>)> = if spec.reuse_server || spec.repeats == 1 {
+            vec![(run.name.clone(), (1..=spec.repeats).collect())]
+        } else {
+            (1..=spec.repeats)
+                .map(|k| (format!("{}.r{k}", run.name), vec![k]))
+                .collect()
+        };
+        for (dir_name, repeats) in groups {
+            let measurements: Vec<Measurement> = repeats
+                .iter()
+                .flat_map(|&repeat| {
+                    points.iter().map(move |&concurrency| Measurement {
+                        repeat,
+                        concurrency,
+                    })
+                })
+                .filter(|m| !done(run, *m))
+                .collect();
+            if !measurements.is_empty() {
+                out.push(Launch {
+                    run: run.clone(),
+                    dir_name,
+                    measurements,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// File-name suffix of a measurement inside its launch folder: none when the launch measures
+/// one thing, else `.c<concurrency>` and/or `.r<repeat>`.
+fn suffix(spec: &SweepSpec, m: Measurement) -> String {
+    let mut s = String::new();
+    if spec.workload.load_points.len() > 1 {
+        s.push_str(&format!(".c{}", m.concurrency));
+    }
+    if spec.reuse_server && spec.repeats > 1 {
+        s.push_str(&format!(".r{}", m.repeat));
+    }
+    s
+}
+
+/// Everything recorded about one measurement, written to `summary[.suffix].json`.
 #[derive(Serialize)]
 struct RunSummaryFile<'a> {
     record: &'a RunRecord,
@@ -46,9 +118,7 @@ struct RunSummaryFile<'a> {
     notes: &'a [String],
 }
 
-fn now_rfc3339() -> String {
-    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-}
+use crate::provenance::now_rfc3339;
 
 fn opt_f(v: Option<f64>) -> String {
     v.filter(|x| x.is_finite())
@@ -136,16 +206,8 @@ async fn served_model(base_url: &str, spec: &SweepSpec) -> String {
     }
 }
 
-/// Launch, load, observe, stop and record one configuration.
-pub async fn run_one(
-    ctx: &RunContext<'_>,
-    run: &RunConfig,
-    run_dir: &Path,
-    emit: &mut dyn FnMut(RunEvent<'_>),
-) -> RunRecord {
-    let spec = ctx.spec;
-    let started_at = now_rfc3339();
-    let mut record = RunRecord {
+fn new_record(ctx: &RunContext<'_>, run: &RunConfig, m: Measurement) -> RunRecord {
+    RunRecord {
         run_name: run.name.clone(),
         run_id: run.id.clone(),
         status: RunStatus::Failed,
@@ -156,66 +218,179 @@ pub async fn run_one(
             .iter()
             .map(|k| (k.clone(), run.param(k).cloned()))
             .collect(),
-        concurrency: spec.workload.concurrency,
+        concurrency: m.concurrency,
+        repeat: m.repeat,
         client: None,
         server: None,
         verdict: None,
         time_to_ready_s: None,
-        started_at,
+        notes: Vec::new(),
+        started_at: now_rfc3339(),
         finished_at: String::new(),
+    }
+}
+
+fn fail(mut r: RunRecord, kind: FailureKind, message: &str) -> RunRecord {
+    r.status = if kind == FailureKind::Interrupted {
+        RunStatus::Interrupted
+    } else {
+        RunStatus::Failed
     };
+    r.failure_kind = Some(kind);
+    r.failure_message = Some(message.to_string());
+    r.finished_at = now_rfc3339();
+    r
+}
+
+/// What one server launch produced.
+pub struct LaunchOutcome {
+    /// One per measurement made (or failed); measurements never started are absent.
+    pub records: Vec<RunRecord>,
+    pub provenance: LaunchRecord,
+}
+
+/// `GET /server_info` (`/get_server_info` before Nov 2025): the effective settings.
+async fn server_info(base_url: &str) -> Option<serde_json::Value> {
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .no_proxy()
+        .build()
+        .ok()?;
+    for path in ["/server_info", "/get_server_info"] {
+        if let Ok(r) = client.get(format!("{base_url}{path}")).send().await {
+            if r.status().is_success() {
+                if let Ok(v) = r.json::<serde_json::Value>().await {
+                    return Some(v);
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Between load points: clear the prefix cache so one point does not warm the next. SGLang
+/// refuses to flush while requests are running, so retrying also waits for the server to be
+/// idle. Returns a note when it could not.
+async fn flush_cache(base_url: &str) -> Option<String> {
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .no_proxy()
+        .build()
+        .ok()?;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut last = String::new();
+    while Instant::now() < deadline {
+        match client.post(format!("{base_url}/flush_cache")).send().await {
+            Ok(r) if r.status().is_success() => return None,
+            Ok(r) => last = format!("HTTP {}", r.status()),
+            Err(e) => last = e.to_string(),
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    Some(format!(
+        "could not flush the prefix cache before this load point ({last})"
+    ))
+}
+
+/// Launch one server, make its measurements, stop it, and record everything.
+pub async fn run_launch(
+    ctx: &RunContext<'_>,
+    launch: &Launch,
+    launch_dir: &Path,
+    emit: &mut dyn FnMut(RunEvent<'_>),
+) -> LaunchOutcome {
+    let spec = ctx.spec;
+    let run = &launch.run;
+    let first = launch.measurements.first().copied().unwrap_or(Measurement {
+        repeat: 1,
+        concurrency: spec.workload.concurrency,
+    });
+    let started_at = now_rfc3339();
     let mut notes: Vec<String> = Vec::new();
+    let mut provenance = LaunchRecord {
+        run_name: run.name.clone(),
+        run_id: run.id.clone(),
+        started_at,
+        ..Default::default()
+    };
+    let all_failed = |kind: FailureKind, message: &str| -> Vec<RunRecord> {
+        launch
+            .measurements
+            .iter()
+            .map(|m| fail(new_record(ctx, run, *m), kind, message))
+            .collect()
+    };
     let port = match spec.server.port {
         Some(p) => p,
         None => match supervise::free_port(&spec.server.host) {
             Ok(p) => p,
             Err(e) => {
-                record.failure_kind = Some(FailureKind::LaunchError);
-                record.failure_message = Some(format!("no free port on {}: {e}", spec.server.host));
-                record.finished_at = now_rfc3339();
-                return record;
+                let msg = format!("no free port on {}: {e}", spec.server.host);
+                return LaunchOutcome {
+                    records: all_failed(FailureKind::LaunchError, &msg),
+                    provenance,
+                };
             }
         },
     };
     let cmd = command::build(&spec.server, run, Some(port));
-    if spec.server.port.is_some()
-        && std::net::TcpListener::bind((spec.server.host.as_str(), port)).is_err()
-    {
-        record.failure_kind = Some(FailureKind::LaunchError);
-        record.failure_message = Some(format!(
-            "port {port} on {} is already in use (another server still running?): free it, or leave server.port unset to get a free port per run",
-            spec.server.host
-        ));
-        record.finished_at = now_rfc3339();
-        write_summary(run_dir, &record, &cmd, None, None, None, None, &notes);
-        return record;
-    }
+    provenance.command = cmd.display();
+    provenance.env = cmd.env.clone();
     let _ = store::write_json(
-        &run_dir.join("config.json"),
+        &launch_dir.join("config.json"),
         &serde_json::json!({
-            "run": run, "workload": spec.workload, "server": {
+            "run": run, "measurements": launch.measurements, "workload": spec.workload, "server": {
                 "host": spec.server.host, "port": port,
                 "ready_timeout_s": spec.server.ready_timeout_s, "stop_timeout_s": spec.server.stop_timeout_s,
             }
         }),
     );
     let _ = store::write_atomic(
-        &run_dir.join("command.txt"),
+        &launch_dir.join("command.txt"),
         format!("{}\n", cmd.display()).as_bytes(),
     );
+    let summary_path = |m: Measurement| launch_dir.join(format!("summary{}.json", suffix(spec, m)));
+    if spec.server.port.is_some()
+        && std::net::TcpListener::bind((spec.server.host.as_str(), port)).is_err()
+    {
+        let msg = format!(
+            "port {port} on {} is already in use (another server still running?): free it, or leave server.port unset to get a free port per run",
+            spec.server.host
+        );
+        let records = all_failed(FailureKind::LaunchError, &msg);
+        for r in &records {
+            write_summary(
+                &summary_path(Measurement {
+                    repeat: r.repeat,
+                    concurrency: r.concurrency,
+                }),
+                r,
+                &cmd,
+                None,
+                None,
+                None,
+                None,
+                &notes,
+            );
+        }
+        provenance.finished_at = now_rfc3339();
+        return LaunchOutcome {
+            records,
+            provenance,
+        };
+    }
 
-    let log_path = run_dir.join("server.log");
+    let log_path = launch_dir.join("server.log");
     let mut handle = match supervise::launch(&cmd, &spec.server.host, port, &log_path) {
         Ok(h) => h,
         Err(e) => {
-            record.failure_kind = Some(FailureKind::LaunchError);
-            record.failure_message = Some(format!(
-                "cannot start `{}`: {e} (check server.command)",
-                cmd.program
-            ));
-            record.finished_at = now_rfc3339();
-            write_summary(run_dir, &record, &cmd, None, None, None, None, &notes);
-            return record;
+            let msg = format!("cannot start `{}`: {e} (check server.command)", cmd.program);
+            let records = all_failed(FailureKind::LaunchError, &msg);
+            provenance.finished_at = now_rfc3339();
+            return LaunchOutcome {
+                records,
+                provenance,
+            };
         }
     };
     ctx.current_pgid.store(handle.pid, Ordering::SeqCst);
@@ -233,22 +408,47 @@ pub async fn run_one(
         )
         .await;
     let mut start_failure = None;
-    let mut load = None;
+    let mut time_to_ready = None;
+    // (measurement, load result) for every load that ran.
+    let mut loads: Vec<(Measurement, LoadResult)> = Vec::new();
+    let mut records: Vec<RunRecord> = Vec::new();
     match ready {
         ReadyOutcome::Ready { secs } => {
-            record.time_to_ready_s = Some(secs);
+            time_to_ready = Some(secs);
             emit(RunEvent::Ready { secs });
-            load = Some(run_load(ctx, &mut handle, run_dir, emit).await);
+            let base_url = handle.base_url();
+            if let Some(info) = server_info(&base_url).await {
+                let _ = store::write_json(&launch_dir.join("server_info.json"), &info);
+                provenance.effective = Some(info);
+            }
+            for (i, m) in launch.measurements.iter().enumerate() {
+                if ctx.cancel.is_cancelled() {
+                    break;
+                }
+                if i > 0 {
+                    if let Some(n) = flush_cache(&base_url).await {
+                        notes.push(n);
+                    }
+                }
+                let result = run_load(ctx, &mut handle, launch_dir, *m, emit).await;
+                let died = result.server_died.is_some();
+                let interrupted = ctx.cancel.is_cancelled();
+                loads.push((*m, result));
+                if died || interrupted {
+                    break;
+                }
+            }
         }
         ReadyOutcome::Failed(f) => {
-            record.failure_kind = Some(f.kind);
-            record.failure_message = Some(f.message.clone());
+            records = all_failed(f.kind, &f.message);
             start_failure = Some(f);
         }
         ReadyOutcome::Interrupted => {
-            record.status = RunStatus::Interrupted;
-            record.failure_kind = Some(FailureKind::Interrupted);
-            record.failure_message = Some("interrupted while the server was starting".into());
+            records.push(fail(
+                new_record(ctx, run, first),
+                FailureKind::Interrupted,
+                "interrupted while the server was starting",
+            ));
         }
     }
 
@@ -274,14 +474,20 @@ pub async fn run_one(
         notes.push(format!("server.log is incomplete: {e}"));
     }
 
-    let mut window = None;
-    if let Some(l) = &load {
-        window = l.window;
-        let text = std::fs::read(&log_path)
+    let log_text = if loads.is_empty() {
+        String::new()
+    } else {
+        std::fs::read(&log_path)
             .map(|b| String::from_utf8_lossy(&b).into_owned())
-            .unwrap_or_default();
+            .unwrap_or_default()
+    };
+    let mut died_at: Option<String> = None;
+    for (m, l) in &loads {
+        let mut record = new_record(ctx, run, *m);
+        record.time_to_ready_s = time_to_ready;
+        record.notes = notes.clone();
         let server = sglang_log::summarize_text(
-            &text,
+            &log_text,
             l.window.map(|(start_line, end_line)| LogWindow {
                 start_line,
                 end_line,
@@ -289,66 +495,96 @@ pub async fn run_one(
         );
         let w = &spec.workload;
         record.verdict = Some(diagnose::diagnose(
-            w.concurrency,
+            m.concurrency,
             w.input_tokens + w.output_tokens,
             Some(&l.client),
             Some(&server),
         ));
         record.server = Some(server);
         record.client = Some(l.client.clone());
-        let died = l.server_died.clone();
-        if ctx.cancel.is_cancelled() {
-            record.status = RunStatus::Interrupted;
-            record.failure_kind = Some(FailureKind::Interrupted);
-            record.failure_message = Some(format!(
-                "interrupted during the load after {} completed requests",
-                l.client.completed
-            ));
-        } else if let Some(how) = died {
-            record.failure_kind = Some(FailureKind::LoadFailed);
-            record.failure_message = Some(format!(
-                "the server died during the load ({how}); last log line: {}",
-                handle.log.last_line().trim()
-            ));
+        if l.interrupted {
+            record = fail(
+                record,
+                FailureKind::Interrupted,
+                &format!(
+                    "interrupted during the load after {} completed requests",
+                    l.client.completed
+                ),
+            );
+        } else if let Some(how) = &l.server_died {
+            died_at = Some(how.clone());
+            record = fail(
+                record,
+                FailureKind::LoadFailed,
+                &format!(
+                    "the server died during the load ({how}); last log line: {}",
+                    handle.log.last_line().trim()
+                ),
+            );
         } else if l.client.completed == 0 {
-            record.failure_kind = Some(FailureKind::LoadFailed);
-            record.failure_message = Some(format!(
+            let msg = format!(
                 "no request succeeded ({} failed): {}",
                 l.client.failed,
                 l.client.first_error.as_deref().unwrap_or("")
-            ));
+            );
+            record = fail(record, FailureKind::LoadFailed, &msg);
         } else {
             record.status = RunStatus::Ok;
+            record.finished_at = now_rfc3339();
+        }
+        write_summary(
+            &summary_path(*m),
+            &record,
+            &cmd,
+            None,
+            Some(&stop),
+            Some((l.warmup_ok, l.warmup_failed, l.stopped)),
+            l.window,
+            &notes,
+        );
+        records.push(record);
+    }
+    // Load points a dead server never reached are failures of this launch too.
+    if let Some(how) = died_at {
+        let made: Vec<Measurement> = loads.iter().map(|(m, _)| *m).collect();
+        for m in launch.measurements.iter().filter(|m| !made.contains(m)) {
+            let r = fail(
+                new_record(ctx, run, *m),
+                FailureKind::LoadFailed,
+                &format!("not measured: the server died during an earlier load point ({how})"),
+            );
+            records.push(r);
         }
     }
-    if record.status == RunStatus::Ok && record.verdict.is_none() {
-        record.verdict = Some(Verdict {
-            kind: diagnose::VerdictKind::Unknown,
-            evidence: String::new(),
-            hint: String::new(),
-        });
+    if loads.is_empty() {
+        for r in &mut records {
+            r.notes = notes.clone();
+            let m = Measurement {
+                repeat: r.repeat,
+                concurrency: r.concurrency,
+            };
+            write_summary(
+                &summary_path(m),
+                r,
+                &cmd,
+                start_failure.as_ref(),
+                Some(&stop),
+                None,
+                None,
+                &notes,
+            );
+        }
     }
-    record.finished_at = now_rfc3339();
-    let (wok, wfail, stopped) = load
-        .as_ref()
-        .map(|l| (l.warmup_ok, l.warmup_failed, l.stopped))
-        .unwrap_or_default();
-    write_summary(
-        run_dir,
-        &record,
-        &cmd,
-        start_failure.as_ref(),
-        Some(&stop),
-        Some((wok, wfail, stopped)),
-        window,
-        &notes,
-    );
-    record
+    provenance.finished_at = now_rfc3339();
+    LaunchOutcome {
+        records,
+        provenance,
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
 fn write_summary(
-    run_dir: &Path,
+    path: &Path,
     record: &RunRecord,
     cmd: &LaunchCommand,
     start_failure: Option<&StartFailure>,
@@ -359,7 +595,7 @@ fn write_summary(
 ) {
     let (warmup_ok, warmup_failed, load_stopped_early) = load.unwrap_or_default();
     let _ = store::write_json(
-        &run_dir.join("summary.json"),
+        path,
         &RunSummaryFile {
             record,
             command: cmd,
@@ -383,15 +619,23 @@ struct LoadResult {
     window: Option<(usize, usize)>,
     /// How the server ended if it died during the load.
     server_died: Option<String>,
+    /// sgtune was interrupted during this load.
+    interrupted: bool,
 }
+
+/// How long an interrupted load waits for its requests in flight before abandoning them.
+const INTERRUPT_GRACE: Duration = Duration::from_secs(10);
 
 async fn run_load(
     ctx: &RunContext<'_>,
     handle: &mut ServerHandle,
-    run_dir: &Path,
+    launch_dir: &Path,
+    m: Measurement,
     emit: &mut dyn FnMut(RunEvent<'_>),
 ) -> LoadResult {
-    let w = &ctx.spec.workload;
+    let mut point = ctx.spec.workload.clone();
+    point.concurrency = m.concurrency;
+    let w = &point;
     let base_url = handle.base_url();
     let target = LoadTarget {
         model: served_model(&base_url, ctx.spec).await,
@@ -411,10 +655,13 @@ async fn run_load(
                 stopped: true,
                 window: None,
                 server_died: None,
+                interrupted: false,
             };
         }
     };
-    let mut requests_csv = csv::Writer::from_path(run_dir.join("requests.csv")).ok();
+    let mut requests_csv =
+        csv::Writer::from_path(launch_dir.join(format!("requests{}.csv", suffix(ctx.spec, m))))
+            .ok();
     if let Some(wr) = requests_csv.as_mut() {
         let _ = wr.write_record(REQUESTS_HEADER);
     }
@@ -431,6 +678,8 @@ async fn run_load(
     let mut last_emit = Instant::now();
     let mut rows = 0u64;
     let stop = Cancel::new();
+    let abort = Cancel::new();
+    let mut interrupted_at: Option<Instant> = None;
     let mut on_event = |ev: LoadEvent<'_>| match ev {
         LoadEvent::MeasureStart => {
             mark_start = Some(log.line_count());
@@ -466,19 +715,25 @@ async fn run_load(
     };
     let mut server_died = None;
     let outcome = {
-        let fut = driver::drive(&client, w, &target, &stop, &mut on_event);
+        let fut = driver::drive(&client, w, &target, &stop, &abort, &mut on_event);
         tokio::pin!(fut);
         loop {
             tokio::select! {
                 out = &mut fut => break out,
                 _ = tokio::time::sleep(Duration::from_millis(250)) => {
                     if ctx.cancel.is_cancelled() {
+                        // Stop sending; give the requests in flight a bounded time.
                         stop.cancel();
+                        let t = *interrupted_at.get_or_insert_with(Instant::now);
+                        if t.elapsed() >= INTERRUPT_GRACE {
+                            abort.cancel();
+                        }
                     }
                     if server_died.is_none() {
                         if let Some(st) = handle.try_exit() {
                             server_died = Some(crate::server::failure::describe_exit(&st));
                             stop.cancel();
+                            abort.cancel();
                         }
                     }
                 }
@@ -517,6 +772,7 @@ async fn run_load(
         stopped: outcome.stopped,
         window: mark_start.zip(mark_end),
         server_died,
+        interrupted: ctx.cancel.is_cancelled(),
     }
 }
 
@@ -526,39 +782,110 @@ pub struct SweepOutcome {
     pub interrupted: bool,
 }
 
-/// Run every configuration of the plan in order; each finished row is on disk before the next
-/// run starts.
+/// Run the launches in order; each finished row is on disk before the next launch starts, and
+/// the manifest is updated after every launch.
 pub async fn run_sweep(
     ctx: &RunContext<'_>,
-    plan: &RunPlan,
+    launches: &[Launch],
     results: &ResultsDir,
+    manifest: &mut Manifest,
     emit: &mut dyn FnMut(RunEvent<'_>),
 ) -> Result<SweepOutcome, StoreError> {
     emit(RunEvent::SweepStart {
-        runs: plan.runs.len(),
+        runs: launches.len(),
         results: &results.root,
     });
+    let gpu_baseline = manifest.gpus.clone();
     let mut records = Vec::new();
-    for (index, run) in plan.runs.iter().enumerate() {
+    let mut carry_notes: Vec<String> = Vec::new();
+    for (index, launch) in launches.iter().enumerate() {
         if ctx.cancel.is_cancelled() {
             break;
         }
-        let run_dir = results.run_dir(&run.name)?;
-        let cmd = command::build(&ctx.spec.server, run, ctx.spec.server.port);
+        let launch_dir = results.run_dir(&launch.dir_name)?;
+        let cmd = command::build(&ctx.spec.server, &launch.run, ctx.spec.server.port);
         let shown = cmd.display();
         emit(RunEvent::RunStart {
             index,
-            total: plan.runs.len(),
-            name: &run.name,
+            total: launches.len(),
+            name: &launch.dir_name,
             command: &shown,
         });
-        let record = run_one(ctx, run, &run_dir, emit).await;
-        results.append(&record)?;
-        emit(RunEvent::RunEnd { record: &record });
-        records.push(record);
+        let mut outcome = run_launch(ctx, launch, &launch_dir, emit).await;
+        for r in &mut outcome.records {
+            // A GPU the previous server did not give back is this run's context.
+            r.notes.splice(0..0, carry_notes.iter().cloned());
+        }
+        for r in &outcome.records {
+            results.append(r)?;
+            emit(RunEvent::RunEnd { record: r });
+        }
+        manifest
+            .launches
+            .insert(launch.dir_name.clone(), outcome.provenance);
+        records.extend(outcome.records);
+        carry_notes = between_runs(ctx, &gpu_baseline, emit).await;
+        manifest
+            .gpu_not_released
+            .extend(carry_notes.iter().cloned());
+        store::write_json(&results.root.join(crate::provenance::FILE), manifest)?;
     }
     Ok(SweepOutcome {
         interrupted: ctx.cancel.is_cancelled(),
         records,
     })
+}
+
+/// After a server stopped: the spec's `between_runs` command and sleep, then (on GPU machines)
+/// wait for every GPU to return to its baseline memory. Returns notes for the next run.
+async fn between_runs(
+    ctx: &RunContext<'_>,
+    gpu_baseline: &[gpu::Gpu],
+    emit: &mut dyn FnMut(RunEvent<'_>),
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    if ctx.cancel.is_cancelled() {
+        return notes;
+    }
+    if let Some(b) = &ctx.spec.between_runs {
+        if let Some(c) = &b.command {
+            let out = tokio::process::Command::new("sh")
+                .args(["-c", c])
+                .stdin(std::process::Stdio::null())
+                .output()
+                .await;
+            let problem = match out {
+                Ok(o) if o.status.success() => None,
+                Ok(o) => Some(format!(
+                    "between_runs.command exited with {}: {}",
+                    crate::server::failure::describe_exit(&o.status),
+                    String::from_utf8_lossy(&o.stderr).trim()
+                )),
+                Err(e) => Some(format!("between_runs.command could not start: {e}")),
+            };
+            if let Some(p) = problem {
+                emit(RunEvent::Warning { message: &p });
+                notes.push(p);
+            }
+        }
+        if b.sleep_s > 0.0 {
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_secs_f64(b.sleep_s)) => {}
+                _ = ctx.cancel.cancelled() => {}
+            }
+        }
+    }
+    // After the site's cleanup: the GPUs the stopped server used should be back to baseline.
+    if !gpu_baseline.is_empty() {
+        let baseline = gpu_baseline.to_vec();
+        let timeout = Duration::from_secs(ctx.spec.server.gpu_release_timeout_s);
+        let held = tokio::task::spawn_blocking(move || gpu::wait_released(&baseline, timeout))
+            .await
+            .unwrap_or_default();
+        for h in &held {
+            emit(RunEvent::Warning { message: h });
+        }
+        notes.extend(held);
+    }
+    notes
 }

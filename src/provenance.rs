@@ -1,0 +1,434 @@
+//! manifest.json: everything needed to reproduce a tuning decision months later, and to refuse
+//! a resume whose inputs changed. Filled before the first launch, updated after every server
+//! launch and at the end; always written atomically.
+
+use crate::expand::RunPlan;
+use crate::gpu::{self, Gpu};
+use crate::server::command;
+use crate::spec::SweepSpec;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+pub const FILE: &str = "manifest.json";
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Manifest {
+    pub sgtune_version: String,
+    /// The git commit sgtune was built from (None: not built from a checkout).
+    pub sgtune_git_commit: Option<String>,
+    pub spec_file: String,
+    pub spec_sha256: String,
+    pub plan: PlanRecord,
+    pub workload: serde_json::Value,
+    pub repeats: u64,
+    pub reuse_server: bool,
+    pub seed: u64,
+    pub host: Host,
+    /// Empty: no GPU (no nvidia-smi, or it found none).
+    pub gpus: Vec<Gpu>,
+    pub cuda_version: Option<String>,
+    pub software: Software,
+    pub model: Model,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    /// Per server launch (the launch folder name under runs/).
+    pub launches: BTreeMap<String, LaunchRecord>,
+    pub resumes: Vec<ResumeNote>,
+    pub gpu_not_released: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PlanRecord {
+    pub param_keys: Vec<String>,
+    /// (run name, run id), in order.
+    pub runs: Vec<(String, String)>,
+    /// Each run's command line (port shown as a placeholder).
+    pub commands: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Host {
+    pub hostname: Option<String>,
+    pub os: Option<String>,
+    pub kernel: Option<String>,
+    pub cpu_model: Option<String>,
+    pub cpu_count: usize,
+    pub memory_gib: f64,
+}
+
+/// Versions as reported by the server's own interpreter.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Software {
+    pub python: Option<String>,
+    pub sglang: Option<String>,
+    pub torch: Option<String>,
+    /// Why the versions are missing, when they are.
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Model {
+    pub path: String,
+    /// sha256 of the model's config.json (None: not a local folder).
+    pub config_sha256: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct LaunchRecord {
+    pub run_name: String,
+    pub run_id: String,
+    pub command: String,
+    /// The variables sgtune set on top of its own environment.
+    pub env: Vec<(String, String)>,
+    /// Effective settings as the server reported them (`/server_info`), when it got that far.
+    pub effective: Option<serde_json::Value>,
+    pub started_at: String,
+    pub finished_at: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ResumeNote {
+    pub at: String,
+    /// Differences accepted with --force (empty: none).
+    pub forced_differences: Vec<String>,
+    pub retry_failed: bool,
+}
+
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+pub fn now_rfc3339() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+pub fn plan_record(spec: &SweepSpec, plan: &RunPlan) -> PlanRecord {
+    PlanRecord {
+        param_keys: plan.param_keys.clone(),
+        runs: plan
+            .runs
+            .iter()
+            .map(|r| (r.name.clone(), r.id.clone()))
+            .collect(),
+        commands: plan
+            .runs
+            .iter()
+            .map(|r| command::build(&spec.server, r, spec.server.port).display())
+            .collect(),
+    }
+}
+
+fn host() -> Host {
+    let mut host = Host {
+        hostname: sysinfo::System::host_name().ok(),
+        os: sysinfo::System::long_os_version().ok(),
+        kernel: sysinfo::System::kernel_version().ok(),
+        ..Default::default()
+    };
+    if let Ok(mut sys) = sysinfo::System::new() {
+        sys.refresh_memory();
+        sys.refresh_cpu_all();
+        host.cpu_model = sys.cpus().first().map(|c| c.brand().trim().to_string());
+        host.cpu_count = sys.cpus().len();
+        host.memory_gib = sys.total_memory() as f64 / (1u64 << 30) as f64;
+    }
+    host
+}
+
+const VERSIONS_PY: &str = "import json, sys\nfrom importlib import metadata as m\ndef v(p):\n    try:\n        return m.version(p)\n    except Exception:\n        return None\nprint(json.dumps({'python': sys.version.split()[0], 'sglang': v('sglang'), 'torch': v('torch')}))";
+
+/// Ask the server's interpreter (the first word of `server.command`, when it is a python) for
+/// its versions, without importing SGLang (package metadata only: fast).
+pub fn software(spec: &SweepSpec) -> Software {
+    let Some(program) = spec.server.command.first().map(|e| e.0.clone()) else {
+        return Software::default();
+    };
+    let base = Path::new(&program)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("");
+    if !base.starts_with("python") {
+        return Software {
+            note: Some(format!(
+                "server.command starts with `{program}`, not a python: versions unknown"
+            )),
+            ..Default::default()
+        };
+    }
+    let child = std::process::Command::new(&program)
+        .args(["-c", VERSIONS_PY])
+        .envs(
+            spec.server
+                .env
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.0.as_str())),
+        )
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    let out = match child {
+        Ok(c) => wait_with_timeout(c, Duration::from_secs(30)),
+        Err(e) => Err(e.to_string()),
+    };
+    match out
+        .and_then(|o| serde_json::from_slice::<serde_json::Value>(&o).map_err(|e| e.to_string()))
+    {
+        Ok(v) => Software {
+            python: v.get("python").and_then(|x| x.as_str()).map(String::from),
+            sglang: v.get("sglang").and_then(|x| x.as_str()).map(String::from),
+            torch: v.get("torch").and_then(|x| x.as_str()).map(String::from),
+            note: None,
+        },
+        Err(e) => Software {
+            note: Some(format!("could not ask `{program}` for versions: {e}")),
+            ..Default::default()
+        },
+    }
+}
+
+fn wait_with_timeout(mut child: std::process::Child, timeout: Duration) -> Result<Vec<u8>, String> {
+    let t0 = std::time::Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if t0.elapsed() < timeout => std::thread::sleep(Duration::from_millis(50)),
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("no answer in {timeout:?}"));
+            }
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    let mut buf = Vec::new();
+    if let Some(mut out) = child.stdout.take() {
+        use std::io::Read;
+        out.read_to_end(&mut buf).map_err(|e| e.to_string())?;
+    }
+    Ok(buf)
+}
+
+pub fn model(spec: &SweepSpec) -> Model {
+    let path = spec.server.model_path.0.clone();
+    let config_sha256 = std::fs::read(Path::new(&path).join("config.json"))
+        .ok()
+        .map(|b| sha256_hex(&b));
+    Model {
+        path,
+        config_sha256,
+    }
+}
+
+/// A new manifest for a sweep about to start.
+pub fn collect(spec: &SweepSpec, spec_file: &str, spec_text: &str, plan: &RunPlan) -> Manifest {
+    Manifest {
+        sgtune_version: env!("CARGO_PKG_VERSION").to_string(),
+        sgtune_git_commit: option_env!("SGTUNE_GIT_COMMIT").map(String::from),
+        spec_file: spec_file.to_string(),
+        spec_sha256: sha256_hex(spec_text.as_bytes()),
+        plan: plan_record(spec, plan),
+        workload: serde_json::to_value(&spec.workload).unwrap_or_default(),
+        repeats: spec.repeats,
+        reuse_server: spec.reuse_server,
+        seed: spec.workload.seed,
+        host: host(),
+        gpus: gpu::query().unwrap_or_default(),
+        cuda_version: gpu::cuda_version(),
+        software: software(spec),
+        model: model(spec),
+        started_at: now_rfc3339(),
+        ..Default::default()
+    }
+}
+
+/// What differs between a recorded manifest and the one a resume would produce; each entry
+/// names the change. Empty: safe to resume.
+pub fn differences(recorded: &Manifest, now: &Manifest) -> Vec<String> {
+    let mut d = Vec::new();
+    if recorded.plan.param_keys != now.plan.param_keys {
+        d.push(format!(
+            "swept keys changed: {:?} → {:?}",
+            recorded.plan.param_keys, now.plan.param_keys
+        ));
+    }
+    for (name, id) in &recorded.plan.runs {
+        match now.plan.runs.iter().find(|(n, _)| n == name) {
+            None => d.push(format!("run `{name}` is no longer in the plan")),
+            Some((_, new_id)) if new_id != id => d.push(format!(
+                "run `{name}` changed (id {id} → {new_id}: its command, flags, model or environment differ)"
+            )),
+            _ => {}
+        }
+    }
+    for (name, _) in &now.plan.runs {
+        if !recorded.plan.runs.iter().any(|(n, _)| n == name) {
+            d.push(format!("run `{name}` is new in the plan"));
+        }
+    }
+    if recorded.workload != now.workload {
+        let mut keys: Vec<String> = Vec::new();
+        if let (Some(a), Some(b)) = (recorded.workload.as_object(), now.workload.as_object()) {
+            for (k, v) in a {
+                if b.get(k) != Some(v) {
+                    keys.push(format!(
+                        "{k}: {v} → {}",
+                        b.get(k).map_or("absent".into(), |x| x.to_string())
+                    ));
+                }
+            }
+            for k in b.keys().filter(|k| !a.contains_key(*k)) {
+                keys.push(format!("{k}: added"));
+            }
+        }
+        d.push(format!("workload changed ({})", keys.join(", ")));
+    }
+    if (recorded.repeats, recorded.reuse_server) != (now.repeats, now.reuse_server) {
+        d.push(format!(
+            "repeats/reuse_server changed: {}/{} → {}/{}",
+            recorded.repeats, recorded.reuse_server, now.repeats, now.reuse_server
+        ));
+    }
+    if recorded.sgtune_version != now.sgtune_version {
+        d.push(format!(
+            "sgtune version changed: {} → {}",
+            recorded.sgtune_version, now.sgtune_version
+        ));
+    }
+    if recorded.software.sglang != now.software.sglang {
+        d.push(format!(
+            "SGLang version changed: {:?} → {:?}",
+            recorded.software.sglang, now.software.sglang
+        ));
+    }
+    if recorded.model != now.model {
+        d.push(format!(
+            "model changed: {} (config.json {:?}) → {} ({:?})",
+            recorded.model.path,
+            recorded.model.config_sha256,
+            now.model.path,
+            now.model.config_sha256
+        ));
+    }
+    d
+}
+
+/// Differences that may explain different numbers between two sweeps (for compare and
+/// reproduce): versions, hardware, model.
+pub fn context_differences(a: &Manifest, b: &Manifest) -> Vec<String> {
+    let mut d = Vec::new();
+    let mut cmp = |what: &str, x: String, y: String| {
+        if x != y {
+            d.push(format!("{what}: {x} → {y}"));
+        }
+    };
+    cmp("sgtune", a.sgtune_version.clone(), b.sgtune_version.clone());
+    cmp(
+        "SGLang",
+        format!("{:?}", a.software.sglang),
+        format!("{:?}", b.software.sglang),
+    );
+    cmp(
+        "torch",
+        format!("{:?}", a.software.torch),
+        format!("{:?}", b.software.torch),
+    );
+    cmp(
+        "python",
+        format!("{:?}", a.software.python),
+        format!("{:?}", b.software.python),
+    );
+    let gpus = |m: &Manifest| {
+        if m.gpus.is_empty() {
+            "none".to_string()
+        } else {
+            m.gpus
+                .iter()
+                .map(|g| g.name.clone())
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    };
+    cmp("GPUs", gpus(a), gpus(b));
+    cmp(
+        "driver",
+        a.gpus
+            .first()
+            .map(|g| g.driver_version.clone())
+            .unwrap_or_default(),
+        b.gpus
+            .first()
+            .map(|g| g.driver_version.clone())
+            .unwrap_or_default(),
+    );
+    cmp(
+        "CPU",
+        format!("{:?} x{}", a.host.cpu_model, a.host.cpu_count),
+        format!("{:?} x{}", b.host.cpu_model, b.host.cpu_count),
+    );
+    cmp(
+        "host",
+        format!("{:?}", a.host.hostname),
+        format!("{:?}", b.host.hostname),
+    );
+    cmp(
+        "model config.json",
+        format!("{:?}", a.model.config_sha256),
+        format!("{:?}", b.model.config_sha256),
+    );
+    d
+}
+
+pub fn read(dir: &Path) -> Result<Manifest, String> {
+    let path = dir.join(FILE);
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    serde_json::from_str(&text)
+        .map_err(|e| format!("{}: not a valid manifest ({e})", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn differences_name_each_change() {
+        let mut a = Manifest {
+            sgtune_version: "0.1.0".into(),
+            plan: PlanRecord {
+                param_keys: vec!["mem_fraction_static".into()],
+                runs: vec![
+                    ("mfs0.8".into(), "aaa".into()),
+                    ("mfs0.9".into(), "bbb".into()),
+                ],
+                commands: vec![],
+            },
+            workload: serde_json::json!({"concurrency": 8, "seed": 1}),
+            repeats: 1,
+            ..Default::default()
+        };
+        assert!(differences(&a, &a.clone()).is_empty());
+        let mut b = a.clone();
+        b.plan.runs[1].1 = "ccc".into();
+        b.plan.runs.push(("mfs0.95".into(), "ddd".into()));
+        b.workload = serde_json::json!({"concurrency": 16, "seed": 1});
+        b.software.sglang = Some("0.5.24".into());
+        let d = differences(&a, &b);
+        assert_eq!(d.len(), 4, "{d:?}");
+        assert!(d[0].contains("`mfs0.9` changed"), "{d:?}");
+        assert!(d[1].contains("`mfs0.95` is new"), "{d:?}");
+        assert!(d[2].contains("concurrency: 8 → 16"), "{d:?}");
+        assert!(d[3].contains("SGLang version"), "{d:?}");
+        a.plan.runs.pop();
+        assert!(
+            differences(&a, &b)
+                .iter()
+                .any(|x| x.contains("`mfs0.9` is new"))
+        );
+    }
+}
