@@ -25,6 +25,60 @@ pub enum Command {
         /// Folder that receives `<sweep>-<UTC timestamp>/`.
         #[arg(long, default_value = "results")]
         results_dir: PathBuf,
+        /// Continue the sweep in this results folder instead of starting a new one.
+        #[arg(long, value_name = "DIR")]
+        resume: Option<PathBuf>,
+        /// With --resume: run again the configurations recorded as failed.
+        #[arg(long, requires = "resume")]
+        retry_failed: bool,
+        /// With --resume: resume even though the plan, workload, versions or model changed
+        /// (the differences are recorded in the manifest).
+        #[arg(long, requires = "resume")]
+        force: bool,
+    },
+    /// Continue an interrupted sweep from its results folder (uses the folder's spec.yaml).
+    Resume {
+        /// The results folder of the sweep.
+        dir: PathBuf,
+        /// Run again the configurations recorded as failed.
+        #[arg(long)]
+        retry_failed: bool,
+        /// Resume even though the plan, workload, versions or model changed.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Compare two sweeps (results folders or results.csv files) run by run.
+    Compare {
+        /// The baseline: a results folder or its results.csv.
+        a: PathBuf,
+        /// The candidate: a results folder or its results.csv.
+        b: PathBuf,
+        /// Metrics (results.csv column names), comma-separated. Default: output_tok_s,
+        /// request_throughput, ttft_ms_p50, ttft_ms_p99, tpot_ms_p50, e2e_ms_p50,
+        /// server_gen_tput_mean (those present in both files).
+        #[arg(long, value_delimiter = ',')]
+        metric: Option<Vec<String>>,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "table")]
+        format: crate::compare::Format,
+        /// Relative change counted as noise when there are no repeats to judge by.
+        #[arg(long, default_value_t = 0.05)]
+        noise: f64,
+    },
+    /// Relaunch one recorded run (same command, environment, workload and seed) into a new
+    /// results folder and say whether it reproduced.
+    Reproduce {
+        /// The results folder that recorded the run.
+        dir: PathBuf,
+        /// The run's name (results.csv `run_name`).
+        #[arg(long)]
+        run: String,
+        /// Folder that receives the new results folder.
+        #[arg(long, default_value = "results")]
+        results_dir: PathBuf,
+        /// Relative difference still counted as reproduced (without repeats to judge by).
+        #[arg(long, default_value_t = 0.2)]
+        tolerance: f64,
     },
     /// Check a sweep file and print its plan; starts nothing.
     Validate {

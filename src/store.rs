@@ -83,6 +83,80 @@ impl ResultsDir {
         })
     }
 
+    /// An existing results folder (resume), whose results.csv has this header.
+    pub fn open(root: &Path, param_keys: &[String]) -> Self {
+        ResultsDir {
+            root: root.to_path_buf(),
+            header: record::header(param_keys),
+        }
+    }
+
+    pub fn header(&self) -> &[String] {
+        &self.header
+    }
+
+    /// Replace results.csv with the header and these rows (fields as read), atomically: a
+    /// resume drops the rows it will redo. Rows it keeps are written back unchanged.
+    pub fn rewrite_csv(&self, rows: &[Vec<String>]) -> Result<(), StoreError> {
+        let path = self.results_csv();
+        let mut w = csv::Writer::from_writer(Vec::new());
+        let mut write = || -> Result<Vec<u8>, String> {
+            w.write_record(&self.header).map_err(|e| e.to_string())?;
+            for r in rows {
+                w.write_record(r).map_err(|e| e.to_string())?;
+            }
+            Ok(Vec::new())
+        };
+        write().map_err(|e| StoreError {
+            path: path.display().to_string(),
+            source: std::io::Error::other(e),
+        })?;
+        let bytes = w.into_inner().map_err(|e| StoreError {
+            path: path.display().to_string(),
+            source: std::io::Error::other(e.to_string()),
+        })?;
+        write_atomic(&path, &bytes)
+    }
+
+    /// Keep superseded rows (interrupted, or failed ones being retried) as evidence.
+    pub fn append_superseded(
+        &self,
+        header: &[String],
+        rows: &[Vec<String>],
+    ) -> Result<(), StoreError> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let path = self.root.join("results.superseded.csv");
+        let new = !path.exists();
+        let mut w = csv::Writer::from_writer(Vec::new());
+        let mut fill = || -> Result<(), csv::Error> {
+            if new {
+                w.write_record(header)?;
+            }
+            for r in rows {
+                w.write_record(r)?;
+            }
+            Ok(())
+        };
+        fill().map_err(|e| StoreError {
+            path: path.display().to_string(),
+            source: std::io::Error::other(e),
+        })?;
+        let bytes = w.into_inner().map_err(|e| StoreError {
+            path: path.display().to_string(),
+            source: std::io::Error::other(e.to_string()),
+        })?;
+        let mut f = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(err(&path))?;
+        f.write_all(&bytes).map_err(err(&path))?;
+        f.sync_data().map_err(err(&path))?;
+        Ok(())
+    }
+
     pub fn run_dir(&self, run_name: &str) -> Result<PathBuf, StoreError> {
         let d = self.root.join("runs").join(run_name);
         fs::create_dir_all(&d).map_err(err(&d))?;

@@ -61,8 +61,10 @@ server:
     )
 }
 
+/// One sweep: an ok configuration, one SGLang rejects on CPU (FP8 KV) and a mistyped flag.
+/// It is interrupted (SIGINT) during the first run's load, then resumed to completion.
 #[test]
-fn sweep_records_ok_and_failed_runs_and_leaves_no_process() {
+fn sweep_interrupted_then_resumed_records_ok_and_failed_runs() {
     let Some(env) = real_env() else { return };
     let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().expect("tempdir");
@@ -77,28 +79,64 @@ configs:
     no_such_flag: 1
 workload:
   concurrency: 8
-  requests: 24
+  requests: 64
   warmup_requests: 2
   input_tokens: 32
-  output_tokens: 64
+  output_tokens: 128
 "#;
     let spec_path = dir.path().join("e2e.yaml");
     std::fs::write(&spec_path, spec(&env, &tag, body)).expect("write spec");
     let results = dir.path().join("results");
-    let out = run(sgtune()
+    let child = sgtune()
         .arg("run")
         .arg(&spec_path)
         .arg("--results-dir")
-        .arg(&results));
+        .arg(&results)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn sgtune");
+    let loading = wait_until(Duration::from_secs(240), || {
+        std::fs::read_dir(&results)
+            .ok()
+            .and_then(|mut d| d.next())
+            .and_then(|e| e.ok())
+            .is_some_and(|e| e.path().join("runs/mtt4096/requests.csv").exists())
+    });
+    assert!(loading, "the first server never became ready");
+    // SAFETY: signalling our own child.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let out = child.wait_with_output().expect("sgtune exits");
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
+    assert!(
+        wait_until(Duration::from_secs(10), || procs_with_tag(&tag).is_empty()),
+        "server left after the interrupt: {:?}",
+        procs_with_tag(&tag)
+    );
+    let folder = only_results_folder(&results);
+    let rows = read_rows(&folder.join("results.csv"));
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["status"], "interrupted", "{:?}", rows[0]);
+
+    let out = run(sgtune().arg("resume").arg(&folder));
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert_eq!(
         out.status.code(),
         Some(1),
         "some runs failed → exit 1\n{stdout}\n{stderr}"
     );
+    let superseded = read_rows(&folder.join("results.superseded.csv"));
+    assert_eq!(superseded.len(), 1, "the interrupted row is set aside");
 
-    let folder = only_results_folder(&results);
-    for f in ["spec.yaml", "plan.json", "results.csv", "results.md"] {
+    for f in [
+        "spec.yaml",
+        "plan.json",
+        "results.csv",
+        "results.md",
+        "manifest.json",
+    ] {
         assert!(folder.join(f).is_file(), "missing {f}");
     }
     let rows = read_rows(&folder.join("results.csv"));
@@ -106,7 +144,7 @@ workload:
     let ok = &rows[0];
     assert_eq!(ok["run_name"], "mtt4096");
     assert_eq!(ok["status"], "ok", "{ok:?}");
-    assert_eq!(num(ok, "requests_completed"), 24.0);
+    assert_eq!(num(ok, "requests_completed"), 64.0);
     assert_eq!(num(ok, "requests_failed"), 0.0);
     assert!(num(ok, "output_tok_s") > 0.0);
     assert!(
@@ -123,6 +161,7 @@ workload:
         "server.log",
         "requests.csv",
         "summary.json",
+        "server_info.json",
     ] {
         assert!(
             folder.join("runs/mtt4096").join(f).is_file(),
@@ -144,6 +183,12 @@ workload:
         "{bad:?}"
     );
 
+    let manifest = std::fs::read_to_string(folder.join("manifest.json")).expect("manifest");
+    assert!(
+        manifest.contains("\"sglang\": \"0.5.23\""),
+        "SGLang version recorded"
+    );
+    assert!(folder.join("runs/mtt4096.attempt-1/server.log").exists());
     let md = std::fs::read_to_string(folder.join("results.md")).expect("md");
     assert!(md.contains("★ mtt4096 (best)"), "{md}");
     assert!(

@@ -1,0 +1,561 @@
+//! Overnight-proof sweeps against the fake SGLang: kill -9 / SIGTERM mid-sweep then resume,
+//! resume refused when the spec changed, repeats and load points, between-runs hooks, the GPU
+//! release check (with a fake nvidia-smi), compare and reproduce.
+
+mod common;
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+fn spec(tag: &str, top: &str, configs: &str, workload: &str) -> String {
+    format!(
+        r#"name: overnight
+{top}server:
+  command: [python3, "{fake}"]
+  model_path: /nonexistent-model
+  env:
+    SGTUNE_TEST_TAG: {tag}
+    FAKE_SGLANG_STARTUP_S: "0.2"
+  args:
+    served_model_name: fake
+  ready_timeout_s: 20
+  stop_timeout_s: 3
+configs:
+{configs}workload:
+  vocab_size: 100
+  input_tokens: 4
+  output_tokens: 40
+  warmup_requests: 0
+{workload}"#,
+        fake = fake_server()
+    )
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).expect("write");
+    p
+}
+
+fn spawn_run(spec: &Path, results: &Path) -> Child {
+    sgtune()
+        .arg("run")
+        .arg(spec)
+        .arg("--results-dir")
+        .arg(results)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn sgtune")
+}
+
+fn wait_for_file(results: &Path, rel: &str) -> bool {
+    wait_until(Duration::from_secs(30), || {
+        std::fs::read_dir(results)
+            .ok()
+            .and_then(|mut d| d.next())
+            .and_then(|e| e.ok())
+            .is_some_and(|e| e.path().join(rel).exists())
+    })
+}
+
+fn no_leftovers(tag: &str) {
+    assert!(
+        wait_until(Duration::from_secs(10), || procs_with_tag(tag).is_empty()),
+        "processes left: {:?}",
+        procs_with_tag(tag)
+    );
+}
+
+const THREE: &str = "  - {name: a}\n  - {name: b, fake_fault: slow_stream}\n  - {name: c}\n";
+const SHORT: &str = "  concurrency: 2\n  requests: 24\n";
+
+#[test]
+fn kill_9_in_the_second_run_then_resume_gives_one_ok_row_per_config() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tag = unique_tag("resume9");
+    let spec_path = write(dir.path(), "s.yaml", &spec(&tag, "", THREE, SHORT));
+    let results = dir.path().join("results");
+    let mut child = spawn_run(&spec_path, &results);
+    assert!(
+        wait_for_file(&results, "runs/b/requests.csv"),
+        "second run never loaded"
+    );
+    child.kill().expect("kill -9");
+    let _ = child.wait();
+    no_leftovers(&tag);
+    let folder = only_results_folder(&results);
+    let rows = read_rows(&folder.join("results.csv"));
+    assert_eq!(rows.len(), 1, "only the first run had finished");
+
+    let out = run(sgtune().arg("resume").arg(&folder));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let rows = read_rows(&folder.join("results.csv"));
+    let names: Vec<&str> = rows.iter().map(|r| r["run_name"].as_str()).collect();
+    assert_eq!(names, ["a", "b", "c"], "exactly one row per configuration");
+    assert!(rows.iter().all(|r| r["status"] == "ok"), "{rows:?}");
+    assert!(
+        folder.join("runs/b.attempt-1/server.log").exists(),
+        "the killed attempt is kept"
+    );
+    let manifest = std::fs::read_to_string(folder.join("manifest.json")).expect("manifest");
+    assert!(manifest.contains("\"resumes\": [\n    {"), "{manifest}");
+    no_leftovers(&tag);
+}
+
+#[test]
+fn sigterm_records_interrupted_and_resume_redoes_only_that() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tag = unique_tag("resumeterm");
+    let spec_path = write(dir.path(), "s.yaml", &spec(&tag, "", THREE, SHORT));
+    let results = dir.path().join("results");
+    let mut child = spawn_run(&spec_path, &results);
+    assert!(
+        wait_for_file(&results, "runs/b/requests.csv"),
+        "second run never loaded"
+    );
+    // SAFETY: signalling our own child.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let status = child.wait().expect("wait");
+    assert_eq!(status.code(), Some(130));
+    no_leftovers(&tag);
+    let folder = only_results_folder(&results);
+    let rows = read_rows(&folder.join("results.csv"));
+    let statuses: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|r| (r["run_name"].as_str(), r["status"].as_str()))
+        .collect();
+    assert_eq!(statuses, [("a", "ok"), ("b", "interrupted")]);
+
+    let out = run(sgtune()
+        .arg("run")
+        .arg(&spec_path)
+        .arg("--resume")
+        .arg(&folder));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let rows = read_rows(&folder.join("results.csv"));
+    let statuses: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|r| (r["run_name"].as_str(), r["status"].as_str()))
+        .collect();
+    assert_eq!(statuses, [("a", "ok"), ("b", "ok"), ("c", "ok")]);
+    let superseded = read_rows(&folder.join("results.superseded.csv"));
+    assert_eq!(superseded.len(), 1);
+    assert_eq!(superseded[0]["status"], "interrupted");
+    // The finished row was kept byte for byte.
+    no_leftovers(&tag);
+}
+
+#[test]
+fn resume_is_refused_when_the_sweep_changed_and_force_records_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tag = unique_tag("refuse");
+    let configs = "  - {name: a}\n  - {name: b, max_total_tokens: 800}\n";
+    let spec_path = write(
+        dir.path(),
+        "s.yaml",
+        &spec(&tag, "", configs, "  concurrency: 2\n  requests: 4\n"),
+    );
+    let results = dir.path().join("results");
+    let out = run(sgtune()
+        .arg("run")
+        .arg(&spec_path)
+        .arg("--results-dir")
+        .arg(&results));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let folder = only_results_folder(&results);
+    let before = std::fs::read(folder.join("results.csv")).expect("csv");
+
+    let changed = spec(
+        &tag,
+        "",
+        &configs.replace("800", "900"),
+        "  concurrency: 2\n  requests: 4\n",
+    )
+    .replace("output_tokens: 40", "output_tokens: 50");
+    let changed_path = write(dir.path(), "changed.yaml", &changed);
+    let out = run(sgtune()
+        .arg("run")
+        .arg(&changed_path)
+        .arg("--resume")
+        .arg(&folder));
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("run `b` changed"), "{err}");
+    assert!(err.contains("output_tokens: 40 → 50"), "{err}");
+    assert_eq!(
+        std::fs::read(folder.join("results.csv")).expect("csv"),
+        before,
+        "nothing touched"
+    );
+
+    // Same spec: nothing left to do, rows untouched.
+    let out = run(sgtune().arg("resume").arg(&folder));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        std::fs::read(folder.join("results.csv")).expect("csv"),
+        before
+    );
+
+    // A workload-only change with --force: accepted and recorded.
+    let wl = spec(&tag, "", configs, "  concurrency: 2\n  requests: 4\n")
+        .replace("output_tokens: 40", "output_tokens: 50");
+    let wl_path = write(dir.path(), "wl.yaml", &wl);
+    let out = run(sgtune()
+        .arg("run")
+        .arg(&wl_path)
+        .arg("--resume")
+        .arg(&folder)
+        .arg("--force"));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let manifest = std::fs::read_to_string(folder.join("manifest.json")).expect("manifest");
+    assert!(manifest.contains("output_tokens: 40 → 50"), "{manifest}");
+    no_leftovers(&tag);
+}
+
+#[test]
+fn repeats_and_load_points_give_one_row_each() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tag = unique_tag("repeats");
+    // Fresh server per repeat.
+    let spec_path = write(
+        dir.path(),
+        "s.yaml",
+        &spec(
+            &tag,
+            "repeats: 2\n",
+            "  - {name: a}\n",
+            "  concurrency: [2, 4]\n  requests: 8\n",
+        ),
+    );
+    let results = dir.path().join("results");
+    let out = run(sgtune()
+        .arg("run")
+        .arg(&spec_path)
+        .arg("--results-dir")
+        .arg(&results));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let folder = only_results_folder(&results);
+    let rows = read_rows(&folder.join("results.csv"));
+    let keys: Vec<(String, String)> = rows
+        .iter()
+        .map(|r| (r["concurrency"].clone(), r["repeat"].clone()))
+        .collect();
+    assert_eq!(
+        keys,
+        [("2", "1"), ("4", "1"), ("2", "2"), ("4", "2")]
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+    );
+    for f in [
+        "runs/a.r1/requests.c2.csv",
+        "runs/a.r1/requests.c4.csv",
+        "runs/a.r2/summary.c4.json",
+        "runs/a.r2/server.log",
+    ] {
+        assert!(folder.join(f).exists(), "missing {f}");
+    }
+    let table = text(&out.stdout);
+    assert!(
+        table.contains("ok ×2") && table.contains(" ± ") && table.contains("CV"),
+        "{table}"
+    );
+    assert!(table.contains("| concurrency |"), "{table}");
+
+    // One server for all repeats and points.
+    let spec_path = write(
+        dir.path(),
+        "r.yaml",
+        &spec(
+            &tag,
+            "repeats: 2\nreuse_server: true\n",
+            "  - {name: a}\n",
+            "  concurrency: [2, 4]\n  requests: 8\n",
+        ),
+    );
+    let results = dir.path().join("results-reuse");
+    let out = run(sgtune()
+        .arg("run")
+        .arg(&spec_path)
+        .arg("--results-dir")
+        .arg(&results));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let folder = only_results_folder(&results);
+    assert_eq!(read_rows(&folder.join("results.csv")).len(), 4);
+    assert!(folder.join("runs/a/requests.c4.r2.csv").exists());
+    let log = std::fs::read_to_string(folder.join("runs/a/server.log")).expect("log");
+    assert_eq!(
+        log.matches("The server is fired up").count(),
+        1,
+        "one launch"
+    );
+    assert!(
+        log.contains("POST /flush_cache"),
+        "cache flushed between load points"
+    );
+    no_leftovers(&tag);
+}
+
+#[test]
+fn between_runs_hooks_and_the_gpu_release_check() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tag = unique_tag("between");
+    // A fake nvidia-smi whose GPU keeps 20 GB "used" after the first server stops.
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).expect("mkdir");
+    let used = dir.path().join("used");
+    std::fs::write(&used, "100").expect("write");
+    let smi = bin.join("nvidia-smi");
+    std::fs::write(
+        &smi,
+        format!(
+            "#!/bin/sh\nif [ \"$1\" = \"\" ]; then echo '| NVIDIA-SMI 570.86.15   Driver Version: 570.86.15   CUDA Version: 12.8 |'; exit 0; fi\necho \"0, Fake GPU, 81559, $(cat {}), 570.86.15, GPU-fake-0\"\n",
+            used.display()
+        ),
+    )
+    .expect("write smi");
+    // SAFETY-free: plain chmod through std.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&smi, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let marker = dir.path().join("between.log");
+    let top = format!(
+        "between_runs:\n  command: \"echo stopped >> {m}; echo 20000 > {u}; exit 3\"\n  sleep_s: 0.2\n",
+        m = marker.display(),
+        u = used.display()
+    );
+    let text_spec = spec(
+        &tag,
+        &top,
+        "  - {name: a}\n  - {name: b}\n",
+        "  concurrency: 1\n  requests: 2\n",
+    )
+    .replace(
+        "stop_timeout_s: 3",
+        "stop_timeout_s: 3\n  gpu_release_timeout_s: 1",
+    );
+    let spec_path = write(dir.path(), "s.yaml", &text_spec);
+    let results = dir.path().join("results");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = run(sgtune()
+        .arg("run")
+        .arg(&spec_path)
+        .arg("--results-dir")
+        .arg(&results)
+        .env("PATH", path));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        std::fs::read_to_string(&marker)
+            .expect("marker")
+            .lines()
+            .count(),
+        2,
+        "ran after each server"
+    );
+    let folder = only_results_folder(&results);
+    let rows = read_rows(&folder.join("results.csv"));
+    assert_eq!(rows[0]["notes"], "", "{:?}", rows[0]);
+    assert!(
+        rows[1]["notes"].contains("GPU 0 (GPU-fake-0) still used 20000 MiB"),
+        "{:?}",
+        rows[1]
+    );
+    assert!(
+        rows[1]["notes"].contains("between_runs.command exited with exit code 3"),
+        "{:?}",
+        rows[1]
+    );
+    let manifest = std::fs::read_to_string(folder.join("manifest.json")).expect("manifest");
+    assert!(
+        manifest.contains("Fake GPU") && manifest.contains("\"cuda_version\": \"12.8\""),
+        "{manifest}"
+    );
+    assert!(manifest.contains("gpu_not_released"), "{manifest}");
+    no_leftovers(&tag);
+}
+
+#[test]
+fn manifest_records_provenance() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tag = unique_tag("manifest");
+    let spec_path = write(
+        dir.path(),
+        "s.yaml",
+        &spec(
+            &tag,
+            "",
+            "  - {name: a}\n",
+            "  concurrency: 1\n  requests: 2\n",
+        ),
+    );
+    let results = dir.path().join("results");
+    let out = run(sgtune()
+        .arg("run")
+        .arg(&spec_path)
+        .arg("--results-dir")
+        .arg(&results));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let folder = only_results_folder(&results);
+    let m: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(folder.join("manifest.json")).expect("manifest"),
+    )
+    .expect("json");
+    assert_eq!(m["sgtune_version"], env!("CARGO_PKG_VERSION"));
+    assert!(m["spec_sha256"].as_str().is_some_and(|s| s.len() == 64));
+    assert!(m["host"]["cpu_count"].as_u64().is_some_and(|n| n >= 1));
+    assert!(
+        m["software"]["python"].as_str().is_some(),
+        "{}",
+        m["software"]
+    );
+    assert!(m["finished_at"].as_str().is_some());
+    let launch = &m["launches"]["a"];
+    assert!(
+        launch["command"]
+            .as_str()
+            .is_some_and(|c| c.contains("--served-model-name fake"))
+    );
+    assert!(launch["env"].to_string().contains("SGTUNE_TEST_TAG"));
+    assert_eq!(launch["effective"]["served_model_name"], "fake", "{launch}");
+    assert!(folder.join("runs/a/server_info.json").exists());
+    no_leftovers(&tag);
+}
+
+fn results_folder_with(dir: &Path, name: &str, csv: &str) -> PathBuf {
+    let d = dir.join(name);
+    std::fs::create_dir_all(&d).expect("mkdir");
+    std::fs::write(d.join("results.csv"), csv).expect("write");
+    d
+}
+
+#[test]
+fn compare_shows_changes_side_by_side() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let h = "run_name,run_id,status,concurrency,repeat,output_tok_s,ttft_ms_p50\n";
+    let a = results_folder_with(
+        dir.path(),
+        "a",
+        &format!("{h}x,1,ok,8,1,100,50\ny,2,ok,8,1,100,50\ngone,3,ok,8,1,1,1\n"),
+    );
+    let b = results_folder_with(
+        dir.path(),
+        "b",
+        &format!("{h}x,1,ok,8,1,180,49\ny,2,ok,8,1,60,90\nnew,4,ok,8,1,1,1\n"),
+    );
+    let out = run(sgtune()
+        .arg("compare")
+        .arg(&a)
+        .arg(&b)
+        .args(["--metric", "output_tok_s,ttft_ms_p50"]));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let t = text(&out.stdout);
+    assert!(
+        t.contains(
+            "| x   | 8           | output_tok_s | 100.00 | 180.00 | +80.00 | +80.0% | better"
+        ),
+        "{t}"
+    );
+    assert!(t.contains("within noise") && t.contains("worse"), "{t}");
+    assert!(
+        t.contains("Only in A:\n- gone @8") && t.contains("Only in B:\n- new @8"),
+        "{t}"
+    );
+    let out = run(sgtune()
+        .arg("compare")
+        .arg(a.join("results.csv"))
+        .arg(&b)
+        .args(["--format", "json"]));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json output");
+    assert_eq!(v["joined"].as_array().map(|j| j.len()), Some(2));
+    let out = run(sgtune()
+        .arg("compare")
+        .arg(&a)
+        .arg(&b)
+        .args(["--metric", "no_such_col"]));
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn reproduce_relaunches_a_run_and_gives_a_verdict() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tag = unique_tag("repro");
+    let configs = "  - {name: ok-run}\n  - {name: fp8, kv_cache_dtype: fp8_e4m3}\n";
+    let spec_path = write(
+        dir.path(),
+        "s.yaml",
+        &spec(&tag, "", configs, "  concurrency: 2\n  requests: 8\n"),
+    );
+    let results = dir.path().join("results");
+    let out = run(sgtune()
+        .arg("run")
+        .arg(&spec_path)
+        .arg("--results-dir")
+        .arg(&results));
+    assert_eq!(out.status.code(), Some(1));
+    let folder = only_results_folder(&results);
+    let again = dir.path().join("again");
+    // A failed run reproduces when it fails the same way: deterministic.
+    let out = run(sgtune()
+        .arg("reproduce")
+        .arg(&folder)
+        .args(["--run", "fp8", "--results-dir"])
+        .arg(&again));
+    let t = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{t}\n{}", text(&out.stderr));
+    assert!(
+        t.contains("Failed again, as recorded (startup_error)")
+            && t.contains("Verdict: reproduced"),
+        "{t}"
+    );
+    // An ok run: a verdict either way (timings on a shared machine vary).
+    let out = run(sgtune()
+        .arg("reproduce")
+        .arg(&folder)
+        .args(["--run", "ok-run", "--results-dir"])
+        .arg(&again));
+    let t = text(&out.stdout);
+    assert!(matches!(out.status.code(), Some(0) | Some(1)), "{t}");
+    assert!(t.contains("output_tok_s") && t.contains("Verdict: "), "{t}");
+    let out = run(sgtune()
+        .arg("reproduce")
+        .arg(&folder)
+        .args(["--run", "nope"]));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("runs: ok-run, fp8"));
+    no_leftovers(&tag);
+}
+
+#[test]
+fn unwritable_results_folder_is_a_clear_error_and_launches_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tag = unique_tag("unwritable");
+    let spec_path = write(
+        dir.path(),
+        "s.yaml",
+        &spec(
+            &tag,
+            "",
+            "  - {name: a}\n",
+            "  concurrency: 1\n  requests: 1\n",
+        ),
+    );
+    let blocker = dir.path().join("a-file");
+    std::fs::write(&blocker, "not a folder").expect("write");
+    let out = run(sgtune()
+        .arg("run")
+        .arg(&spec_path)
+        .arg("--results-dir")
+        .arg(blocker.join("results")));
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("cannot create the results folder") && err.contains("a-file"),
+        "{err}"
+    );
+    assert!(procs_with_tag(&tag).is_empty());
+}
