@@ -63,6 +63,8 @@ fn every_failure_becomes_a_row_and_the_sweep_goes_on() {
   - {name: never-ready, fake_fault: never_ready}
   - {name: crash-in-load, fake_fault: crash_during_load}
   - {name: http-500, fake_fault: http_500}
+  - {name: http-503, fake_fault: http_503}
+  - {name: slow-stream, fake_fault: slow_stream}
   - {name: stream-cut, fake_fault: stream_cut}
   - {name: malformed-sse, fake_fault: malformed_sse}
   - {name: ignores-sigterm, fake_fault: ignore_sigterm}
@@ -85,7 +87,7 @@ workload:
     assert_eq!(out.status.code(), Some(1), "{}", text_of(&out));
     let folder = only_results_folder(&results);
     let rows = read_rows(&folder.join("results.csv"));
-    assert_eq!(rows.len(), 13, "one row per configuration");
+    assert_eq!(rows.len(), 15, "one row per configuration");
     let rows = by_name(&rows);
     let kind = |n: &str| (rows[n]["status"].as_str(), rows[n]["failure_kind"].as_str());
 
@@ -124,6 +126,7 @@ workload:
     assert!(rows["crash-in-load"]["failure_message"].contains("died during the load"));
     for (name, class) in [
         ("http-500", "http_status"),
+        ("http-503", "http_status"),
         ("stream-cut", "stream_cut"),
         ("malformed-sse", "malformed_sse"),
     ] {
@@ -140,9 +143,28 @@ workload:
     let summary = std::fs::read_to_string(folder.join("runs/roomy/summary.json")).expect("summary");
     assert!(summary.contains("\"how\": \"terminated\""), "{summary}");
 
+    // A very slow stream is slow, not broken.
+    assert_eq!(kind("slow-stream"), ("ok", ""));
+    assert!(num(&rows["slow-stream"], "tpot_ms_p50") > num(&rows["roomy"], "tpot_ms_p50"));
+
     let md = std::fs::read_to_string(folder.join("results.md")).expect("results.md");
     assert!(md.contains("(best)") && md.contains("failed (oom)"), "{md}");
     assert_no_leftovers(&tag);
+
+    // The folder resumes: every row is finished (failed rows are kept without
+    // --retry-failed), so nothing is launched and nothing changes.
+    let before = std::fs::read(folder.join("results.csv")).expect("csv");
+    let out = run(sgtune().arg("resume").arg(&folder));
+    assert_eq!(out.status.code(), Some(1), "{}", text_of(&out));
+    assert!(
+        common::text(&out.stderr).contains("0 server launch(es) to go"),
+        "{}",
+        text_of(&out)
+    );
+    assert_eq!(
+        std::fs::read(folder.join("results.csv")).expect("csv"),
+        before
+    );
 }
 
 fn text_of(out: &std::process::Output) -> String {
