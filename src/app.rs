@@ -38,6 +38,18 @@ pub async fn run(cli: Cli) -> i32 {
             crate::server::supervise::reap_loop(parent, pgid);
             EXIT_OK
         }
+        Command::Load {
+            url,
+            workload,
+            sets,
+            output,
+        } => match crate::loadcmd::build_workload(workload.as_deref(), &sets) {
+            Ok(w) => crate::loadcmd::run(&url, w, output.as_deref()).await,
+            Err(e) => {
+                say(&format!("error: {e}"));
+                EXIT_BAD_INPUT
+            }
+        },
         Command::Columns => {
             out(&record::columns_markdown());
             EXIT_OK

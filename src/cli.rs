@@ -85,6 +85,24 @@ pub enum Command {
         /// The sweep file (YAML).
         spec: PathBuf,
     },
+    /// Drive a workload against a server that is already running and print the client's
+    /// numbers (the same engine and measurements as `sgtune run`).
+    Load {
+        /// Base URL of the OpenAI-compatible server, e.g. http://127.0.0.1:30000
+        #[arg(long)]
+        url: String,
+        /// A YAML file with the workload: a whole sweep file (its `workload:`) or the section
+        /// alone.
+        #[arg(long, value_name = "FILE")]
+        workload: Option<PathBuf>,
+        /// A workload key, as in the spec's `workload:` section (repeatable; overrides the
+        /// file), e.g. -w concurrency=8 -w requests=200 -w input_tokens=512
+        #[arg(short = 'w', long = "set", value_name = "KEY=VALUE")]
+        sets: Vec<String>,
+        /// Write requests.csv and summary.json into this folder.
+        #[arg(long, value_name = "DIR")]
+        output: Option<PathBuf>,
+    },
     /// Print the results.csv columns and their meaning (Markdown).
     Columns,
     /// Internal: kill server process group PGID when sgtune (PARENT) dies.

@@ -13,6 +13,7 @@ pub mod expand;
 pub mod flags;
 pub mod gpu;
 pub mod load;
+pub mod loadcmd;
 pub mod metrics;
 pub mod progress;
 pub mod provenance;

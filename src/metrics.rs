@@ -67,6 +67,16 @@ pub struct ClientSummary {
     pub itl_ms: Stats,
     pub tpot_ms: Stats,
     pub e2e_ms: Stats,
+    /// TTFT at the first chunk with choices (vLLM's convention).
+    pub ttft_first_choices_ms: Stats,
+    /// E2E to the last content chunk (vLLM's convention).
+    pub e2e_last_content_ms: Stats,
+    /// Share of measured requests meeting every SLO (None: no SLO given).
+    pub goodput_share: Option<f64>,
+    /// Requests meeting every SLO per second of the measured window.
+    pub goodput_req_s: Option<f64>,
+    /// CPU the client used during the measured window, in cores (1.0 = one core busy).
+    pub client_cpu_cores: Option<f64>,
     /// Successful requests whose stream carried no `usage`: output counted as content chunks.
     pub usage_missing: u64,
     pub retries: u64,
@@ -82,13 +92,20 @@ pub fn summarize(
     samples: &[RequestSample],
     duration_s: f64,
     requested_input: u64,
+    slo: Option<&crate::spec::Slo>,
 ) -> ClientSummary {
     let mut s = ClientSummary {
         duration_s,
         ..Default::default()
     };
     let (mut ttft, mut itl, mut tpot, mut e2e) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut ttft_v, mut e2e_v) = (Vec::new(), Vec::new());
+    let (mut measured, mut good) = (0u64, 0u64);
     for r in samples.iter().filter(|r| r.phase == Phase::Measured) {
+        measured += 1;
+        if slo.is_some_and(|slo| r.meets(slo)) {
+            good += 1;
+        }
         if r.retried {
             s.retries += 1;
         }
@@ -110,6 +127,8 @@ pub fn summarize(
         }
         ttft.extend(r.ttft_ms);
         e2e.extend(r.end_ms);
+        ttft_v.extend(r.first_choices_ms);
+        e2e_v.extend(r.last_content_ms);
         tpot.extend(r.tpot_ms());
         itl.extend(r.itl_ms());
     }
@@ -118,6 +137,14 @@ pub fn summarize(
         s.output_tok_s = Some(s.output_tokens as f64 / duration_s);
         s.total_tok_s = Some((s.input_tokens + s.output_tokens) as f64 / duration_s);
     }
+    if slo.is_some() && measured > 0 {
+        s.goodput_share = Some(good as f64 / measured as f64);
+        if duration_s > 0.0 {
+            s.goodput_req_s = Some(good as f64 / duration_s);
+        }
+    }
+    s.ttft_first_choices_ms = Stats::of(ttft_v);
+    s.e2e_last_content_ms = Stats::of(e2e_v);
     s.ttft_ms = Stats::of(ttft);
     s.itl_ms = Stats::of(itl);
     s.tpot_ms = Stats::of(tpot);
@@ -139,6 +166,7 @@ mod tests {
             headers_ms: Some(1.0),
             ttft_ms: Some(ttft),
             last_content_ms: chunks.last().copied(),
+            first_choices_ms: Some(ttft - 5.0),
             end_ms: Some(end),
             chunk_ms: chunks.to_vec(),
             prompt_tokens: Some(10),
@@ -170,7 +198,18 @@ mod tests {
         let mut bad = sample(0.0, &[], 0.0, None);
         bad.error_kind = Some(ErrorKind::HttpStatus);
         bad.error = Some("HTTP 500".into());
-        let s = summarize(&[a, b, bad], 2.0, 10);
+        let slo = crate::spec::Slo {
+            ttft_ms: Some(150.0),
+            tpot_ms: None,
+            e2e_ms: None,
+        };
+        let s = summarize(&[a, b, bad], 2.0, 10, Some(&slo));
+        // Only `a` meets TTFT ≤ 150 ms; the failed request is not good.
+        assert!((s.goodput_share.unwrap_or(0.0) - 1.0 / 3.0).abs() < 1e-12);
+        assert_eq!(s.goodput_req_s, Some(0.5));
+        // vLLM's conventions side by side.
+        assert_eq!(s.ttft_first_choices_ms.mean, Some(145.0));
+        assert_eq!(s.e2e_last_content_ms.max, Some(220.0));
         assert_eq!((s.completed, s.failed), (2, 1));
         assert_eq!(s.errors.get("http_status"), Some(&1));
         // Tokens: 4 from usage, 2 chunks where usage was missing.
@@ -191,7 +230,7 @@ mod tests {
 
     #[test]
     fn no_success_gives_no_numbers() {
-        let s = summarize(&[], 0.0, 10);
+        let s = summarize(&[], 0.0, 10, None);
         assert_eq!(s.output_tok_s, None);
         assert_eq!(s.ttft_ms.mean, None);
     }

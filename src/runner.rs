@@ -8,7 +8,8 @@ use crate::diagnose;
 use crate::events::RunEvent;
 use crate::expand::{RunConfig, RunPlan};
 use crate::gpu;
-use crate::load::driver::{self, LoadEvent, LoadTarget, Phase, RequestSample};
+use crate::load::driver::{self, LoadEvent, LoadTarget, Phase};
+use crate::load::requests_csv;
 use crate::metrics::{self, ClientSummary};
 use crate::provenance::{LaunchRecord, Manifest};
 use crate::record::{RunRecord, RunStatus};
@@ -119,65 +120,6 @@ struct RunSummaryFile<'a> {
 }
 
 use crate::provenance::now_rfc3339;
-
-fn opt_f(v: Option<f64>) -> String {
-    v.filter(|x| x.is_finite())
-        .map(|x| format!("{x:.3}"))
-        .unwrap_or_default()
-}
-
-const REQUESTS_HEADER: &[&str] = &[
-    "phase",
-    "index",
-    "worker",
-    "send_s",
-    "headers_ms",
-    "ttft_ms",
-    "last_content_ms",
-    "end_ms",
-    "content_chunks",
-    "prompt_tokens",
-    "completion_tokens",
-    "finish_reason",
-    "http_status",
-    "retried",
-    "error_kind",
-    "error",
-    "chunk_ms",
-];
-
-fn request_row(s: &RequestSample) -> Vec<String> {
-    vec![
-        match s.phase {
-            Phase::Warmup => "warmup".into(),
-            Phase::Measured => "measured".into(),
-        },
-        s.index.to_string(),
-        s.worker.to_string(),
-        opt_f(Some(s.send_s)),
-        opt_f(s.headers_ms),
-        opt_f(s.ttft_ms),
-        opt_f(s.last_content_ms),
-        opt_f(s.end_ms),
-        s.chunk_ms.len().to_string(),
-        s.prompt_tokens.map(|v| v.to_string()).unwrap_or_default(),
-        s.completion_tokens
-            .map(|v| v.to_string())
-            .unwrap_or_default(),
-        s.finish_reason.clone().unwrap_or_default(),
-        s.http_status.map(|v| v.to_string()).unwrap_or_default(),
-        s.retried.to_string(),
-        s.error_kind
-            .map(|k| k.as_str().to_string())
-            .unwrap_or_default(),
-        s.error.clone().unwrap_or_default(),
-        s.chunk_ms
-            .iter()
-            .map(|m| format!("{m:.2}"))
-            .collect::<Vec<_>>()
-            .join(" "),
-    ]
-}
 
 /// Model name for requests: the spec's, else what the server says it serves.
 async fn served_model(base_url: &str, spec: &SweepSpec) -> String {
@@ -663,7 +605,7 @@ async fn run_load(
         csv::Writer::from_path(launch_dir.join(format!("requests{}.csv", suffix(ctx.spec, m))))
             .ok();
     if let Some(wr) = requests_csv.as_mut() {
-        let _ = wr.write_record(REQUESTS_HEADER);
+        let _ = wr.write_record(requests_csv::HEADER);
     }
     emit(RunEvent::LoadStart {
         requests: w.requests,
@@ -672,6 +614,7 @@ async fn run_load(
     });
     let log = handle.log.clone();
     let mut mark_start = None;
+    let (mut cpu_start, mut cpu_end) = (None, None);
     let mut mark_end = None;
     let (mut done, mut failed, mut tokens) = (0u64, 0u64, 0u64);
     let mut measure_t0 = Instant::now();
@@ -684,11 +627,15 @@ async fn run_load(
         LoadEvent::MeasureStart => {
             mark_start = Some(log.line_count());
             measure_t0 = Instant::now();
+            cpu_start = requests_csv::process_cpu_s();
         }
-        LoadEvent::MeasureEnd => mark_end = Some(log.line_count()),
+        LoadEvent::MeasureEnd => {
+            mark_end = Some(log.line_count());
+            cpu_end = requests_csv::process_cpu_s();
+        }
         LoadEvent::Sample(s) => {
             if let Some(wr) = requests_csv.as_mut() {
-                let _ = wr.write_record(request_row(s));
+                let _ = wr.write_record(requests_csv::row(s));
                 rows += 1;
                 if rows % 64 == 0 {
                     let _ = wr.flush();
@@ -743,7 +690,15 @@ async fn run_load(
     if let Some(mut wr) = requests_csv {
         let _ = wr.flush();
     }
-    let client = metrics::summarize(&outcome.samples, outcome.duration_s, w.input_tokens);
+    let mut client = metrics::summarize(
+        &outcome.samples,
+        outcome.duration_s,
+        w.input_tokens,
+        w.slo.as_ref(),
+    );
+    client.client_cpu_cores = cpu_start
+        .zip(cpu_end)
+        .and_then(|(a, b)| (outcome.duration_s > 0.0).then(|| (b - a) / outcome.duration_s));
     // The load can finish (every remaining request refused at once) before the watcher above
     // sees a dead server; a server must still be running after its load. Connection errors
     // mean it may be dying right now: give its exit status a moment to show.

@@ -242,6 +242,20 @@ pub struct WorkloadSpec {
     pub ignore_eos: bool,
     pub temperature: f64,
     pub request_timeout_s: f64,
+    /// Service-level objectives for goodput (a request is good when it meets all given).
+    pub slo: Option<Slo>,
+}
+
+/// Goodput SLOs in milliseconds (TTFT and E2E in SGLang's convention).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Slo {
+    #[serde(default)]
+    pub ttft_ms: Option<f64>,
+    #[serde(default)]
+    pub tpot_ms: Option<f64>,
+    #[serde(default)]
+    pub e2e_ms: Option<f64>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -271,6 +285,8 @@ struct RawWorkload {
     temperature: f64,
     #[serde(default = "default_request_timeout")]
     request_timeout_s: f64,
+    #[serde(default)]
+    slo: Option<Slo>,
 }
 
 fn default_endpoint() -> Endpoint {
@@ -297,6 +313,17 @@ impl TryFrom<RawWorkload> for WorkloadSpec {
         if r.request_timeout_s.is_nan() || r.request_timeout_s <= 0.0 {
             return Err("workload: `request_timeout_s` must be > 0".to_string());
         }
+        if let Some(slo) = &r.slo {
+            let all = [slo.ttft_ms, slo.tpot_ms, slo.e2e_ms];
+            if all.iter().all(Option::is_none) {
+                return Err("workload.slo: give at least one of ttft_ms, tpot_ms, e2e_ms".into());
+            }
+            if all.iter().flatten().any(|v| !v.is_finite() || *v <= 0.0) {
+                return Err(
+                    "workload.slo: every limit must be a number of milliseconds > 0".into(),
+                );
+            }
+        }
         if !(0.0..=2.0).contains(&r.temperature) {
             return Err("workload: `temperature` must be in [0, 2]".to_string());
         }
@@ -315,6 +342,7 @@ impl TryFrom<RawWorkload> for WorkloadSpec {
             ignore_eos: r.ignore_eos,
             temperature: r.temperature,
             request_timeout_s: r.request_timeout_s,
+            slo: r.slo,
         })
     }
 }

@@ -59,8 +59,11 @@ pub struct RequestSample {
     pub headers_ms: Option<f64>,
     /// First chunk with non-empty content (SGLang's TTFT convention).
     pub ttft_ms: Option<f64>,
-    /// Last chunk with content.
+    /// Last chunk with content (vLLM's E2E end point).
     pub last_content_ms: Option<f64>,
+    /// First chunk with a non-empty `choices` list, content or not (vLLM's TTFT trigger; it
+    /// differs from `ttft_ms` when the server sends a role-only first chunk, as chat does).
+    pub first_choices_ms: Option<f64>,
     /// End of the stream (`[DONE]` or close): SGLang's E2E convention.
     pub end_ms: Option<f64>,
     /// Arrival of every chunk with content, ms after send.
@@ -89,6 +92,23 @@ impl RequestSample {
     /// Gaps between consecutive content chunks (pooled into ITL).
     pub fn itl_ms(&self) -> impl Iterator<Item = f64> + '_ {
         self.chunk_ms.windows(2).map(|w| w[1] - w[0])
+    }
+    /// Whether every given SLO is met (TPOT counts as 0 for a single-token output, as in
+    /// vLLM's goodput).
+    pub fn meets(&self, slo: &crate::spec::Slo) -> bool {
+        let ok = |limit: Option<f64>, v: Option<f64>| match limit {
+            None => true,
+            Some(l) => v.is_some_and(|v| v <= l),
+        };
+        let tpot = if self.output_tokens() > 1 {
+            self.tpot_ms()
+        } else {
+            Some(0.0)
+        };
+        self.ok()
+            && ok(slo.ttft_ms, self.ttft_ms)
+            && ok(slo.tpot_ms, tpot)
+            && ok(slo.e2e_ms, self.end_ms)
     }
     /// (E2E − TTFT) / (output tokens − 1), for requests with more than one token.
     pub fn tpot_ms(&self) -> Option<f64> {
@@ -251,6 +271,9 @@ async fn one_request(
             if let Some(msg) = info.error {
                 return fail(sample, ErrorKind::ServerError, msg);
             }
+            if info.choices > 0 && sample.first_choices_ms.is_none() {
+                sample.first_choices_ms = Some(at);
+            }
             if info.content_chars > 0 {
                 if sample.ttft_ms.is_none() {
                     sample.ttft_ms = Some(at);
@@ -360,6 +383,7 @@ fn spawn_phase(
                         headers_ms: None,
                         ttft_ms: None,
                         last_content_ms: None,
+                        first_choices_ms: None,
                         end_ms: None,
                         chunk_ms: Vec::new(),
                         prompt_tokens: None,

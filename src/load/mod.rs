@@ -3,4 +3,5 @@
 pub mod driver;
 pub mod openai;
 pub mod prompts;
+pub mod requests_csv;
 pub mod sse;

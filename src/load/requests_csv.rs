@@ -1,0 +1,76 @@
+//! requests.csv: one row per request as the client saw it (the raw instants every summary
+//! number is computed from), written as requests finish; plus the client's own CPU clock.
+
+use super::driver::{Phase, RequestSample};
+
+/// CPU time (user + system) this process has used, in seconds.
+pub fn process_cpu_s() -> Option<f64> {
+    // SAFETY: getrusage fills the struct we pass; zeroed is a valid initial value.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return None;
+    }
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    Some(tv(ru.ru_utime) + tv(ru.ru_stime))
+}
+
+fn opt_f(v: Option<f64>) -> String {
+    v.filter(|x| x.is_finite())
+        .map(|x| format!("{x:.3}"))
+        .unwrap_or_default()
+}
+
+pub const HEADER: &[&str] = &[
+    "phase",
+    "index",
+    "worker",
+    "send_s",
+    "headers_ms",
+    "ttft_ms",
+    "first_choices_ms",
+    "last_content_ms",
+    "end_ms",
+    "content_chunks",
+    "prompt_tokens",
+    "completion_tokens",
+    "finish_reason",
+    "http_status",
+    "retried",
+    "error_kind",
+    "error",
+    "chunk_ms",
+];
+
+pub fn row(s: &RequestSample) -> Vec<String> {
+    vec![
+        match s.phase {
+            Phase::Warmup => "warmup".into(),
+            Phase::Measured => "measured".into(),
+        },
+        s.index.to_string(),
+        s.worker.to_string(),
+        opt_f(Some(s.send_s)),
+        opt_f(s.headers_ms),
+        opt_f(s.ttft_ms),
+        opt_f(s.first_choices_ms),
+        opt_f(s.last_content_ms),
+        opt_f(s.end_ms),
+        s.chunk_ms.len().to_string(),
+        s.prompt_tokens.map(|v| v.to_string()).unwrap_or_default(),
+        s.completion_tokens
+            .map(|v| v.to_string())
+            .unwrap_or_default(),
+        s.finish_reason.clone().unwrap_or_default(),
+        s.http_status.map(|v| v.to_string()).unwrap_or_default(),
+        s.retried.to_string(),
+        s.error_kind
+            .map(|k| k.as_str().to_string())
+            .unwrap_or_default(),
+        s.error.clone().unwrap_or_default(),
+        s.chunk_ms
+            .iter()
+            .map(|m| format!("{m:.2}"))
+            .collect::<Vec<_>>()
+            .join(" "),
+    ]
+}
