@@ -35,6 +35,7 @@ pub async fn run(cli: Cli) -> i32 {
             crate::server::supervise::reap_loop(parent, pgid);
             EXIT_OK
         }
+        Command::Log(args) => crate::logcmd::run(args).await,
         Command::Columns => {
             out(&record::columns_markdown());
             EXIT_OK

@@ -11,6 +11,7 @@ pub mod events;
 pub mod expand;
 pub mod flags;
 pub mod load;
+pub mod logcmd;
 pub mod metrics;
 pub mod progress;
 pub mod record;

@@ -7,6 +7,7 @@
 //! version hints. The parser tolerates every Decode/Prefill format since v0.1, glued-on tqdm
 //! bars and wrapper prefixes, truncated and interleaved lines, and never panics.
 
+pub mod jsonl;
 pub mod line;
 pub mod scan;
 pub mod sketch;
