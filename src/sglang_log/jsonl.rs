@@ -17,7 +17,7 @@
 use serde_json::{Map, Number, Value};
 
 use super::line::{LogEvent, Timestamp, split_fields};
-use super::scan::{Scanned, parse_prefix_bytes, scan};
+use super::scan::{Scanned, parse_prefix_bytes, scan_with};
 
 /// An event line, ready to be written.
 #[derive(Debug, Clone, PartialEq)]
@@ -136,8 +136,12 @@ fn insert(map: &mut Map<String, Value>, key: &str, value: &str) {
 /// The event a line is, if it is one of the listed kinds.
 pub fn line_event(line: &[u8]) -> Option<LineEvent> {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
+    scan_with(line, |sc| event_of(line, sc))
+}
+
+fn event_of(line: &[u8], sc: Scanned<'_>) -> Option<LineEvent> {
     let mut fields = Map::new();
-    let (kind, prefix) = match scan(line) {
+    let (kind, prefix) = match sc {
         Scanned::Stats(s) => {
             s.visit_fields(&mut |k, v| {
                 insert(

@@ -8,8 +8,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::scan::{
-    Scanned, parse_bool_bytes, parse_f64_bytes, parse_i64_bytes, parse_prefix_bytes,
-    parse_u64_bytes, scan, visit_fields,
+    parse_bool_bytes, parse_f64_bytes, parse_i64_bytes, parse_prefix_bytes, parse_u64_bytes,
+    scan_owned, visit_fields,
 };
 
 /// One parsed log line of interest. Lines that are not interesting give None.
@@ -199,11 +199,7 @@ const RETRACT_MARKERS: [&str; 3] = [
 /// The work is done by [`super::scan::scan`] on bytes; this owned form is for callers that
 /// keep events. The streaming summary uses the borrowed form directly.
 pub fn parse_line(line: &str) -> Option<LogEvent> {
-    match scan(line.as_bytes()) {
-        Scanned::Stats(s) => Some(LogEvent::Stats(s.to_owned_line())),
-        Scanned::Event(e) => Some(e),
-        Scanned::Skip | Scanned::Nothing => None,
-    }
+    scan_owned(line.as_bytes())
 }
 
 /// Lines that are neither ready, server_args nor stats: capacity, KV alloc, hierarchical

@@ -13,7 +13,7 @@ use memchr::memchr_iter;
 use serde::{Deserialize, Serialize};
 
 use super::line::{LogEvent, StatsKind, Timestamp};
-use super::scan::{RankTags, Scanned, StatsRef, parse_prefix_bytes, scan};
+use super::scan::{RankTags, Scanned, StatsRef, parse_prefix_bytes, scan_with};
 use super::sketch::Quantiles;
 use super::version::{self, VersionHints};
 
@@ -231,14 +231,14 @@ const LAUNCH_ARGS: [&str; 24] = [
 ];
 
 /// Keep a line unless it is a duplicate from a TP rank > 0 (DP-attention lines are all kept).
-fn rank_kept(ranks: &RankTags<'_>) -> bool {
+fn rank_kept(ranks: &RankTags) -> bool {
     ranks.get(b"DP").is_some() || ranks.get(b"TP").is_none_or(|t| t == 0)
 }
 
 /// The scheduler a stats line comes from: its DP rank, or the old `gpu_id`/`gpu` tag.
 type SchedKey = (u8, u32);
 
-fn scheduler_key(ranks: &RankTags<'_>) -> Option<SchedKey> {
+fn scheduler_key(ranks: &RankTags) -> Option<SchedKey> {
     if let Some(d) = ranks.get(b"DP") {
         Some((0, d))
     } else {
@@ -556,15 +556,15 @@ impl Summarizer {
         let idx = self.next_line;
         self.next_line += 1;
         let line = line.strip_suffix(b"\r").unwrap_or(line);
-        match scan(line) {
-            Scanned::Stats(s) => self.on_stats(idx, &s),
+        scan_with(line, |sc| match sc {
+            Scanned::Stats(s) => self.on_stats(idx, s),
             Scanned::Skip => {}
             Scanned::Nothing => self.tail.push(line),
             Scanned::Event(ev) => {
                 self.tail.push(line);
                 self.on_event(idx, line, ev);
             }
-        }
+        })
     }
 
     fn on_stats(&mut self, idx: usize, s: &StatsRef<'_>) {
