@@ -95,7 +95,12 @@ pub fn diagnose(
         hint: String::new(),
     };
     let Some(s) = server.filter(|s| s.has_stats()) else {
-        return unknown("no server stats lines in the measured window");
+        return unknown(match server {
+            Some(s) if s.prefill_lines > 0 => {
+                "no Decode lines in the measured window, only Prefill lines (a PD prefill server?)"
+            }
+            _ => "no server stats lines in the measured window",
+        });
     };
     let (Some(run_max), Some(run_mean), Some(q_mean)) =
         (s.running_req_max, s.running_req_mean, s.queue_req_mean)

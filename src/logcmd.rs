@@ -224,8 +224,8 @@ fn window_text(r: &FileReport) -> String {
     let s = &r.summary;
     let w = &s.window;
     let mut t = match (w.first_line, w.last_line) {
-        (Some(a), Some(b)) => format!("lines {}-{}", a + 1, b + 1),
-        _ => "no stats lines in the window".to_string(),
+        (Some(a), Some(b)) => format!("stats lines {}-{}", a + 1, b + 1),
+        _ => "no stats lines".to_string(),
     };
     if let (Some(a), Some(b)) = (w.start, w.end) {
         let _ = write!(t, ", {} to {}", format_ts(&a), format_ts(&b));
@@ -235,22 +235,18 @@ fn window_text(r: &FileReport) -> String {
     }
     match s.ready_line {
         Some(l) => {
-            let _ = write!(
-                t,
-                "; after the ready line ({}); excluded: {} warmup stats lines before it",
-                l + 1,
-                s.warmup_stats_lines
-            );
+            let _ = write!(t, "; after the ready line ({})", l + 1);
         }
-        None => t.push_str("; no ready line, so no warmup exclusion; excluded:"),
+        None => t.push_str("; no ready line, so nothing is excluded as warmup"),
     }
-    let first = s.excluded_decode_lines.saturating_sub(s.idle_gap_lines);
-    let _ = write!(
-        t,
-        "{} {first} first Decode line(s), {} after idle gaps > {IDLE_GAP_SECS:.0} s",
-        if s.ready_line.is_some() { "," } else { "" },
-        s.idle_gap_lines
-    );
+    if w.first_line.is_some() || s.warmup_stats_lines > 0 {
+        let first = s.excluded_decode_lines.saturating_sub(s.idle_gap_lines);
+        let _ = write!(
+            t,
+            "; excluded: {} warmup stats lines, {first} first Decode line(s), {} after idle gaps > {IDLE_GAP_SECS:.0} s",
+            s.warmup_stats_lines, s.idle_gap_lines
+        );
+    }
     if r.restricted {
         t.push_str("; restricted by --since/--until");
     }
@@ -415,7 +411,12 @@ pub fn render_table(r: &FileReport) -> String {
             &mut o,
             "stats",
             &format!(
-                "no stats lines{}",
+                "{}{}",
+                if s.prefill_lines > 0 {
+                    "no Decode lines"
+                } else {
+                    "no stats lines"
+                },
                 if s.warmup_stats_lines > 0 {
                     format!(
                         " ({} warmup stats lines before the ready line)",
