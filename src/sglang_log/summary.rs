@@ -1340,12 +1340,39 @@ decode out of memory happened, #retracted_reqs: 3, #new_token_ratio: 0.5000 -> 0
             corpus.push_str(&line);
             corpus.push('\n');
         }
-        // Pure random bytes, too.
-        for _ in 0..1000 {
+        // Pure random bytes, too: through the owned parser (as text), and raw through the
+        // byte scanner, the JSONL encoder and the streaming summary (invalid UTF-8, NULs and
+        // `\r` included, no lossy conversion on the way in).
+        let mut raw: Vec<u8> = Vec::new();
+        for round in 0..3000 {
             let len = rng.below(200);
-            let bytes: Vec<u8> = (0..len).map(|_| (rng.next() & 0xff) as u8).collect();
+            let mut bytes: Vec<u8> = (0..len).map(|_| (rng.next() & 0xff) as u8).collect();
+            if round % 3 == 0 {
+                // A valid stats line with raw garbage spliced in.
+                let seed = seeds
+                    .get(rng.below(seeds.len()))
+                    .cloned()
+                    .unwrap_or_default()
+                    .into_bytes();
+                let at = rng.below(seed.len() + 1);
+                let mut b = seed;
+                b.splice(at..at, bytes);
+                bytes = b;
+            }
             let line = String::from_utf8_lossy(&bytes).into_owned();
             let _ = parse_line(&line);
+            let _ =
+                crate::sglang_log::jsonl::line_event(&bytes).map(|e| e.to_json(round, Some("f")));
+            let _ = crate::sglang_log::scan::scan_owned(&bytes);
+            raw.extend_from_slice(&bytes);
+            raw.push(if round % 7 == 0 { b'\r' } else { b'\n' });
+        }
+        // A line longer than the reader's buffer, in the middle.
+        raw.extend(std::iter::repeat_n(b'[', READ_CHUNK + 17));
+        raw.extend_from_slice(corpus.as_bytes());
+        for step in [1, 97, READ_CHUNK] {
+            let r = summarize_reader(Trickle { data: &raw, step }, Scope::default());
+            let _ = r.map(|s| (s.summary(), s.tail()));
         }
         let _ = summarize_text(&corpus, None);
         // The streaming path, in odd chunk sizes, with and without a time window.
