@@ -19,6 +19,7 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/sgtune-bench.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 LOG=$TMP/server.log
 
+LOAD_AT_START=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "generating a ${SIZE_MB} MB log in $TMP ..."
 python3 - "$LOG" "$SIZE_MB" <<'PY'
 import random, sys, datetime
@@ -181,7 +182,7 @@ res = {}
 for name in ("sgtune", "grep"):
     t = [float(x) for x in open(f"{tmp}/{name}.times") if x.strip()]
     res[name] = (min(t), statistics.median(t))
-for name, label in (("sgtune", "`sgtune log FILE`"), ("grep", "`grep -E \"throughput|running|queue\" FILE \\| wc -l`")):
+for name, label in (("sgtune", "`sgtune log FILE`"), ("grep", "`grep -E \"throughput\\|running\\|queue\" FILE \\| wc -l`")):
     best, med = res[name]
     print(f"| {label} | {best:.3f} | {med:.3f} | {size / 1e6 / best:,.0f} | {size / 1e6 / med:,.0f} |")
 ratio_best = res["sgtune"][0] / res["grep"][0]
@@ -207,10 +208,11 @@ if [ -z "${NO_DOC:-}" ]; then
         echo
         echo "## \`sgtune log\` against grep (\`scripts/bench-log.sh\`), $(date -u +%Y-%m-%d)"
         echo
-        echo "$(nproc) cores ($CPU), load average $(cut -d' ' -f1-3 /proc/loadavg) at the start;"
+        echo "$(nproc) cores ($CPU), load average $LOAD_AT_START at the start (other jobs may share the machine);"
         echo "a generated $MB MB log ($LINES lines: $(grep -c 'Decode batch' "$LOG") Decode, $(grep -c 'Prefill batch' "$LOG") Prefill,"
         echo "$(grep -c 'INFO:     ' "$LOG") uvicorn lines, plus start-up, retraction and traceback lines), read from the"
-        echo "page cache. $RUNS runs each, timed with $TOOL; \`sgtune log\` is single-threaded."
+        echo "page cache. $RUNS runs each, timed with $TOOL;"
+        echo "\`sgtune log\` is single-threaded."
         echo
         echo "| command | best s | median s | MB/s (best) | MB/s (median) |"
         echo "|---|---|---|---|---|"
