@@ -50,6 +50,7 @@ pub async fn run(cli: Cli) -> i32 {
                 EXIT_BAD_INPUT
             }
         },
+        Command::Log(args) => crate::logcmd::run(args).await,
         Command::Columns => {
             out(&record::columns_markdown());
             EXIT_OK

@@ -1,29 +1,48 @@
 //! ClientSummary + ServerSummary → Verdict: what limited this run, the numbers that show it,
-//! and which way to turn the knobs. First version; the log-intelligence work deepens it.
+//! and which way to turn the knobs. Also the direction after a failure ([`failure_direction`])
+//! and the failure a log ends in ([`log_failure`]).
 
 use crate::metrics::ClientSummary;
+use crate::server::failure::{FailureKind, StartFailure, classify};
 use crate::sglang_log::ServerSummary;
 use serde::Serialize;
 
+/// What limited a run. One list: results.csv, the table, `sgtune log` and the README use it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum VerdictKind {
     /// Running requests plateau below the offered concurrency, a queue, a full KV pool.
     KvCacheBound,
+    /// The KV pool keeps filling up during decode and requests are retracted, often.
+    RetractionChurn,
+    /// Decode runs without CUDA graphs because the batch is larger than the captured sizes.
+    CudaGraphLimited,
     /// A queue while the KV pool has room: a scheduler-side cap.
     QueueWithSpareKv,
     /// The server had room but the client did not keep it busy.
     ClientBound,
-    /// Every offered request was running, no queue.
+    /// Every offered request was running, no queue: compute bound, i.e. healthy.
     ComputeBound,
     /// Not enough evidence (no server stats lines, or no completed request).
     Unknown,
 }
 
 impl VerdictKind {
+    pub const ALL: [VerdictKind; 7] = [
+        VerdictKind::KvCacheBound,
+        VerdictKind::RetractionChurn,
+        VerdictKind::CudaGraphLimited,
+        VerdictKind::QueueWithSpareKv,
+        VerdictKind::ClientBound,
+        VerdictKind::ComputeBound,
+        VerdictKind::Unknown,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             VerdictKind::KvCacheBound => "kv_cache_bound",
+            VerdictKind::RetractionChurn => "retraction_churn",
+            VerdictKind::CudaGraphLimited => "cuda_graph_limited",
             VerdictKind::QueueWithSpareKv => "queue_with_spare_kv",
             VerdictKind::ClientBound => "client_bound",
             VerdictKind::ComputeBound => "compute_bound",
@@ -43,11 +62,27 @@ pub struct Verdict {
 
 /// Share of the offered concurrency below which running requests count as "plateaued".
 const PLATEAU: f64 = 0.9;
-/// Mean queue length that counts as "a persistent queue".
+/// Mean queue length that counts as "a queue".
 const QUEUED: f64 = 0.5;
+/// Share of intervals with a queue that makes it "persistent".
+const PERSISTENT: f64 = 0.5;
 /// Token usage that counts as a full KV pool.
 const KV_FULL: f64 = 0.8;
+/// Token usage below which the pool counts as having room (SGLang's tuning guide).
+const KV_ROOM: f64 = 0.9;
+/// Retractions per minute above which they are churn (upstream: about one a minute is fine).
+const CHURN_PER_MIN: f64 = 1.0;
+/// Fewest retractions that can be churn.
+const CHURN_MIN: u64 = 3;
+/// Share of Decode lines without graphs that makes a run graph-limited.
+const GRAPH_OFF: f64 = 0.5;
+/// Client tok/s over server gen tok/s below which the client is the limit.
+const CLIENT_RATIO: f64 = 0.7;
 
+/// Diagnose one run. `concurrency` 0 means unknown: the offered concurrency is then estimated
+/// from the log (max over intervals of `#running-req` + `#queue-req`, what a closed-loop
+/// client keeps in the server). `tokens_per_request` 0 means unknown: the capacity arithmetic
+/// then shows the tokens reserved per running request instead.
 pub fn diagnose(
     concurrency: u64,
     tokens_per_request: u64,
@@ -60,7 +95,12 @@ pub fn diagnose(
         hint: String::new(),
     };
     let Some(s) = server.filter(|s| s.has_stats()) else {
-        return unknown("no server stats lines in the measured window");
+        return unknown(match server {
+            Some(s) if s.prefill_lines > 0 => {
+                "no Decode lines in the measured window, only Prefill lines (a PD prefill server?)"
+            }
+            _ => "no server stats lines in the measured window",
+        });
     };
     let (Some(run_max), Some(run_mean), Some(q_mean)) =
         (s.running_req_max, s.running_req_mean, s.queue_req_mean)
@@ -68,50 +108,99 @@ pub fn diagnose(
         return unknown("server stats lines lack #running-req/#queue-req");
     };
     let usage_max = s.token_usage_max.unwrap_or(0.0);
-    let offered = concurrency as f64;
-    let ratio = client
+    let (offered, offered_text, offered_known) = if concurrency > 0 {
+        (concurrency, format!("{concurrency} offered"), true)
+    } else {
+        match s.offered_estimate {
+            Some(o) => (
+                o,
+                format!("≈{o} offered (max #running-req + #queue-req)"),
+                false,
+            ),
+            None => (0, "unknown offered".to_string(), false),
+        }
+    };
+    let client_ratio = client
         .and_then(|c| c.output_tok_s)
         .zip(s.gen_throughput_mean)
         .filter(|(_, g)| *g > 0.0)
         .map(|(c, g)| c / g);
-    let ratio_text = ratio
-        .map(|r| format!("; client/server tok/s {:.2}", r))
+    let ratio_text = client_ratio
+        .map(|r| format!("; client/server tok/s {r:.2}"))
         .unwrap_or_default();
+    let share_text = s
+        .queue_nonzero_share
+        .map(|x| format!(" (> 0 in {:.0}% of intervals)", x * 100.0))
+        .unwrap_or_default();
+    let persistent_queue = q_mean > QUEUED && s.queue_nonzero_share.is_none_or(|x| x >= PERSISTENT);
+    let plateau = offered > 0 && (run_max as f64) < PLATEAU * offered as f64;
+    let minutes = s.window.seconds.filter(|x| *x > 0.0).map(|x| x / 60.0);
+    let per_min = minutes.map(|m| s.retractions as f64 / m);
 
-    if (run_max as f64) < PLATEAU * offered
-        && q_mean > QUEUED
-        && (usage_max >= KV_FULL || s.retractions > 0)
-    {
-        let arithmetic = match s.max_total_num_tokens {
-            Some(cap) if tokens_per_request > 0 => format!(
-                "; capacity {cap} tokens ÷ {tokens_per_request} tokens per request ≈ {} requests",
-                cap / tokens_per_request
-            ),
-            _ => String::new(),
+    // Retraction churn: the pool fills during decode again and again.
+    let churn = s.retractions >= CHURN_MIN
+        && match per_min {
+            Some(r) => r > CHURN_PER_MIN,
+            None => s.retractions.saturating_mul(20) >= s.stats_lines as u64,
         };
+    if churn {
+        let rate = match (per_min, s.window.seconds) {
+            (Some(r), Some(secs)) => format!(" in {secs:.0} s ({r:.1}/min)"),
+            _ => format!(" over {} Decode lines", s.stats_lines),
+        };
+        return Verdict {
+            kind: VerdictKind::RetractionChurn,
+            evidence: format!(
+                "{} retractions ({} requests){rate}; token usage max {usage_max:.2}; #running-req max {run_max} of {offered_text}, #queue-req mean {q_mean:.1}{ratio_text}",
+                s.retractions, s.retracted_requests
+            ),
+            hint: "the scheduler admits more than the KV pool holds, then retracts: raise schedule_conservativeness (e.g. 1.3) to admit fewer, or add KV capacity (mem_fraction_static, hicache_size, a smaller kv_cache_dtype)".into(),
+        };
+    }
+
+    if persistent_queue
+        && (usage_max >= KV_FULL || s.retractions > 0)
+        && (plateau || usage_max >= KV_ROOM)
+    {
         return Verdict {
             kind: VerdictKind::KvCacheBound,
             evidence: format!(
-                "#running-req max {run_max} of {concurrency} offered, #queue-req mean {q_mean:.1}, token usage max {usage_max:.2}, retractions {}{arithmetic}{ratio_text}",
-                s.retractions
+                "#running-req max {run_max} of {offered_text}, #queue-req mean {q_mean:.1}{share_text}, token usage max {usage_max:.2}, retractions {}{}{ratio_text}",
+                s.retractions,
+                capacity_arithmetic(s, tokens_per_request, run_max)
             ),
             hint: "more KV capacity: raise mem_fraction_static, enable hierarchical cache (hicache_size), a smaller kv_cache_dtype, or lower the concurrency".into(),
         };
     }
-    if q_mean > QUEUED {
+    if persistent_queue {
+        let cap = s
+            .max_running_requests
+            .map(|m| {
+                if run_max >= m {
+                    format!("; #running-req pinned at max_running_requests {m}")
+                } else {
+                    format!("; max_running_requests {m}")
+                }
+            })
+            .unwrap_or_default();
         return Verdict {
             kind: VerdictKind::QueueWithSpareKv,
             evidence: format!(
-                "#queue-req mean {q_mean:.1} while token usage max is {usage_max:.2}; #running-req max {run_max} of {concurrency}{ratio_text}"
+                "#queue-req mean {q_mean:.1}{share_text} while token usage max is {usage_max:.2}; #running-req max {run_max} of {offered_text}{cap}{ratio_text}"
             ),
-            hint: "a scheduler-side cap: check max_running_requests, lower schedule_conservativeness, chunked_prefill_size".into(),
+            hint: "a scheduler-side limit: check max_running_requests, lower schedule_conservativeness (e.g. 0.3), chunked_prefill_size".into(),
         };
     }
-    if run_mean < PLATEAU * offered || ratio.is_some_and(|r| r < 0.7) {
+    if let Some(v) = graph_limited(s) {
+        return v;
+    }
+    if (offered_known && run_mean < PLATEAU * offered as f64)
+        || client_ratio.is_some_and(|r| r < CLIENT_RATIO)
+    {
         return Verdict {
             kind: VerdictKind::ClientBound,
             evidence: format!(
-                "no queue, #running-req mean {run_mean:.1} of {concurrency} offered, token usage max {usage_max:.2}{ratio_text}"
+                "no queue, #running-req mean {run_mean:.1} of {offered_text}, token usage max {usage_max:.2}{ratio_text}"
             ),
             hint: "the server had room: the client did not keep the offered concurrency busy (check the client machine, or raise the concurrency)".into(),
         };
@@ -119,8 +208,531 @@ pub fn diagnose(
     Verdict {
         kind: VerdictKind::ComputeBound,
         evidence: format!(
-            "#running-req mean {run_mean:.1} of {concurrency} offered, no queue, token usage max {usage_max:.2}{ratio_text}"
+            "#running-req mean {run_mean:.1} of {offered_text}, no queue, token usage max {usage_max:.2}{ratio_text}"
         ),
-        hint: "the KV cache is not the limit: more concurrency, or faster compute (tp_size, cuda graphs)".into(),
+        hint: "healthy: everything offered runs and the KV cache is not the limit; for more throughput raise the concurrency or the compute (tp_size, cuda graphs)".into(),
+    }
+}
+
+/// "capacity 2048 tokens ÷ 320 tokens per request ≈ 6 requests" (or, without the request
+/// size, the tokens the plateau implies per request). Capacity is per DP rank.
+fn capacity_arithmetic(s: &ServerSummary, tokens_per_request: u64, run_max: u64) -> String {
+    let Some(cap) = s.max_total_num_tokens else {
+        return String::new();
+    };
+    let dp = s.dp_ranks.max(1) as u64;
+    let (total, per) = if dp > 1 {
+        (
+            cap.saturating_mul(dp),
+            format!(" × {dp} DP ranks = {}", cap.saturating_mul(dp)),
+        )
+    } else {
+        (cap, String::new())
+    };
+    if let Some(n) = total.checked_div(tokens_per_request) {
+        format!(
+            "; capacity {cap} tokens{per} ÷ {tokens_per_request} tokens per request ≈ {n} requests"
+        )
+    } else if let Some(n) = total.checked_div(run_max) {
+        format!(
+            "; capacity {cap} tokens{per} ÷ plateau {run_max} ≈ {n} tokens held per running request"
+        )
+    } else {
+        String::new()
+    }
+}
+
+/// CUDA-graph limited: a device graph (not the CPU one), not disabled, off in most Decode lines,
+/// and the batch on those lines is above the captured batch size.
+fn graph_limited(s: &ServerSummary) -> Option<Verdict> {
+    let label = s.graph_label.as_deref()?;
+    if label == "cpu graph" || s.graphs_disabled || s.graph_lines == 0 {
+        return None;
+    }
+    let off = s.graph_lines - s.graph_on_lines;
+    let off_share = off as f64 / s.graph_lines as f64;
+    if off_share < GRAPH_OFF {
+        return None;
+    }
+    let off_mean = s.graph_off_running_mean?;
+    let (above, bound) = match s.cuda_graph_max_bs {
+        Some(bs) => (off_mean > bs as f64, format!("captured batch size {bs}")),
+        None => match (s.graph_off_running_min, s.graph_on_running_max) {
+            (Some(lo), Some(hi)) => (
+                lo > hi,
+                format!("#running-req max {hi} on lines with graphs"),
+            ),
+            _ => (false, String::new()),
+        },
+    };
+    if !above {
+        return None;
+    }
+    let target = s.graph_off_running_max.unwrap_or(off_mean.ceil() as u64);
+    Some(Verdict {
+        kind: VerdictKind::CudaGraphLimited,
+        evidence: format!(
+            "{label}: False in {:.0}% of Decode lines; #running-req on those mean {off_mean:.1} (max {target}) > {bound}",
+            off_share * 100.0
+        ),
+        hint: format!(
+            "decode runs without graphs at this batch size: raise cuda_graph_max_bs to about {target} (memory permitting; lower mem_fraction_static a little if capture runs out), or cap max_running_requests at the captured size"
+        ),
+    })
+}
+
+/// Which way to turn the knobs after a failure of `kind` whose decisive line is `message`.
+pub fn failure_direction(kind: FailureKind, message: &str) -> String {
+    let m = message.trim();
+    let lower = m.to_ascii_lowercase();
+    if m.contains("Not enough host memory") {
+        return "the hierarchical cache's host pool does not fit in RAM: lower hicache_size (GB per rank) or hicache_ratio".into();
+    }
+    if m.contains("Not enough memory") || m.contains("Not enought memory") {
+        let current = lower
+            .split("mem_fraction_static=")
+            .nth(1)
+            .and_then(|r| r.split(|c: char| !(c.is_ascii_digit() || c == '.')).next())
+            .filter(|v| !v.is_empty())
+            .map(|v| format!(" (now {v})"))
+            .unwrap_or_default();
+        return format!(
+            "no room for the KV pool after the weights: raise mem_fraction_static{current}, or shard the model over more GPUs (tp_size)"
+        );
+    }
+    if lower.contains("capture cuda graph failed") || lower.contains("capture cpu graph failed") {
+        return "graph capture ran out of memory: lower cuda_graph_max_bs (e.g. 16) or mem_fraction_static".into();
+    }
+    if m.contains("CUDA out of memory") || m.contains("OutOfMemoryError") {
+        return "too little memory left for activations: lower mem_fraction_static, or chunked_prefill_size / cuda_graph_max_bs".into();
+    }
+    if m.contains("Try to lower your batch size")
+        || m.contains("No space left for only one request")
+    {
+        return "the KV pool ran out while serving: more KV capacity (mem_fraction_static, hicache_size, kv_cache_dtype) or a lower max_running_requests".into();
+    }
+    const PLATFORM: [&str; 7] = [
+        "requires intel amx",
+        "not supported on cpu",
+        "not supported on current platform",
+        "not supported on this platform",
+        "found no nvidia driver",
+        "no module named",
+        "cannot detect cuda",
+    ];
+    if PLATFORM.iter().any(|p| lower.contains(p)) {
+        return format!(
+            "a platform limit, not a tuning problem ({m}): this configuration cannot run on this machine; drop it from the sweep"
+        );
+    }
+    if lower.contains("mutually exclusive") {
+        return format!("conflicting flags ({m}): use only one of them");
+    }
+    if kind == FailureKind::BadFlag || lower.contains(": error: ") {
+        return argparse_direction(m);
+    }
+    match kind {
+        FailureKind::Crashed if lower.contains("signal 9") => {
+            "killed by SIGKILL: often the OS OOM killer (check `dmesg -T | grep -i oom`); lower mem_fraction_static or hicache_size".into()
+        }
+        FailureKind::ReadyTimeout => {
+            "not ready in time: raise server.ready_timeout_s, or look at the last log line".into()
+        }
+        FailureKind::LaunchError => "check server.command (the program) and server.port".into(),
+        FailureKind::LoadFailed => {
+            "the server died or failed every request under load: see its log tail".into()
+        }
+        FailureKind::Interrupted => String::new(),
+        _ => "see the message and the log tail".into(),
+    }
+}
+
+/// The flag and what it accepts, from an argparse error line.
+fn argparse_direction(m: &str) -> String {
+    let msg = m.split_once(": error: ").map_or(m, |(_, r)| r).trim();
+    if let Some(rest) = msg.strip_prefix("unrecognized arguments:") {
+        return format!(
+            "SGLang does not know {}: check the spelling and whether this SGLang version has the flag",
+            rest.trim()
+        );
+    }
+    if let Some(rest) = msg.strip_prefix("argument ") {
+        let (flag, what) = rest.split_once(": ").unwrap_or((rest, ""));
+        let flag = flag.split('/').next().unwrap_or(flag).trim();
+        if let Some(r) = what.strip_prefix("invalid choice: ") {
+            let (value, choices) = r.split_once(" (choose from ").unwrap_or((r, ""));
+            let choices = choices.trim_end_matches(')').replace('\'', "");
+            return if choices.is_empty() {
+                format!("{flag} does not accept {value}")
+            } else {
+                format!("{flag} does not accept {value}; allowed: {choices}")
+            };
+        }
+        if let Some(r) = what.strip_prefix("invalid ") {
+            // `invalid float value: 'abc'`
+            let (ty, value) = r.split_once(" value: ").unwrap_or((r, ""));
+            return format!("{flag} needs a {ty} value, got {value}");
+        }
+        if what.starts_with("expected") {
+            return format!("{flag}: {what}");
+        }
+        return format!("{flag}: {what}");
+    }
+    if let Some(r) = msg.strip_prefix("the following arguments are required:") {
+        return format!("required flags missing: {}", r.trim());
+    }
+    format!("SGLang rejected the command line: {msg}")
+}
+
+/// Markers of a server that died after it was ready.
+const DIED: [&str; 5] = [
+    "Received sigquit",
+    "scheduler died",
+    "scheduler is dead",
+    "Try to lower your batch size",
+    "No space left for only one request",
+];
+
+/// The failure a log ends in, from its last lines (oldest first): an argparse error, an
+/// out-of-memory or an exception before the ready line, or a server that died after it.
+/// None when the log shows no failure (a clean run, a cut-off log, an old version that never
+/// printed the ready line).
+pub fn log_failure(tail: &[String], ready_seen: bool) -> Option<StartFailure> {
+    let usage = tail.iter().any(|l| l.trim_start().starts_with("usage: "));
+    if let (true, Some(i)) = (usage, tail.iter().rposition(|l| l.contains(": error: "))) {
+        let from = i.saturating_sub(3);
+        return Some(StartFailure {
+            kind: FailureKind::BadFlag,
+            message: tail
+                .get(i)
+                .map(|l| l.trim().to_string())
+                .unwrap_or_default(),
+            evidence: tail
+                .get(from..=i)
+                .map(<[String]>::to_vec)
+                .unwrap_or_default(),
+        });
+    }
+    let died = tail.iter().any(|l| DIED.iter().any(|d| l.contains(d)));
+    if ready_seen && !died {
+        return None;
+    }
+    let f = classify(None, tail, false);
+    match f.kind {
+        FailureKind::Oom | FailureKind::StartupError => Some(f),
+        _ if ready_seen => Some(StartFailure {
+            kind: FailureKind::Crashed,
+            ..f
+        }),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sglang_log::WindowSpan;
+
+    fn server() -> ServerSummary {
+        ServerSummary {
+            stats_lines: 100,
+            intervals: 100,
+            running_req_mean: Some(32.0),
+            running_req_max: Some(32),
+            queue_req_mean: Some(0.0),
+            queue_req_max: Some(0),
+            queue_nonzero_share: Some(0.0),
+            token_usage_max: Some(0.3),
+            gen_throughput_mean: Some(1000.0),
+            offered_estimate: Some(32),
+            max_total_num_tokens: Some(32768),
+            window: WindowSpan {
+                seconds: Some(60.0),
+                ..WindowSpan::default()
+            },
+            ..ServerSummary::default()
+        }
+    }
+
+    #[test]
+    fn verdict_names_are_one_list() {
+        let names: Vec<&str> = VerdictKind::ALL.iter().map(|k| k.as_str()).collect();
+        assert_eq!(names.len(), 7);
+        let columns = crate::record::columns_markdown();
+        for k in VerdictKind::ALL {
+            let json = serde_json::to_string(&k).unwrap_or_default();
+            assert_eq!(json, format!("\"{}\"", k.as_str()));
+            assert!(columns.contains(&format!("`{}`", k.as_str())), "{k:?}");
+        }
+    }
+
+    #[test]
+    fn healthy_and_client_bound() {
+        let s = server();
+        assert_eq!(
+            diagnose(32, 320, None, Some(&s)).kind,
+            VerdictKind::ComputeBound
+        );
+        // Unknown concurrency: estimated from the log.
+        let v = diagnose(0, 0, None, Some(&s));
+        assert_eq!(v.kind, VerdictKind::ComputeBound);
+        assert!(v.evidence.contains("≈32 offered"), "{}", v.evidence);
+        // Offered 64 but only 32 running, no queue: the client did not keep up.
+        assert_eq!(
+            diagnose(64, 320, None, Some(&s)).kind,
+            VerdictKind::ClientBound
+        );
+        // Client tok/s far below the server's.
+        let c = ClientSummary {
+            output_tok_s: Some(500.0),
+            ..ClientSummary::default()
+        };
+        let v = diagnose(32, 320, Some(&c), Some(&s));
+        assert_eq!(v.kind, VerdictKind::ClientBound);
+        assert!(
+            v.evidence.contains("client/server tok/s 0.50"),
+            "{}",
+            v.evidence
+        );
+        assert_eq!(diagnose(32, 320, None, None).kind, VerdictKind::Unknown);
+    }
+
+    #[test]
+    fn kv_bound_with_arithmetic_and_spare_kv() {
+        let s = ServerSummary {
+            running_req_max: Some(6),
+            running_req_mean: Some(5.9),
+            queue_req_mean: Some(18.8),
+            queue_req_max: Some(26),
+            queue_nonzero_share: Some(0.93),
+            token_usage_max: Some(0.93),
+            offered_estimate: Some(32),
+            max_total_num_tokens: Some(2048),
+            ..server()
+        };
+        let v = diagnose(32, 320, None, Some(&s));
+        assert_eq!(v.kind, VerdictKind::KvCacheBound);
+        assert!(
+            v.evidence
+                .contains("capacity 2048 tokens ÷ 320 tokens per request ≈ 6 requests"),
+            "{}",
+            v.evidence
+        );
+        let v = diagnose(0, 0, None, Some(&s));
+        assert_eq!(v.kind, VerdictKind::KvCacheBound);
+        assert!(
+            v.evidence.contains("÷ plateau 6 ≈ 341 tokens"),
+            "{}",
+            v.evidence
+        );
+        // DP attention: capacity is per rank.
+        let dp = ServerSummary {
+            dp_ranks: 2,
+            ..s.clone()
+        };
+        assert!(
+            diagnose(32, 320, None, Some(&dp))
+                .evidence
+                .contains("× 2 DP ranks = 4096 ÷ 320 tokens per request ≈ 12")
+        );
+        // A queue with room in the pool.
+        let spare = ServerSummary {
+            token_usage_max: Some(0.4),
+            max_running_requests: Some(6),
+            ..s.clone()
+        };
+        let v = diagnose(32, 320, None, Some(&spare));
+        assert_eq!(v.kind, VerdictKind::QueueWithSpareKv);
+        assert!(v.evidence.contains("pinned at max_running_requests 6"));
+        // A short burst of queue is not persistent.
+        let burst = ServerSummary {
+            queue_nonzero_share: Some(0.1),
+            running_req_max: Some(32),
+            running_req_mean: Some(31.0),
+            ..s
+        };
+        assert_eq!(
+            diagnose(32, 320, None, Some(&burst)).kind,
+            VerdictKind::ComputeBound
+        );
+    }
+
+    #[test]
+    fn retraction_churn() {
+        let s = ServerSummary {
+            retractions: 12,
+            retracted_requests: 20,
+            token_usage_max: Some(0.99),
+            ..server()
+        };
+        let v = diagnose(32, 320, None, Some(&s));
+        assert_eq!(v.kind, VerdictKind::RetractionChurn);
+        assert!(
+            v.evidence
+                .contains("12 retractions (20 requests) in 60 s (12.0/min)")
+        );
+        assert!(v.hint.contains("schedule_conservativeness"));
+        // One a minute is fine.
+        let calm = ServerSummary {
+            retractions: 1,
+            ..s
+        };
+        assert_ne!(
+            diagnose(32, 320, None, Some(&calm)).kind,
+            VerdictKind::RetractionChurn
+        );
+    }
+
+    #[test]
+    fn cuda_graph_limited_only_for_device_graphs() {
+        let s = ServerSummary {
+            running_req_max: Some(200),
+            running_req_mean: Some(190.0),
+            offered_estimate: Some(200),
+            graph_label: Some("cuda graph".into()),
+            graph_lines: 100,
+            graph_on_lines: 10,
+            graph_on_running_max: Some(160),
+            graph_off_running_min: Some(170),
+            graph_off_running_mean: Some(190.0),
+            graph_off_running_max: Some(200),
+            cuda_graph_max_bs: Some(160),
+            ..server()
+        };
+        let v = diagnose(200, 0, None, Some(&s));
+        assert_eq!(v.kind, VerdictKind::CudaGraphLimited);
+        assert!(
+            v.evidence.contains("> captured batch size 160"),
+            "{}",
+            v.evidence
+        );
+        assert!(v.hint.contains("cuda_graph_max_bs to about 200"));
+        // Without the captured size: compared with the lines that had graphs.
+        let no_bs = ServerSummary {
+            cuda_graph_max_bs: None,
+            ..s.clone()
+        };
+        assert_eq!(
+            diagnose(200, 0, None, Some(&no_bs)).kind,
+            VerdictKind::CudaGraphLimited
+        );
+        // CPU graphs, or graphs disabled: not applicable.
+        for other in [
+            ServerSummary {
+                graph_label: Some("cpu graph".into()),
+                ..s.clone()
+            },
+            ServerSummary {
+                graphs_disabled: true,
+                ..s.clone()
+            },
+        ] {
+            assert_eq!(
+                diagnose(200, 0, None, Some(&other)).kind,
+                VerdictKind::ComputeBound
+            );
+        }
+    }
+
+    #[test]
+    fn directions_for_failures() {
+        let d = |k, m: &str| failure_direction(k, m);
+        assert!(
+            d(
+                FailureKind::Oom,
+                "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static=0.84"
+            )
+            .contains("raise mem_fraction_static (now 0.84)")
+        );
+        assert!(
+            d(
+                FailureKind::Oom,
+                "Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate 448.00 MiB."
+            )
+            .contains("lower cuda_graph_max_bs")
+        );
+        assert!(
+            d(
+                FailureKind::Oom,
+                "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+            )
+            .contains("chunked_prefill_size")
+        );
+        assert!(
+            d(
+                FailureKind::Oom,
+                "ValueError: Not enough host memory available. Requesting 48 GB but only have 20 GB free."
+            )
+            .contains("lower hicache_size")
+        );
+        assert_eq!(
+            d(
+                FailureKind::BadFlag,
+                "sglang serve: error: argument --kv-cache-dtype: invalid choice: 'fp9' (choose from 'auto', 'fp8_e5m2', 'fp8_e4m3', 'bf16', 'bfloat16', 'fp4_e2m1')"
+            ),
+            "--kv-cache-dtype does not accept 'fp9'; allowed: auto, fp8_e5m2, fp8_e4m3, bf16, bfloat16, fp4_e2m1"
+        );
+        assert_eq!(
+            d(
+                FailureKind::BadFlag,
+                "sglang serve: error: argument --mem-fraction-static: invalid float value: 'abc'"
+            ),
+            "--mem-fraction-static needs a float value, got 'abc'"
+        );
+        assert!(
+            d(
+                FailureKind::BadFlag,
+                "launch_server.py: error: unrecognized arguments: --no-such-flag 1"
+            )
+            .starts_with("SGLang does not know --no-such-flag 1")
+        );
+        let p = d(
+            FailureKind::StartupError,
+            "ValueError: CPU FP8 KV cache requires Intel AMX support.",
+        );
+        assert!(p.starts_with("a platform limit"), "{p}");
+        assert!(p.contains("CPU FP8 KV cache requires Intel AMX support."));
+        assert!(
+            d(
+                FailureKind::Crashed,
+                "killed by signal 9 (SIGKILL) before ready"
+            )
+            .contains("OOM killer")
+        );
+    }
+
+    #[test]
+    fn failures_from_a_log_tail() {
+        let lines = |s: &str| s.lines().map(String::from).collect::<Vec<_>>();
+        let bad = lines(
+            "usage: sglang serve [-h] --model-path MODEL_PATH\nsglang serve: error: unrecognized arguments: --no-such-flag 1",
+        );
+        let f = log_failure(&bad, false).map(|f| (f.kind, f.message));
+        assert_eq!(
+            f,
+            Some((
+                FailureKind::BadFlag,
+                "sglang serve: error: unrecognized arguments: --no-such-flag 1".to_string()
+            ))
+        );
+        let fp8 = lines(
+            "[t] Scheduler hit an exception: Traceback (most recent call last):\n  File \"x\", line 1\nValueError: CPU FP8 KV cache requires Intel AMX support.\n\n[t] Received sigquit from a child process. It usually means the child failed.",
+        );
+        let f = log_failure(&fp8, false);
+        assert_eq!(f.as_ref().map(|f| f.kind), Some(FailureKind::StartupError));
+        // A clean shutdown after ready is no failure; a cut-off start-up without an error neither.
+        let clean = lines(
+            "[t] SIGTERM received. Draining requests and shutting down...\n[t] Gracefully exiting...",
+        );
+        assert_eq!(log_failure(&clean, true), None);
+        assert_eq!(log_failure(&lines("[t] Load weight begin."), false), None);
+        // Died after ready.
+        let died = lines(
+            "RuntimeError: Decode out of memory. Try to lower your batch size.\n[t] Received sigquit from a child process.",
+        );
+        assert_eq!(
+            log_failure(&died, true).map(|f| f.kind),
+            Some(FailureKind::StartupError)
+        );
     }
 }

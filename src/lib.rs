@@ -14,6 +14,7 @@ pub mod flags;
 pub mod gpu;
 pub mod load;
 pub mod loadcmd;
+pub mod logcmd;
 pub mod metrics;
 pub mod progress;
 pub mod provenance;

@@ -200,7 +200,7 @@ pub fn trailing() -> Vec<Column> {
         Column { name: "kv_cache_gb", doc: "KV cache size, K + V (GB)", get: |r| f(server(r, |s| s.kv_cache_gb)) },
         Column { name: "retractions", doc: "KV-pool-full retraction events in the window", get: |r| u(r.server.as_ref().map(|s| s.retractions)) },
         Column { name: "time_to_ready_s", doc: "Launch → ready line and HTTP answer (s)", get: |r| f(r.time_to_ready_s) },
-        Column { name: "verdict", doc: "What limited the run: `kv_cache_bound`, `queue_with_spare_kv`, `client_bound`, `compute_bound`, `unknown`", get: |r| r.verdict.as_ref().map(|v| v.kind.as_str().to_string()).unwrap_or_default() },
+        Column { name: "verdict", doc: "What limited the run: `kv_cache_bound`, `retraction_churn`, `cuda_graph_limited`, `queue_with_spare_kv`, `client_bound`, `compute_bound`, `unknown`", get: |r| r.verdict.as_ref().map(|v| v.kind.as_str().to_string()).unwrap_or_default() },
         Column { name: "verdict_evidence", doc: "The numbers behind the verdict", get: |r| r.verdict.as_ref().map(|v| v.evidence.clone()).unwrap_or_default() },
         Column { name: "notes", doc: "Warnings that are not failures, `; `-separated (e.g. a GPU not back to its baseline memory)", get: |r| r.notes.join("; ") },
         Column { name: "started_at", doc: "UTC start of the run (RFC 3339)", get: |r| r.started_at.clone() },

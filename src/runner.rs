@@ -416,25 +416,22 @@ pub async fn run_launch(
         notes.push(format!("server.log is incomplete: {e}"));
     }
 
-    let log_text = if loads.is_empty() {
-        String::new()
-    } else {
-        std::fs::read(&log_path)
-            .map(|b| String::from_utf8_lossy(&b).into_owned())
-            .unwrap_or_default()
-    };
     let mut died_at: Option<String> = None;
     for (m, l) in &loads {
         let mut record = new_record(ctx, run, *m);
         record.time_to_ready_s = time_to_ready;
         record.notes = notes.clone();
-        let server = sglang_log::summarize_text(
-            &log_text,
-            l.window.map(|(start_line, end_line)| LogWindow {
+        // Streamed from the file: constant memory whatever the log's size.
+        let scope = sglang_log::Scope {
+            lines: l.window.map(|(start_line, end_line)| LogWindow {
                 start_line,
                 end_line,
             }),
-        );
+            ..Default::default()
+        };
+        let server = sglang_log::summarize_file(&log_path, scope)
+            .map(|s| s.summary())
+            .unwrap_or_default();
         let w = &spec.workload;
         record.verdict = Some(diagnose::diagnose(
             m.concurrency,

@@ -202,8 +202,13 @@ pub fn render(rows: &[Row], param_keys: &[String]) -> String {
     if !failures.is_empty() {
         out.push_str("\nFailures:\n");
         for r in failures {
+            let direction = crate::server::failure::FailureKind::parse(r.get("failure_kind"))
+                .map(|k| crate::diagnose::failure_direction(k, r.get("failure_message")))
+                .filter(|d| !d.is_empty())
+                .map(|d| format!("\n  → {d}"))
+                .unwrap_or_default();
             out.push_str(&format!(
-                "- {} (concurrency {}, repeat {}) [{}]: {}\n",
+                "- {} (concurrency {}, repeat {}) [{}]: {}{direction}\n",
                 r.get("run_name"),
                 r.get("concurrency"),
                 r.get("repeat"),

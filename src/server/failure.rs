@@ -26,6 +26,22 @@ pub enum FailureKind {
 }
 
 impl FailureKind {
+    pub const ALL: [FailureKind; 8] = [
+        FailureKind::Oom,
+        FailureKind::BadFlag,
+        FailureKind::StartupError,
+        FailureKind::Crashed,
+        FailureKind::ReadyTimeout,
+        FailureKind::LoadFailed,
+        FailureKind::LaunchError,
+        FailureKind::Interrupted,
+    ];
+
+    /// The kind named by `as_str` (results.csv `failure_kind`).
+    pub fn parse(s: &str) -> Option<FailureKind> {
+        Self::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             FailureKind::Oom => "oom",

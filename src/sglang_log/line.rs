@@ -7,6 +7,11 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::scan::{
+    parse_bool_bytes, parse_f64_bytes, parse_i64_bytes, parse_prefix_bytes, parse_u64_bytes,
+    scan_owned, visit_fields,
+};
+
 /// One parsed log line of interest. Lines that are not interesting give None.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum LogEvent {
@@ -29,6 +34,13 @@ pub enum LogEvent {
     /// `Using KV cache dtype: X` (printed before 2026-05, when `KV Cache is allocated` had no
     /// dtype).
     KvCacheDtype(String),
+    /// `Capture cuda graph bs [1, 2, 4, ...]`: the largest captured batch size.
+    GraphBatchSizes { max_bs: u64 },
+    /// `Cuda graph is disabled because ...` (e.g. the torch-native backend on CPU).
+    GraphsDisabled,
+    /// A Python exception line (`ValueError: ...`) or an argparse error
+    /// (`sglang serve: error: ...`), trimmed.
+    Error(String),
 }
 
 /// Kind of a stats line.
@@ -175,13 +187,7 @@ pub struct Retraction {
     pub retracted_reqs: u64,
 }
 
-const READY_MARKER: &str = "The server is fired up and ready to roll";
-const STATS_MARKERS: [(&str, StatsKind); 4] = [
-    ("Decode batch", StatsKind::Decode),
-    ("Prefill batch", StatsKind::Prefill),
-    ("Prefil batch", StatsKind::Prefill),
-    ("new fill batch", StatsKind::Prefill),
-];
+pub(crate) const READY_MARKER: &str = "The server is fired up and ready to roll";
 const RETRACT_MARKERS: [&str; 3] = [
     "KV cache pool is full. Retract requests",
     "Decode out of memory happened",
@@ -189,19 +195,16 @@ const RETRACT_MARKERS: [&str; 3] = [
 ];
 
 /// Parse one log line. Returns None for lines of no interest (and never panics).
+///
+/// The work is done by [`super::scan::scan`] on bytes; this owned form is for callers that
+/// keep events. The streaming summary uses the borrowed form directly.
 pub fn parse_line(line: &str) -> Option<LogEvent> {
-    if line.contains(READY_MARKER) {
-        return Some(LogEvent::Ready);
-    }
-    if let Some(pos) = line.find("server_args=") {
-        let args = parse_server_args(line.get(pos + "server_args=".len()..).unwrap_or(""));
-        if !args.is_empty() {
-            return Some(LogEvent::ServerArgs(args));
-        }
-    }
-    if let Some(stats) = parse_stats(line) {
-        return Some(LogEvent::Stats(stats));
-    }
+    scan_owned(line.as_bytes())
+}
+
+/// Lines that are neither ready, server_args nor stats: capacity, KV alloc, hierarchical
+/// cache, retraction, KV dtype, graph capture, errors. Checked in this order.
+pub(crate) fn parse_other(line: &str) -> Option<LogEvent> {
     if let Some(pos) = line.find("max_total_num_tokens=") {
         return Some(LogEvent::Capacity(parse_capacity(
             line.get(pos..).unwrap_or(""),
@@ -228,264 +231,45 @@ pub fn parse_line(line: &str) -> Option<LogEvent> {
             return Some(LogEvent::KvCacheDtype(d));
         }
     }
-    None
-}
-
-// ---------------------------------------------------------------------------------------------
-// Stats lines
-
-/// Where a stats marker starts, its kind, and the byte offset right after the marker.
-fn find_stats_marker(line: &str) -> Option<(StatsKind, usize, usize)> {
-    let mut best: Option<(StatsKind, usize, usize)> = None;
-    for (marker, kind) in STATS_MARKERS {
-        for (pos, _) in line.match_indices(marker) {
-            let end = pos + marker.len();
-            let after = line.get(end..).unwrap_or("");
-            let ok = after.is_empty()
-                || after.starts_with(['.', ',', '(', ':'])
-                || after.starts_with(" [");
-            if ok {
-                if best.is_none_or(|(_, p, _)| pos < p) {
-                    best = Some((kind, pos, end));
-                }
-                break;
-            }
+    if let Some((_, rest)) = line.split_once(" graph bs [") {
+        // `Capture cuda graph bs [1, 2, 4, ...]` (possibly cut off).
+        let list = rest.split(']').next().unwrap_or("");
+        if let Some(max_bs) = list.split(',').filter_map(parse_u64).max() {
+            return Some(LogEvent::GraphBatchSizes { max_bs });
         }
     }
-    if best.is_some() {
-        return best;
+    if line.to_ascii_lowercase().contains("cuda graph is disabled") {
+        return Some(LogEvent::GraphsDisabled);
     }
-    // v0.1 (before "Decode batch" existed): a bare `#running-req: N, #token: ...` line.
-    let pos = line.find("#running-req:")?;
-    let rest = line.get(pos..).unwrap_or("");
-    if rest.contains("token usage") || rest.contains("#token:") {
-        Some((StatsKind::Decode, pos, pos))
-    } else {
-        None
-    }
+    error_message(line).map(LogEvent::Error)
 }
 
-fn parse_stats(line: &str) -> Option<StatsLine> {
-    let (kind, marker_pos, region_start) = find_stats_marker(line)?;
-    let (ts, ranks) = parse_prefix(line.get(..marker_pos).unwrap_or(""));
-    let mut rest = line.get(region_start..).unwrap_or("");
-    let mut fields = Vec::new();
-    // ` [N]` forward-iteration tag (v0.5.4, or SGLANG_LOG_FORWARD_ITERS).
-    if let Some(r) = rest.strip_prefix(" [") {
-        rest = match r.split_once(']') {
-            Some((_, after)) => after,
-            None => "",
-        };
+/// A Python exception line (`ValueError: ...`, `torch.OutOfMemoryError: ...`,
+/// `Exception: ...`) or an argparse error (`sglang serve: error: ...`), trimmed.
+fn error_message(line: &str) -> Option<String> {
+    let l = line.trim();
+    if let Some((head, _)) = l.split_once(": ") {
+        if !head.contains(' ')
+            && (head.ends_with("Error") || head.ends_with("Exception"))
+            && head.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+        {
+            return Some(l.to_string());
+        }
     }
-    // `Prefill batch(mixed #running-req: N). ...` (--enable-mixed-chunk, 2024-08 .. 2024-11).
-    if let Some(r) = rest.strip_prefix('(') {
-        let (inner, after) = r.split_once(')').unwrap_or((r, ""));
-        let inner = inner.trim();
-        let inner = inner.strip_prefix("mixed").unwrap_or(inner);
-        fields.extend(split_fields(inner));
-        rest = after;
-    }
-    fields.extend(split_fields(rest));
-
-    let u = |keys: &[&str]| lookup(&fields, keys).and_then(parse_u64);
-    let f = |keys: &[&str]| lookup(&fields, keys).and_then(parse_f64);
-    let graph = fields
-        .iter()
-        .find(|(k, _)| is_graph_key(k))
-        .and_then(|(_, v)| parse_bool(v));
-    Some(StatsLine {
-        kind,
-        ts,
-        ranks,
-        running_req: u(&["#running-req"]),
-        queue_req: u(&["#queue-req", "#remaining-req"]),
-        token_usage: f(&["token usage"]).or_else(|| f(&["full token usage"])),
-        num_tokens: u(&["#token"]).or_else(|| u(&["#full token"])),
-        gen_throughput: f(&["gen throughput (token/s)"]),
-        input_throughput: f(&["input throughput (token/s)"]),
-        new_seq: u(&["#new-seq", "#seq"]),
-        new_token: u(&["#new-token"]),
-        cached_token: u(&["#cached-token"]),
-        graph,
-        fields,
-    })
-}
-
-/// `cuda graph`, `cpu graph`, `npu graph`, `musa graph` (any single word + ` graph`).
-fn is_graph_key(k: &str) -> bool {
-    k.trim()
-        .strip_suffix(" graph")
-        .is_some_and(|w| !w.is_empty() && w.bytes().all(|b| b.is_ascii_alphabetic()))
+    let (prog, _) = l.split_once(": error: ")?;
+    (!prog.is_empty() && !prog.contains('[')).then(|| l.to_string())
 }
 
 // ---------------------------------------------------------------------------------------------
-// Prefix: `[YYYY-MM-DD HH:MM:SS(.mmm)? RANKS]`, `[HH:MM:SS TP0]`, `[gpu_id=N]`, `[gpu=N]`, or a
-// bare `YYYY-MM-DD HH:MM:SS` (SGLang run under another logging config).
+// Prefix
 
 /// Find the timestamp and rank tags in `text` (normally the part of a line before its
 /// marker). The last bracketed timestamp wins (the one closest to the message); a bare
 /// `YYYY-MM-DD HH:MM:SS` is used only when there is no bracketed one. `[gpu_id=N]`/`[gpu=N]`
 /// tags are appended to the ranks.
 pub fn parse_prefix(text: &str) -> (Option<Timestamp>, Vec<(String, u32)>) {
-    let b = text.as_bytes();
-    let mut best: Option<(Timestamp, Vec<(String, u32)>)> = None;
-    for (i, &c) in b.iter().enumerate() {
-        if c == b'[' {
-            if let Some(found) = parse_bracket(b, i + 1) {
-                best = Some(found);
-            }
-        }
-    }
-    let (mut ts, mut ranks) = match best {
-        Some((t, r)) => (Some(t), r),
-        None => (None, Vec::new()),
-    };
-    if ts.is_none() {
-        for i in 0..b.len() {
-            if let Some((t, _)) = parse_datetime(b, i, true) {
-                ts = Some(t);
-            }
-        }
-    }
-    for (tag, name) in [("[gpu_id=", "gpu_id"), ("[gpu=", "gpu")] {
-        if let Some(n) = text.rfind(tag).and_then(|p| {
-            let rest = text.get(p + tag.len()..)?;
-            let (num, _) = rest.split_once(']')?;
-            num.trim().parse::<u32>().ok()
-        }) {
-            ranks.push((name.to_string(), n));
-        }
-    }
-    (ts, ranks)
-}
-
-/// Exactly `n` ASCII digits at `b[j..]`.
-fn digits(b: &[u8], j: usize, n: usize) -> Option<u32> {
-    let mut v: u32 = 0;
-    for k in 0..n {
-        let c = *b.get(j + k)?;
-        if !c.is_ascii_digit() {
-            return None;
-        }
-        v = v * 10 + u32::from(c - b'0');
-    }
-    Some(v)
-}
-
-/// `[YYYY-MM-DD ]HH:MM:SS[.fff]` at `b[j..]` (date required when `need_date`). Returns the
-/// timestamp and the offset after it.
-fn parse_datetime(b: &[u8], j: usize, need_date: bool) -> Option<(Timestamp, usize)> {
-    let mut j = j;
-    let mut date = None;
-    if let (Some(y), Some(b'-'), Some(mo), Some(b'-'), Some(d), Some(b' ')) = (
-        digits(b, j, 4),
-        b.get(j + 4),
-        digits(b, j + 5, 2),
-        b.get(j + 7),
-        digits(b, j + 8, 2),
-        b.get(j + 10),
-    ) {
-        if !(1..=12).contains(&mo) || !(1..=31).contains(&d) {
-            return None;
-        }
-        date = Some((i32::try_from(y).ok()?, mo, d));
-        j += 11;
-    } else if need_date {
-        return None;
-    }
-    let (h, m, s) = match (
-        digits(b, j, 2),
-        b.get(j + 2),
-        digits(b, j + 3, 2),
-        b.get(j + 5),
-        digits(b, j + 6, 2),
-    ) {
-        (Some(h), Some(b':'), Some(m), Some(b':'), Some(s)) => (h, m, s),
-        _ => return None,
-    };
-    if h > 23 || m > 59 || s > 60 {
-        return None;
-    }
-    j += 8;
-    let mut secs = f64::from(h * 3600 + m * 60 + s);
-    if let Some(b'.' | b',') = b.get(j) {
-        let mut frac = 0.0;
-        let mut scale = 0.1;
-        let mut k = j + 1;
-        while let Some(c) = b.get(k).filter(|c| c.is_ascii_digit()) {
-            if k - j <= 6 {
-                frac += f64::from(c - b'0') * scale;
-                scale /= 10.0;
-            }
-            k += 1;
-        }
-        if k > j + 1 {
-            secs += frac;
-            j = k;
-        }
-    }
-    // Reject a longer digit run such as `12:34:567`.
-    if b.get(j).is_some_and(|c| c.is_ascii_digit()) {
-        return None;
-    }
-    Some((
-        Timestamp {
-            date,
-            secs_of_day: secs,
-        },
-        j,
-    ))
-}
-
-/// Inside `[`: a timestamp then space-separated tokens up to `]`. Tokens like `DP3`, `TP0`,
-/// `ATTN_CP1`, `MOE_DP2` become ranks; other tokens are ignored.
-fn parse_bracket(b: &[u8], j: usize) -> Option<(Timestamp, Vec<(String, u32)>)> {
-    let (ts, mut j) = parse_datetime(b, j, false)?;
-    // The time must end the first token (rejects tqdm's `[10:02:03<00:00, 1.2it/s]`).
-    if !matches!(b.get(j), Some(b' ' | b']')) {
-        return None;
-    }
-    let mut ranks = Vec::new();
-    let limit = j + 200;
-    loop {
-        match *b.get(j)? {
-            b']' => return Some((ts, ranks)),
-            b' ' => j += 1,
-            _ => {
-                let start = j;
-                while let Some(&c) = b.get(j) {
-                    if c == b' ' || c == b']' || c == b'[' {
-                        break;
-                    }
-                    j += 1;
-                }
-                if b.get(j) == Some(&b'[') {
-                    return None;
-                }
-                if let Some(r) = b.get(start..j).and_then(parse_rank_token) {
-                    ranks.push(r);
-                }
-            }
-        }
-        if j > limit {
-            return None;
-        }
-    }
-}
-
-/// `[A-Z_]+[0-9]+` → (letters, number).
-fn parse_rank_token(tok: &[u8]) -> Option<(String, u32)> {
-    let split = tok.iter().position(|c| c.is_ascii_digit())?;
-    let (name, num) = tok.split_at(split);
-    if name.is_empty()
-        || !name.iter().all(|c| c.is_ascii_uppercase() || *c == b'_')
-        || !num.iter().all(u8::is_ascii_digit)
-    {
-        return None;
-    }
-    let name = std::str::from_utf8(name).ok()?;
-    let num = std::str::from_utf8(num).ok()?.parse::<u32>().ok()?;
-    Some((name.to_string(), num))
+    let p = parse_prefix_bytes(text.as_bytes());
+    (p.ts, p.ranks.to_owned_vec())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -505,85 +289,24 @@ fn norm_key(k: &str) -> String {
         .collect()
 }
 
-fn clean_key(k: &str) -> String {
-    k.trim_matches(|c: char| c.is_whitespace() || matches!(c, '.' | ',' | ';'))
-        .to_string()
-}
-
 fn clean_val(v: &str) -> String {
     v.trim()
         .trim_end_matches(|c: char| c.is_whitespace() || matches!(c, '.' | ',' | ';'))
         .to_string()
 }
 
-#[derive(Clone, Copy, PartialEq)]
-enum Sep {
-    Comma,
-    DotSpace,
-    End,
-}
-
-/// Split on `,` and on `. ` (v0.1 used `. ` between fields), keeping the separator that follows
-/// each piece.
-fn split_pieces(s: &str) -> Vec<(&str, Sep)> {
-    let mut out = Vec::new();
-    let b = s.as_bytes();
-    let mut start = 0;
-    let mut i = 0;
-    while i < b.len() {
-        let c = b.get(i).copied().unwrap_or(0);
-        let sep = match c {
-            b',' => Some((Sep::Comma, 1)),
-            b'.' if b.get(i + 1) == Some(&b' ') => Some((Sep::DotSpace, 2)),
-            _ => None,
-        };
-        if let Some((sep, len)) = sep {
-            out.push((s.get(start..i).unwrap_or(""), sep));
-            i += len;
-            start = i;
-        } else {
-            i += 1;
-        }
-    }
-    out.push((s.get(start..).unwrap_or(""), Sep::End));
-    out
-}
-
-/// Split a message tail into `key: value` pairs. A piece without `:` that is followed by `. `
-/// is the start of the next key (`est. decode TFLOPS/s (per GPU): X`); one followed by `,` or
-/// the end continues the previous value (`#token: full=1, swa=2`).
+/// Split a message tail into `key: value` pairs (see [`visit_fields`]: pieces split on `,` and
+/// `. `; a piece without `:` before `. ` starts the next key, one before `,` continues the
+/// previous value).
 pub fn split_fields(s: &str) -> Vec<(String, String)> {
-    let mut fields: Vec<(String, String)> = Vec::new();
-    let mut pending: Option<String> = None;
-    for (text, sep) in split_pieces(s) {
-        let t = text.trim();
-        if t.is_empty() {
-            continue;
-        }
-        if let Some((k, v)) = t.split_once(':') {
-            let mut key = clean_key(k);
-            if let Some(p) = pending.take() {
-                key = format!("{p}. {key}");
-            }
-            if !key.is_empty() {
-                fields.push((key, clean_val(v)));
-            }
-        } else if sep == Sep::DotSpace {
-            pending = Some(match pending.take() {
-                Some(p) => format!("{p}. {t}"),
-                None => t.to_string(),
-            });
-        } else if pending.is_none() {
-            if let Some(last) = fields.last_mut() {
-                let extra = clean_val(t);
-                if !extra.is_empty() {
-                    last.1.push_str(", ");
-                    last.1.push_str(&extra);
-                }
-            }
-        }
-    }
-    fields
+    let mut out = Vec::new();
+    visit_fields(s.as_bytes(), &mut |k, v| {
+        out.push((
+            String::from_utf8_lossy(k).into_owned(),
+            String::from_utf8_lossy(v).into_owned(),
+        ));
+    });
+    out
 }
 
 /// Whether raw key `k` normalises (see [`norm_key`]) to `want`, without allocating.
@@ -608,52 +331,24 @@ fn lookup<'a>(fields: &'a [(String, String)], keys: &[&str]) -> Option<&'a str> 
         .map(|(_, v)| v.as_str())
 }
 
-/// The numeric text a value starts with; `full=X, swa=Y` gives X.
-fn num_text(v: &str) -> &str {
-    let v = v.trim();
-    let v = v.strip_prefix("full=").unwrap_or(v);
-    let end = v
-        .find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | '-' | '+' | 'e' | 'E')))
-        .unwrap_or(v.len());
-    v.get(..end).unwrap_or("")
-}
-
 /// Leading number of a value (`0.84`, `12.50%`, `0.02 GB`, `0.0980 -> 0.7047` gives 0.098).
 pub fn parse_f64(v: &str) -> Option<f64> {
-    num_text(v).parse::<f64>().ok().filter(|x| x.is_finite())
+    parse_f64_bytes(v.as_bytes())
 }
 
 /// Leading unsigned integer of a value (`3`, `full=165376, swa=768` gives 165376).
 pub fn parse_u64(v: &str) -> Option<u64> {
-    let t = num_text(v);
-    let t = t.strip_prefix('+').unwrap_or(t);
-    let end = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    t.get(..end).and_then(|d| d.parse::<u64>().ok())
+    parse_u64_bytes(v.as_bytes())
 }
 
 /// Leading signed integer (`-1`).
 fn parse_i64(v: &str) -> Option<i64> {
-    let t = num_text(v);
-    let (neg, t) = match t.strip_prefix('-') {
-        Some(r) => (true, r),
-        None => (false, t.strip_prefix('+').unwrap_or(t)),
-    };
-    let end = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let n = t.get(..end)?.parse::<i64>().ok()?;
-    Some(if neg { -n } else { n })
+    parse_i64_bytes(v.as_bytes())
 }
 
 /// `True`/`False` (any case).
 pub fn parse_bool(v: &str) -> Option<bool> {
-    let v = v.trim();
-    let lower = v.get(..5).unwrap_or(v).to_ascii_lowercase();
-    if lower.starts_with("true") {
-        Some(true)
-    } else if lower.starts_with("false") {
-        Some(false)
-    } else {
-        None
-    }
+    parse_bool_bytes(v.as_bytes())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1095,11 +790,58 @@ mod tests {
     fn not_stats() {
         for l in [
             "[2025-01-01 00:00:00] Decode batch size is 4",
-            "RuntimeError: Decode out of memory. Try to lower your batch size.",
             "[2026-11-30 15:45:04] Memory pool end. avail mem=20.73 GB",
             "",
             "[",
             "[2025-13-01 00:00:00] nothing",
+        ] {
+            assert_eq!(parse_line(l), None, "{l}");
+        }
+        // A runtime OOM is an error line, not a stats line.
+        assert_eq!(
+            parse_line("RuntimeError: Decode out of memory. Try to lower your batch size."),
+            Some(LogEvent::Error(
+                "RuntimeError: Decode out of memory. Try to lower your batch size.".into()
+            ))
+        );
+    }
+
+    #[test]
+    fn graph_and_error_lines() {
+        assert_eq!(
+            parse_line("[2025-05-01 00:00:00 TP0] Capture cuda graph bs [1, 2, 4, 8, 16, 160]"),
+            Some(LogEvent::GraphBatchSizes { max_bs: 160 })
+        );
+        assert_eq!(
+            parse_line("[2025-05-01 00:00:00 TP0] Capture cuda graph bs [1, 2, 4, 8, 1"),
+            Some(LogEvent::GraphBatchSizes { max_bs: 8 })
+        );
+        assert_eq!(
+            parse_line(
+                "[2026-11-30 15:56:00] Cuda graph is disabled because of using torch native attention backend"
+            ),
+            Some(LogEvent::GraphsDisabled)
+        );
+        // Prefill-only graphs being off says nothing about decode graphs.
+        assert_eq!(
+            parse_line(
+                "[2026-11-30 15:53:26] Disable prefill CUDA graph because cuda_graph_config resolved prefill.backend='disabled'"
+            ),
+            None
+        );
+        for l in [
+            "ValueError: CPU FP8 KV cache requires Intel AMX support.",
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 448.00 MiB.",
+            "Exception: Capture cuda graph failed: CUDA out of memory.",
+            "sglang serve: error: argument --kv-cache-dtype: invalid choice: 'fp9' (choose from 'auto', 'fp8_e5m2')",
+            "launch_server.py: error: unrecognized arguments: --enable_metrics",
+        ] {
+            assert_eq!(parse_line(l), Some(LogEvent::Error(l.into())), "{l}");
+        }
+        for l in [
+            "[2026-11-30 15:56:30] Scheduler hit an exception: Traceback (most recent call last):",
+            "  File \"/x/scheduler.py\", line 6362, in run_scheduler_process",
+            "    raise ValueError(\"CPU FP8 KV cache requires Intel AMX support.\")",
         ] {
             assert_eq!(parse_line(l), None, "{l}");
         }

@@ -1,10 +1,21 @@
-//! Folding a whole SGLang server log into one [`ServerSummary`].
+//! Folding a server log into one [`ServerSummary`], streaming.
+//!
+//! [`Summarizer`] takes one line at a time and keeps only running aggregates, the open
+//! logging interval, a bounded percentile sketch per percentile stat, and the last few
+//! non-stats lines (for start-up failures): memory stays constant however long the log.
+//! [`LineReader`] feeds it from any reader in 1 MiB chunks without copying lines.
 
-use std::collections::{HashMap, HashSet};
+use std::cmp::Ordering;
+use std::io::{self, Read};
+use std::path::Path;
 
+use memchr::memchr_iter;
 use serde::{Deserialize, Serialize};
 
-use super::line::{LogEvent, StatsKind, StatsLine, Timestamp, parse_line, parse_prefix, rank_of};
+use super::line::{LogEvent, StatsKind, Timestamp};
+use super::scan::{RankTags, Scanned, StatsRef, parse_prefix_bytes, scan_with};
+use super::sketch::Quantiles;
+use super::version::{self, VersionHints};
 
 /// A Decode line more than this many seconds after the previous Decode line of the same
 /// scheduler is excluded: its `gen throughput` averages over the idle time.
@@ -27,8 +38,63 @@ impl LogWindow {
     }
 }
 
+/// What counts as the measured window: a line range and/or a time range. Stats lines before
+/// the ready line are excluded in any case.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Scope {
+    pub lines: Option<LogWindow>,
+    /// Lines at or after this time.
+    pub since: Option<Timestamp>,
+    /// Lines before this time (exclusive).
+    pub until: Option<Timestamp>,
+}
+
+impl Scope {
+    /// Whether line `idx` with time `ts` (its own, or the last one seen before it) is inside.
+    /// A line without any time is outside a time range.
+    pub fn contains(&self, idx: usize, ts: Option<Timestamp>) -> bool {
+        if self.lines.is_some_and(|w| !w.contains(idx)) {
+            return false;
+        }
+        if self.since.is_none() && self.until.is_none() {
+            return true;
+        }
+        let Some(t) = ts else {
+            return false;
+        };
+        self.since.is_none_or(|s| cmp_ts(&t, &s) != Ordering::Less)
+            && self.until.is_none_or(|u| cmp_ts(&t, &u) == Ordering::Less)
+    }
+
+    /// Whether anything narrows the window.
+    pub fn is_restricted(&self) -> bool {
+        self.lines.is_some() || self.since.is_some() || self.until.is_some()
+    }
+}
+
+/// Order of two timestamps: by date and time when both have a date, else by time of day.
+pub fn cmp_ts(a: &Timestamp, b: &Timestamp) -> Ordering {
+    let by_time = a.secs_of_day.total_cmp(&b.secs_of_day);
+    match (a.date, b.date) {
+        (Some(x), Some(y)) => x.cmp(&y).then(by_time),
+        _ => by_time,
+    }
+}
+
+/// The stats lines the summary rests on: first and last line (0-based) and their times.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct WindowSpan {
+    pub first_line: Option<usize>,
+    pub last_line: Option<usize>,
+    pub start: Option<Timestamp>,
+    pub end: Option<Timestamp>,
+    /// end − start, when both have times.
+    pub seconds: Option<f64>,
+}
+
 /// What a server log says about one run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ServerSummary {
     /// Decode lines used for the stats below (after exclusions; one per DP rank and interval).
     pub stats_lines: usize,
@@ -62,6 +128,63 @@ pub struct ServerSummary {
     pub retracted_requests: u64,
     /// Whether `The server is fired up and ready to roll!` appears anywhere.
     pub ready_seen: bool,
+
+    /// Lines read.
+    pub lines: usize,
+    /// The first ready line (0-based).
+    pub ready_line: Option<usize>,
+    /// Stats lines (Decode and Prefill) before the ready line: warmup, excluded.
+    pub warmup_stats_lines: usize,
+    /// Of `excluded_decode_lines`, those excluded because of an idle gap before them.
+    pub idle_gap_lines: usize,
+    /// Decode lines in the window without any number (cut off, garbled): skipped.
+    pub garbled_stats_lines: usize,
+    /// Python exception and argparse error lines anywhere in the log.
+    pub error_lines: usize,
+    /// The kept stats lines' span.
+    pub window: WindowSpan,
+    /// Logging intervals (Decode lines of all DP ranks printed together count once).
+    pub intervals: usize,
+    /// Distinct DP ranks among the kept Decode lines (0: no DP attention tags).
+    pub dp_ranks: usize,
+    pub gen_throughput_p10: Option<f64>,
+    pub gen_throughput_p90: Option<f64>,
+    /// Share of intervals with `#queue-req` > 0.
+    pub queue_nonzero_share: Option<f64>,
+    /// Max over intervals of `#running-req` + `#queue-req`: what a closed-loop client offered.
+    pub offered_estimate: Option<u64>,
+    pub token_usage_p90: Option<f64>,
+    /// Percentiles come from the bounded histogram (more than 65,536 values), not exact.
+    pub percentiles_approx: bool,
+    /// The graph field's name (`cuda graph`, `cpu graph`, ...), when the lines have one.
+    pub graph_label: Option<String>,
+    /// Kept Decode lines with a graph field, and those saying True.
+    pub graph_lines: usize,
+    pub graph_on_lines: usize,
+    pub graph_on_share: Option<f64>,
+    /// `#running-req` on the graph-on lines (max) and graph-off lines (min, mean, max).
+    pub graph_on_running_max: Option<u64>,
+    pub graph_off_running_min: Option<u64>,
+    pub graph_off_running_mean: Option<f64>,
+    pub graph_off_running_max: Option<u64>,
+    /// Largest captured batch size (`Capture cuda graph bs [...]`, else the server arg).
+    pub cuda_graph_max_bs: Option<u64>,
+    /// The log says CUDA graphs are off (`Cuda graph is disabled`, `disable_cuda_graph=True`).
+    pub graphs_disabled: bool,
+    /// Prefill lines' `input throughput (token/s)`, mean (per line, never summed).
+    pub prefill_input_throughput_mean: Option<f64>,
+    /// Σ `#new-token` and Σ `#cached-token` over the window's Prefill lines.
+    pub prefill_new_tokens: u64,
+    pub prefill_cached_tokens: u64,
+    /// cached / (cached + new).
+    pub cached_token_share: Option<f64>,
+    /// From the capacity line.
+    pub chunked_prefill_size: Option<i64>,
+    pub available_mem_gb: Option<f64>,
+    /// A few tuning-relevant `server_args` (mem_fraction_static, tp_size, ...), as written.
+    pub launch_args: Vec<(String, String)>,
+    /// What the format says about the SGLang version.
+    pub version: VersionHints,
 }
 
 impl ServerSummary {
@@ -69,44 +192,66 @@ impl ServerSummary {
     pub fn has_stats(&self) -> bool {
         self.stats_lines > 0
     }
+
+    /// A launch argument from the `server_args` line, as written.
+    pub fn launch_arg(&self, key: &str) -> Option<&str> {
+        self.launch_args
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
 }
 
+/// `server_args` worth showing next to a verdict.
+const LAUNCH_ARGS: [&str; 24] = [
+    "model_path",
+    "device",
+    "tp_size",
+    "dp_size",
+    "pp_size",
+    "ep_size",
+    "enable_dp_attention",
+    "mem_fraction_static",
+    "max_total_tokens",
+    "max_running_requests",
+    "chunked_prefill_size",
+    "context_length",
+    "kv_cache_dtype",
+    "page_size",
+    "cuda_graph_max_bs",
+    "disable_cuda_graph",
+    "enable_hierarchical_cache",
+    "hicache_size",
+    "hicache_ratio",
+    "schedule_policy",
+    "schedule_conservativeness",
+    "attention_backend",
+    "speculative_algorithm",
+    "disaggregation_mode",
+];
+
 /// Keep a line unless it is a duplicate from a TP rank > 0 (DP-attention lines are all kept).
-fn rank_kept(ranks: &[(String, u32)]) -> bool {
-    rank_of(ranks, "DP").is_some() || rank_of(ranks, "TP").is_none_or(|t| t == 0)
+fn rank_kept(ranks: &RankTags) -> bool {
+    ranks.get(b"DP").is_some() || ranks.get(b"TP").is_none_or(|t| t == 0)
 }
 
 /// The scheduler a stats line comes from: its DP rank, or the old `gpu_id`/`gpu` tag.
-fn scheduler_key(ranks: &[(String, u32)]) -> Option<(&'static str, u32)> {
-    if let Some(d) = rank_of(ranks, "DP") {
-        Some(("DP", d))
-    } else if let Some(g) = rank_of(ranks, "gpu_id").or_else(|| rank_of(ranks, "gpu")) {
-        Some(("gpu", g))
+type SchedKey = (u8, u32);
+
+fn scheduler_key(ranks: &RankTags) -> Option<SchedKey> {
+    if let Some(d) = ranks.get(b"DP") {
+        Some((0, d))
     } else {
-        None
+        ranks
+            .get(b"gpu_id")
+            .or_else(|| ranks.get(b"gpu"))
+            .map(|g| (1, g))
     }
 }
 
 /// A Decode line that says nothing measurable (e.g. cut right after "batch") is ignored.
-fn has_data(s: &StatsLine) -> bool {
+fn has_data(s: &StatsRef<'_>) -> bool {
     s.gen_throughput.is_some() || s.running_req.is_some() || s.token_usage.is_some()
-}
-
-struct Kept {
-    ts: Option<Timestamp>,
-    key: Option<(&'static str, u32)>,
-    gen_throughput: Option<f64>,
-    running_req: Option<u64>,
-    queue_req: Option<u64>,
-}
-
-/// One logging interval: the kept Decode lines of all DP ranks printed together.
-struct Interval {
-    ts: Option<Timestamp>,
-    keys: Vec<(&'static str, u32)>,
-    gen_throughput: Option<f64>,
-    running_req: Option<u64>,
-    queue_req: Option<u64>,
 }
 
 fn add_f(a: Option<f64>, b: Option<f64>) -> Option<f64> {
@@ -125,60 +270,622 @@ fn add_u(a: Option<u64>, b: Option<u64>) -> Option<u64> {
     }
 }
 
-fn group_intervals(kept: &[Kept]) -> Vec<Interval> {
-    let mut out: Vec<Interval> = Vec::new();
-    for k in kept {
-        if let (Some(ts), Some(key), Some(last)) = (k.ts, k.key, out.last_mut()) {
-            let joins = !last.keys.is_empty()
-                && !last.keys.contains(&key)
-                && last
-                    .ts
-                    .is_some_and(|lts| ts.seconds_since(&lts).abs() < DP_GROUP_SECS);
-            if joins {
-                last.keys.push(key);
-                last.gen_throughput = add_f(last.gen_throughput, k.gen_throughput);
-                last.running_req = add_u(last.running_req, k.running_req);
-                last.queue_req = add_u(last.queue_req, k.queue_req);
-                continue;
+fn max_u(a: Option<u64>, b: u64) -> Option<u64> {
+    Some(a.map_or(b, |a| a.max(b)))
+}
+
+fn min_u(a: Option<u64>, b: u64) -> Option<u64> {
+    Some(a.map_or(b, |a| a.min(b)))
+}
+
+fn ratio(num: f64, den: usize) -> Option<f64> {
+    (den > 0).then(|| num / den as f64)
+}
+
+/// One logging interval being built: the kept Decode lines of all DP ranks printed together.
+#[derive(Debug, Clone, Copy)]
+struct Interval {
+    ts: Option<Timestamp>,
+    gen_throughput: Option<f64>,
+    running_req: Option<u64>,
+    queue_req: Option<u64>,
+}
+
+/// Everything measured over the window. Replaced by a fresh one at the ready line, so that
+/// warmup stats never count.
+#[derive(Debug, Clone, Default)]
+struct Acc {
+    all_stats: usize,
+    seen_sched: Vec<Option<SchedKey>>,
+    dp_ranks: Vec<u32>,
+    stats_lines: usize,
+    prefill_lines: usize,
+    excluded: usize,
+    idle_excluded: usize,
+    garbled: usize,
+    span: WindowSpan,
+
+    open: Option<Interval>,
+    open_keys: Vec<SchedKey>,
+    intervals: usize,
+    gen_sum: f64,
+    gen_n: usize,
+    gen_q: Quantiles,
+    run_sum: f64,
+    run_n: usize,
+    run_max: Option<u64>,
+    q_sum: f64,
+    q_n: usize,
+    q_max: Option<u64>,
+    q_nonzero: usize,
+    offered: Option<u64>,
+
+    usage_sum: f64,
+    usage_n: usize,
+    usage_max: Option<f64>,
+    usage_q: Quantiles,
+    graph_label: Option<String>,
+    graph_lines: usize,
+    graph_on: usize,
+    graph_on_run_max: Option<u64>,
+    graph_off_run_min: Option<u64>,
+    graph_off_run_max: Option<u64>,
+    graph_off_run_sum: f64,
+    graph_off_run_n: usize,
+
+    input_sum: f64,
+    input_n: usize,
+    new_tokens: u64,
+    cached_tokens: u64,
+
+    retractions: u64,
+    retracted: u64,
+}
+
+impl Acc {
+    fn note_span(&mut self, idx: usize, ts: Option<Timestamp>) {
+        let w = &mut self.span;
+        if w.first_line.is_none() {
+            w.first_line = Some(idx);
+            w.start = ts;
+        }
+        if w.start.is_none() {
+            w.start = ts;
+        }
+        w.last_line = Some(idx);
+        if ts.is_some() {
+            w.end = ts;
+        }
+    }
+
+    fn close_open(&mut self) {
+        let Some(iv) = self.open.take() else {
+            return;
+        };
+        self.intervals += 1;
+        if let Some(g) = iv.gen_throughput {
+            self.gen_sum += g;
+            self.gen_n += 1;
+            self.gen_q.push(g);
+        }
+        if let Some(r) = iv.running_req {
+            self.run_sum += r as f64;
+            self.run_n += 1;
+            self.run_max = max_u(self.run_max, r);
+        }
+        if let Some(q) = iv.queue_req {
+            self.q_sum += q as f64;
+            self.q_n += 1;
+            self.q_max = max_u(self.q_max, q);
+            if q > 0 {
+                self.q_nonzero += 1;
             }
         }
-        out.push(Interval {
-            ts: k.ts,
-            keys: k.key.into_iter().collect(),
-            gen_throughput: k.gen_throughput,
-            running_req: k.running_req,
-            queue_req: k.queue_req,
+        if let (Some(r), Some(q)) = (iv.running_req, iv.queue_req) {
+            self.offered = max_u(self.offered, r.saturating_add(q));
+        }
+    }
+
+    fn prefill(&mut self, s: &StatsRef<'_>) {
+        self.prefill_lines += 1;
+        if let Some(t) = s.input_throughput {
+            self.input_sum += t;
+            self.input_n += 1;
+        }
+        self.new_tokens = self.new_tokens.saturating_add(s.new_token.unwrap_or(0));
+        self.cached_tokens = self
+            .cached_tokens
+            .saturating_add(s.cached_token.unwrap_or(0));
+    }
+
+    fn keep(&mut self, s: &StatsRef<'_>, key: Option<SchedKey>) {
+        self.stats_lines += 1;
+        if let Some(u) = s.token_usage {
+            self.usage_sum += u;
+            self.usage_n += 1;
+            self.usage_max = Some(self.usage_max.map_or(u, |m| m.max(u)));
+            self.usage_q.push(u);
+        }
+        if let Some(g) = s.graph {
+            self.graph_lines += 1;
+            if self.graph_label.is_none() {
+                self.graph_label = Some(String::from_utf8_lossy(s.graph_label).into_owned());
+            }
+            match (g, s.running_req) {
+                (true, r) => {
+                    self.graph_on += 1;
+                    if let Some(r) = r {
+                        self.graph_on_run_max = max_u(self.graph_on_run_max, r);
+                    }
+                }
+                (false, Some(r)) => {
+                    self.graph_off_run_min = min_u(self.graph_off_run_min, r);
+                    self.graph_off_run_max = max_u(self.graph_off_run_max, r);
+                    self.graph_off_run_sum += r as f64;
+                    self.graph_off_run_n += 1;
+                }
+                (false, None) => {}
+            }
+        }
+        let ts = s.ts();
+        let joins = match (ts, key, &self.open) {
+            (Some(t), Some(k), Some(open)) => {
+                !self.open_keys.is_empty()
+                    && !self.open_keys.contains(&k)
+                    && open
+                        .ts
+                        .is_some_and(|lts| t.seconds_since(&lts).abs() < DP_GROUP_SECS)
+            }
+            _ => false,
+        };
+        if let (true, Some(open), Some(k)) = (joins, self.open.as_mut(), key) {
+            self.open_keys.push(k);
+            open.gen_throughput = add_f(open.gen_throughput, s.gen_throughput);
+            open.running_req = add_u(open.running_req, s.running_req);
+            open.queue_req = add_u(open.queue_req, s.queue_req);
+            return;
+        }
+        self.close_open();
+        self.open = Some(Interval {
+            ts,
+            gen_throughput: s.gen_throughput,
+            running_req: s.running_req,
+            queue_req: s.queue_req,
         });
-    }
-    out
-}
-
-fn mean(v: &[f64]) -> Option<f64> {
-    if v.is_empty() {
-        None
-    } else {
-        Some(v.iter().sum::<f64>() / v.len() as f64)
+        self.open_keys.clear();
+        if let Some(k) = key {
+            self.open_keys.push(k);
+        }
     }
 }
 
-fn median(v: &[f64]) -> Option<f64> {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    let n = s.len();
-    if n == 0 {
-        return None;
+/// The last non-stats, non-access lines (oldest first), for start-up failures.
+#[derive(Debug, Clone, Default)]
+struct Tail {
+    lines: Vec<Vec<u8>>,
+    next: usize,
+}
+
+/// Lines the tail keeps, and the bytes kept of each.
+pub const TAIL_LINES: usize = 64;
+const TAIL_LINE_BYTES: usize = 2048;
+
+impl Tail {
+    fn push(&mut self, line: &[u8]) {
+        let line = line.get(..TAIL_LINE_BYTES).unwrap_or(line);
+        if self.lines.len() < TAIL_LINES {
+            self.lines.push(line.to_vec());
+        } else if let Some(slot) = self.lines.get_mut(self.next) {
+            slot.clear();
+            slot.extend_from_slice(line);
+        }
+        self.next = (self.next + 1) % TAIL_LINES;
     }
-    let hi = s.get(n / 2).copied()?;
-    if n % 2 == 1 {
-        Some(hi)
-    } else {
-        let lo = s.get(n / 2 - 1).copied()?;
-        Some((lo + hi) / 2.0)
+
+    fn to_strings(&self) -> Vec<String> {
+        let (a, b) = if self.lines.len() < TAIL_LINES {
+            (&self.lines[..], &[][..])
+        } else {
+            let (head, tail) = self.lines.split_at(self.next.min(self.lines.len()));
+            (tail, head)
+        };
+        a.iter()
+            .chain(b)
+            .map(|l| String::from_utf8_lossy(l).into_owned())
+            .collect()
     }
 }
 
-fn max_f(v: &[f64]) -> Option<f64> {
-    v.iter().copied().reduce(f64::max)
+/// Streaming summary of one log: feed it lines in order, ask for the summary at any time.
+#[derive(Debug, Clone, Default)]
+pub struct Summarizer {
+    scope: Scope,
+    next_line: usize,
+    ready_line: Option<usize>,
+    warmup_stats: usize,
+    acc: Acc,
+    prev_decode: Vec<(Option<SchedKey>, Timestamp)>,
+    last_ts: Option<Timestamp>,
+
+    max_total_num_tokens: Option<u64>,
+    max_running_requests: Option<u64>,
+    context_len: Option<u64>,
+    chunked_prefill_size: Option<i64>,
+    available_mem_gb: Option<f64>,
+    kv_seen: bool,
+    kv_cache_gb: Option<f64>,
+    kv_dtype_alloc: Option<String>,
+    kv_dtype_line: Option<String>,
+    kv_dtype_arg: Option<String>,
+    hicache_host_gb: Option<f64>,
+    capture_bs: Option<u64>,
+    graph_bs_arg: Option<u64>,
+    graphs_disabled: bool,
+    args_seen: bool,
+    launch_args: Vec<(String, String)>,
+    error_lines: usize,
+    features: u64,
+    inspected: [usize; 2],
+    tail: Tail,
+}
+
+impl Summarizer {
+    pub fn new(scope: Scope) -> Summarizer {
+        Summarizer {
+            scope,
+            ..Summarizer::default()
+        }
+    }
+
+    /// Lines fed so far.
+    pub fn lines(&self) -> usize {
+        self.next_line
+    }
+
+    /// The last non-stats, non-access lines (at most [`TAIL_LINES`]), oldest first.
+    pub fn tail(&self) -> Vec<String> {
+        self.tail.to_strings()
+    }
+
+    fn in_scope(&self, idx: usize, ts: Option<Timestamp>) -> bool {
+        self.scope.contains(idx, ts.or(self.last_ts))
+    }
+
+    /// Feed the next line (without its newline; a trailing `\r` is ignored).
+    pub fn feed_line(&mut self, line: &[u8]) {
+        let idx = self.next_line;
+        self.next_line += 1;
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        scan_with(line, |sc| match sc {
+            Scanned::Stats(s) => self.on_stats(idx, s),
+            Scanned::Skip => {}
+            Scanned::Nothing => self.tail.push(line),
+            Scanned::Event(ev) => {
+                self.tail.push(line);
+                self.on_event(idx, line, ev);
+            }
+        })
+    }
+
+    fn on_stats(&mut self, idx: usize, s: &StatsRef<'_>) {
+        let ts = s.ts();
+        if ts.is_some() {
+            self.last_ts = ts;
+        }
+        let k = usize::from(s.kind == StatsKind::Prefill);
+        if let Some(n) = self.inspected.get_mut(k) {
+            if *n < version::INSPECT_LINES {
+                *n += 1;
+                self.features |= version::stats_features(s);
+            }
+        }
+        let ranks = &s.prefix.ranks;
+        if !rank_kept(ranks) {
+            return;
+        }
+        let in_scope = self.in_scope(idx, ts);
+        if in_scope {
+            self.acc.all_stats += 1;
+        }
+        match s.kind {
+            StatsKind::Prefill => {
+                if in_scope {
+                    self.acc.prefill(s);
+                    self.acc.note_span(idx, ts);
+                }
+            }
+            StatsKind::Decode => {
+                if !has_data(s) {
+                    if in_scope {
+                        self.acc.garbled += 1;
+                    }
+                    return;
+                }
+                let key = scheduler_key(ranks);
+                let prev = self.prev_decode.iter_mut().find(|(k, _)| *k == key);
+                let gap = match (ts, &prev) {
+                    (Some(t), Some((_, p))) => Some(t.seconds_since(p)),
+                    _ => None,
+                };
+                if let Some(t) = ts {
+                    match prev {
+                        Some(p) => p.1 = t,
+                        None => self.prev_decode.push((key, t)),
+                    }
+                }
+                if !in_scope {
+                    return;
+                }
+                self.acc.note_span(idx, ts);
+                if let Some(d) = ranks.get(b"DP") {
+                    if !self.acc.dp_ranks.contains(&d) {
+                        self.acc.dp_ranks.push(d);
+                    }
+                }
+                let first = !self.acc.seen_sched.contains(&key);
+                if first {
+                    self.acc.seen_sched.push(key);
+                }
+                if first || gap.is_some_and(|g| g > IDLE_GAP_SECS) {
+                    self.acc.excluded += 1;
+                    if !first {
+                        self.acc.idle_excluded += 1;
+                    }
+                    return;
+                }
+                self.acc.keep(s, key);
+            }
+        }
+    }
+
+    fn on_event(&mut self, idx: usize, line: &[u8], ev: LogEvent) {
+        self.features |= version::event_features(line, &ev);
+        match ev {
+            LogEvent::Ready => {
+                if self.ready_line.is_none() {
+                    self.ready_line = Some(idx);
+                    self.warmup_stats = self.acc.all_stats;
+                    self.acc = Acc::default();
+                }
+            }
+            LogEvent::Capacity(c) => {
+                self.max_total_num_tokens = self.max_total_num_tokens.or(c.max_total_num_tokens);
+                self.max_running_requests = self.max_running_requests.or(c.max_running_requests);
+                self.context_len = self.context_len.or(c.context_len);
+                self.chunked_prefill_size = self.chunked_prefill_size.or(c.chunked_prefill_size);
+                self.available_mem_gb = self.available_mem_gb.or(c.available_mem_gb);
+            }
+            LogEvent::KvAlloc(k) => {
+                if !self.kv_seen {
+                    self.kv_seen = true;
+                    self.kv_cache_gb = k.total_gb();
+                    self.kv_dtype_alloc = k.dtype;
+                }
+            }
+            LogEvent::KvCacheDtype(d) => {
+                self.kv_dtype_line.get_or_insert(d);
+            }
+            LogEvent::ServerArgs(args) => {
+                if !self.args_seen {
+                    self.args_seen = true;
+                    self.on_server_args(args);
+                }
+            }
+            LogEvent::HiCacheAlloc { gb } => {
+                self.hicache_host_gb = self.hicache_host_gb.or(Some(gb));
+            }
+            LogEvent::Retract(r) => {
+                let p = parse_prefix_bytes(line);
+                if p.ts.is_some() {
+                    self.last_ts = p.ts;
+                }
+                if self.in_scope(idx, p.ts) && rank_kept(&p.ranks) {
+                    self.acc.retractions += 1;
+                    self.acc.retracted = self.acc.retracted.saturating_add(r.retracted_reqs);
+                }
+            }
+            LogEvent::GraphBatchSizes { max_bs } => {
+                self.capture_bs = max_u(self.capture_bs, max_bs);
+            }
+            LogEvent::GraphsDisabled => self.graphs_disabled = true,
+            LogEvent::Error(_) => self.error_lines += 1,
+            LogEvent::Stats(_) => {}
+        }
+    }
+
+    fn on_server_args(&mut self, args: Vec<(String, String)>) {
+        for (k, v) in args {
+            match k.as_str() {
+                "kv_cache_dtype" if !v.is_empty() && v != "auto" && v != "None" => {
+                    self.kv_dtype_arg = Some(v.clone());
+                }
+                "cuda_graph_max_bs" => self.graph_bs_arg = super::line::parse_u64(&v),
+                "disable_cuda_graph" if v == "True" => self.graphs_disabled = true,
+                _ => {}
+            }
+            if LAUNCH_ARGS.contains(&k.as_str()) {
+                self.launch_args.push((k, v));
+            }
+        }
+    }
+
+    /// The summary of everything fed so far (the open interval included).
+    pub fn summary(&self) -> ServerSummary {
+        let mut a = self.acc.clone();
+        a.close_open();
+        let g = a.gen_q.percentiles(&[10.0, 50.0, 90.0]);
+        let u = a.usage_q.percentiles(&[90.0]);
+        let pick = |v: &[Option<f64>], i: usize| v.get(i).copied().flatten();
+        let mut span = a.span;
+        if let (Some(s), Some(e)) = (span.start, span.end) {
+            span.seconds = Some(e.seconds_since(&s));
+        }
+        let total_prefill = a.new_tokens.saturating_add(a.cached_tokens);
+        ServerSummary {
+            stats_lines: a.stats_lines,
+            prefill_lines: a.prefill_lines,
+            excluded_decode_lines: a.excluded,
+            gen_throughput_mean: ratio(a.gen_sum, a.gen_n),
+            gen_throughput_median: pick(&g, 1),
+            running_req_mean: ratio(a.run_sum, a.run_n),
+            running_req_max: a.run_max,
+            queue_req_mean: ratio(a.q_sum, a.q_n),
+            queue_req_max: a.q_max,
+            token_usage_mean: ratio(a.usage_sum, a.usage_n),
+            token_usage_max: a.usage_max,
+            max_total_num_tokens: self.max_total_num_tokens,
+            max_running_requests: self.max_running_requests,
+            context_len: self.context_len,
+            kv_cache_dtype: self
+                .kv_dtype_alloc
+                .clone()
+                .or_else(|| self.kv_dtype_line.clone())
+                .or_else(|| self.kv_dtype_arg.clone()),
+            kv_cache_gb: self.kv_cache_gb,
+            hicache_host_gb: self.hicache_host_gb,
+            retractions: a.retractions,
+            retracted_requests: a.retracted,
+            ready_seen: self.ready_line.is_some(),
+            lines: self.next_line,
+            ready_line: self.ready_line,
+            warmup_stats_lines: self.warmup_stats,
+            idle_gap_lines: a.idle_excluded,
+            garbled_stats_lines: a.garbled,
+            error_lines: self.error_lines,
+            window: span,
+            intervals: a.intervals,
+            dp_ranks: a.dp_ranks.len(),
+            gen_throughput_p10: pick(&g, 0),
+            gen_throughput_p90: pick(&g, 2),
+            queue_nonzero_share: ratio(a.q_nonzero as f64, a.q_n),
+            offered_estimate: a.offered,
+            token_usage_p90: pick(&u, 0),
+            percentiles_approx: !(a.gen_q.is_exact() && a.usage_q.is_exact()),
+            graph_label: a.graph_label.clone(),
+            graph_lines: a.graph_lines,
+            graph_on_lines: a.graph_on,
+            graph_on_share: ratio(a.graph_on as f64, a.graph_lines),
+            graph_on_running_max: a.graph_on_run_max,
+            graph_off_running_min: a.graph_off_run_min,
+            graph_off_running_mean: ratio(a.graph_off_run_sum, a.graph_off_run_n),
+            graph_off_running_max: a.graph_off_run_max,
+            cuda_graph_max_bs: self.capture_bs.or(self.graph_bs_arg),
+            graphs_disabled: self.graphs_disabled,
+            prefill_input_throughput_mean: ratio(a.input_sum, a.input_n),
+            prefill_new_tokens: a.new_tokens,
+            prefill_cached_tokens: a.cached_tokens,
+            cached_token_share: (total_prefill > 0)
+                .then(|| a.cached_tokens as f64 / total_prefill as f64),
+            chunked_prefill_size: self.chunked_prefill_size,
+            available_mem_gb: self.available_mem_gb,
+            launch_args: self.launch_args.clone(),
+            version: version::hints(self.features),
+        }
+    }
+}
+
+/// Splits what a reader yields into lines, in place, in 1 MiB chunks. A line longer than the
+/// buffer is handed out cut to the buffer's size (and counted once). A final line without a
+/// newline is handed out by [`LineReader::finish`], as `str::lines` would.
+#[derive(Debug)]
+pub struct LineReader {
+    buf: Vec<u8>,
+    filled: usize,
+    skipping: bool,
+}
+
+impl Default for LineReader {
+    fn default() -> Self {
+        LineReader::new()
+    }
+}
+
+/// Size of [`LineReader`]'s buffer, and so the longest line it keeps whole.
+pub const READ_CHUNK: usize = 1 << 20;
+
+fn trim_cr(l: &[u8]) -> &[u8] {
+    l.strip_suffix(b"\r").unwrap_or(l)
+}
+
+impl LineReader {
+    pub fn new() -> LineReader {
+        LineReader {
+            buf: vec![0; READ_CHUNK],
+            filled: 0,
+            skipping: false,
+        }
+    }
+
+    /// Forget any partial line (after the file was truncated).
+    pub fn reset(&mut self) {
+        self.filled = 0;
+        self.skipping = false;
+    }
+
+    /// Read until `r` reports the end, calling `f` for each complete line. A partial last line
+    /// stays buffered. Returns the bytes read.
+    pub fn read_available<R: Read>(
+        &mut self,
+        r: &mut R,
+        f: &mut impl FnMut(&[u8]),
+    ) -> io::Result<u64> {
+        let mut total = 0u64;
+        loop {
+            if self.filled >= self.buf.len() {
+                if !self.skipping {
+                    f(trim_cr(&self.buf));
+                }
+                self.skipping = true;
+                self.filled = 0;
+            }
+            let n = match r.read(self.buf.get_mut(self.filled..).unwrap_or_default()) {
+                Ok(0) => return Ok(total),
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            total += n as u64;
+            let scan_from = self.filled;
+            self.filled += n;
+            let data = self.buf.get(..self.filled).unwrap_or_default();
+            let mut start = 0;
+            for nl in memchr_iter(b'\n', data.get(scan_from..).unwrap_or_default()) {
+                let end = scan_from + nl;
+                if self.skipping {
+                    self.skipping = false;
+                } else {
+                    f(trim_cr(data.get(start..end).unwrap_or_default()));
+                }
+                start = end + 1;
+            }
+            if start > 0 {
+                self.buf.copy_within(start..self.filled, 0);
+                self.filled -= start;
+            }
+        }
+    }
+
+    /// Hand out a final line that had no newline.
+    pub fn finish(&mut self, f: &mut impl FnMut(&[u8])) {
+        if self.filled > 0 && !self.skipping {
+            f(trim_cr(self.buf.get(..self.filled).unwrap_or_default()));
+        }
+        self.reset();
+    }
+}
+
+/// Summarise a whole log from a reader, streaming.
+pub fn summarize_reader<R: Read>(mut r: R, scope: Scope) -> io::Result<Summarizer> {
+    let mut s = Summarizer::new(scope);
+    let mut lr = LineReader::new();
+    lr.read_available(&mut r, &mut |l| s.feed_line(l))?;
+    lr.finish(&mut |l| s.feed_line(l));
+    Ok(s)
+}
+
+/// Summarise a log file, streaming (constant memory, whatever its size).
+pub fn summarize_file(path: &Path, scope: Scope) -> io::Result<Summarizer> {
+    summarize_reader(std::fs::File::open(path)?, scope)
 }
 
 /// Summarise a whole server.log text. Startup facts (capacity, KV alloc, hicache) come from the
@@ -191,137 +898,20 @@ fn max_f(v: &[f64]) -> Option<f64> {
 /// scheduler's previous Decode line (anywhere in the file) are excluded. TP>0 duplicates are
 /// dropped unless the line carries a DP rank.
 pub fn summarize_text(text: &str, window: Option<LogWindow>) -> ServerSummary {
-    let events: Vec<(usize, &str, LogEvent)> = text
-        .lines()
-        .enumerate()
-        .filter_map(|(i, l)| parse_line(l).map(|e| (i, l, e)))
-        .collect();
-    let ready_idx = events
-        .iter()
-        .find(|(_, _, e)| matches!(e, LogEvent::Ready))
-        .map(|(i, _, _)| *i);
-    let in_scope =
-        |i: usize| ready_idx.is_none_or(|r| i > r) && window.is_none_or(|w| w.contains(i));
-
-    let mut sum = ServerSummary {
-        ready_seen: ready_idx.is_some(),
-        ..ServerSummary::default()
-    };
-    let mut kv_dtype_line: Option<String> = None;
-    let mut kv_dtype_arg: Option<String> = None;
-    let mut kv_seen = false;
-
-    let mut prev_decode: HashMap<Option<(&'static str, u32)>, Timestamp> = HashMap::new();
-    let mut seen_in_scope: HashSet<Option<(&'static str, u32)>> = HashSet::new();
-    let mut kept: Vec<Kept> = Vec::new();
-    let mut usages: Vec<f64> = Vec::new();
-
-    for (i, line, ev) in &events {
-        let i = *i;
-        match ev {
-            LogEvent::Stats(s) => {
-                if !rank_kept(&s.ranks) {
-                    continue;
-                }
-                let key = scheduler_key(&s.ranks);
-                match s.kind {
-                    StatsKind::Prefill => {
-                        if in_scope(i) {
-                            sum.prefill_lines += 1;
-                        }
-                    }
-                    StatsKind::Decode => {
-                        if !has_data(s) {
-                            continue;
-                        }
-                        let gap = match (s.ts, prev_decode.get(&key)) {
-                            (Some(t), Some(p)) => Some(t.seconds_since(p)),
-                            _ => None,
-                        };
-                        if let Some(t) = s.ts {
-                            prev_decode.insert(key, t);
-                        }
-                        if !in_scope(i) {
-                            continue;
-                        }
-                        let first = seen_in_scope.insert(key);
-                        if first || gap.is_some_and(|g| g > IDLE_GAP_SECS) {
-                            sum.excluded_decode_lines += 1;
-                            continue;
-                        }
-                        if let Some(u) = s.token_usage {
-                            usages.push(u);
-                        }
-                        kept.push(Kept {
-                            ts: s.ts,
-                            key,
-                            gen_throughput: s.gen_throughput,
-                            running_req: s.running_req,
-                            queue_req: s.queue_req,
-                        });
-                    }
-                }
-            }
-            LogEvent::Capacity(c) => {
-                sum.max_total_num_tokens = sum.max_total_num_tokens.or(c.max_total_num_tokens);
-                sum.max_running_requests = sum.max_running_requests.or(c.max_running_requests);
-                sum.context_len = sum.context_len.or(c.context_len);
-            }
-            LogEvent::KvAlloc(k) => {
-                if !kv_seen {
-                    kv_seen = true;
-                    sum.kv_cache_gb = k.total_gb();
-                    sum.kv_cache_dtype = k.dtype.clone();
-                }
-            }
-            LogEvent::KvCacheDtype(d) => {
-                kv_dtype_line.get_or_insert_with(|| d.clone());
-            }
-            LogEvent::ServerArgs(args) => {
-                if kv_dtype_arg.is_none() {
-                    kv_dtype_arg = args
-                        .iter()
-                        .find(|(k, _)| k == "kv_cache_dtype")
-                        .map(|(_, v)| v.clone())
-                        .filter(|v| !v.is_empty() && v != "auto" && v != "None");
-                }
-            }
-            LogEvent::HiCacheAlloc { gb } => {
-                sum.hicache_host_gb = sum.hicache_host_gb.or(Some(*gb));
-            }
-            LogEvent::Retract(r) => {
-                if in_scope(i) && rank_kept(&parse_prefix(line).1) {
-                    sum.retractions += 1;
-                    sum.retracted_requests =
-                        sum.retracted_requests.saturating_add(r.retracted_reqs);
-                }
-            }
-            LogEvent::Ready => {}
-        }
+    let mut s = Summarizer::new(Scope {
+        lines: window,
+        ..Scope::default()
+    });
+    for l in text.lines() {
+        s.feed_line(l.as_bytes());
     }
-    sum.kv_cache_dtype = sum.kv_cache_dtype.or(kv_dtype_line).or(kv_dtype_arg);
-
-    sum.stats_lines = kept.len();
-    let intervals = group_intervals(&kept);
-    let gens: Vec<f64> = intervals.iter().filter_map(|v| v.gen_throughput).collect();
-    let running: Vec<u64> = intervals.iter().filter_map(|v| v.running_req).collect();
-    let queue: Vec<u64> = intervals.iter().filter_map(|v| v.queue_req).collect();
-    let as_f = |v: &[u64]| v.iter().map(|x| *x as f64).collect::<Vec<f64>>();
-
-    sum.gen_throughput_mean = mean(&gens);
-    sum.gen_throughput_median = median(&gens);
-    sum.running_req_mean = mean(&as_f(&running));
-    sum.running_req_max = running.iter().copied().max();
-    sum.queue_req_mean = mean(&as_f(&queue));
-    sum.queue_req_max = queue.iter().copied().max();
-    sum.token_usage_mean = mean(&usages);
-    sum.token_usage_max = max_f(&usages);
-    sum
+    s.summary()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sglang_log::line::{parse_line, parse_prefix};
 
     fn close(a: Option<f64>, b: f64) -> bool {
         a.is_some_and(|a| (a - b).abs() < 1e-6)
@@ -557,14 +1147,86 @@ decode out of memory happened, #retracted_reqs: 3, #new_token_ratio: 0.5000 -> 0
         assert_eq!(back, ev);
     }
 
+    /// A reader that hands out at most `step` bytes per read, to cross chunk boundaries.
+    struct Trickle<'a> {
+        data: &'a [u8],
+        step: usize,
+    }
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = self.step.min(buf.len()).min(self.data.len());
+            let (head, rest) = self.data.split_at(n);
+            buf[..n].copy_from_slice(head);
+            self.data = rest;
+            Ok(n)
+        }
+    }
+
     #[test]
-    fn median_and_mean_helpers() {
-        assert_eq!(median(&[]), None);
-        assert_eq!(median(&[3.0]), Some(3.0));
-        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
-        assert_eq!(median(&[5.0, 1.0, 3.0]), Some(3.0));
-        assert_eq!(mean(&[1.0, 2.0]), Some(1.5));
-        assert_eq!(max_f(&[1.0, 7.0, 2.0]), Some(7.0));
+    fn streaming_reader_equals_text() {
+        let text = synthetic() + "[2026-11-30 15:46:32] Decode batch, #running-req: 1"; // no newline
+        let want = summarize_text(&text, None);
+        for step in [1, 7, 100, 1 << 20] {
+            let got = summarize_reader(
+                Trickle {
+                    data: text.as_bytes(),
+                    step,
+                },
+                Scope::default(),
+            )
+            .map(|s| s.summary());
+            assert_eq!(got.as_ref().ok(), Some(&want), "step {step}");
+        }
+        // CRLF line ends read the same.
+        let crlf = text.replace('\n', "\r\n");
+        let got = summarize_reader(crlf.as_bytes(), Scope::default()).map(|s| s.summary());
+        assert_eq!(got.ok(), Some(want));
+    }
+
+    #[test]
+    fn overlong_line_is_cut_and_counted_once() {
+        let mut text = STARTUP.to_string();
+        text.push_str(&"x".repeat(READ_CHUNK * 2 + 5));
+        text.push('\n');
+        text += &decode("15:46:02", 3, 0.50, 500.0, 28);
+        text += &decode("15:46:03", 3, 0.50, 500.0, 28);
+        let s = summarize_reader(text.as_bytes(), Scope::default())
+            .map(|s| s.summary())
+            .unwrap_or_default();
+        assert_eq!(s.lines, 11);
+        assert_eq!(s.stats_lines, 1);
+        assert_eq!(summarize_text(&text, None).lines, 11);
+    }
+
+    #[test]
+    fn time_scope() {
+        let ts = |t: &str| Timestamp {
+            date: Some((2026, 11, 30)),
+            secs_of_day: crate::sglang_log::scan::parse_datetime(
+                format!("{t}]").as_bytes(),
+                0,
+                false,
+            )
+            .map(|(t, _, _)| t.secs_of_day)
+            .unwrap_or(0.0),
+        };
+        let mut s = Summarizer::new(Scope {
+            lines: None,
+            since: Some(ts("15:46:02")),
+            until: Some(ts("15:46:04")),
+        });
+        for l in synthetic().lines() {
+            s.feed_line(l.as_bytes());
+        }
+        let sum = s.summary();
+        // 10 (first in scope: excluded) and 11 kept; the retraction at 15:46:04 is outside.
+        assert_eq!(sum.excluded_decode_lines, 1);
+        assert_eq!(sum.stats_lines, 1);
+        assert!(close(sum.gen_throughput_mean, 600.0));
+        assert_eq!(sum.retractions, 0);
+        assert_eq!(sum.window.first_line, Some(10));
+        assert_eq!(sum.window.last_line, Some(11));
+        assert!(close(sum.window.seconds, 1.0));
     }
 
     /// xorshift64* pseudo-random numbers (no external crates).
@@ -678,14 +1340,59 @@ decode out of memory happened, #retracted_reqs: 3, #new_token_ratio: 0.5000 -> 0
             corpus.push_str(&line);
             corpus.push('\n');
         }
-        // Pure random bytes, too.
-        for _ in 0..1000 {
+        // Pure random bytes, too: through the owned parser (as text), and raw through the
+        // byte scanner, the JSONL encoder and the streaming summary (invalid UTF-8, NULs and
+        // `\r` included, no lossy conversion on the way in).
+        let mut raw: Vec<u8> = Vec::new();
+        for round in 0..3000 {
             let len = rng.below(200);
-            let bytes: Vec<u8> = (0..len).map(|_| (rng.next() & 0xff) as u8).collect();
+            let mut bytes: Vec<u8> = (0..len).map(|_| (rng.next() & 0xff) as u8).collect();
+            if round % 3 == 0 {
+                // A valid stats line with raw garbage spliced in.
+                let seed = seeds
+                    .get(rng.below(seeds.len()))
+                    .cloned()
+                    .unwrap_or_default()
+                    .into_bytes();
+                let at = rng.below(seed.len() + 1);
+                let mut b = seed;
+                b.splice(at..at, bytes);
+                bytes = b;
+            }
             let line = String::from_utf8_lossy(&bytes).into_owned();
             let _ = parse_line(&line);
+            let _ =
+                crate::sglang_log::jsonl::line_event(&bytes).map(|e| e.to_json(round, Some("f")));
+            let _ = crate::sglang_log::scan::scan_owned(&bytes);
+            raw.extend_from_slice(&bytes);
+            raw.push(if round % 7 == 0 { b'\r' } else { b'\n' });
+        }
+        // A line longer than the reader's buffer, in the middle.
+        raw.extend(std::iter::repeat_n(b'[', READ_CHUNK + 17));
+        raw.extend_from_slice(corpus.as_bytes());
+        for step in [1, 97, READ_CHUNK] {
+            let r = summarize_reader(Trickle { data: &raw, step }, Scope::default());
+            let _ = r.map(|s| (s.summary(), s.tail()));
         }
         let _ = summarize_text(&corpus, None);
+        // The streaming path, in odd chunk sizes, with and without a time window.
+        for step in [1, 13, 4096] {
+            let r = summarize_reader(
+                Trickle {
+                    data: corpus.as_bytes(),
+                    step,
+                },
+                Scope {
+                    lines: None,
+                    since: Some(Timestamp {
+                        date: None,
+                        secs_of_day: 100.0,
+                    }),
+                    until: None,
+                },
+            );
+            let _ = r.map(|s| (s.summary(), s.tail()));
+        }
         let _ = summarize_text(
             &corpus,
             Some(LogWindow {
