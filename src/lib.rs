@@ -17,6 +17,7 @@ pub mod loadcmd;
 pub mod logcmd;
 pub mod metrics;
 pub mod progress;
+pub mod prom;
 pub mod provenance;
 pub mod record;
 pub mod report;

@@ -43,6 +43,8 @@ pub struct RunRecord {
     pub server: Option<ServerSummary>,
     pub verdict: Option<Verdict>,
     pub time_to_ready_s: Option<f64>,
+    /// The server's side from `/metrics` (with `--enable-metrics`).
+    pub metrics: Option<crate::prom::MetricsSummary>,
     /// Things worth knowing that are not failures (a GPU not released, a slow stop, ...).
     pub notes: Vec<String>,
     pub started_at: String,
@@ -194,6 +196,21 @@ pub fn trailing() -> Vec<Column> {
         Column { name: "token_usage_mean", doc: "Server KV `token usage` (0-1), mean", get: |r| f(server(r, |s| s.token_usage_mean)) },
         Column { name: "token_usage_max", doc: "Server KV `token usage`, max", get: |r| f(server(r, |s| s.token_usage_max)) },
         Column { name: "server_stats_lines", doc: "Decode lines the server stats rest on (0: no stats; the columns above are then empty)", get: |r| r.server.as_ref().map(|s| s.stats_lines.to_string()).unwrap_or_default() },
+        Column {
+            name: "metrics_gen_tput",
+            doc: "Server generated tokens/s from a `/metrics` counter's delta over the window: `sglang:realtime_tokens_total{mode=\"decode\"}` where exported, else `sglang:generation_tokens_total` (empty without `--enable-metrics`)",
+            get: |r| f(r.metrics.as_ref().and_then(|m| m.gen_tput_from_counter)),
+        },
+        Column {
+            name: "metrics_running_mean",
+            doc: "`sglang:num_running_reqs` from `/metrics`, mean over ~1 s scrapes",
+            get: |r| f(r.metrics.as_ref().and_then(|m| m.running_mean)),
+        },
+        Column {
+            name: "metrics_queue_mean",
+            doc: "`sglang:num_queue_reqs` from `/metrics`, mean over ~1 s scrapes",
+            get: |r| f(r.metrics.as_ref().and_then(|m| m.queue_mean)),
+        },
         Column { name: "max_total_num_tokens", doc: "KV pool capacity in tokens (startup capacity line)", get: |r| u(server(r, |s| s.max_total_num_tokens)) },
         Column { name: "max_running_requests", doc: "Effective running-request cap (startup capacity line)", get: |r| u(server(r, |s| s.max_running_requests)) },
         Column { name: "kv_cache_dtype", doc: "KV cache dtype (`KV Cache is allocated` line)", get: |r| server(r, |s| s.kv_cache_dtype.clone()).unwrap_or_default() },
@@ -269,6 +286,7 @@ mod tests {
             server: None,
             verdict: None,
             time_to_ready_s: None,
+            metrics: None,
             notes: vec![],
             started_at: "t".into(),
             finished_at: "t".into(),

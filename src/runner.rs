@@ -166,6 +166,7 @@ fn new_record(ctx: &RunContext<'_>, run: &RunConfig, m: Measurement) -> RunRecor
         server: None,
         verdict: None,
         time_to_ready_s: None,
+        metrics: None,
         notes: Vec::new(),
         started_at: now_rfc3339(),
         finished_at: String::new(),
@@ -439,6 +440,17 @@ pub async fn run_launch(
             Some(&l.client),
             Some(&server),
         ));
+        if let (Some(log_tput), Some(m)) = (
+            server.gen_throughput_mean,
+            l.metrics.as_ref().and_then(|m| m.gen_tput_from_counter),
+        ) {
+            if log_tput > 0.0 && ((m - log_tput) / log_tput).abs() > 0.25 {
+                record.notes.push(format!(
+                    "server gen throughput disagrees: log Decode lines {log_tput:.1} tok/s, /metrics counter {m:.1} tok/s"
+                ));
+            }
+        }
+        record.metrics = l.metrics.clone();
         record.server = Some(server);
         record.client = Some(l.client.clone());
         if l.interrupted {
@@ -560,6 +572,8 @@ struct LoadResult {
     server_died: Option<String>,
     /// sgtune was interrupted during this load.
     interrupted: bool,
+    /// From `/metrics`, when the server exports it.
+    metrics: Option<crate::prom::MetricsSummary>,
 }
 
 /// How long an interrupted load waits for its requests in flight before abandoning them.
@@ -595,6 +609,7 @@ async fn run_load(
                 window: None,
                 server_died: None,
                 interrupted: false,
+                metrics: None,
             };
         }
     };
@@ -610,6 +625,15 @@ async fn run_load(
         concurrency: w.concurrency,
     });
     let log = handle.log.clone();
+    // The second source: /metrics, scraped once a second during the measured window.
+    let measuring = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let scrape_done = Cancel::new();
+    let scraper = tokio::spawn(crate::prom::scrape_loop(
+        format!("{}/metrics", target.base_url),
+        measuring.clone(),
+        scrape_done.clone(),
+        Duration::from_secs(1),
+    ));
     let mut mark_start = None;
     let (mut cpu_start, mut cpu_end) = (None, None);
     let mut mark_end = None;
@@ -625,10 +649,12 @@ async fn run_load(
             mark_start = Some(log.line_count());
             measure_t0 = Instant::now();
             cpu_start = requests_csv::process_cpu_s();
+            measuring.store(true, std::sync::atomic::Ordering::SeqCst);
         }
         LoadEvent::MeasureEnd => {
             mark_end = Some(log.line_count());
             cpu_end = requests_csv::process_cpu_s();
+            measuring.store(false, std::sync::atomic::Ordering::SeqCst);
         }
         LoadEvent::Sample(s) => {
             if let Some(wr) = requests_csv.as_mut() {
@@ -687,6 +713,15 @@ async fn run_load(
     if let Some(mut wr) = requests_csv {
         let _ = wr.flush();
     }
+    scrape_done.cancel();
+    let scrapes = scraper.await.unwrap_or_default();
+    let metrics = (!scrapes.is_empty()).then(|| {
+        write_metrics_csv(
+            &launch_dir.join(format!("metrics{}.csv", suffix(ctx.spec, m))),
+            &scrapes,
+        );
+        crate::prom::summarize(&scrapes)
+    });
     let mut client = metrics::summarize(
         &outcome.samples,
         outcome.duration_s,
@@ -725,7 +760,27 @@ async fn run_load(
         window: mark_start.zip(mark_end),
         server_died,
         interrupted: ctx.cancel.is_cancelled(),
+        metrics,
     }
+}
+
+/// metrics.csv: one row per series per scrape.
+fn write_metrics_csv(path: &Path, scrapes: &[crate::prom::Scrape]) {
+    let Ok(mut w) = csv::Writer::from_path(path) else {
+        return;
+    };
+    let _ = w.write_record(["t_s", "metric", "labels", "value"]);
+    for s in scrapes {
+        for x in &s.samples {
+            let _ = w.write_record([
+                format!("{:.3}", s.t_s),
+                x.name.clone(),
+                x.labels.clone(),
+                x.value.to_string(),
+            ]);
+        }
+    }
+    let _ = w.flush();
 }
 
 /// How a sweep ended.

@@ -320,3 +320,42 @@ fn kill_9_of_sgtune_kills_the_whole_server_group() {
     let _ = child.wait();
     assert_no_leftovers(&tag);
 }
+
+#[test]
+fn metrics_endpoint_is_scraped_as_a_second_source() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tag = unique_tag("metrics");
+    let body = "configs:\n  - {name: with-metrics, enable_metrics: true}\n  - {name: without}\nworkload:\n  concurrency: 4\n  duration_s: 3\n  input_tokens: 8\n  output_tokens: 200\n  vocab_size: 100\n";
+    let spec_path = write_spec(dir.path(), &spec(&tag, "", body));
+    let results = dir.path().join("results");
+    let out = run(sgtune()
+        .arg("run")
+        .arg(&spec_path)
+        .arg("--results-dir")
+        .arg(&results));
+    assert_eq!(out.status.code(), Some(0), "{}", text_of(&out));
+    let folder = only_results_folder(&results);
+    let rows = by_name(&read_rows(&folder.join("results.csv")));
+    let with = &rows["with-metrics"];
+    let counter = num(with, "metrics_gen_tput");
+    let log = num(with, "server_gen_tput_mean");
+    assert!(
+        counter > 0.0 && num(with, "metrics_running_mean") > 0.0,
+        "{with:?}"
+    );
+    // The two sources describe the same window: same order of magnitude.
+    assert!(
+        counter / log > 0.5 && counter / log < 2.0,
+        "counter {counter} vs log {log}"
+    );
+    let csv =
+        std::fs::read_to_string(folder.join("runs/with-metrics/metrics.csv")).expect("metrics.csv");
+    assert!(
+        csv.starts_with("t_s,metric,labels,value")
+            && csv.contains("sglang:generation_tokens_total")
+    );
+    // Without --enable-metrics there is no second source, and no file.
+    assert_eq!(rows["without"]["metrics_gen_tput"], "");
+    assert!(!folder.join("runs/without/metrics.csv").exists());
+    assert_no_leftovers(&tag);
+}

@@ -52,6 +52,7 @@ server:
     disable_overlap_schedule: true
     sleep_on_idle: true
     dtype: bfloat16
+    enable_metrics: true
   ready_timeout_s: 240
   stop_timeout_s: 30
 {body}"#,
@@ -153,6 +154,12 @@ workload:
     );
     assert!(num(ok, "server_stats_lines") >= 1.0);
     assert_eq!(num(ok, "max_total_num_tokens"), 4096.0);
+    // The second source: /metrics counters agree with the Decode lines' throughput.
+    let (counter, log) = (num(ok, "metrics_gen_tput"), num(ok, "server_gen_tput_mean"));
+    assert!(
+        counter / log > 0.5 && counter / log < 2.0,
+        "counter {counter} vs log {log}"
+    );
     assert!(num(ok, "ttft_ms_p50") > 0.0 && num(ok, "tpot_ms_p50") > 0.0);
     assert!(!ok["verdict"].is_empty());
     for f in [
@@ -241,4 +248,34 @@ fn kill_9_of_sgtune_takes_the_server_with_it() {
         "SGLang processes survived kill -9 of sgtune: {:?}",
         procs_with_tag(&tag)
     );
+}
+
+/// sgtune's client and SGLang's own `bench_serving` agree on one server and one workload
+/// (scripts/compare-with-bench-serving.sh, small). The bounds allow for this shared 2-core
+/// machine's noise; the tighter target and the measured numbers are in docs/benchmarks.md.
+#[test]
+fn agrees_with_sglang_bench_serving() {
+    let Some(_env) = real_env() else { return };
+    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let out = std::process::Command::new("bash")
+        .arg(repo().join("scripts/compare-with-bench-serving.sh"))
+        .env("SGTUNE_BIN", env!("CARGO_BIN_EXE_sgtune"))
+        .env("REQUESTS", "32")
+        .env("ROUNDS", "1")
+        .output()
+        .expect("run the comparison script");
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("AGREEMENT "))
+        .unwrap_or_else(|| panic!("no AGREEMENT line in:\n{stdout}"));
+    for part in line.split_whitespace().skip(1) {
+        let (name, ratio) = part.split_once('=').expect("name=ratio");
+        let ratio: f64 = ratio.parse().expect("a number");
+        assert!(
+            (0.75..=1.33).contains(&ratio),
+            "{name}: sgtune / bench_serving = {ratio}\n{stdout}"
+        );
+    }
 }

@@ -30,6 +30,8 @@ Environment knobs:
     malformed_sse       the 3rd SSE event of a streamed response is `data: {not json`
     http_500, http_503  every POST answers that status with an OpenAI-style error body
     slow_stream         decode steps take 10x longer
+  --enable-metrics           GET /metrics serves the sglang:* running/queue/usage gauges and the
+                            generation/prompt token counters in the Prometheus text format
   --fake-fault NAME          the same faults as a flag, so one sweep can give each
                             configuration its own (`fake_fault: oom_at_start` in a config)
 Flag-driven behaviour (as real 0.5.23 on a CPU without AMX):
@@ -148,6 +150,7 @@ class Scheduler:
         self.used = self.running = self.step = self.gen_since_log = 0
         self.last_decode_log = self.last_prefill_log = time.monotonic()
         self.last_gen_throughput = 0.0
+        self.gen_total = self.prompt_total = 0  # Prometheus counters (--enable-metrics)
         threading.Thread(target=self._loop, daemon=True, name="decode").start()
 
     def admit(self, prompt, need):
@@ -162,6 +165,7 @@ class Scheduler:
             before = self.running
             self.running += 1
             self.used += need
+            self.prompt_total += prompt
             now = time.monotonic()
             thr = prompt / max(now - self.last_prefill_log, 1e-3)
             self.last_prefill_log = now
@@ -202,6 +206,7 @@ class Scheduler:
             with self.lock:
                 self.step += 1
                 self.gen_since_log += self.running
+                self.gen_total += self.running
                 if self.running and self.step % self.interval == 0:
                     now = time.monotonic()
                     g = self.gen_since_log / max(now - self.last_decode_log, 1e-6)
@@ -348,6 +353,28 @@ class Handler(BaseHTTPRequestHandler):
                              "weight_version": "default", "has_image_understanding": False,
                              "has_audio_understanding": False, "model_type": "llama",
                              "architectures": ["LlamaForCausalLM"]})
+        elif path == "/metrics" and S.args.enable_metrics:
+            sc = S.sched
+            labels = f'{{model_name="{S.served}",engine_type="unified",tp_rank="0",pp_rank="0"}}'
+            with sc.lock:
+                lines = [
+                    "# TYPE sglang:num_running_reqs gauge",
+                    f"sglang:num_running_reqs{labels} {float(sc.running)}",
+                    "# TYPE sglang:num_queue_reqs gauge",
+                    f"sglang:num_queue_reqs{labels} {float(len(sc.queue))}",
+                    "# TYPE sglang:token_usage gauge",
+                    f"sglang:token_usage{labels} {sc.used / sc.total:.2f}",
+                    "# TYPE sglang:generation_tokens_total counter",
+                    f"sglang:generation_tokens_total{labels} {float(sc.gen_total)}",
+                    "# TYPE sglang:prompt_tokens_total counter",
+                    f"sglang:prompt_tokens_total{labels} {float(sc.prompt_total)}",
+                ]
+            body = ("\n".join(lines) + "\n").encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
         elif path in ("/server_info", "/get_server_info"):
             d = dict(server_args_dict())
             d.update(max_total_num_tokens=S.total, max_req_input_len=S.ctx_len - 1,
