@@ -99,23 +99,8 @@ impl ResultsDir {
     /// resume drops the rows it will redo. Rows it keeps are written back unchanged.
     pub fn rewrite_csv(&self, rows: &[Vec<String>]) -> Result<(), StoreError> {
         let path = self.results_csv();
-        let mut w = csv::Writer::from_writer(Vec::new());
-        let mut write = || -> Result<Vec<u8>, String> {
-            w.write_record(&self.header).map_err(|e| e.to_string())?;
-            for r in rows {
-                w.write_record(r).map_err(|e| e.to_string())?;
-            }
-            Ok(Vec::new())
-        };
-        write().map_err(|e| StoreError {
-            path: path.display().to_string(),
-            source: std::io::Error::other(e),
-        })?;
-        let bytes = w.into_inner().map_err(|e| StoreError {
-            path: path.display().to_string(),
-            source: std::io::Error::other(e.to_string()),
-        })?;
-        write_atomic(&path, &bytes)
+        let records = std::iter::once(&self.header).chain(rows);
+        write_atomic(&path, &csv_bytes(&path, records)?)
     }
 
     /// Keep superseded rows (interrupted, or failed ones being retried) as evidence.
@@ -128,33 +113,11 @@ impl ResultsDir {
             return Ok(());
         }
         let path = self.root.join("results.superseded.csv");
-        let new = !path.exists();
-        let mut w = csv::Writer::from_writer(Vec::new());
-        let mut fill = || -> Result<(), csv::Error> {
-            if new {
-                w.write_record(header)?;
-            }
-            for r in rows {
-                w.write_record(r)?;
-            }
-            Ok(())
-        };
-        fill().map_err(|e| StoreError {
-            path: path.display().to_string(),
-            source: std::io::Error::other(e),
-        })?;
-        let bytes = w.into_inner().map_err(|e| StoreError {
-            path: path.display().to_string(),
-            source: std::io::Error::other(e.to_string()),
-        })?;
-        let mut f = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .map_err(err(&path))?;
-        f.write_all(&bytes).map_err(err(&path))?;
-        f.sync_data().map_err(err(&path))?;
-        Ok(())
+        let head: Vec<String> = header.to_vec();
+        let records = std::iter::once(&head)
+            .filter(|_| !path.exists())
+            .chain(rows);
+        append_synced(&path, &csv_bytes(&path, records)?, true)
     }
 
     pub fn run_dir(&self, run_name: &str) -> Result<PathBuf, StoreError> {
@@ -170,39 +133,44 @@ impl ResultsDir {
     /// Write the header now, so even a sweep killed during its first run leaves a valid CSV.
     pub fn init_csv(&self) -> Result<(), StoreError> {
         let path = self.results_csv();
-        let mut w = csv::Writer::from_writer(Vec::new());
-        w.write_record(&self.header).map_err(|e| StoreError {
-            path: path.display().to_string(),
-            source: std::io::Error::other(e),
-        })?;
-        let bytes = w.into_inner().map_err(|e| StoreError {
-            path: path.display().to_string(),
-            source: std::io::Error::other(e.to_string()),
-        })?;
-        write_atomic(&path, &bytes)
+        write_atomic(&path, &csv_bytes(&path, std::iter::once(&self.header))?)
     }
 
     /// Append one row and force it to disk before the next run starts. Finished rows are
     /// never rewritten.
     pub fn append(&self, r: &RunRecord) -> Result<(), StoreError> {
         let path = self.results_csv();
-        let mut w = csv::Writer::from_writer(Vec::new());
-        w.write_record(record::row(r)).map_err(|e| StoreError {
-            path: path.display().to_string(),
-            source: std::io::Error::other(e),
-        })?;
-        let bytes = w.into_inner().map_err(|e| StoreError {
-            path: path.display().to_string(),
-            source: std::io::Error::other(e.to_string()),
-        })?;
-        let mut f = OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .map_err(err(&path))?;
-        f.write_all(&bytes).map_err(err(&path))?;
-        f.sync_data().map_err(err(&path))?;
-        Ok(())
+        let row = record::row(r);
+        append_synced(&path, &csv_bytes(&path, std::iter::once(&row))?, false)
     }
+}
+
+/// CSV-encode records (errors name `path`, the file they are for).
+fn csv_bytes<'a>(
+    path: &Path,
+    records: impl IntoIterator<Item = &'a Vec<String>>,
+) -> Result<Vec<u8>, StoreError> {
+    let fail = |e: String| StoreError {
+        path: path.display().to_string(),
+        source: std::io::Error::other(e),
+    };
+    let mut w = csv::Writer::from_writer(Vec::new());
+    for r in records {
+        w.write_record(r).map_err(|e| fail(e.to_string()))?;
+    }
+    w.into_inner().map_err(|e| fail(e.to_string()))
+}
+
+/// Append bytes and fsync them before returning.
+fn append_synced(path: &Path, bytes: &[u8], create: bool) -> Result<(), StoreError> {
+    let mut f = OpenOptions::new()
+        .create(create)
+        .append(true)
+        .open(path)
+        .map_err(err(path))?;
+    f.write_all(bytes).map_err(err(path))?;
+    f.sync_data().map_err(err(path))?;
+    Ok(())
 }
 
 #[cfg(test)]
