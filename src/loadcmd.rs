@@ -110,7 +110,23 @@ pub fn render(concurrency: u64, c: &ClientSummary) -> String {
             c.usage_missing
         ));
     }
+    if c.sched_lag_ms.count > 0 {
+        out.push(
+            stats_line("sched lag ms", &c.sched_lag_ms) + "   (open loop: actual - scheduled send)",
+        );
+    }
+    if c.cut_off > 0 {
+        out.push(format!(
+            "  cut off        {} requests in flight at the deadline were abandoned (deadline: cut)",
+            c.cut_off
+        ));
+    }
     out.push(format!("  client CPU     {} cores", f(c.client_cpu_cores)));
+    if let Some(why) = &c.client_bound {
+        out.push(format!(
+            "  CLIENT-BOUND   {why}: these numbers may describe the client, not the server"
+        ));
+    }
     out.join("\n")
 }
 
@@ -131,7 +147,7 @@ pub async fn run(url: &str, workload: WorkloadSpec, output: Option<&Path>) -> i3
     }
     let model = match &workload.model {
         Some(m) => m.clone(),
-        None => match served_model(&base_url).await {
+        None => match driver::served_model(&base_url).await {
             Some(m) => m,
             None => {
                 say(&format!(
@@ -183,10 +199,12 @@ pub async fn run(url: &str, workload: WorkloadSpec, output: Option<&Path>) -> i3
         let (mut cpu0, mut cpu1) = (None, None);
         let mut done = 0u64;
         let mut last = Instant::now();
+        let mut acc = metrics::Accumulator::new(w.input_tokens, w.slo.as_ref());
         let mut on_event = |ev: LoadEvent<'_>| match ev {
             LoadEvent::MeasureStart => cpu0 = requests_csv::process_cpu_s(),
             LoadEvent::MeasureEnd => cpu1 = requests_csv::process_cpu_s(),
             LoadEvent::Sample(s) => {
+                acc.add(s);
                 if let Some(wr) = csv.as_mut() {
                     let _ = wr.write_record(requests_csv::row(s));
                 }
@@ -222,15 +240,12 @@ pub async fn run(url: &str, workload: WorkloadSpec, output: Option<&Path>) -> i3
         if let Some(mut wr) = csv {
             let _ = wr.flush();
         }
-        let mut summary = metrics::summarize(
-            &outcome.samples,
-            outcome.duration_s,
-            w.input_tokens,
-            w.slo.as_ref(),
-        );
+        let mut summary = acc.finish(outcome.duration_s);
         summary.client_cpu_cores = cpu0
             .zip(cpu1)
             .and_then(|(a, b)| (outcome.duration_s > 0.0).then(|| (b - a) / outcome.duration_s));
+        summary.cut_off = outcome.cut_off;
+        metrics::assess_client(&mut summary, crate::runner::available_cores());
         let _ = writeln!(std::io::stdout(), "{}\n", render(c, &summary));
         summaries.push(serde_json::json!({"concurrency": c, "interrupted": outcome.stopped, "client": summary}));
     }
@@ -248,23 +263,6 @@ pub async fn run(url: &str, workload: WorkloadSpec, output: Option<&Path>) -> i3
         .iter()
         .any(|s| s["client"]["completed"].as_u64().unwrap_or(0) > 0);
     if any_ok { 0 } else { 1 }
-}
-
-async fn served_model(base_url: &str) -> Option<String> {
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(10))
-        .no_proxy()
-        .build()
-        .ok()?;
-    let v: serde_json::Value = client
-        .get(format!("{base_url}/v1/models"))
-        .send()
-        .await
-        .ok()?
-        .json()
-        .await
-        .ok()?;
-    v.get("data")?.get(0)?.get("id")?.as_str().map(String::from)
 }
 
 #[cfg(test)]

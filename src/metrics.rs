@@ -3,6 +3,11 @@
 //! bench_serving), TPOT = (E2E − TTFT)/(output tokens − 1) per request, ITL pooled over the
 //! gaps between content chunks of all successful requests, output tokens from `usage`,
 //! percentiles with numpy's linear interpolation, throughputs over the measured window.
+//!
+//! Memory stays flat with run length: samples are folded into an `Accumulator` as they
+//! arrive (never kept), and each latency keeps its exact values only up to `EXACT_CAP`; past
+//! that it moves to an HDR histogram (3 significant digits, so percentiles within 0.1%) and
+//! the mean stays exact.
 
 use crate::load::driver::{Phase, RequestSample};
 use serde::Serialize;
@@ -50,6 +55,168 @@ impl Stats {
     }
 }
 
+/// Values kept exactly per latency before switching to a histogram.
+pub const EXACT_CAP: usize = 100_000;
+
+/// The histogram's range: 1 µs to one day, 3 significant digits.
+const HIST_MAX_US: u64 = 86_400_000_000;
+
+/// One latency's distribution in bounded memory.
+#[derive(Debug, Clone, Default)]
+pub struct Dist {
+    exact: Vec<f64>,
+    /// Microseconds, from the moment `exact` would pass `EXACT_CAP`.
+    hist: Option<hdrhistogram::Histogram<u64>>,
+    count: usize,
+    sum: f64,
+    max: f64,
+}
+
+impl Dist {
+    fn record_hist(h: &mut hdrhistogram::Histogram<u64>, v: f64) {
+        // Saturates at the histogram's top (one day): never panics.
+        h.saturating_record((v.max(0.0) * 1000.0).round() as u64);
+    }
+
+    pub fn push(&mut self, v: f64) {
+        if !v.is_finite() {
+            return;
+        }
+        self.count += 1;
+        self.sum += v;
+        self.max = if self.count == 1 { v } else { self.max.max(v) };
+        if let Some(h) = self.hist.as_mut() {
+            Self::record_hist(h, v);
+        } else if self.exact.len() < EXACT_CAP {
+            self.exact.push(v);
+        } else if let Ok(mut h) = hdrhistogram::Histogram::<u64>::new_with_bounds(1, HIST_MAX_US, 3)
+        {
+            for x in self.exact.drain(..) {
+                Self::record_hist(&mut h, x);
+            }
+            Self::record_hist(&mut h, v);
+            self.hist = Some(h);
+        }
+    }
+
+    pub fn stats(&self) -> Stats {
+        match &self.hist {
+            None => Stats::of(self.exact.clone()),
+            Some(h) => {
+                let q = |p: f64| Some(h.value_at_quantile(p) as f64 / 1000.0);
+                Stats {
+                    count: self.count,
+                    mean: Some(self.sum / self.count as f64),
+                    p50: q(0.50),
+                    p90: q(0.90),
+                    p99: q(0.99),
+                    max: Some(self.max),
+                }
+            }
+        }
+    }
+}
+
+/// Folds measured samples into a ClientSummary as they arrive.
+#[derive(Debug, Clone, Default)]
+pub struct Accumulator {
+    s: ClientSummary,
+    ttft: Dist,
+    itl: Dist,
+    tpot: Dist,
+    e2e: Dist,
+    ttft_v: Dist,
+    e2e_v: Dist,
+    lag: Dist,
+    measured: u64,
+    good: u64,
+    requested_input: u64,
+    slo: Option<crate::spec::Slo>,
+}
+
+impl Accumulator {
+    /// `requested_input` stands in for a prompt length the server did not report.
+    pub fn new(requested_input: u64, slo: Option<&crate::spec::Slo>) -> Self {
+        Accumulator {
+            requested_input,
+            slo: slo.cloned(),
+            ..Default::default()
+        }
+    }
+
+    /// Add one request (warmup requests are ignored).
+    pub fn add(&mut self, r: &RequestSample) {
+        if r.phase != Phase::Measured {
+            return;
+        }
+        let s = &mut self.s;
+        self.measured += 1;
+        if let Some(l) = r.sched_lag_ms {
+            self.lag.push(l);
+        }
+        if self.slo.as_ref().is_some_and(|slo| r.meets(slo)) {
+            self.good += 1;
+        }
+        if r.retried {
+            s.retries += 1;
+        }
+        if !r.ok() {
+            s.failed += 1;
+            if let Some(k) = r.error_kind {
+                *s.errors.entry(k.as_str().to_string()).or_default() += 1;
+            }
+            if s.first_error.is_none() {
+                s.first_error = r.error.clone();
+            }
+            return;
+        }
+        s.completed += 1;
+        s.output_tokens += r.output_tokens();
+        s.input_tokens += r.prompt_tokens.unwrap_or(self.requested_input);
+        if r.usage_missing() {
+            s.usage_missing += 1;
+        }
+        let push = |d: &mut Dist, v: Option<f64>| {
+            if let Some(v) = v {
+                d.push(v);
+            }
+        };
+        push(&mut self.ttft, r.ttft_ms);
+        push(&mut self.e2e, r.end_ms);
+        push(&mut self.ttft_v, r.first_choices_ms);
+        push(&mut self.e2e_v, r.last_content_ms);
+        push(&mut self.tpot, r.tpot_ms());
+        for gap in r.itl_ms() {
+            self.itl.push(gap);
+        }
+    }
+
+    /// The summary over a measured window of `duration_s` seconds.
+    pub fn finish(&self, duration_s: f64) -> ClientSummary {
+        let mut s = self.s.clone();
+        s.duration_s = duration_s;
+        if duration_s > 0.0 && s.completed > 0 {
+            s.request_throughput = Some(s.completed as f64 / duration_s);
+            s.output_tok_s = Some(s.output_tokens as f64 / duration_s);
+            s.total_tok_s = Some((s.input_tokens + s.output_tokens) as f64 / duration_s);
+        }
+        if self.slo.is_some() && self.measured > 0 {
+            s.goodput_share = Some(self.good as f64 / self.measured as f64);
+            if duration_s > 0.0 {
+                s.goodput_req_s = Some(self.good as f64 / duration_s);
+            }
+        }
+        s.sched_lag_ms = self.lag.stats();
+        s.ttft_first_choices_ms = self.ttft_v.stats();
+        s.e2e_last_content_ms = self.e2e_v.stats();
+        s.ttft_ms = self.ttft.stats();
+        s.itl_ms = self.itl.stats();
+        s.tpot_ms = self.tpot.stats();
+        s.e2e_ms = self.e2e.stats();
+        s
+    }
+}
+
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ClientSummary {
     pub completed: u64,
@@ -77,6 +244,12 @@ pub struct ClientSummary {
     pub goodput_req_s: Option<f64>,
     /// CPU the client used during the measured window, in cores (1.0 = one core busy).
     pub client_cpu_cores: Option<f64>,
+    /// Open loop: how late requests went out against their schedule (ms).
+    pub sched_lag_ms: Stats,
+    /// Requests abandoned at the deadline (`deadline: cut`); not failures, not in latencies.
+    pub cut_off: u64,
+    /// The client itself may have limited the load: the reason, when so.
+    pub client_bound: Option<String>,
     /// Successful requests whose stream carried no `usage`: output counted as content chunks.
     pub usage_missing: u64,
     pub retries: u64,
@@ -86,70 +259,39 @@ pub struct ClientSummary {
     pub first_error: Option<String>,
 }
 
-/// Summarize the measured requests of a run. `requested_input` stands in for a prompt length
-/// the server did not report.
+/// Scheduling lag p99 above which the open-loop client counts as late.
+pub const LAG_BOUND_MS: f64 = 10.0;
+
+/// Decide whether the client may have been the bottleneck: requests went out late (open
+/// loop), or the client's CPU use is near the machine's cores.
+pub fn assess_client(s: &mut ClientSummary, cores: usize) {
+    let mut why = Vec::new();
+    if let Some(p99) = s.sched_lag_ms.p99.filter(|p| *p > LAG_BOUND_MS) {
+        why.push(format!(
+            "requests went out late: scheduling lag p99 {p99:.1} ms > {LAG_BOUND_MS} ms"
+        ));
+    }
+    if let Some(c) = s
+        .client_cpu_cores
+        .filter(|c| *c >= 0.9 * cores.max(1) as f64)
+    {
+        why.push(format!("the client used {c:.2} of {cores} cores"));
+    }
+    s.client_bound = (!why.is_empty()).then(|| why.join("; "));
+}
+
+/// Summarize a slice of samples (tests and small callers; the runner accumulates instead).
 pub fn summarize(
     samples: &[RequestSample],
     duration_s: f64,
     requested_input: u64,
     slo: Option<&crate::spec::Slo>,
 ) -> ClientSummary {
-    let mut s = ClientSummary {
-        duration_s,
-        ..Default::default()
-    };
-    let (mut ttft, mut itl, mut tpot, mut e2e) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let (mut ttft_v, mut e2e_v) = (Vec::new(), Vec::new());
-    let (mut measured, mut good) = (0u64, 0u64);
-    for r in samples.iter().filter(|r| r.phase == Phase::Measured) {
-        measured += 1;
-        if slo.is_some_and(|slo| r.meets(slo)) {
-            good += 1;
-        }
-        if r.retried {
-            s.retries += 1;
-        }
-        if !r.ok() {
-            s.failed += 1;
-            if let Some(k) = r.error_kind {
-                *s.errors.entry(k.as_str().to_string()).or_default() += 1;
-            }
-            if s.first_error.is_none() {
-                s.first_error = r.error.clone();
-            }
-            continue;
-        }
-        s.completed += 1;
-        s.output_tokens += r.output_tokens();
-        s.input_tokens += r.prompt_tokens.unwrap_or(requested_input);
-        if r.usage_missing() {
-            s.usage_missing += 1;
-        }
-        ttft.extend(r.ttft_ms);
-        e2e.extend(r.end_ms);
-        ttft_v.extend(r.first_choices_ms);
-        e2e_v.extend(r.last_content_ms);
-        tpot.extend(r.tpot_ms());
-        itl.extend(r.itl_ms());
+    let mut acc = Accumulator::new(requested_input, slo);
+    for r in samples {
+        acc.add(r);
     }
-    if duration_s > 0.0 && s.completed > 0 {
-        s.request_throughput = Some(s.completed as f64 / duration_s);
-        s.output_tok_s = Some(s.output_tokens as f64 / duration_s);
-        s.total_tok_s = Some((s.input_tokens + s.output_tokens) as f64 / duration_s);
-    }
-    if slo.is_some() && measured > 0 {
-        s.goodput_share = Some(good as f64 / measured as f64);
-        if duration_s > 0.0 {
-            s.goodput_req_s = Some(good as f64 / duration_s);
-        }
-    }
-    s.ttft_first_choices_ms = Stats::of(ttft_v);
-    s.e2e_last_content_ms = Stats::of(e2e_v);
-    s.ttft_ms = Stats::of(ttft);
-    s.itl_ms = Stats::of(itl);
-    s.tpot_ms = Stats::of(tpot);
-    s.e2e_ms = Stats::of(e2e);
-    s
+    acc.finish(duration_s)
 }
 
 #[cfg(test)]
@@ -176,6 +318,8 @@ mod tests {
             retried: false,
             error_kind: None,
             error: None,
+            sched_lag_ms: None,
+            max_tokens: 4,
         }
     }
 
@@ -226,6 +370,50 @@ mod tests {
         assert_eq!(s.itl_ms.p50, Some(20.0));
         assert_eq!(s.ttft_ms.mean, Some(150.0));
         assert_eq!(s.e2e_ms.max, Some(230.0));
+    }
+
+    #[test]
+    fn client_bound_from_lag_or_cpu() {
+        let mut s = ClientSummary::default();
+        assess_client(&mut s, 2);
+        assert_eq!(s.client_bound, None);
+        s.sched_lag_ms = Stats::of(vec![1.0, 50.0, 60.0]);
+        s.client_cpu_cores = Some(1.95);
+        assess_client(&mut s, 2);
+        let why = s.client_bound.clone().unwrap_or_default();
+        assert!(
+            why.contains("scheduling lag") && why.contains("1.95 of 2 cores"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn dist_is_exact_then_bounded() {
+        let mut d = Dist::default();
+        for i in 0..1000 {
+            d.push(i as f64);
+        }
+        assert_eq!(d.stats(), Stats::of((0..1000).map(|i| i as f64).collect()));
+        let mut big = Dist::default();
+        let n = EXACT_CAP + 50_000;
+        for i in 0..n {
+            big.push((i % 1000) as f64 + 0.5);
+        }
+        assert!(
+            big.exact.is_empty() && big.hist.is_some(),
+            "moved to the histogram"
+        );
+        let st = big.stats();
+        assert_eq!(st.count, n);
+        assert!(
+            (st.mean.unwrap_or(0.0) - 500.0).abs() < 1e-6,
+            "mean stays exact"
+        );
+        let p50 = st.p50.unwrap_or(0.0);
+        assert!((p50 - 500.0).abs() / 500.0 < 0.002, "p50 {p50}");
+        assert!((st.p99.unwrap_or(0.0) - 990.5).abs() / 990.5 < 0.002);
+        d.push(f64::NAN);
+        assert_eq!(d.stats().count, 1000, "non-finite values are ignored");
     }
 
     #[test]

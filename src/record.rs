@@ -187,6 +187,56 @@ pub fn trailing() -> Vec<Column> {
         e2e_ms: "End-to-end latency: send → end of stream (SGLang convention)"
     ));
     cols.extend([
+        Column {
+            name: "ttft_vllm_ms_mean",
+            doc: "TTFT in vLLM's convention: send → first chunk with choices, even empty (chat's role-only chunk counts), mean (ms)",
+            get: |r| stat(r, |c| &c.ttft_first_choices_ms, |s| s.mean),
+        },
+        Column {
+            name: "ttft_vllm_ms_p50",
+            doc: "Same, median (ms)",
+            get: |r| stat(r, |c| &c.ttft_first_choices_ms, |s| s.p50),
+        },
+        Column {
+            name: "e2e_vllm_ms_mean",
+            doc: "E2E in vLLM's convention: send → last content chunk (the usage chunk and [DONE] excluded), mean (ms)",
+            get: |r| stat(r, |c| &c.e2e_last_content_ms, |s| s.mean),
+        },
+        Column {
+            name: "e2e_vllm_ms_p50",
+            doc: "Same, median (ms)",
+            get: |r| stat(r, |c| &c.e2e_last_content_ms, |s| s.p50),
+        },
+        Column {
+            name: "goodput_share",
+            doc: "Share of measured requests meeting every `workload.slo` limit (empty: no SLO)",
+            get: |r| f(r.client.as_ref().and_then(|c| c.goodput_share)),
+        },
+        Column {
+            name: "goodput_req_s",
+            doc: "Requests meeting every SLO per second of the measured window",
+            get: |r| f(r.client.as_ref().and_then(|c| c.goodput_req_s)),
+        },
+        Column {
+            name: "sched_lag_ms_p99",
+            doc: "Open loop (`request_rate`): actual minus scheduled send, 99th percentile (ms); empty in closed loop",
+            get: |r| stat(r, |c| &c.sched_lag_ms, |s| s.p99),
+        },
+        Column {
+            name: "cut_off",
+            doc: "Requests abandoned at the `duration_s` deadline under `deadline: cut` (not failures, not in latencies)",
+            get: |r| u(client(r, |c| c.cut_off)),
+        },
+        Column {
+            name: "client_cpu_cores",
+            doc: "CPU sgtune's client used during the measured window, in cores",
+            get: |r| f(r.client.as_ref().and_then(|c| c.client_cpu_cores)),
+        },
+        Column {
+            name: "client_bound",
+            doc: "Why the client itself may have limited the load (scheduling lag p99 > 10 ms, CPU near the core count); empty when not",
+            get: |r| r.client.as_ref().and_then(|c| c.client_bound.clone()).unwrap_or_default(),
+        },
         Column { name: "server_gen_tput_mean", doc: "Server `gen throughput (token/s)` from Decode lines in the window, mean (empty: no stats)", get: |r| f(server(r, |s| s.gen_throughput_mean)) },
         Column { name: "server_gen_tput_median", doc: "Same, median", get: |r| f(server(r, |s| s.gen_throughput_median)) },
         Column { name: "running_req_mean", doc: "Server `#running-req`, mean over Decode lines", get: |r| f(server(r, |s| s.running_req_mean)) },

@@ -126,26 +126,9 @@ async fn served_model(base_url: &str, spec: &SweepSpec) -> String {
     if let Some(m) = &spec.workload.model {
         return m.clone();
     }
-    let from_server = async {
-        let client = reqwest::Client::builder()
-            .timeout(Duration::from_secs(10))
-            .no_proxy()
-            .build()
-            .ok()?;
-        let v: serde_json::Value = client
-            .get(format!("{base_url}/v1/models"))
-            .send()
-            .await
-            .ok()?
-            .json()
-            .await
-            .ok()?;
-        v.get("data")?.get(0)?.get("id")?.as_str().map(String::from)
-    };
-    match from_server.await {
-        Some(m) => m,
-        None => spec.server.model_path.0.clone(),
-    }
+    driver::served_model(base_url)
+        .await
+        .unwrap_or_else(|| spec.server.model_path.0.clone())
 }
 
 fn new_record(ctx: &RunContext<'_>, run: &RunConfig, m: Measurement) -> RunRecord {
@@ -644,6 +627,7 @@ async fn run_load(
     let stop = Cancel::new();
     let abort = Cancel::new();
     let mut interrupted_at: Option<Instant> = None;
+    let mut acc = metrics::Accumulator::new(w.input_tokens, w.slo.as_ref());
     let mut on_event = |ev: LoadEvent<'_>| match ev {
         LoadEvent::MeasureStart => {
             mark_start = Some(log.line_count());
@@ -657,6 +641,7 @@ async fn run_load(
             measuring.store(false, std::sync::atomic::Ordering::SeqCst);
         }
         LoadEvent::Sample(s) => {
+            acc.add(s);
             if let Some(wr) = requests_csv.as_mut() {
                 let _ = wr.write_record(requests_csv::row(s));
                 rows += 1;
@@ -722,15 +707,12 @@ async fn run_load(
         );
         crate::prom::summarize(&scrapes)
     });
-    let mut client = metrics::summarize(
-        &outcome.samples,
-        outcome.duration_s,
-        w.input_tokens,
-        w.slo.as_ref(),
-    );
+    let mut client = acc.finish(outcome.duration_s);
     client.client_cpu_cores = cpu_start
         .zip(cpu_end)
         .and_then(|(a, b)| (outcome.duration_s > 0.0).then(|| (b - a) / outcome.duration_s));
+    client.cut_off = outcome.cut_off;
+    metrics::assess_client(&mut client, available_cores());
     // The load can finish (every remaining request refused at once) before the watcher above
     // sees a dead server; a server must still be running after its load. Connection errors
     // mean it may be dying right now: give its exit status a moment to show.
@@ -762,6 +744,11 @@ async fn run_load(
         interrupted: ctx.cancel.is_cancelled(),
         metrics,
     }
+}
+
+/// Cores this machine offers (for the client-bound check).
+pub fn available_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// metrics.csv: one row per series per scrape.

@@ -144,3 +144,107 @@ fn load_rejects_bad_workload_keys_and_missing_vocab() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn open_loop_with_length_distributions_records_lag_and_lengths() {
+    let (_fake, port) = start_fake();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out_dir = dir.path().join("out");
+    let out = run(sgtune()
+        .args(["load", "--url", &format!("http://127.0.0.1:{port}")])
+        .args([
+            "-w",
+            "request_rate=40",
+            "-w",
+            "burstiness=0.5",
+            "-w",
+            "concurrency=8",
+        ])
+        .args([
+            "-w",
+            "requests=40",
+            "-w",
+            "vocab_size=1000",
+            "-w",
+            "output_tokens=8",
+        ])
+        .args([
+            "-w",
+            "input_tokens={dist: uniform, mean: 16, range_ratio: 0.5}",
+        ])
+        .arg("--output")
+        .arg(&out_dir));
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        text(&out.stderr)
+    );
+    assert!(stdout.contains("sched lag ms"), "{stdout}");
+    let reqs = read_rows(&out_dir.join("requests.csv"));
+    let measured: Vec<_> = reqs.iter().filter(|r| r["phase"] == "measured").collect();
+    assert_eq!(measured.len(), 40);
+    for r in &measured {
+        assert!(num(r, "sched_lag_ms") >= 0.0);
+        assert_eq!(r["max_tokens"], "8");
+        let p = num(r, "prompt_tokens");
+        assert!(
+            (8.0..=16.0).contains(&p),
+            "prompt {p} outside the uniform [8, 16]"
+        );
+    }
+    // Open loop: sends spread over ~1 s (40 at 40/s), not all at once.
+    let last_send = measured
+        .iter()
+        .map(|r| num(r, "send_s"))
+        .fold(0.0, f64::max);
+    assert!(
+        last_send > 0.3,
+        "arrivals spread out: last send at {last_send} s"
+    );
+}
+
+#[test]
+fn deadline_cut_abandons_and_counts_requests_in_flight() {
+    let (_fake, port) = start_fake();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out_dir = dir.path().join("out");
+    // Each request needs ~4 s of tokens; the deadline comes at 1 s.
+    let out = run(sgtune()
+        .args(["load", "--url", &format!("http://127.0.0.1:{port}")])
+        .args([
+            "-w",
+            "concurrency=3",
+            "-w",
+            "duration_s=1",
+            "-w",
+            "deadline=cut",
+        ])
+        .args([
+            "-w",
+            "warmup_requests=0",
+            "-w",
+            "vocab_size=1000",
+            "-w",
+            "input_tokens=4",
+        ])
+        .args(["-w", "output_tokens=2000"])
+        .arg("--output")
+        .arg(&out_dir));
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "nothing completed: {stdout}");
+    assert!(stdout.contains("cut off        3 requests"), "{stdout}");
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out_dir.join("summary.json")).expect("summary"),
+    )
+    .expect("json");
+    let c = &summary["load_points"][0]["client"];
+    assert_eq!(c["cut_off"], 3);
+    assert_eq!(c["failed"], 0, "cut-off requests are not failures");
+    let d = c["duration_s"].as_f64().expect("duration");
+    assert!(
+        (0.9..1.5).contains(&d),
+        "the window ends at the deadline: {d}"
+    );
+}

@@ -75,6 +75,10 @@ pub struct RequestSample {
     pub retried: bool,
     pub error_kind: Option<ErrorKind>,
     pub error: Option<String>,
+    /// Open loop: actual send minus scheduled send (ms); the client's own lateness.
+    pub sched_lag_ms: Option<f64>,
+    /// The output length asked of the server (`max_tokens`).
+    pub max_tokens: u64,
 }
 
 impl RequestSample {
@@ -137,15 +141,36 @@ pub enum LoadEvent<'a> {
     MeasureEnd,
 }
 
+/// How a load ended. The samples themselves went to `on_event` as they finished (the driver
+/// keeps none: memory stays flat with run length).
 #[derive(Debug)]
 pub struct LoadOutcome {
-    pub samples: Vec<RequestSample>,
     pub warmup_ok: u64,
     pub warmup_failed: u64,
+    /// Requests abandoned at the deadline under `deadline: cut` (not failures).
+    pub cut_off: u64,
     /// Measured window: first send to last completion.
     pub duration_s: f64,
     /// The load was stopped before it finished (interrupt or server death).
     pub stopped: bool,
+}
+
+/// The model id the server serves (`GET /v1/models`, first entry).
+pub async fn served_model(base_url: &str) -> Option<String> {
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .no_proxy()
+        .build()
+        .ok()?;
+    let v: serde_json::Value = client
+        .get(format!("{base_url}/v1/models"))
+        .send()
+        .await
+        .ok()?
+        .json()
+        .await
+        .ok()?;
+    v.get("data")?.get(0)?.get("id")?.as_str().map(String::from)
 }
 
 /// Build the HTTP client: one HTTP/1.1 connection per in-flight stream, no Nagle delay, idle
@@ -160,20 +185,79 @@ pub fn http_client(concurrency: u64) -> reqwest::Result<reqwest::Client> {
         .build()
 }
 
-fn prompt_for(w: &WorkloadSpec, target: &LoadTarget, phase: Phase, index: u64) -> Prompt {
-    let stream = match phase {
+fn stream_of(phase: Phase) -> u64 {
+    match phase {
         Phase::Measured => 0,
         Phase::Warmup => 1,
-    };
-    match w.endpoint {
+    }
+}
+
+/// Request `index`'s prompt and output length (seeded per request: the same whichever worker
+/// sends it, open or closed loop).
+fn request_for(w: &WorkloadSpec, target: &LoadTarget, phase: Phase, index: u64) -> (Prompt, u64) {
+    let stream = stream_of(phase);
+    let input = prompts::length(
+        w.input_dist.as_ref(),
+        w.input_tokens,
+        w.seed,
+        10 + stream,
+        index,
+    );
+    let output = prompts::length(
+        w.output_dist.as_ref(),
+        w.output_tokens,
+        w.seed,
+        20 + stream,
+        index,
+    );
+    let prompt = match w.endpoint {
         Endpoint::Completions => Prompt::TokenIds(prompts::token_ids(
             w.seed,
             stream,
             index,
-            w.input_tokens,
+            input,
             target.vocab_size,
         )),
-        Endpoint::Chat => Prompt::Text(prompts::text(w.seed, stream, index, w.input_tokens)),
+        Endpoint::Chat => Prompt::Text(prompts::text(w.seed, stream, index, input)),
+    };
+    (prompt, output)
+}
+
+fn blank_sample(
+    phase: Phase,
+    index: u64,
+    worker: u64,
+    send_s: f64,
+    max_tokens: u64,
+) -> RequestSample {
+    RequestSample {
+        phase,
+        index,
+        worker,
+        send_s,
+        headers_ms: None,
+        ttft_ms: None,
+        last_content_ms: None,
+        first_choices_ms: None,
+        end_ms: None,
+        chunk_ms: Vec::new(),
+        prompt_tokens: None,
+        completion_tokens: None,
+        finish_reason: None,
+        http_status: None,
+        retried: false,
+        error_kind: None,
+        error: None,
+        sched_lag_ms: None,
+        max_tokens,
+    }
+}
+
+fn offset_s(now: Instant, window_start: Instant) -> f64 {
+    if now >= window_start {
+        (now - window_start).as_secs_f64()
+    } else {
+        -(window_start - now).as_secs_f64()
     }
 }
 
@@ -324,87 +408,131 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     s
 }
 
-/// Run `count` (or until `deadline`) requests of `phase` with `workers` workers; samples go to
-/// `tx` as they finish.
-#[allow(clippy::too_many_arguments)]
-fn spawn_phase(
-    client: &reqwest::Client,
-    w: &Arc<WorkloadSpec>,
-    target: &Arc<LoadTarget>,
+/// What every request task of a phase shares.
+struct PhaseCtx {
+    client: reqwest::Client,
+    w: Arc<WorkloadSpec>,
+    target: Arc<LoadTarget>,
     phase: Phase,
+    url: String,
+    timeout: Duration,
+    window_start: Instant,
+    stop: Cancel,
+    abort: Cancel,
+    tx: mpsc::UnboundedSender<RequestSample>,
+    /// Requests sent and not yet finished (for the `cut` deadline policy).
+    in_flight: Arc<AtomicU64>,
+}
+
+impl PhaseCtx {
+    /// Send request `index` now; None when aborted.
+    async fn send(
+        &self,
+        index: u64,
+        worker: u64,
+        scheduled: Option<Instant>,
+    ) -> Option<RequestSample> {
+        let (prompt, max_tokens) = request_for(&self.w, &self.target, self.phase, index);
+        let body = openai::request_body(&self.w, &self.target.model, prompt, max_tokens);
+        let now = Instant::now();
+        let mut sample = blank_sample(
+            self.phase,
+            index,
+            worker,
+            offset_s(now, self.window_start),
+            max_tokens,
+        );
+        sample.sched_lag_ms =
+            scheduled.map(|t| now.saturating_duration_since(t).as_secs_f64() * 1000.0);
+        self.in_flight.fetch_add(1, Ordering::SeqCst);
+        let out = tokio::select! {
+            s = one_request(&self.client, &self.url, &body, self.timeout, sample) => Some(s),
+            _ = self.abort.cancelled() => None,
+        };
+        self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        out
+    }
+}
+
+/// Closed loop: `workers` workers, each sending its next request when its previous one ends,
+/// until `count` requests or the `deadline`.
+fn spawn_closed(
+    ctx: &Arc<PhaseCtx>,
     workers: u64,
     count: Option<u64>,
     deadline: Option<Instant>,
-    window_start: Instant,
-    stop: &Cancel,
-    abort: &Cancel,
-    tx: &mpsc::UnboundedSender<RequestSample>,
 ) -> Vec<tokio::task::JoinHandle<()>> {
     let next = Arc::new(AtomicU64::new(0));
-    let url = format!("{}{}", target.base_url, w.endpoint.path());
-    let timeout = Duration::from_secs_f64(w.request_timeout_s);
     (0..workers)
         .map(|worker| {
-            let (client, w, target, next, stop, abort, tx, url) = (
-                client.clone(),
-                w.clone(),
-                target.clone(),
-                next.clone(),
-                stop.clone(),
-                abort.clone(),
-                tx.clone(),
-                url.clone(),
-            );
+            let (ctx, next) = (ctx.clone(), next.clone());
             tokio::spawn(async move {
                 loop {
-                    if stop.is_cancelled() || deadline.is_some_and(|d| Instant::now() >= d) {
+                    if ctx.stop.is_cancelled() || deadline.is_some_and(|d| Instant::now() >= d) {
                         break;
                     }
                     let index = next.fetch_add(1, Ordering::Relaxed);
                     if count.is_some_and(|c| index >= c) {
                         break;
                     }
-                    let body = openai::request_body(
-                        &w,
-                        &target.model,
-                        prompt_for(&w, &target, phase, index),
-                    );
-                    let now = Instant::now();
-                    let send_s = if now >= window_start {
-                        (now - window_start).as_secs_f64()
-                    } else {
-                        -(window_start - now).as_secs_f64()
+                    let Some(s) = ctx.send(index, worker, None).await else {
+                        break;
                     };
-                    let sample = RequestSample {
-                        phase,
-                        index,
-                        worker,
-                        send_s,
-                        headers_ms: None,
-                        ttft_ms: None,
-                        last_content_ms: None,
-                        first_choices_ms: None,
-                        end_ms: None,
-                        chunk_ms: Vec::new(),
-                        prompt_tokens: None,
-                        completion_tokens: None,
-                        finish_reason: None,
-                        http_status: None,
-                        retried: false,
-                        error_kind: None,
-                        error: None,
-                    };
-                    let s = tokio::select! {
-                        s = one_request(&client, &url, &body, timeout, sample) => s,
-                        _ = abort.cancelled() => break,
-                    };
-                    if tx.send(s).is_err() {
+                    if ctx.tx.send(s).is_err() {
                         break;
                     }
                 }
             })
         })
         .collect()
+}
+
+/// Open loop: arrivals at `rate` per second with gamma gaps of shape `burstiness` (1 =
+/// Poisson), seeded; at most `cap` in flight (an arrival waits for a slot, and that wait
+/// shows as scheduling lag). The first request goes at the start.
+fn spawn_open(
+    ctx: &Arc<PhaseCtx>,
+    rate: f64,
+    burstiness: f64,
+    cap: u64,
+    count: Option<u64>,
+    deadline: Option<Instant>,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    let ctx = ctx.clone();
+    let dispatcher = tokio::spawn(async move {
+        let slots = Arc::new(tokio::sync::Semaphore::new(cap.max(1) as usize));
+        let mut rng = prompts::SplitMix64::new(ctx.w.seed ^ 0xA5A5_5A5A_0F0F_F0F0);
+        let mut at = ctx.window_start;
+        let mut tasks = Vec::new();
+        for index in 0.. {
+            if count.is_some_and(|c| index >= c)
+                || deadline.is_some_and(|d| at >= d)
+                || ctx.stop.is_cancelled()
+            {
+                break;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep_until(at.into()) => {}
+                _ = ctx.stop.cancelled() => break,
+            }
+            let permit = tokio::select! {
+                p = slots.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break },
+                _ = ctx.stop.cancelled() => break,
+            };
+            let (ctx2, scheduled) = (ctx.clone(), at);
+            tasks.push(tokio::spawn(async move {
+                if let Some(s) = ctx2.send(index, index, Some(scheduled)).await {
+                    let _ = ctx2.tx.send(s);
+                }
+                drop(permit);
+            }));
+            at += Duration::from_secs_f64(prompts::gamma_gap(&mut rng, rate, burstiness));
+        }
+        for t in tasks {
+            let _ = t.await;
+        }
+    });
+    vec![dispatcher]
 }
 
 /// Drive the workload. `stop` ends it early: no new request is sent and the requests in
@@ -422,31 +550,50 @@ pub async fn drive(
     let target = Arc::new(target.clone());
     let n = w.concurrency.max(1);
     let mut outcome = LoadOutcome {
-        samples: Vec::new(),
         warmup_ok: 0,
         warmup_failed: 0,
+        cut_off: 0,
         duration_s: 0.0,
         stopped: false,
     };
 
     // Warmup: excluded from every number, but written to requests.csv as evidence.
+    // Our own abort, so the `cut` deadline can abandon requests without touching the caller's.
+    let inner_abort = Cancel::new();
+    let forward = {
+        let (outer, inner) = (abort.clone(), inner_abort.clone());
+        tokio::spawn(async move {
+            outer.cancelled().await;
+            inner.cancel();
+        })
+    };
+    let in_flight = Arc::new(AtomicU64::new(0));
+    let phase_ctx =
+        |phase: Phase, window_start: Instant, tx: mpsc::UnboundedSender<RequestSample>| {
+            Arc::new(PhaseCtx {
+                client: client.clone(),
+                w: w.clone(),
+                target: target.clone(),
+                phase,
+                url: format!("{}{}", target.base_url, w.endpoint.path()),
+                timeout: Duration::from_secs_f64(w.request_timeout_s),
+                window_start,
+                stop: stop.clone(),
+                abort: inner_abort.clone(),
+                tx,
+                in_flight: in_flight.clone(),
+            })
+        };
     if w.warmup_requests > 0 {
         let (tx, mut rx) = mpsc::unbounded_channel();
         let far = Instant::now() + Duration::from_secs(86_400 * 365);
-        let handles = spawn_phase(
-            client,
-            &w,
-            &target,
-            Phase::Warmup,
+        // Warmup is always closed loop: it only has to warm the server.
+        let handles = spawn_closed(
+            &phase_ctx(Phase::Warmup, far, tx),
             n.min(w.warmup_requests),
             Some(w.warmup_requests),
             None,
-            far,
-            stop,
-            abort,
-            &tx,
         );
-        drop(tx);
         while let Some(mut s) = rx.recv().await {
             // Warmup happens before the measured window: no offset in it (empty in the CSV).
             s.send_s = f64::NAN;
@@ -462,6 +609,7 @@ pub async fn drive(
         }
         if stop.is_cancelled() || abort.is_cancelled() {
             outcome.stopped = true;
+            forward.abort();
             return outcome;
         }
     }
@@ -470,39 +618,37 @@ pub async fn drive(
     let start = Instant::now();
     let deadline = w.duration_s.map(|d| start + Duration::from_secs_f64(d));
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let handles = spawn_phase(
-        client,
-        &w,
-        &target,
-        Phase::Measured,
-        n,
-        w.requests,
-        deadline,
-        start,
-        stop,
-        abort,
-        &tx,
-    );
-    drop(tx);
+    let ctx = phase_ctx(Phase::Measured, start, tx);
+    let handles = match w.request_rate {
+        Some(rate) => spawn_open(&ctx, rate, w.burstiness, n, w.requests, deadline),
+        None => spawn_closed(&ctx, n, w.requests, deadline),
+    };
+    drop(ctx);
     let mut last_end = start;
+    let cut_at = deadline.filter(|_| w.deadline == crate::spec::DeadlinePolicy::Cut);
     loop {
         tokio::select! {
+            _ = tokio::time::sleep_until(cut_at.unwrap_or(start).into()), if cut_at.is_some() && !inner_abort.is_cancelled() => {
+                // The deadline, with `cut`: what is still in flight is abandoned and counted.
+                outcome.cut_off = in_flight.load(Ordering::SeqCst);
+                inner_abort.cancel();
+                last_end = cut_at.unwrap_or(last_end);
+            }
             s = rx.recv() => match s {
                 Some(s) => {
                     last_end = Instant::now();
                     on_event(LoadEvent::Sample(&s));
-                    outcome.samples.push(s);
                 }
                 None => break,
             },
             _ = abort.cancelled() => {
                 // Anything still in flight is abandoned.
+                inner_abort.cancel();
                 for h in &handles {
                     h.abort();
                 }
                 while let Ok(s) = rx.try_recv() {
                     on_event(LoadEvent::Sample(&s));
-                    outcome.samples.push(s);
                 }
                 break;
             }
@@ -511,6 +657,7 @@ pub async fn drive(
     for h in handles {
         let _ = h.await;
     }
+    forward.abort();
     outcome.stopped = stop.is_cancelled() || abort.is_cancelled();
     outcome.duration_s = (last_end - start).as_secs_f64();
     on_event(LoadEvent::MeasureEnd);

@@ -10,7 +10,7 @@ pub enum Prompt {
 }
 
 /// The streaming request body. `ignore_eos` makes every request produce exactly `max_tokens`.
-pub fn request_body(w: &WorkloadSpec, model: &str, prompt: Prompt) -> Value {
+pub fn request_body(w: &WorkloadSpec, model: &str, prompt: Prompt, max_tokens: u64) -> Value {
     let mut body = match (w.endpoint, prompt) {
         (Endpoint::Completions, Prompt::TokenIds(ids)) => json!({"prompt": ids}),
         (Endpoint::Completions, Prompt::Text(t)) => json!({"prompt": t}),
@@ -22,11 +22,17 @@ pub fn request_body(w: &WorkloadSpec, model: &str, prompt: Prompt) -> Value {
     };
     if let Some(obj) = body.as_object_mut() {
         obj.insert("model".into(), json!(model));
-        obj.insert("max_tokens".into(), json!(w.output_tokens));
+        obj.insert("max_tokens".into(), json!(max_tokens));
         obj.insert("temperature".into(), json!(w.temperature));
         obj.insert("stream".into(), json!(true));
         obj.insert("stream_options".into(), json!({"include_usage": true}));
         obj.insert("ignore_eos".into(), json!(w.ignore_eos));
+        // The user's extra fields win: they are the point of `extra_body`.
+        if let Some(extra) = &w.extra_body {
+            for (k, v) in extra {
+                obj.insert(k.clone(), v.clone());
+            }
+        }
     }
     body
 }
@@ -120,11 +126,19 @@ mod tests {
     fn body_has_streaming_usage_and_exact_lengths() {
         let text = "name: t\nserver: {model_path: /m}\nworkload: {concurrency: 1, requests: 1, input_tokens: 3, output_tokens: 7}\n";
         let spec = crate::spec::parse(text, "t").expect("valid");
-        let b = request_body(&spec.workload, "tiny", Prompt::TokenIds(vec![1, 2, 3]));
+        let b = request_body(&spec.workload, "tiny", Prompt::TokenIds(vec![1, 2, 3]), 7);
         assert_eq!(b["prompt"], json!([1, 2, 3]));
         assert_eq!(b["max_tokens"], 7);
         assert_eq!(b["stream_options"]["include_usage"], true);
         assert_eq!(b["ignore_eos"], true);
         assert_eq!(b["temperature"], 0.0);
+        let text = text.replace(
+            "output_tokens: 7}",
+            "output_tokens: 7, extra_body: {top_p: 0.5, temperature: 0.7}}",
+        );
+        let spec = crate::spec::parse(&text, "t").expect("valid");
+        let b = request_body(&spec.workload, "tiny", Prompt::TokenIds(vec![1]), 7);
+        assert_eq!(b["top_p"], 0.5);
+        assert_eq!(b["temperature"], 0.7, "extra_body wins");
     }
 }

@@ -36,6 +36,8 @@ pub const HEADER: &[&str] = &[
     "finish_reason",
     "http_status",
     "retried",
+    "max_tokens",
+    "sched_lag_ms",
     "error_kind",
     "error",
     "chunk_ms",
@@ -63,6 +65,8 @@ pub fn row(s: &RequestSample) -> Vec<String> {
         s.finish_reason.clone().unwrap_or_default(),
         s.http_status.map(|v| v.to_string()).unwrap_or_default(),
         s.retried.to_string(),
+        s.max_tokens.to_string(),
+        opt_f(s.sched_lag_ms),
         s.error_kind
             .map(|k| k.as_str().to_string())
             .unwrap_or_default(),
