@@ -202,7 +202,10 @@ fn requests_csv_and_summary_hold_the_evidence() {
     let row = &read_rows(&folder.join("results.csv"))[0];
     assert_eq!(num(row, "requests_completed"), 9.0);
     // Chat's role-only first chunk: vLLM's TTFT comes no later than SGLang's.
-    assert!(num(row, "ttft_vllm_ms_mean") <= num(row, "ttft_ms_mean"), "{row:?}");
+    assert!(
+        num(row, "ttft_vllm_ms_mean") <= num(row, "ttft_ms_mean"),
+        "{row:?}"
+    );
     assert!(num(row, "client_cpu_cores") >= 0.0);
     assert_eq!(row["client_bound"], "");
     assert!(num(row, "output_tok_s") > 0.0);
