@@ -70,7 +70,7 @@ pub async fn run(cli: Cli) -> i32 {
             retry_failed,
             force,
         } => {
-            let (s, text, plan, vocab) = match load_checked(&spec) {
+            let (s, text, plan, prep) = match load_checked(&spec) {
                 Ok(v) => v,
                 Err(code) => return code,
             };
@@ -83,7 +83,7 @@ pub async fn run(cli: Cli) -> i32 {
                 text: &text,
                 spec_path: &spec,
                 plan: &plan,
-                vocab,
+                prep: &prep,
             };
             match resume {
                 Some(dir) => resume_sweep(&input, &dir, retry_failed, force).await,
@@ -96,7 +96,7 @@ pub async fn run(cli: Cli) -> i32 {
             force,
         } => {
             let spec = dir.join("spec.yaml");
-            let (s, text, plan, vocab) = match load_checked(&spec) {
+            let (s, text, plan, prep) = match load_checked(&spec) {
                 Ok(v) => v,
                 Err(code) => return code,
             };
@@ -105,7 +105,7 @@ pub async fn run(cli: Cli) -> i32 {
                 text: &text,
                 spec_path: &spec,
                 plan: &plan,
-                vocab,
+                prep: &prep,
             };
             resume_sweep(&input, &dir, retry_failed, force).await
         }
@@ -126,7 +126,15 @@ pub async fn run(cli: Cli) -> i32 {
 }
 
 /// Parse, expand and check everything that can be checked before launching anything.
-fn load_checked(path: &Path) -> Result<(SweepSpec, String, RunPlan, u64), i32> {
+/// What a sweep needs besides its spec, read before anything is launched.
+pub struct Prepared {
+    /// Prompt token ids are drawn from [0, vocab) (0: not needed).
+    pub vocab: u64,
+    /// `workload.dataset`, loaded.
+    pub dataset: Option<Arc<Vec<crate::load::dataset::DatasetPrompt>>>,
+}
+
+fn load_checked(path: &Path) -> Result<(SweepSpec, String, RunPlan, Prepared), i32> {
     let (s, text) = spec::load(path).map_err(|e| {
         say(&format!("error: {e}"));
         EXIT_BAD_INPUT
@@ -136,7 +144,17 @@ fn load_checked(path: &Path) -> Result<(SweepSpec, String, RunPlan, u64), i32> {
         say(&format!("error: {}: {e}", path.display()));
         EXIT_BAD_INPUT
     })?;
-    Ok((s, text, plan, vocab))
+    let dataset = match &s.workload.dataset {
+        Some(d) => match crate::load::dataset::load(Path::new(d)) {
+            Ok(p) => Some(Arc::new(p)),
+            Err(e) => {
+                say(&format!("error: {}: {e}", path.display()));
+                return Err(EXIT_BAD_INPUT);
+            }
+        },
+        None => None,
+    };
+    Ok((s, text, plan, Prepared { vocab, dataset }))
 }
 
 /// Token ids for completions prompts are drawn from [0, vocab_size): from the spec, else the
@@ -145,7 +163,7 @@ pub fn resolve_vocab(s: &SweepSpec) -> Result<u64, String> {
     if let Some(v) = s.workload.vocab_size {
         return Ok(v);
     }
-    if s.workload.endpoint == Endpoint::Chat {
+    if s.workload.endpoint == Endpoint::Chat || s.workload.dataset.is_some() {
         return Ok(0);
     }
     let path = Path::new(&s.server.model_path.0).join("config.json");
@@ -209,7 +227,7 @@ struct SweepInput<'a> {
     text: &'a str,
     spec_path: &'a Path,
     plan: &'a RunPlan,
-    vocab: u64,
+    prep: &'a Prepared,
 }
 
 fn write_plan(s: &SweepSpec, plan: &RunPlan, root: &Path) -> Result<(), store::StoreError> {
@@ -396,7 +414,8 @@ async fn execute(
     let ctx = RunContext {
         spec: input.spec,
         param_keys: &input.plan.param_keys,
-        vocab_size: input.vocab,
+        vocab_size: input.prep.vocab,
+        dataset: input.prep.dataset.clone(),
         cancel: &cancel,
         current_pgid: &pgid,
     };
@@ -508,7 +527,7 @@ fn compare_cmd(
 /// Relaunch one recorded run and judge whether it reproduced.
 async fn reproduce(dir: &Path, run_name: &str, results_dir: &Path, tolerance: f64) -> i32 {
     let spec_path = dir.join("spec.yaml");
-    let (s, text, plan, vocab) = match load_checked(&spec_path) {
+    let (s, text, plan, prep) = match load_checked(&spec_path) {
         Ok(v) => v,
         Err(code) => return code,
     };
@@ -559,7 +578,7 @@ async fn reproduce(dir: &Path, run_name: &str, results_dir: &Path, tolerance: f6
         text: &text,
         spec_path: &spec_path,
         plan: &one,
-        vocab,
+        prep: &prep,
     };
     let Some((results, mut manifest)) = create_results(&input, results_dir, &one.sweep_name) else {
         return EXIT_BAD_INPUT;

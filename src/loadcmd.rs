@@ -133,7 +133,20 @@ pub fn render(concurrency: u64, c: &ClientSummary) -> String {
 /// Run the workload against `url`; 0 ok, 1 no request succeeded, 2 bad input, 130 interrupted.
 pub async fn run(url: &str, workload: WorkloadSpec, output: Option<&Path>) -> i32 {
     let base_url = url.trim_end_matches('/').to_string();
-    if workload.endpoint == Endpoint::Completions && workload.vocab_size.is_none() {
+    let dataset = match &workload.dataset {
+        Some(d) => match crate::load::dataset::load(Path::new(d)) {
+            Ok(p) => Some(std::sync::Arc::new(p)),
+            Err(e) => {
+                say(&format!("error: {e}"));
+                return 2;
+            }
+        },
+        None => None,
+    };
+    if workload.endpoint == Endpoint::Completions
+        && workload.vocab_size.is_none()
+        && dataset.is_none()
+    {
         say(
             "error: completions prompts are token ids: set -w vocab_size=N (the model's vocabulary size), or use -w endpoint=chat",
         );
@@ -161,6 +174,7 @@ pub async fn run(url: &str, workload: WorkloadSpec, output: Option<&Path>) -> i3
         base_url,
         model,
         vocab_size: workload.vocab_size.unwrap_or(0),
+        dataset,
     };
     let cancel = Cancel::new();
     {

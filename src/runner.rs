@@ -31,6 +31,8 @@ pub struct RunContext<'a> {
     pub param_keys: &'a [String],
     /// Prompt token ids are drawn from [0, vocab_size).
     pub vocab_size: u64,
+    /// `workload.dataset` prompts, loaded once.
+    pub dataset: Option<std::sync::Arc<Vec<crate::load::dataset::DatasetPrompt>>>,
     pub cancel: &'a Cancel,
     /// Process group of the server now running (0: none), for the second-signal kill.
     pub current_pgid: &'a Arc<AtomicI32>,
@@ -577,6 +579,7 @@ async fn run_load(
         model: served_model(&base_url, ctx.spec).await,
         base_url,
         vocab_size: ctx.vocab_size,
+        dataset: ctx.dataset.clone(),
     };
     let client = match driver::http_client(w.concurrency) {
         Ok(c) => c,

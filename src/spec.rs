@@ -257,6 +257,20 @@ pub struct WorkloadSpec {
     pub deadline: DeadlinePolicy,
     /// Extra fields merged into every request body (e.g. `top_p`, `min_tokens`).
     pub extra_body: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Prefix-cache experiments: request i starts with group (i mod groups)'s prefix.
+    pub shared_prefix: Option<SharedPrefix>,
+    /// Prompts from a file (ShareGPT JSON, or JSONL with `prompt` or `messages`), used in
+    /// order and cycled; `input_tokens` is then not needed.
+    pub dataset: Option<String>,
+}
+
+/// G groups of prompts, each group sharing a prefix of K tokens (then each prompt's own
+/// `input_tokens`).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SharedPrefix {
+    pub groups: u64,
+    pub prefix_tokens: u64,
 }
 
 /// Requests in flight when `duration_s` runs out.
@@ -471,8 +485,13 @@ struct RawWorkload {
     duration_s: Option<PositiveF64>,
     #[serde(default = "default_warmup")]
     warmup_requests: u64,
-    input_tokens: LengthSpec,
+    #[serde(default)]
+    input_tokens: Option<LengthSpec>,
     output_tokens: LengthSpec,
+    #[serde(default)]
+    shared_prefix: Option<SharedPrefix>,
+    #[serde(default)]
+    dataset: Option<Expanded>,
     #[serde(default = "default_seed")]
     seed: u64,
     #[serde(default)]
@@ -542,7 +561,26 @@ impl TryFrom<RawWorkload> for WorkloadSpec {
         if !(r.burstiness.is_finite() && r.burstiness > 0.0) {
             return Err("workload: `burstiness` must be > 0 (1 = Poisson)".to_string());
         }
-        let (input_tokens, input_dist) = r.input_tokens.resolve("input_tokens")?;
+        let (input_tokens, input_dist) = match (r.input_tokens, &r.dataset) {
+            (Some(l), _) => l.resolve("input_tokens")?,
+            // Prompts from a file have their own lengths.
+            (None, Some(_)) => (1, None),
+            (None, None) => {
+                return Err(
+                    "workload: missing `input_tokens` (or give `dataset:` prompts)".to_string(),
+                );
+            }
+        };
+        if let Some(sp) = &r.shared_prefix {
+            if sp.groups == 0 || sp.prefix_tokens == 0 {
+                return Err(
+                    "workload.shared_prefix: `groups` and `prefix_tokens` must be >= 1".into(),
+                );
+            }
+            if r.dataset.is_some() {
+                return Err("workload: `shared_prefix` and `dataset` cannot be combined".into());
+            }
+        }
         let (output_tokens, output_dist) = r.output_tokens.resolve("output_tokens")?;
         Ok(WorkloadSpec {
             endpoint: r.endpoint,
@@ -566,6 +604,8 @@ impl TryFrom<RawWorkload> for WorkloadSpec {
             burstiness: r.burstiness,
             deadline: r.deadline,
             extra_body: r.extra_body,
+            shared_prefix: r.shared_prefix,
+            dataset: r.dataset.map(|e| e.0),
         })
     }
 }
@@ -1184,6 +1224,31 @@ workload:
             e.message.contains("uniform or normal") || e.message.contains("did not match"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn dataset_replaces_input_tokens_and_shared_prefix_is_checked() {
+        let text = GOOD.replace("  input_tokens: 2000\n", "  dataset: prompts.jsonl\n");
+        let s = parse(&text, "s.yaml").expect("parses");
+        assert_eq!(s.workload.dataset.as_deref(), Some("prompts.jsonl"));
+        let e = err_of(&GOOD.replace("  input_tokens: 2000\n", ""));
+        assert!(e.message.contains("input_tokens"), "{e}");
+        let sp = GOOD.replace(
+            "  seed: 1",
+            "  seed: 1\n  shared_prefix: {groups: 4, prefix_tokens: 512}",
+        );
+        let s = parse(&sp, "s.yaml").expect("parses");
+        assert_eq!(
+            s.workload
+                .shared_prefix
+                .map(|p| (p.groups, p.prefix_tokens)),
+            Some((4, 512))
+        );
+        let e = err_of(&GOOD.replace(
+            "  seed: 1",
+            "  seed: 1\n  shared_prefix: {groups: 0, prefix_tokens: 512}",
+        ));
+        assert!(e.message.contains("shared_prefix"), "{e}");
     }
 
     #[test]

@@ -248,3 +248,88 @@ fn deadline_cut_abandons_and_counts_requests_in_flight() {
         "the window ends at the deadline: {d}"
     );
 }
+
+#[test]
+fn dataset_prompts_and_shared_prefixes() {
+    let (_fake, port) = start_fake();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("d.jsonl");
+    std::fs::write(
+        &data,
+        "{\"prompt\": \"one two three four\"}\n{\"messages\": [{\"role\": \"user\", \"content\": \"hello there friend\"}]}\n",
+    )
+    .expect("write");
+    let url = format!("http://127.0.0.1:{port}");
+    for endpoint in ["completions", "chat"] {
+        let out = run(sgtune()
+            .args(["load", "--url", &url, "-w", &format!("endpoint={endpoint}")])
+            .args([
+                "-w",
+                "concurrency=2",
+                "-w",
+                "requests=6",
+                "-w",
+                "output_tokens=4",
+            ])
+            .arg("-w")
+            .arg(format!("dataset={}", data.display())));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{endpoint}: {}",
+            text(&out.stderr)
+        );
+        assert!(
+            text(&out.stdout).contains("6 completed, 0 failed"),
+            "{}",
+            text(&out.stdout)
+        );
+    }
+    // Shared prefix: 2 groups of 32-token prefixes before each prompt's own 8 tokens.
+    let out_dir = dir.path().join("sp");
+    let out = run(sgtune()
+        .args([
+            "load",
+            "--url",
+            &url,
+            "-w",
+            "concurrency=2",
+            "-w",
+            "requests=6",
+        ])
+        .args([
+            "-w",
+            "input_tokens=8",
+            "-w",
+            "output_tokens=4",
+            "-w",
+            "vocab_size=1000",
+        ])
+        .args([
+            "-w",
+            "shared_prefix={groups: 2, prefix_tokens: 32}",
+            "--output",
+        ])
+        .arg(&out_dir));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let reqs = read_rows(&out_dir.join("requests.csv"));
+    assert!(
+        reqs.iter()
+            .filter(|r| r["phase"] == "measured")
+            .all(|r| r["prompt_tokens"] == "40"),
+        "prefix + own tokens: {reqs:?}"
+    );
+    let out = run(sgtune().args([
+        "load",
+        "--url",
+        &url,
+        "-w",
+        "requests=1",
+        "-w",
+        "output_tokens=1",
+        "-w",
+        "dataset=/nonexistent.jsonl",
+    ]));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("/nonexistent.jsonl"));
+}

@@ -130,6 +130,8 @@ pub struct LoadTarget {
     pub base_url: String,
     pub model: String,
     pub vocab_size: u64,
+    /// Prompts from `workload.dataset`, loaded once (None: synthetic prompts).
+    pub dataset: Option<Arc<Vec<super::dataset::DatasetPrompt>>>,
 }
 
 /// What the driver reports while it runs.
@@ -210,15 +212,37 @@ fn request_for(w: &WorkloadSpec, target: &LoadTarget, phase: Phase, index: u64) 
         20 + stream,
         index,
     );
+    if let Some(d) = target.dataset.as_ref().filter(|d| !d.is_empty()) {
+        let p = &d[(index as usize) % d.len()];
+        return (p.to_prompt(w.endpoint), output);
+    }
+    let prefix = w.shared_prefix.as_ref();
+    let group = prefix.map(|sp| index % sp.groups);
     let prompt = match w.endpoint {
-        Endpoint::Completions => Prompt::TokenIds(prompts::token_ids(
-            w.seed,
-            stream,
-            index,
-            input,
-            target.vocab_size,
-        )),
-        Endpoint::Chat => Prompt::Text(prompts::text(w.seed, stream, index, input)),
+        Endpoint::Completions => {
+            let mut ids = match (prefix, group) {
+                (Some(sp), Some(g)) => {
+                    prompts::token_ids(w.seed, 30, g, sp.prefix_tokens, target.vocab_size)
+                }
+                _ => Vec::new(),
+            };
+            ids.extend(prompts::token_ids(
+                w.seed,
+                stream,
+                index,
+                input,
+                target.vocab_size,
+            ));
+            Prompt::TokenIds(ids)
+        }
+        Endpoint::Chat => {
+            let mut text = match (prefix, group) {
+                (Some(sp), Some(g)) => prompts::text(w.seed, 30, g, sp.prefix_tokens) + " ",
+                _ => String::new(),
+            };
+            text.push_str(&prompts::text(w.seed, stream, index, input));
+            Prompt::Text(text)
+        }
     };
     (prompt, output)
 }

@@ -1,5 +1,6 @@
 //! The load generator: seeded prompts, OpenAI-compatible streaming requests, closed-loop
 //! concurrency, per-request samples.
+pub mod dataset;
 pub mod driver;
 pub mod openai;
 pub mod prompts;

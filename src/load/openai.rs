@@ -7,6 +7,8 @@ use serde_json::{Value, json};
 pub enum Prompt {
     TokenIds(Vec<u64>),
     Text(String),
+    /// A chat conversation as given (dataset prompts).
+    Messages(Value),
 }
 
 /// The streaming request body. `ignore_eos` makes every request produce exactly `max_tokens`.
@@ -15,6 +17,19 @@ pub fn request_body(w: &WorkloadSpec, model: &str, prompt: Prompt, max_tokens: u
         (Endpoint::Completions, Prompt::TokenIds(ids)) => json!({"prompt": ids}),
         (Endpoint::Completions, Prompt::Text(t)) => json!({"prompt": t}),
         (Endpoint::Chat, Prompt::Text(t)) => json!({"messages": [{"role": "user", "content": t}]}),
+        (Endpoint::Chat, Prompt::Messages(m)) => json!({"messages": m}),
+        (Endpoint::Completions, Prompt::Messages(m)) => {
+            // A conversation on the completions endpoint: its turns' text, in order.
+            let text: Vec<&str> = m
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|t| t.get("content").and_then(Value::as_str))
+                        .collect()
+                })
+                .unwrap_or_default();
+            json!({"prompt": text.join("\n")})
+        }
         (Endpoint::Chat, Prompt::TokenIds(ids)) => {
             let t: Vec<String> = ids.iter().map(|i| i.to_string()).collect();
             json!({"messages": [{"role": "user", "content": t.join(" ")}]})
