@@ -63,25 +63,31 @@ async fn serve(stream: TcpStream, t: Timing) -> std::io::Result<()> {
             continue;
         }
         w.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\nConnection: keep-alive\r\n\r\n").await?;
+        // Timed: one write per token, at its instant. Untimed (capacity runs): the whole stream
+        // in large writes, so the server's syscalls are not what limits the client.
+        let timed = !t.ttft.is_zero() || !t.itl.is_zero();
+        let mut pending = Vec::with_capacity(if timed { 256 } else { 1 << 16 });
         for k in 0..t.tokens {
-            let due = arrived + t.ttft + t.itl * k as u32;
-            if !t.ttft.is_zero() || !t.itl.is_zero() {
-                tokio::time::sleep_until(due).await;
+            if timed {
+                tokio::time::sleep_until(arrived + t.ttft + t.itl * k as u32).await;
             }
             let finish = if k + 1 == t.tokens {
                 "\"length\""
             } else {
                 "null"
             };
-            let mut out = Vec::with_capacity(256);
             chunk(
-                &mut out,
+                &mut pending,
                 &format!(
                     r#"{{"id":"x","object":"text_completion","model":"timed","choices":[{{"index":0,"text":" t{k}","finish_reason":{finish}}}],"usage":null}}"#
                 ),
             );
-            w.write_all(&out).await?;
+            if timed || pending.len() >= 1 << 16 {
+                w.write_all(&pending).await?;
+                pending.clear();
+            }
         }
+        w.write_all(&pending).await?;
         let mut out = Vec::new();
         // Like SGLang: the usage-only chunk (choices: []) only when the client asked for it;
         // bench_serving does not ask and cannot read one.

@@ -367,17 +367,25 @@ async fn one_request(
             Ok(Ok(Some(b))) => b,
         };
         let at = ms_since(t0);
-        for data in parser.push(&bytes) {
+        let mut problem: Option<(ErrorKind, String)> = None;
+        parser.push_with(&bytes, |data| {
+            if problem.is_some() {
+                return;
+            }
             if data.trim() == "[DONE]" {
                 done = true;
-                continue;
+                return;
             }
-            let info = match openai::parse_chunk(&data) {
+            let info = match openai::parse_chunk(data) {
                 Ok(i) => i,
-                Err(msg) => return fail(sample, ErrorKind::MalformedSse, msg),
+                Err(msg) => {
+                    problem = Some((ErrorKind::MalformedSse, msg));
+                    return;
+                }
             };
             if let Some(msg) = info.error {
-                return fail(sample, ErrorKind::ServerError, msg);
+                problem = Some((ErrorKind::ServerError, msg));
+                return;
             }
             if info.choices > 0 && sample.first_choices_ms.is_none() {
                 sample.first_choices_ms = Some(at);
@@ -396,6 +404,9 @@ async fn one_request(
                 sample.completion_tokens = info.completion_tokens;
                 sample.prompt_tokens = info.prompt_tokens;
             }
+        });
+        if let Some((kind, msg)) = problem {
+            return fail(sample, kind, msg);
         }
     }
     if let Some(data) = parser.finish() {

@@ -66,44 +66,86 @@ pub struct ChunkInfo {
     pub error: Option<String>,
 }
 
+// The shape of a streamed chunk, borrowed from the payload: this runs once per token, so it
+// avoids building a generic JSON tree (allocation per key and string) on the hot path.
+#[derive(serde::Deserialize)]
+struct RawChunk<'a> {
+    #[serde(default, borrow)]
+    object: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, borrow)]
+    message: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default)]
+    error: Option<Value>,
+    #[serde(default, borrow)]
+    choices: Option<Vec<RawChoice<'a>>>,
+    #[serde(default)]
+    usage: Option<RawUsage>,
+}
+
+#[derive(serde::Deserialize)]
+struct RawChoice<'a> {
+    #[serde(default, borrow)]
+    text: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, borrow)]
+    delta: Option<RawDelta<'a>>,
+    #[serde(default, borrow)]
+    finish_reason: Option<std::borrow::Cow<'a, str>>,
+}
+
+#[derive(serde::Deserialize)]
+struct RawDelta<'a> {
+    #[serde(default, borrow)]
+    content: Option<std::borrow::Cow<'a, str>>,
+}
+
+#[derive(serde::Deserialize)]
+struct RawUsage {
+    #[serde(default)]
+    prompt_tokens: Option<u64>,
+    #[serde(default)]
+    completion_tokens: Option<u64>,
+}
+
 /// Read one `data:` payload (not `[DONE]`). Err: not JSON (malformed SSE).
 pub fn parse_chunk(data: &str) -> Result<ChunkInfo, String> {
-    let v: Value = serde_json::from_str(data).map_err(|e| {
+    let c: RawChunk<'_> = serde_json::from_str(data).map_err(|e| {
         let shown: String = data.chars().take(80).collect();
         format!("malformed SSE data ({e}): {shown}")
     })?;
     let mut info = ChunkInfo::default();
-    if v.get("object").and_then(Value::as_str) == Some("error") || v.get("error").is_some() {
-        let msg = v
-            .get("message")
-            .or_else(|| v.get("error").and_then(|e| e.get("message")))
-            .and_then(Value::as_str)
-            .map(String::from)
-            .unwrap_or_else(|| v.to_string());
+    if c.object.as_deref() == Some("error") || c.error.is_some() {
+        let msg = c
+            .message
+            .map(|m| m.into_owned())
+            .or_else(|| {
+                c.error.as_ref().and_then(|e| {
+                    e.get("message")
+                        .and_then(Value::as_str)
+                        .or_else(|| e.as_str())
+                        .map(String::from)
+                })
+            })
+            .unwrap_or_else(|| data.chars().take(200).collect());
         info.error = Some(msg);
         return Ok(info);
     }
-    if let Some(choices) = v.get("choices").and_then(Value::as_array) {
+    if let Some(choices) = &c.choices {
         info.choices = choices.len();
-        for c in choices {
-            let text = c
-                .get("text")
-                .and_then(Value::as_str)
-                .or_else(|| {
-                    c.get("delta")
-                        .and_then(|d| d.get("content"))
-                        .and_then(Value::as_str)
-                })
+        for ch in choices {
+            let text = ch
+                .text
+                .as_deref()
+                .or_else(|| ch.delta.as_ref().and_then(|d| d.content.as_deref()))
                 .unwrap_or("");
             info.content_chars += text.chars().count();
-            if let Some(fr) = c.get("finish_reason").and_then(Value::as_str) {
+            if let Some(fr) = &ch.finish_reason {
                 info.finish_reason = Some(fr.to_string());
             }
         }
     }
-    if let Some(u) = v.get("usage").filter(|u| !u.is_null()) {
-        info.prompt_tokens = u.get("prompt_tokens").and_then(Value::as_u64);
-        info.completion_tokens = u.get("completion_tokens").and_then(Value::as_u64);
+    if let Some(u) = c.usage {
+        info.prompt_tokens = u.prompt_tokens;
+        info.completion_tokens = u.completion_tokens;
     }
     Ok(info)
 }
@@ -134,6 +176,15 @@ mod tests {
         assert_eq!((c.choices, c.content_chars), (1, 0));
         let e = parse_chunk(r#"{"object":"error","message":"boom","code":500}"#).expect("json");
         assert_eq!(e.error.as_deref(), Some("boom"));
+        let e = parse_chunk(r#"{"error":{"message":"nested","type":"x"}}"#).expect("json");
+        assert_eq!(e.error.as_deref(), Some("nested"));
+        // Escapes in the text are decoded before counting.
+        let c = parse_chunk(r#"{"choices":[{"text":"a\nb\u00e9"}]}"#).expect("json");
+        assert_eq!(c.content_chars, 4);
+        // usage: null on content chunks.
+        let c = parse_chunk(r#"{"choices":[{"text":"x","finish_reason":null}],"usage":null}"#)
+            .expect("json");
+        assert_eq!((c.completion_tokens, c.finish_reason), (None, None));
         assert!(parse_chunk("{not json").is_err());
     }
 

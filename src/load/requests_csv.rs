@@ -71,10 +71,19 @@ pub fn row(s: &RequestSample) -> Vec<String> {
             .map(|k| k.as_str().to_string())
             .unwrap_or_default(),
         s.error.clone().unwrap_or_default(),
-        s.chunk_ms
-            .iter()
-            .map(|m| format!("{m:.2}"))
-            .collect::<Vec<_>>()
-            .join(" "),
+        chunk_list(&s.chunk_ms),
     ]
+}
+
+/// "12.34 15.02 ..." in one buffer (this runs for every token of every request).
+fn chunk_list(ms: &[f64]) -> String {
+    use std::fmt::Write;
+    let mut out = String::with_capacity(ms.len() * 8);
+    for (i, m) in ms.iter().enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        let _ = write!(out, "{m:.2}");
+    }
+    out
 }

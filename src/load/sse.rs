@@ -14,8 +14,15 @@ impl SseParser {
     /// Feed bytes; returns the payloads of the events completed by them (one string per event,
     /// multi-line `data:` joined with `\n`). Comments and other fields are ignored.
     pub fn push(&mut self, bytes: &[u8]) -> Vec<String> {
-        self.buf.extend_from_slice(bytes);
         let mut events = Vec::new();
+        self.push_with(bytes, |e| events.push(e.to_string()));
+        events
+    }
+
+    /// Like `push`, handing each event to `f` as it completes (no allocation for the common
+    /// single-line event: this runs once per streamed token).
+    pub fn push_with(&mut self, bytes: &[u8], mut f: impl FnMut(&str)) {
+        self.buf.extend_from_slice(bytes);
         let mut start = 0;
         while let Some(rel) = self.buf[start..].iter().position(|&b| b == b'\n') {
             let end = start + rel;
@@ -25,17 +32,37 @@ impl SseParser {
             }
             if line.is_empty() {
                 if !self.data.is_empty() {
-                    events.push(self.data.join("\n"));
+                    f(&self.data.join("\n"));
                     self.data.clear();
                 }
             } else if let Some(rest) = line.strip_prefix(b"data:") {
                 let rest = rest.strip_prefix(b" ").unwrap_or(rest);
-                self.data.push(String::from_utf8_lossy(rest).into_owned());
+                // The usual event is one `data:` line then a blank line: hand it over in place.
+                let next_blank = self.buf.get(end + 1) == Some(&b'\n')
+                    || (self.buf.get(end + 1) == Some(&b'\r')
+                        && self.buf.get(end + 2) == Some(&b'\n'));
+                match (
+                    self.data.is_empty() && next_blank,
+                    std::str::from_utf8(rest),
+                ) {
+                    (true, Ok(text)) => {
+                        f(text);
+                        // Skip the blank line too.
+                        start = end
+                            + 1
+                            + if self.buf.get(end + 1) == Some(&b'\r') {
+                                2
+                            } else {
+                                1
+                            };
+                        continue;
+                    }
+                    _ => self.data.push(String::from_utf8_lossy(rest).into_owned()),
+                }
             }
             start = end + 1;
         }
         self.buf.drain(..start);
-        events
     }
 
     /// At end of stream: an event that was not terminated by a blank line.
