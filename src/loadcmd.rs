@@ -115,6 +115,12 @@ pub fn render(concurrency: u64, c: &ClientSummary) -> String {
             stats_line("sched lag ms", &c.sched_lag_ms) + "   (open loop: actual - scheduled send)",
         );
     }
+    if c.read_lag_ms.count > 0 {
+        out.push(
+            stats_line("read lag ms", &c.read_lag_ms)
+                + "   (data waiting in the socket before the client read it)",
+        );
+    }
     if c.cut_off > 0 {
         out.push(format!(
             "  cut off        {} requests in flight at the deadline were abandoned (deadline: cut)",
@@ -133,6 +139,14 @@ pub fn render(concurrency: u64, c: &ClientSummary) -> String {
 /// Run the workload against `url`; 0 ok, 1 no request succeeded, 2 bad input, 130 interrupted.
 pub async fn run(url: &str, workload: WorkloadSpec, output: Option<&Path>) -> i32 {
     let base_url = url.trim_end_matches('/').to_string();
+    // One client for every load point: a bad URL is refused before anything is sent.
+    let client = match driver::http_client(&base_url) {
+        Ok(cl) => cl,
+        Err(e) => {
+            say(&format!("error: --url {e}"));
+            return 2;
+        }
+    };
     let dataset = match &workload.dataset {
         Some(d) => match crate::load::dataset::load(Path::new(d)) {
             Ok(p) => Some(std::sync::Arc::new(p)),
@@ -193,13 +207,6 @@ pub async fn run(url: &str, workload: WorkloadSpec, output: Option<&Path>) -> i3
         }
         let mut w = workload.clone();
         w.concurrency = c;
-        let client = match driver::http_client(c) {
-            Ok(cl) => cl,
-            Err(e) => {
-                say(&format!("error: cannot build the HTTP client: {e}"));
-                return 2;
-            }
-        };
         let suffix = if points.len() > 1 {
             format!(".c{c}")
         } else {

@@ -128,6 +128,7 @@ pub struct Accumulator {
     ttft_v: Dist,
     e2e_v: Dist,
     lag: Dist,
+    read_lag: Dist,
     measured: u64,
     good: u64,
     requested_input: u64,
@@ -153,6 +154,9 @@ impl Accumulator {
         self.measured += 1;
         if let Some(l) = r.sched_lag_ms {
             self.lag.push(l);
+        }
+        for &l in &r.read_lag_ms {
+            self.read_lag.push(l);
         }
         if self.slo.as_ref().is_some_and(|slo| r.meets(slo)) {
             self.good += 1;
@@ -207,6 +211,7 @@ impl Accumulator {
             }
         }
         s.sched_lag_ms = self.lag.stats();
+        s.read_lag_ms = self.read_lag.stats();
         s.ttft_first_choices_ms = self.ttft_v.stats();
         s.e2e_last_content_ms = self.e2e_v.stats();
         s.ttft_ms = self.ttft.stats();
@@ -246,6 +251,9 @@ pub struct ClientSummary {
     pub client_cpu_cores: Option<f64>,
     /// Open loop: how late requests went out against their schedule (ms).
     pub sched_lag_ms: Stats,
+    /// Per socket read: how long the newest data had waited in the kernel before the client
+    /// read it (receive timestamp to read; Linux). The client's own lateness in reading.
+    pub read_lag_ms: Stats,
     /// Requests abandoned at the deadline (`deadline: cut`); not failures, not in latencies.
     pub cut_off: u64,
     /// The client itself may have limited the load: the reason, when so.
@@ -259,16 +267,22 @@ pub struct ClientSummary {
     pub first_error: Option<String>,
 }
 
-/// Scheduling lag p99 above which the open-loop client counts as late.
+/// Scheduling or read lag p99 above which the client counts as late.
 pub const LAG_BOUND_MS: f64 = 10.0;
 
 /// Decide whether the client may have been the bottleneck: requests went out late (open
-/// loop), or the client's CPU use is near the machine's cores.
+/// loop), streamed data waited in the socket before the client read it, or the client's CPU
+/// use is near the machine's cores.
 pub fn assess_client(s: &mut ClientSummary, cores: usize) {
     let mut why = Vec::new();
     if let Some(p99) = s.sched_lag_ms.p99.filter(|p| *p > LAG_BOUND_MS) {
         why.push(format!(
             "requests went out late: scheduling lag p99 {p99:.1} ms > {LAG_BOUND_MS} ms"
+        ));
+    }
+    if let Some(p99) = s.read_lag_ms.p99.filter(|p| *p > LAG_BOUND_MS) {
+        why.push(format!(
+            "the client read streamed data late: read lag p99 {p99:.1} ms > {LAG_BOUND_MS} ms"
         ));
     }
     if let Some(c) = s
@@ -311,6 +325,7 @@ mod tests {
             first_choices_ms: Some(ttft - 5.0),
             end_ms: Some(end),
             chunk_ms: chunks.to_vec(),
+            read_lag_ms: Vec::new(),
             prompt_tokens: Some(10),
             completion_tokens: tokens,
             finish_reason: Some("length".into()),

@@ -223,6 +223,11 @@ pub fn trailing() -> Vec<Column> {
             get: |r| stat(r, |c| &c.sched_lag_ms, |s| s.p99),
         },
         Column {
+            name: "read_lag_ms_p99",
+            doc: "How long streamed data waited in the socket before the client read it (kernel receive timestamp to read, per read), 99th percentile (ms); empty where the OS gives no timestamps",
+            get: |r| stat(r, |c| &c.read_lag_ms, |s| s.p99),
+        },
+        Column {
             name: "cut_off",
             doc: "Requests abandoned at the `duration_s` deadline under `deadline: cut` (not failures, not in latencies)",
             get: |r| u(client(r, |c| c.cut_off)),

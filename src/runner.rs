@@ -581,7 +581,7 @@ async fn run_load(
         vocab_size: ctx.vocab_size,
         dataset: ctx.dataset.clone(),
     };
-    let client = match driver::http_client(w.concurrency) {
+    let client = match driver::http_client(&target.base_url) {
         Ok(c) => c,
         Err(e) => {
             return LoadResult {

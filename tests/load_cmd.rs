@@ -97,12 +97,21 @@ fn load_measures_a_running_server_with_both_conventions_and_goodput() {
         c["ttft_ms"]["mean"].as_f64().expect("sglang ttft"),
     );
     assert!(v <= s, "vLLM TTFT {v} > SGLang TTFT {s}");
+    // Linux gives kernel receive timestamps: every streamed read has a read lag, and no
+    // client is so late on an idle fake that the lag reaches the stream's length.
+    if cfg!(target_os = "linux") {
+        let lag = &c["read_lag_ms"];
+        assert!(lag["count"].as_u64().unwrap_or(0) > 0, "{lag}");
+        let e2e = c["e2e_ms"]["max"].as_f64().expect("e2e");
+        assert!(lag["max"].as_f64().expect("lag max") < e2e, "{lag}");
+    }
     let reqs = read_rows(&out_dir.join("requests.c4.csv"));
     assert_eq!(reqs.iter().filter(|r| r["phase"] == "measured").count(), 12);
     assert!(
         reqs.iter()
             .all(|r| num(r, "first_choices_ms") <= num(r, "ttft_ms"))
     );
+    assert!(reqs.iter().all(|r| num(r, "read_lag_max_ms") >= 0.0));
 }
 
 #[test]

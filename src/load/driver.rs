@@ -3,6 +3,7 @@
 //! measured window starts just before the first measured send and ends at the last
 //! completion.
 
+use super::http1;
 use super::openai::{self, Prompt};
 use super::prompts;
 use crate::cancel::Cancel;
@@ -30,6 +31,8 @@ pub enum ErrorKind {
     StreamCut,
     MalformedSse,
     ServerError,
+    /// Response bytes that were not an HTTP/1.x response.
+    MalformedHttp,
     /// HTTP 200 but no generated content and no usage.
     Empty,
 }
@@ -43,6 +46,7 @@ impl ErrorKind {
             ErrorKind::StreamCut => "stream_cut",
             ErrorKind::MalformedSse => "malformed_sse",
             ErrorKind::ServerError => "server_error",
+            ErrorKind::MalformedHttp => "malformed_http",
             ErrorKind::Empty => "empty",
         }
     }
@@ -66,8 +70,12 @@ pub struct RequestSample {
     pub first_choices_ms: Option<f64>,
     /// End of the stream (`[DONE]` or close): SGLang's E2E convention.
     pub end_ms: Option<f64>,
-    /// Arrival of every chunk with content, ms after send.
+    /// Arrival of every chunk with content, ms after send (the instant the socket read that
+    /// carried it returned).
     pub chunk_ms: Vec<f64>,
+    /// Per body read: how long the newest data of the read had waited in the socket (kernel
+    /// receive timestamp to read), where the platform gives one.
+    pub read_lag_ms: Vec<f64>,
     pub prompt_tokens: Option<u64>,
     pub completion_tokens: Option<u64>,
     pub finish_reason: Option<String>,
@@ -175,16 +183,11 @@ pub async fn served_model(base_url: &str) -> Option<String> {
     v.get("data")?.get(0)?.get("id")?.as_str().map(String::from)
 }
 
-/// Build the HTTP client: one HTTP/1.1 connection per in-flight stream, no Nagle delay, idle
-/// connections dropped before uvicorn's 5 s keep-alive limit closes them under us.
-pub fn http_client(concurrency: u64) -> reqwest::Result<reqwest::Client> {
-    reqwest::Client::builder()
-        .http1_only()
-        .tcp_nodelay(true)
-        .pool_idle_timeout(Duration::from_secs(4))
-        .pool_max_idle_per_host(concurrency as usize)
-        .no_proxy()
-        .build()
+/// Build the streaming client for `base_url`: one HTTP/1.1 connection per in-flight stream, no
+/// Nagle delay, idle connections dropped before uvicorn's 5 s keep-alive limit closes them
+/// under us.
+pub fn http_client(base_url: &str) -> Result<Arc<http1::Client>, String> {
+    http1::Client::new(base_url, Duration::from_secs(4)).map(Arc::new)
 }
 
 fn stream_of(phase: Phase) -> u64 {
@@ -265,6 +268,7 @@ fn blank_sample(
         first_choices_ms: None,
         end_ms: None,
         chunk_ms: Vec::new(),
+        read_lag_ms: Vec::new(),
         prompt_tokens: None,
         completion_tokens: None,
         finish_reason: None,
@@ -291,9 +295,9 @@ fn ms_since(t0: Instant) -> f64 {
 
 /// Send one streaming request and record what happened.
 async fn one_request(
-    client: &reqwest::Client,
-    url: &str,
-    body: &serde_json::Value,
+    client: &http1::Client,
+    path: &str,
+    body: &[u8],
     timeout: Duration,
     mut sample: RequestSample,
 ) -> RequestSample {
@@ -303,18 +307,21 @@ async fn one_request(
         s.error = Some(msg);
         s
     };
-    let sent = tokio::time::timeout(timeout, async {
-        match client.post(url).json(body).send().await {
+    let deadline = t0 + timeout;
+    let mut retried = false;
+    let sent = tokio::time::timeout_at(deadline.into(), async {
+        match client.post(path, body, false).await {
             // A connection that dies before any response byte (e.g. a pooled keep-alive
             // connection the server just closed) is retried once on a fresh connection.
-            Err(e) if e.is_connect() || e.is_request() => {
-                sample.retried = true;
-                client.post(url).json(body).send().await
+            Err(e) if e.before_first_byte() => {
+                retried = true;
+                client.post(path, body, true).await
             }
             other => other,
         }
     })
     .await;
+    sample.retried = retried;
     let mut resp = match sent {
         Err(_) => {
             return fail(
@@ -324,23 +331,23 @@ async fn one_request(
             );
         }
         Ok(Err(e)) => {
-            let kind = if e.is_timeout() {
-                ErrorKind::Timeout
-            } else {
-                ErrorKind::Connect
+            let kind = match e {
+                http1::SendError::Connect(_) | http1::SendError::BeforeResponse(_) => {
+                    ErrorKind::Connect
+                }
+                http1::SendError::HeadCut(_) => ErrorKind::StreamCut,
+                http1::SendError::Malformed(_) => ErrorKind::MalformedHttp,
             };
-            return fail(sample, kind, error_chain(&e));
+            return fail(sample, kind, e.to_string());
         }
         Ok(Ok(r)) => r,
     };
     sample.headers_ms = Some(ms_since(t0));
-    let status = resp.status();
-    sample.http_status = Some(status.as_u16());
-    if !status.is_success() {
-        let text = tokio::time::timeout(Duration::from_secs(5), resp.text())
+    let status = resp.status;
+    sample.http_status = Some(status);
+    if !(200..300).contains(&status) {
+        let text = tokio::time::timeout(Duration::from_secs(5), resp.text(64 * 1024))
             .await
-            .ok()
-            .and_then(Result::ok)
             .unwrap_or_default();
         let shown: String = text.chars().take(200).collect();
         return fail(
@@ -351,60 +358,41 @@ async fn one_request(
     }
     let mut parser = super::sse::SseParser::new();
     let mut done = false;
-    let deadline = t0 + timeout;
+    // One timer for the whole stream (not one per read: that would be a timer-wheel insert
+    // per read on the hot path).
+    let expiry = tokio::time::sleep_until(deadline.into());
+    tokio::pin!(expiry);
     loop {
-        let next = tokio::time::timeout_at(deadline.into(), resp.chunk()).await;
-        let bytes = match next {
-            Err(_) => {
-                return fail(
-                    sample,
-                    ErrorKind::Timeout,
-                    format!("stream not finished in {timeout:?}"),
-                );
-            }
-            Ok(Err(e)) => return fail(sample, ErrorKind::StreamCut, error_chain(&e)),
-            Ok(Ok(None)) => break,
-            Ok(Ok(Some(b))) => b,
-        };
-        let at = ms_since(t0);
         let mut problem: Option<(ErrorKind, String)> = None;
-        parser.push_with(&bytes, |data| {
-            if problem.is_some() {
-                return;
-            }
-            if data.trim() == "[DONE]" {
-                done = true;
-                return;
-            }
-            let info = match openai::parse_chunk(data) {
-                Ok(i) => i,
-                Err(msg) => {
-                    problem = Some((ErrorKind::MalformedSse, msg));
-                    return;
-                }
+        let read = {
+            let mut on_body = |r: http1::BodyRead, bytes: &[u8]| {
+                let at = r.at.saturating_duration_since(t0).as_secs_f64() * 1000.0;
+                parser.push_with(bytes, |data| {
+                    on_event(data, at, &mut sample, &mut done, &mut problem);
+                })
             };
-            if let Some(msg) = info.error {
-                problem = Some((ErrorKind::ServerError, msg));
-                return;
+            tokio::select! {
+                biased;
+                r = resp.read(&mut on_body) => Some(r),
+                _ = &mut expiry => None,
             }
-            if info.choices > 0 && sample.first_choices_ms.is_none() {
-                sample.first_choices_ms = Some(at);
-            }
-            if info.content_chars > 0 {
-                if sample.ttft_ms.is_none() {
-                    sample.ttft_ms = Some(at);
+        };
+        let Some(read) = read else {
+            return fail(
+                sample,
+                ErrorKind::Timeout,
+                format!("stream not finished in {timeout:?}"),
+            );
+        };
+        match read {
+            Err(e) => return fail(sample, ErrorKind::StreamCut, e.to_string()),
+            Ok(None) => break,
+            Ok(Some(r)) => {
+                if let Some(lag) = r.lag {
+                    sample.read_lag_ms.push(lag.as_secs_f64() * 1000.0);
                 }
-                sample.last_content_ms = Some(at);
-                sample.chunk_ms.push(at);
             }
-            if info.finish_reason.is_some() {
-                sample.finish_reason = info.finish_reason;
-            }
-            if info.completion_tokens.is_some() {
-                sample.completion_tokens = info.completion_tokens;
-                sample.prompt_tokens = info.prompt_tokens;
-            }
-        });
+        }
         if let Some((kind, msg)) = problem {
             return fail(sample, kind, msg);
         }
@@ -432,24 +420,59 @@ async fn one_request(
     sample
 }
 
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut src = e.source();
-    while let Some(inner) = src {
-        s.push_str(": ");
-        s.push_str(&inner.to_string());
-        src = inner.source();
+/// One SSE event's payload, arrived `at` ms after the send: fold it into the sample.
+fn on_event(
+    data: &str,
+    at: f64,
+    sample: &mut RequestSample,
+    done: &mut bool,
+    problem: &mut Option<(ErrorKind, String)>,
+) {
+    if problem.is_some() {
+        return;
     }
-    s
+    if data.trim() == "[DONE]" {
+        *done = true;
+        return;
+    }
+    let info = match openai::parse_chunk(data) {
+        Ok(i) => i,
+        Err(msg) => {
+            *problem = Some((ErrorKind::MalformedSse, msg));
+            return;
+        }
+    };
+    if let Some(msg) = info.error {
+        *problem = Some((ErrorKind::ServerError, msg));
+        return;
+    }
+    if info.choices > 0 && sample.first_choices_ms.is_none() {
+        sample.first_choices_ms = Some(at);
+    }
+    if info.content_chars > 0 {
+        if sample.ttft_ms.is_none() {
+            sample.ttft_ms = Some(at);
+        }
+        sample.last_content_ms = Some(at);
+        sample.chunk_ms.push(at);
+    }
+    if info.finish_reason.is_some() {
+        sample.finish_reason = info.finish_reason;
+    }
+    if info.completion_tokens.is_some() {
+        sample.completion_tokens = info.completion_tokens;
+        sample.prompt_tokens = info.prompt_tokens;
+    }
 }
 
 /// What every request task of a phase shares.
 struct PhaseCtx {
-    client: reqwest::Client,
+    client: Arc<http1::Client>,
     w: Arc<WorkloadSpec>,
     target: Arc<LoadTarget>,
     phase: Phase,
-    url: String,
+    /// Request path, e.g. `/v1/completions`.
+    path: String,
     timeout: Duration,
     window_start: Instant,
     stop: Cancel,
@@ -469,6 +492,8 @@ impl PhaseCtx {
     ) -> Option<RequestSample> {
         let (prompt, max_tokens) = request_for(&self.w, &self.target, self.phase, index);
         let body = openai::request_body(&self.w, &self.target.model, prompt, max_tokens);
+        // Serialized before the send instant: building the body is not the server's time.
+        let body = serde_json::to_vec(&body).unwrap_or_default();
         let now = Instant::now();
         let mut sample = blank_sample(
             self.phase,
@@ -481,7 +506,7 @@ impl PhaseCtx {
             scheduled.map(|t| now.saturating_duration_since(t).as_secs_f64() * 1000.0);
         self.in_flight.fetch_add(1, Ordering::SeqCst);
         let out = tokio::select! {
-            s = one_request(&self.client, &self.url, &body, self.timeout, sample) => Some(s),
+            s = one_request(&self.client, &self.path, &body, self.timeout, sample) => Some(s),
             _ = self.abort.cancelled() => None,
         };
         self.in_flight.fetch_sub(1, Ordering::SeqCst);
@@ -574,7 +599,7 @@ fn spawn_open(
 /// flight are waited for (an interrupt). `abort` abandons the requests in flight too (a dead
 /// server, or an interrupt whose grace ran out). Either sets `stopped`.
 pub async fn drive(
-    client: &reqwest::Client,
+    client: &Arc<http1::Client>,
     workload: &WorkloadSpec,
     target: &LoadTarget,
     stop: &Cancel,
@@ -610,7 +635,7 @@ pub async fn drive(
                 w: w.clone(),
                 target: target.clone(),
                 phase,
-                url: format!("{}{}", target.base_url, w.endpoint.path()),
+                path: client.path(w.endpoint.path()),
                 timeout: Duration::from_secs_f64(w.request_timeout_s),
                 window_start,
                 stop: stop.clone(),

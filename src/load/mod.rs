@@ -2,6 +2,7 @@
 //! concurrency, per-request samples.
 pub mod dataset;
 pub mod driver;
+pub mod http1;
 pub mod openai;
 pub mod prompts;
 pub mod requests_csv;

@@ -38,6 +38,7 @@ pub const HEADER: &[&str] = &[
     "retried",
     "max_tokens",
     "sched_lag_ms",
+    "read_lag_max_ms",
     "error_kind",
     "error",
     "chunk_ms",
@@ -67,6 +68,7 @@ pub fn row(s: &RequestSample) -> Vec<String> {
         s.retried.to_string(),
         s.max_tokens.to_string(),
         opt_f(s.sched_lag_ms),
+        opt_f(s.read_lag_ms.iter().copied().reduce(f64::max)),
         s.error_kind
             .map(|k| k.as_str().to_string())
             .unwrap_or_default(),
@@ -83,7 +85,30 @@ fn chunk_list(ms: &[f64]) -> String {
         if i > 0 {
             out.push(' ');
         }
-        let _ = write!(out, "{m:.2}");
+        // Hundredths as an integer: float formatting per token was a visible cost.
+        let v = (m * 100.0).round();
+        if (0.0..1e15).contains(&v) {
+            let v = v as u64;
+            let _ = write!(out, "{}.{:02}", v / 100, v % 100);
+        } else {
+            let _ = write!(out, "{m:.2}");
+        }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::chunk_list;
+
+    #[test]
+    fn chunk_list_is_hundredths_of_a_millisecond() {
+        let ms = [0.0, 0.004, 0.006, 1.5, 12.345_6, 99.999, 123_456.789];
+        let out = chunk_list(&ms);
+        assert_eq!(out, "0.00 0.00 0.01 1.50 12.35 100.00 123456.79");
+        for (text, v) in out.split(' ').zip(ms) {
+            let back: f64 = text.parse().expect("a number");
+            assert!((back - v).abs() <= 0.005 + 1e-9, "{text} vs {v}");
+        }
+    }
 }

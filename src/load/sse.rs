@@ -19,50 +19,20 @@ impl SseParser {
         events
     }
 
-    /// Like `push`, handing each event to `f` as it completes (no allocation for the common
-    /// single-line event: this runs once per streamed token).
+    /// Like `push`, handing each event to `f` as it completes (no allocation and no copy for
+    /// the common single-line event: this runs once per streamed token).
     pub fn push_with(&mut self, bytes: &[u8], mut f: impl FnMut(&str)) {
-        self.buf.extend_from_slice(bytes);
-        let mut start = 0;
-        while let Some(rel) = self.buf[start..].iter().position(|&b| b == b'\n') {
-            let end = start + rel;
-            let mut line = &self.buf[start..end];
-            if line.last() == Some(&b'\r') {
-                line = &line[..line.len() - 1];
-            }
-            if line.is_empty() {
-                if !self.data.is_empty() {
-                    f(&self.data.join("\n"));
-                    self.data.clear();
-                }
-            } else if let Some(rest) = line.strip_prefix(b"data:") {
-                let rest = rest.strip_prefix(b" ").unwrap_or(rest);
-                // The usual event is one `data:` line then a blank line: hand it over in place.
-                let next_blank = self.buf.get(end + 1) == Some(&b'\n')
-                    || (self.buf.get(end + 1) == Some(&b'\r')
-                        && self.buf.get(end + 2) == Some(&b'\n'));
-                match (
-                    self.data.is_empty() && next_blank,
-                    std::str::from_utf8(rest),
-                ) {
-                    (true, Ok(text)) => {
-                        f(text);
-                        // Skip the blank line too.
-                        start = end
-                            + 1
-                            + if self.buf.get(end + 1) == Some(&b'\r') {
-                                2
-                            } else {
-                                1
-                            };
-                        continue;
-                    }
-                    _ => self.data.push(String::from_utf8_lossy(rest).into_owned()),
-                }
-            }
-            start = end + 1;
+        if self.buf.is_empty() {
+            // Nothing held back: parse straight from the input, keep only its unfinished tail.
+            let used = scan(bytes, &mut self.data, &mut f);
+            self.buf.extend_from_slice(&bytes[used..]);
+        } else {
+            self.buf.extend_from_slice(bytes);
+            let buf = std::mem::take(&mut self.buf);
+            let used = scan(&buf, &mut self.data, &mut f);
+            self.buf = buf;
+            self.buf.drain(..used);
         }
-        self.buf.drain(..start);
     }
 
     /// At end of stream: an event that was not terminated by a blank line.
@@ -85,6 +55,43 @@ impl SseParser {
     pub fn pending(&self) -> usize {
         self.buf.len()
     }
+}
+
+/// Hand over the events completed in `buf`; returns how many bytes were consumed (whole
+/// lines). `data` holds the `data:` lines of an event still open.
+fn scan(buf: &[u8], data: &mut Vec<String>, f: &mut impl FnMut(&str)) -> usize {
+    let mut start = 0;
+    while let Some(rel) = memchr::memchr(b'\n', &buf[start..]) {
+        let end = start + rel;
+        let mut line = &buf[start..end];
+        if line.last() == Some(&b'\r') {
+            line = &line[..line.len() - 1];
+        }
+        if line.is_empty() {
+            if !data.is_empty() {
+                f(&data.join("\n"));
+                data.clear();
+            }
+        } else if let Some(rest) = line.strip_prefix(b"data:") {
+            let rest = rest.strip_prefix(b" ").unwrap_or(rest);
+            // The usual event is one `data:` line then a blank line: hand it over in place.
+            let blank = match (buf.get(end + 1), buf.get(end + 2)) {
+                (Some(b'\n'), _) => Some(1),
+                (Some(b'\r'), Some(b'\n')) => Some(2),
+                _ => None,
+            };
+            if let (true, Some(skip), Ok(text)) =
+                (data.is_empty(), blank, std::str::from_utf8(rest))
+            {
+                f(text);
+                start = end + 1 + skip;
+                continue;
+            }
+            data.push(String::from_utf8_lossy(rest).into_owned());
+        }
+        start = end + 1;
+    }
+    start
 }
 
 #[cfg(test)]
