@@ -347,7 +347,7 @@ async fn resume_sweep(input: &SweepInput<'_>, dir: &Path, retry_failed: bool, fo
     // Keep finished rows; set aside the ones to redo.
     let mut keep_raw = Vec::new();
     let mut redo_raw = Vec::new();
-    let mut kept: Vec<(String, u64, u64)> = Vec::new();
+    let mut kept: Vec<crate::record::RowKey> = Vec::new();
     for (row, raw) in table.rows.iter().zip(&table.raw) {
         let finished = row.is_ok() || (row.get("status") == "failed" && !retry_failed);
         if finished && !kept.contains(&row.key()) {
@@ -365,7 +365,12 @@ async fn resume_sweep(input: &SweepInput<'_>, dir: &Path, retry_failed: bool, fo
         return EXIT_BAD_INPUT;
     }
     let launches = runner::plan_launches(input.spec, input.plan, &|run, m| {
-        kept.contains(&(run.name.clone(), m.concurrency, m.repeat))
+        kept.contains(&(
+            run.name.clone(),
+            m.point.concurrency,
+            crate::spec::rate_text(m.point.request_rate),
+            m.repeat,
+        ))
     });
     // A launch folder left by an earlier attempt is kept, renamed, as evidence.
     for l in &launches {

@@ -143,10 +143,7 @@ pub fn judge(metric: &str, a: Option<&Side>, b: Option<&Side>, threshold: f64) -
 fn keyed(rows: &[Row]) -> Vec<((String, String), Vec<&Row>)> {
     let mut out: Vec<((String, String), Vec<&Row>)> = Vec::new();
     for r in rows {
-        let k = (
-            r.get("run_name").to_string(),
-            r.get("concurrency").to_string(),
-        );
+        let k = (r.get("run_name").to_string(), r.load_point());
         match out.iter_mut().find(|(key, _)| *key == k) {
             Some((_, v)) => v.push(r),
             None => out.push((k, vec![r])),

@@ -7,7 +7,7 @@ use crate::cancel::Cancel;
 use crate::load::driver::{self, LoadEvent, LoadTarget, Phase};
 use crate::load::requests_csv;
 use crate::metrics::{self, ClientSummary, Stats};
-use crate::spec::{Endpoint, WorkloadSpec};
+use crate::spec::{Endpoint, LoadPoint, WorkloadSpec};
 use crate::store;
 use serde_yaml::{Mapping, Value};
 use std::io::Write;
@@ -47,7 +47,15 @@ pub fn build_workload(file: Option<&Path>, sets: &[String]) -> Result<WorkloadSp
             .map_err(|e| format!("-w {s}: the value is not valid YAML ({e})"))?;
         map.insert(Value::String(k.trim().to_string()), value);
     }
-    serde_yaml::from_value(Value::Mapping(map)).map_err(|e| format!("workload: {e}"))
+    serde_yaml::from_value(Value::Mapping(map)).map_err(|e| {
+        // The spec's checks already name the section; say it once.
+        let e = e.to_string();
+        if e.starts_with("workload:") {
+            e
+        } else {
+            format!("workload: {e}")
+        }
+    })
 }
 
 fn stats_line(name: &str, s: &Stats) -> String {
@@ -63,7 +71,7 @@ fn stats_line(name: &str, s: &Stats) -> String {
 }
 
 /// The summary as text (what `sgtune load` prints).
-pub fn render(concurrency: u64, c: &ClientSummary) -> String {
+pub fn render(point: LoadPoint, c: &ClientSummary) -> String {
     let f = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.2}"));
     let errors = if c.errors.is_empty() {
         "none".to_string()
@@ -75,7 +83,7 @@ pub fn render(concurrency: u64, c: &ClientSummary) -> String {
             .join(", ")
     };
     let mut out = vec![
-        format!("load point: concurrency {concurrency}"),
+        format!("load point: {point}"),
         format!(
             "  requests       {} completed, {} failed (errors: {errors}); {} retried",
             c.completed, c.failed, c.retries
@@ -201,14 +209,15 @@ pub async fn run(url: &str, workload: WorkloadSpec, output: Option<&Path>) -> i3
     }
     let mut summaries = Vec::new();
     let points = workload.load_points.clone();
-    for &c in &points {
+    for &point in &points {
         if cancel.is_cancelled() {
             break;
         }
         let mut w = workload.clone();
-        w.concurrency = c;
+        w.concurrency = point.concurrency;
+        w.request_rate = point.request_rate;
         let suffix = if points.len() > 1 {
-            format!(".c{c}")
+            format!(".{}", point.label())
         } else {
             String::new()
         };
@@ -267,8 +276,8 @@ pub async fn run(url: &str, workload: WorkloadSpec, output: Option<&Path>) -> i3
             .and_then(|(a, b)| (outcome.duration_s > 0.0).then(|| (b - a) / outcome.duration_s));
         summary.cut_off = outcome.cut_off;
         metrics::assess_client(&mut summary, crate::runner::available_cores());
-        let _ = writeln!(std::io::stdout(), "{}\n", render(c, &summary));
-        summaries.push(serde_json::json!({"concurrency": c, "interrupted": outcome.stopped, "client": summary}));
+        let _ = writeln!(std::io::stdout(), "{}\n", render(point, &summary));
+        summaries.push(serde_json::json!({"concurrency": point.concurrency, "request_rate": point.request_rate, "interrupted": outcome.stopped, "client": summary}));
     }
     if let Some(dir) = output {
         let doc = serde_json::json!({"url": url, "model": target.model, "workload": workload, "load_points": summaries});
@@ -303,7 +312,8 @@ mod tests {
             ],
         )
         .expect("valid");
-        assert_eq!(w.load_points, vec![2, 4]);
+        let concurrencies: Vec<u64> = w.load_points.iter().map(|p| p.concurrency).collect();
+        assert_eq!(concurrencies, vec![2, 4]);
         assert_eq!(w.endpoint, Endpoint::Chat);
         let e = build_workload(
             None,

@@ -37,6 +37,8 @@ pub struct RunRecord {
     pub params: Vec<(String, Option<ParamValue>)>,
     /// The load point (offered concurrency) of this row.
     pub concurrency: u64,
+    /// Open loop: the load point's arrival rate (requests/s); None in a closed loop.
+    pub request_rate: Option<f64>,
     /// 1-based repeat index.
     pub repeat: u64,
     pub client: Option<ClientSummary>,
@@ -53,10 +55,19 @@ pub struct RunRecord {
 
 impl RunRecord {
     /// What identifies a row within a sweep: run name, load point, repeat.
-    pub fn key(&self) -> (String, u64, u64) {
-        (self.run_name.clone(), self.concurrency, self.repeat)
+    pub fn key(&self) -> RowKey {
+        (
+            self.run_name.clone(),
+            self.concurrency,
+            crate::spec::rate_text(self.request_rate),
+            self.repeat,
+        )
     }
 }
+
+/// Run name, concurrency, request rate (as `spec::rate_text` writes it), repeat: one row per
+/// key in a finished sweep.
+pub type RowKey = (String, u64, String, u64);
 
 /// One fixed column: name, meaning (for the README), and how to read it off a record.
 pub struct Column {
@@ -141,8 +152,13 @@ pub fn trailing() -> Vec<Column> {
     let mut cols = vec![
         Column {
             name: "concurrency",
-            doc: "The load point: offered concurrency (closed loop: requests in flight)",
+            doc: "The load point: offered concurrency (closed loop: requests in flight; open loop: the cap on them)",
             get: |r| r.concurrency.to_string(),
+        },
+        Column {
+            name: "request_rate",
+            doc: "Open loop: the load point's arrival rate (requests/s, `request_rate:`); empty in a closed loop",
+            get: |r| crate::spec::rate_text(r.request_rate),
         },
         Column {
             name: "repeat",
@@ -336,6 +352,7 @@ mod tests {
             failure_message: Some("Not enough memory".into()),
             params: vec![("mem_fraction_static".into(), Some(ParamValue::Float(0.88)))],
             concurrency: 8,
+            request_rate: None,
             repeat: 1,
             client: None,
             server: None,

@@ -19,15 +19,23 @@ impl Row {
     pub fn u64(&self, col: &str) -> Option<u64> {
         self.get(col).parse::<u64>().ok()
     }
+    /// The load point as tables show it: the concurrency, or `<rate>/s` in an open loop.
+    pub fn load_point(&self) -> String {
+        match self.get("request_rate") {
+            "" => self.get("concurrency").to_string(),
+            rate => format!("{rate}/s"),
+        }
+    }
     pub fn is_ok(&self) -> bool {
         self.get("status") == "ok"
     }
     /// Run name, load point, repeat: one row per key in a finished sweep. (Not the run id:
     /// two named configurations may resolve to the same server command.)
-    pub fn key(&self) -> (String, u64, u64) {
+    pub fn key(&self) -> crate::record::RowKey {
         (
             self.get("run_name").to_string(),
             self.u64("concurrency").unwrap_or(0),
+            self.get("request_rate").to_string(),
             self.u64("repeat").unwrap_or(1),
         )
     }
@@ -114,7 +122,7 @@ mod tests {
         let t = read(&p).expect("reads");
         assert!(t.partial_tail);
         assert_eq!(t.rows.len(), 1);
-        assert_eq!(t.rows[0].key(), ("a".to_string(), 8, 1));
+        assert_eq!(t.rows[0].key(), ("a".to_string(), 8, String::new(), 1));
         std::fs::write(
             &p,
             "run_name,run_id,status,concurrency,repeat\na,1,ok,8,1\n",

@@ -17,7 +17,7 @@ use crate::server::command::{self, LaunchCommand};
 use crate::server::failure::{FailureKind, StartFailure};
 use crate::server::supervise::{self, ReadyOutcome, ServerHandle, StopOutcome};
 use crate::sglang_log::{self, LogWindow};
-use crate::spec::SweepSpec;
+use crate::spec::{LoadPoint, SweepSpec};
 use crate::store::{self, ResultsDir, StoreError};
 use serde::Serialize;
 use std::path::Path;
@@ -42,7 +42,20 @@ pub struct RunContext<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 pub struct Measurement {
     pub repeat: u64,
-    pub concurrency: u64,
+    pub point: LoadPoint,
+}
+
+impl Measurement {
+    /// The measurement a record was made for.
+    pub fn of(r: &RunRecord) -> Measurement {
+        Measurement {
+            repeat: r.repeat,
+            point: LoadPoint {
+                concurrency: r.concurrency,
+                request_rate: r.request_rate,
+            },
+        }
+    }
 }
 
 /// One server launch and the measurements it makes.
@@ -75,10 +88,9 @@ pub fn plan_launches(
             let measurements: Vec<Measurement> = repeats
                 .iter()
                 .flat_map(|&repeat| {
-                    points.iter().map(move |&concurrency| Measurement {
-                        repeat,
-                        concurrency,
-                    })
+                    points
+                        .iter()
+                        .map(move |&point| Measurement { repeat, point })
                 })
                 .filter(|m| !done(run, *m))
                 .collect();
@@ -95,11 +107,11 @@ pub fn plan_launches(
 }
 
 /// File-name suffix of a measurement inside its launch folder: none when the launch measures
-/// one thing, else `.c<concurrency>` and/or `.r<repeat>`.
+/// one thing, else `.c<concurrency>` (or `.rate<rate>`) and/or `.r<repeat>`.
 fn suffix(spec: &SweepSpec, m: Measurement) -> String {
     let mut s = String::new();
     if spec.workload.load_points.len() > 1 {
-        s.push_str(&format!(".c{}", m.concurrency));
+        s.push_str(&format!(".{}", m.point.label()));
     }
     if spec.reuse_server && spec.repeats > 1 {
         s.push_str(&format!(".r{}", m.repeat));
@@ -145,7 +157,8 @@ fn new_record(ctx: &RunContext<'_>, run: &RunConfig, m: Measurement) -> RunRecor
             .iter()
             .map(|k| (k.clone(), run.param(k).cloned()))
             .collect(),
-        concurrency: m.concurrency,
+        concurrency: m.point.concurrency,
+        request_rate: m.point.request_rate,
         repeat: m.repeat,
         client: None,
         server: None,
@@ -231,7 +244,10 @@ pub async fn run_launch(
     let run = &launch.run;
     let first = launch.measurements.first().copied().unwrap_or(Measurement {
         repeat: 1,
-        concurrency: spec.workload.concurrency,
+        point: LoadPoint {
+            concurrency: spec.workload.concurrency,
+            request_rate: spec.workload.request_rate,
+        },
     });
     let started_at = now_rfc3339();
     let mut notes: Vec<String> = Vec::new();
@@ -288,10 +304,7 @@ pub async fn run_launch(
         let records = all_failed(FailureKind::LaunchError, &msg);
         for r in &records {
             write_summary(
-                &summary_path(Measurement {
-                    repeat: r.repeat,
-                    concurrency: r.concurrency,
-                }),
+                &summary_path(Measurement::of(r)),
                 r,
                 &cmd,
                 None,
@@ -420,7 +433,7 @@ pub async fn run_launch(
             .unwrap_or_default();
         let w = &spec.workload;
         record.verdict = Some(diagnose::diagnose(
-            m.concurrency,
+            m.point.concurrency,
             w.input_tokens + w.output_tokens,
             Some(&l.client),
             Some(&server),
@@ -495,10 +508,7 @@ pub async fn run_launch(
     if loads.is_empty() {
         for r in &mut records {
             r.notes = notes.clone();
-            let m = Measurement {
-                repeat: r.repeat,
-                concurrency: r.concurrency,
-            };
+            let m = Measurement::of(r);
             write_summary(
                 &summary_path(m),
                 r,
@@ -572,7 +582,8 @@ async fn run_load(
     emit: &mut dyn FnMut(RunEvent<'_>),
 ) -> LoadResult {
     let mut point = ctx.spec.workload.clone();
-    point.concurrency = m.concurrency;
+    point.concurrency = m.point.concurrency;
+    point.request_rate = m.point.request_rate;
     let w = &point;
     let base_url = handle.base_url();
     let target = LoadTarget {

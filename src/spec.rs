@@ -206,6 +206,84 @@ impl<'de> Deserialize<'de> for LoadPoints {
         d.deserialize_any(V)
     }
 }
+/// One request rate (arrivals per second) or a list of distinct ones.
+#[derive(Debug, Clone)]
+struct Rates(Vec<f64>);
+
+impl<'de> Deserialize<'de> for Rates {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum OneOrMany {
+            One(PositiveF64),
+            Many(Vec<PositiveF64>),
+        }
+        let rates: Vec<f64> = match OneOrMany::deserialize(d).map_err(|_| {
+            de::Error::custom("expected a number > 0 (requests per second), or a list of them")
+        })? {
+            OneOrMany::One(r) => vec![r.0],
+            OneOrMany::Many(v) => v.into_iter().map(|r| r.0).collect(),
+        };
+        if rates.is_empty() {
+            return Err(de::Error::custom("request_rate: give at least one rate"));
+        }
+        for (i, r) in rates.iter().enumerate() {
+            if rates[..i].contains(r) {
+                return Err(de::Error::custom(format!(
+                    "request rate {r} is listed twice"
+                )));
+            }
+        }
+        Ok(Rates(rates))
+    }
+}
+
+/// One load to measure: a closed loop at `concurrency`, or an open loop at `request_rate`
+/// with `concurrency` capping the requests in flight.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct LoadPoint {
+    pub concurrency: u64,
+    pub request_rate: Option<f64>,
+}
+
+// Rates are finite and > 0 (checked when read), so comparing their bits is comparing them.
+impl Eq for LoadPoint {}
+impl std::hash::Hash for LoadPoint {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.concurrency.hash(h);
+        self.request_rate.map(f64::to_bits).hash(h);
+    }
+}
+
+impl fmt::Display for LoadPoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.request_rate {
+            Some(r) => write!(
+                f,
+                "request rate {r}/s (at most {} in flight)",
+                self.concurrency
+            ),
+            None => write!(f, "concurrency {}", self.concurrency),
+        }
+    }
+}
+
+impl LoadPoint {
+    /// `c8`, or `rate2.5` in an open loop: for file names.
+    pub fn label(&self) -> String {
+        match self.request_rate {
+            Some(r) => format!("rate{}", rate_text(Some(r))),
+            None => format!("c{}", self.concurrency),
+        }
+    }
+}
+
+/// A request rate as written in results.csv and row keys ("" for a closed loop): the shortest
+/// text that reads back as the same number.
+pub fn rate_text(rate: Option<f64>) -> String {
+    rate.map(|r| r.to_string()).unwrap_or_default()
+}
+
 fn default_warmup() -> u64 {
     2
 }
@@ -225,8 +303,9 @@ pub struct WorkloadSpec {
     pub endpoint: Endpoint,
     /// The concurrency of one load (the first load point until the runner picks one).
     pub concurrency: u64,
-    /// Every load point to measure on one server launch (`concurrency: [16, 64, 150]`).
-    pub load_points: Vec<u64>,
+    /// Every load point to measure on one server launch: `concurrency: [16, 64, 150]` (closed
+    /// loop), or `request_rate: [2, 4, 8]` (open loop, each capped at `concurrency`).
+    pub load_points: Vec<LoadPoint>,
     /// Measured requests (after warmup); exclusive with `duration_s`.
     pub requests: Option<u64>,
     /// Measured duration; requests in flight at the deadline are waited for.
@@ -249,7 +328,8 @@ pub struct WorkloadSpec {
     /// Per-request output length distribution (None: every request asks `output_tokens`).
     pub output_dist: Option<LengthDist>,
     /// Open loop: arrivals per second (gamma-distributed gaps, Poisson when burstiness is 1);
-    /// `concurrency` then caps the requests in flight. None: closed loop.
+    /// `concurrency` then caps the requests in flight. None: closed loop. (The first load
+    /// point's until the runner picks one.)
     pub request_rate: Option<f64>,
     /// Gamma shape of the inter-arrival gaps (1 = Poisson, < 1 burstier, > 1 smoother).
     pub burstiness: f64,
@@ -507,7 +587,7 @@ struct RawWorkload {
     #[serde(default)]
     slo: Option<Slo>,
     #[serde(default)]
-    request_rate: Option<PositiveF64>,
+    request_rate: Option<Rates>,
     #[serde(default = "default_burstiness")]
     burstiness: f64,
     #[serde(default)]
@@ -582,10 +662,43 @@ impl TryFrom<RawWorkload> for WorkloadSpec {
             }
         }
         let (output_tokens, output_dist) = r.output_tokens.resolve("output_tokens")?;
+        let rates = r.request_rate.map(|r| r.0).unwrap_or_default();
+        let load_points: Vec<LoadPoint> = match (r.concurrency.0.as_slice(), rates.as_slice()) {
+            (cs, rs) if cs.len() > 1 && rs.len() > 1 => {
+                return Err(
+                    "workload: give a list for `concurrency` or for `request_rate`, \
+                     not both (a rate sweep keeps one concurrency cap)"
+                        .into(),
+                );
+            }
+            (cs, []) => cs
+                .iter()
+                .map(|&c| LoadPoint {
+                    concurrency: c,
+                    request_rate: None,
+                })
+                .collect(),
+            ([c], rs) => rs
+                .iter()
+                .map(|&rate| LoadPoint {
+                    concurrency: *c,
+                    request_rate: Some(rate),
+                })
+                .collect(),
+            (cs, [rate]) => cs
+                .iter()
+                .map(|&c| LoadPoint {
+                    concurrency: c,
+                    request_rate: Some(*rate),
+                })
+                .collect(),
+            _ => return Err("workload: give at least one load point".into()),
+        };
         Ok(WorkloadSpec {
             endpoint: r.endpoint,
-            concurrency: r.concurrency.0.first().copied().unwrap_or(1),
-            load_points: r.concurrency.0,
+            concurrency: load_points.first().map_or(1, |p| p.concurrency),
+            request_rate: load_points.first().and_then(|p| p.request_rate),
+            load_points,
             requests,
             duration_s,
             warmup_requests: r.warmup_requests,
@@ -600,7 +713,6 @@ impl TryFrom<RawWorkload> for WorkloadSpec {
             slo: r.slo,
             input_dist,
             output_dist,
-            request_rate: r.request_rate.map(|p| p.0),
             burstiness: r.burstiness,
             deadline: r.deadline,
             extra_body: r.extra_body,
@@ -1125,7 +1237,13 @@ workload:
         );
         assert_eq!(s.configs[0].name, "baseline");
         assert_eq!(s.workload.concurrency, 150);
-        assert_eq!(s.workload.load_points, vec![150]);
+        assert_eq!(
+            s.workload.load_points,
+            vec![LoadPoint {
+                concurrency: 150,
+                request_rate: None
+            }]
+        );
         assert_eq!((s.repeats, s.reuse_server), (1, false));
         assert_eq!(s.workload.requests, Some(1000));
         assert_eq!(s.workload.endpoint, Endpoint::Completions);
@@ -1182,7 +1300,19 @@ workload:
             .replace("concurrency: 150", "concurrency: [16, 64, 150]")
             .replace("name: kv-cache-tuning", "name: k\nrepeats: 3\nreuse_server: true\nbetween_runs: {sleep_s: 5, command: 'true'}");
         let s = parse(&text, "s.yaml").expect("parses");
-        assert_eq!(s.workload.load_points, vec![16, 64, 150]);
+        let concurrencies: Vec<u64> = s
+            .workload
+            .load_points
+            .iter()
+            .map(|p| p.concurrency)
+            .collect();
+        assert_eq!(concurrencies, vec![16, 64, 150]);
+        assert!(
+            s.workload
+                .load_points
+                .iter()
+                .all(|p| p.request_rate.is_none())
+        );
         assert_eq!(s.repeats, 3);
         assert!(s.reuse_server);
         assert_eq!(s.between_runs.as_ref().map(|b| b.sleep_s), Some(5.0));
@@ -1190,6 +1320,57 @@ workload:
         assert!(e.message.contains("listed twice"), "{e}");
         let e = err_of(&GOOD.replace("name: kv-cache-tuning", "name: k\nrepeats: 0"));
         assert!(e.message.contains(">= 1"), "{e}");
+    }
+
+    #[test]
+    fn request_rates_as_load_points() {
+        let text = GOOD.replace(
+            "concurrency: 150",
+            "concurrency: 64\n  request_rate: [2, 4.5, 8]",
+        );
+        let s = parse(&text, "s.yaml").expect("parses");
+        let points: Vec<(u64, Option<f64>)> = s
+            .workload
+            .load_points
+            .iter()
+            .map(|p| (p.concurrency, p.request_rate))
+            .collect();
+        assert_eq!(
+            points,
+            vec![(64, Some(2.0)), (64, Some(4.5)), (64, Some(8.0))]
+        );
+        // The workload starts at the first point.
+        assert_eq!(
+            (s.workload.concurrency, s.workload.request_rate),
+            (64, Some(2.0))
+        );
+        assert_eq!(s.workload.load_points[1].label(), "rate4.5");
+        assert_eq!(s.workload.load_points[0].label(), "rate2");
+        // One rate with several concurrencies: each concurrency caps that rate.
+        let text = GOOD.replace(
+            "concurrency: 150",
+            "concurrency: [8, 16]\n  request_rate: 3",
+        );
+        let s = parse(&text, "s.yaml").expect("parses");
+        assert!(
+            s.workload
+                .load_points
+                .iter()
+                .all(|p| p.request_rate == Some(3.0))
+        );
+        for (bad, says) in [
+            ("concurrency: [8, 16]\n  request_rate: [1, 2]", "not both"),
+            ("concurrency: 8\n  request_rate: [1, 1]", "listed twice"),
+            ("concurrency: 8\n  request_rate: [1, 0]", "number > 0"),
+            ("concurrency: 8\n  request_rate: []", "at least one"),
+            (
+                "concurrency: 8\n  request_rate: fast",
+                "requests per second",
+            ),
+        ] {
+            let e = err_of(&GOOD.replace("concurrency: 150", bad));
+            assert!(e.message.contains(says), "{bad}: {e}");
+        }
     }
 
     #[test]

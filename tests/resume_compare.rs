@@ -299,6 +299,60 @@ fn repeats_and_load_points_give_one_row_each() {
 }
 
 #[test]
+fn request_rates_are_load_points_with_their_own_rows_and_resume() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tag = unique_tag("rates");
+    let spec_path = write(
+        dir.path(),
+        "s.yaml",
+        &spec(
+            &tag,
+            "",
+            "  - {name: a}\n",
+            "  concurrency: 4\n  request_rate: [20, 40.5]\n  requests: 8\n",
+        ),
+    );
+    let results = dir.path().join("results");
+    let out = run(sgtune()
+        .arg("run")
+        .arg(&spec_path)
+        .arg("--results-dir")
+        .arg(&results));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let folder = only_results_folder(&results);
+    let rows = read_rows(&folder.join("results.csv"));
+    let keys: Vec<(&str, &str, &str)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["concurrency"].as_str(),
+                r["request_rate"].as_str(),
+                r["status"].as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(keys, [("4", "20", "ok"), ("4", "40.5", "ok")]);
+    for r in &rows {
+        // Open loop: every request has a scheduling lag.
+        assert!(num(r, "sched_lag_ms_p99") >= 0.0, "{r:?}");
+    }
+    for f in ["runs/a/requests.rate20.csv", "runs/a/summary.rate40.5.json"] {
+        assert!(folder.join(f).exists(), "missing {f}");
+    }
+    let table = text(&out.stdout);
+    assert!(
+        table.contains("| load point |") && table.contains("40.5/s"),
+        "{table}"
+    );
+    // A finished rate sweep resumes to nothing left to do: both rows are recognized as done.
+    let out = run(sgtune().arg("resume").arg(&folder));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(read_rows(&folder.join("results.csv")).len(), 2);
+    assert!(!folder.join("runs/a.attempt-1").exists(), "nothing redone");
+    no_leftovers(&tag);
+}
+
+#[test]
 fn between_runs_hooks_and_the_gpu_release_check() {
     let dir = tempfile::tempdir().expect("tempdir");
     let tag = unique_tag("between");

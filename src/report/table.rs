@@ -27,10 +27,10 @@ fn num(v: Option<f64>, digits: usize) -> String {
 pub fn groups(rows: &[Row]) -> Vec<Vec<&Row>> {
     let mut out: Vec<Vec<&Row>> = Vec::new();
     for r in rows {
-        let key = (r.get("run_name"), r.get("concurrency"));
+        let key = (r.get("run_name"), r.load_point());
         match out.iter_mut().find(|g| {
             g.first()
-                .is_some_and(|f| (f.get("run_name"), f.get("concurrency")) == key)
+                .is_some_and(|f| (f.get("run_name"), f.load_point()) == key)
         }) {
             Some(g) => g.push(r),
             None => out.push(vec![r]),
@@ -81,7 +81,7 @@ pub fn render_plain(header: &[String], rows: &[Vec<String>]) -> String {
 pub fn render(rows: &[Row], param_keys: &[String]) -> String {
     let groups = groups(rows);
     let many_points = {
-        let mut c: Vec<&str> = rows.iter().map(|r| r.get("concurrency")).collect();
+        let mut c: Vec<String> = rows.iter().map(Row::load_point).collect();
         c.sort();
         c.dedup();
         c.len() > 1
@@ -95,7 +95,15 @@ pub fn render(rows: &[Row], param_keys: &[String]) -> String {
 
     let mut header: Vec<String> = vec!["run".into()];
     if many_points {
-        header.push("concurrency".into());
+        let open_loop = rows.iter().any(|r| !r.get("request_rate").is_empty());
+        header.push(
+            if open_loop {
+                "load point"
+            } else {
+                "concurrency"
+            }
+            .into(),
+        );
     }
     header.push("status".into());
     header.extend(param_keys.iter().cloned());
@@ -138,7 +146,7 @@ pub fn render(rows: &[Row], param_keys: &[String]) -> String {
         };
         let mut line = vec![name];
         if many_points {
-            line.push(first.get("concurrency").to_string());
+            line.push(first.load_point());
         }
         line.push(status);
         line.extend(param_keys.iter().map(|k| {
@@ -208,9 +216,9 @@ pub fn render(rows: &[Row], param_keys: &[String]) -> String {
                 .map(|d| format!("\n  → {d}"))
                 .unwrap_or_default();
             out.push_str(&format!(
-                "- {} (concurrency {}, repeat {}) [{}]: {}{direction}\n",
+                "- {} (load point {}, repeat {}) [{}]: {}{direction}\n",
                 r.get("run_name"),
-                r.get("concurrency"),
+                r.load_point(),
                 r.get("repeat"),
                 r.get("failure_kind"),
                 r.get("failure_message")
@@ -232,7 +240,7 @@ pub fn render(rows: &[Row], param_keys: &[String]) -> String {
                 "- {}{}: {} — {}\n",
                 r.get("run_name"),
                 if many_points {
-                    format!(" @{}", r.get("concurrency"))
+                    format!(" @{}", r.load_point())
                 } else {
                     String::new()
                 },
