@@ -325,6 +325,7 @@ mod tests {
             first_choices_ms: Some(ttft - 5.0),
             end_ms: Some(end),
             chunk_ms: chunks.to_vec(),
+            chunk_chars: vec![1; chunks.len()],
             read_lag_ms: Vec::new(),
             prompt_tokens: Some(10),
             completion_tokens: tokens,

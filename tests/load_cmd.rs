@@ -112,6 +112,16 @@ fn load_measures_a_running_server_with_both_conventions_and_goodput() {
             .all(|r| num(r, "first_choices_ms") <= num(r, "ttft_ms"))
     );
     assert!(reqs.iter().all(|r| num(r, "read_lag_max_ms") >= 0.0));
+    // Each content chunk's instant and size, aligned.
+    for r in &reqs {
+        let chars: Vec<u64> = r["chunk_chars"]
+            .split_whitespace()
+            .map(|c| c.parse().expect("a count"))
+            .collect();
+        assert_eq!(chars.len() as f64, num(r, "content_chunks"), "{r:?}");
+        assert_eq!(chars.len(), r["chunk_ms"].split_whitespace().count());
+        assert!(chars.iter().all(|&c| c > 0), "{r:?}");
+    }
 }
 
 #[test]

@@ -73,6 +73,8 @@ pub struct RequestSample {
     /// Arrival of every chunk with content, ms after send (the instant the socket read that
     /// carried it returned).
     pub chunk_ms: Vec<f64>,
+    /// Characters of content in each of those chunks (aligned with `chunk_ms`).
+    pub chunk_chars: Vec<u32>,
     /// Per body read: how long the newest data of the read had waited in the socket (kernel
     /// receive timestamp to read), where the platform gives one.
     pub read_lag_ms: Vec<f64>,
@@ -268,6 +270,7 @@ fn blank_sample(
         first_choices_ms: None,
         end_ms: None,
         chunk_ms: Vec::new(),
+        chunk_chars: Vec::new(),
         read_lag_ms: Vec::new(),
         prompt_tokens: None,
         completion_tokens: None,
@@ -455,6 +458,9 @@ fn on_event(
         }
         sample.last_content_ms = Some(at);
         sample.chunk_ms.push(at);
+        sample
+            .chunk_chars
+            .push(u32::try_from(info.content_chars).unwrap_or(u32::MAX));
     }
     if info.finish_reason.is_some() {
         sample.finish_reason = info.finish_reason;

@@ -348,14 +348,23 @@ impl Client {
         format!("{}{path}", self.origin.base_path)
     }
 
+    /// A pooled connection that is fresh enough and still open. Some servers close after
+    /// every streamed response while advertising keep-alive (llama.cpp's): their FIN is
+    /// already here, and one non-blocking read sees it, so the request goes out on a new
+    /// connection instead of failing and being retried.
     fn take_idle(&self) -> Option<Conn> {
-        let mut idle = self.idle.lock().ok()?;
-        while let Some((c, since)) = idle.pop() {
-            if since.elapsed() < self.idle_timeout {
-                return Some(c);
+        loop {
+            let (c, since) = self.idle.lock().ok()?.pop()?;
+            if since.elapsed() >= self.idle_timeout {
+                continue;
+            }
+            let mut probe = [0u8; 1];
+            match c.sock.try_read(&mut probe) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Some(c),
+                // Closed (0), unexpected bytes, or an error: not reusable.
+                _ => continue,
             }
         }
-        None
     }
 
     fn put_idle(&self, c: Conn) {
@@ -821,6 +830,43 @@ mod tests {
             1,
             "both requests on one connection"
         );
+    }
+
+    #[tokio::test]
+    async fn a_connection_the_server_closed_is_not_reused() {
+        use tokio::io::AsyncReadExt;
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let url = format!("http://{}", l.local_addr().expect("addr"));
+        // Like llama.cpp: keep-alive by HTTP/1.1 default, but closed after each response.
+        let server = tokio::spawn(async move {
+            let mut accepted = 0;
+            while let Ok((mut s, _)) = l.accept().await {
+                accepted += 1;
+                let mut b = [0u8; 4096];
+                let _ = s.read(&mut b).await;
+                let _ = s
+                    .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                    .await;
+                if accepted == 2 {
+                    return accepted;
+                }
+            }
+            accepted
+        });
+        let c = Client::new(&url, Duration::from_secs(4)).expect("url");
+        for _ in 0..2 {
+            let mut r = c
+                .post("/", b"{}", false)
+                .await
+                .expect("a response, no retry");
+            assert_eq!(body_of(&mut r).await.expect("body"), b"ok");
+            drop(r);
+            // Let the server's FIN arrive before the next request.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(server.await.expect("server"), 2);
     }
 
     #[tokio::test]

@@ -42,6 +42,7 @@ pub const HEADER: &[&str] = &[
     "error_kind",
     "error",
     "chunk_ms",
+    "chunk_chars",
 ];
 
 pub fn row(s: &RequestSample) -> Vec<String> {
@@ -74,6 +75,7 @@ pub fn row(s: &RequestSample) -> Vec<String> {
             .unwrap_or_default(),
         s.error.clone().unwrap_or_default(),
         chunk_list(&s.chunk_ms),
+        count_list(&s.chunk_chars),
     ]
 }
 
@@ -97,9 +99,28 @@ fn chunk_list(ms: &[f64]) -> String {
     out
 }
 
+/// "3 1 4 ...": content characters per chunk, aligned with `chunk_list`.
+fn count_list(counts: &[u32]) -> String {
+    use std::fmt::Write;
+    let mut out = String::with_capacity(counts.len() * 3);
+    for (i, c) in counts.iter().enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        let _ = write!(out, "{c}");
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
-    use super::chunk_list;
+    use super::{chunk_list, count_list};
+
+    #[test]
+    fn count_list_is_space_separated() {
+        assert_eq!(count_list(&[3, 1, 12]), "3 1 12");
+        assert_eq!(count_list(&[]), "");
+    }
 
     #[test]
     fn chunk_list_is_hundredths_of_a_millisecond() {
