@@ -61,10 +61,11 @@ pub fn build_workload(file: Option<&Path>, sets: &[String]) -> Result<WorkloadSp
 fn stats_line(name: &str, s: &Stats) -> String {
     let f = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.2}"));
     format!(
-        "  {name:<14} mean {}  p50 {}  p90 {}  p99 {}  max {}",
+        "  {name:<14} mean {}  p50 {}  p90 {}  p95 {}  p99 {}  max {}",
         f(s.mean),
         f(s.p50),
         f(s.p90),
+        f(s.p95),
         f(s.p99),
         f(s.max)
     )

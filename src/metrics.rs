@@ -20,6 +20,7 @@ pub struct Stats {
     pub mean: Option<f64>,
     pub p50: Option<f64>,
     pub p90: Option<f64>,
+    pub p95: Option<f64>,
     pub p99: Option<f64>,
     pub max: Option<f64>,
 }
@@ -49,6 +50,7 @@ impl Stats {
             mean: Some(values.iter().sum::<f64>() / n as f64),
             p50: percentile(&values, 50.0),
             p90: percentile(&values, 90.0),
+            p95: percentile(&values, 95.0),
             p99: percentile(&values, 99.0),
             max: values.last().copied(),
         }
@@ -109,6 +111,7 @@ impl Dist {
                     mean: Some(self.sum / self.count as f64),
                     p50: q(0.50),
                     p90: q(0.90),
+                    p95: q(0.95),
                     p99: q(0.99),
                     max: Some(self.max),
                 }
@@ -345,6 +348,8 @@ mod tests {
         assert_eq!(percentile(&v, 50.0), Some(2.5));
         assert_eq!(percentile(&v, 90.0), Some(3.7));
         assert!((percentile(&v, 99.0).unwrap_or(0.0) - 3.97).abs() < 1e-12);
+        // numpy.percentile([1, 2, 3, 4], 95) == 3.85
+        assert!((Stats::of(v.to_vec()).p95.unwrap_or(0.0) - 3.85).abs() < 1e-12);
         assert_eq!(percentile(&v, 0.0), Some(1.0));
         assert_eq!(percentile(&v, 100.0), Some(4.0));
         assert_eq!(percentile(&[], 50.0), None);

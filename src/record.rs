@@ -109,6 +109,7 @@ macro_rules! latency_columns {
             Column { name: concat!(stringify!($metric), "_mean"), doc: concat!($label, ", mean (ms)"), get: |r| stat(r, |c| &c.$metric, |s| s.mean) },
             Column { name: concat!(stringify!($metric), "_p50"), doc: concat!($label, ", median (ms)"), get: |r| stat(r, |c| &c.$metric, |s| s.p50) },
             Column { name: concat!(stringify!($metric), "_p90"), doc: concat!($label, ", 90th percentile (ms)"), get: |r| stat(r, |c| &c.$metric, |s| s.p90) },
+            Column { name: concat!(stringify!($metric), "_p95"), doc: concat!($label, ", 95th percentile (ms)"), get: |r| stat(r, |c| &c.$metric, |s| s.p95) },
             Column { name: concat!(stringify!($metric), "_p99"), doc: concat!($label, ", 99th percentile (ms)"), get: |r| stat(r, |c| &c.$metric, |s| s.p99) },
         )*]
     };
