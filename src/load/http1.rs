@@ -470,6 +470,10 @@ impl Client {
                     }
                 }
             }
+            // These never have a body, whatever the headers say (RFC 9112 §6.3).
+            if status == 204 || status == 304 {
+                framing = Framing::Length(0);
+            }
             let reusable = keep_alive && !matches!(framing, Framing::UntilClose);
             let early = (head_len < filled).then_some((head_len, filled, read));
             return Ok(Response {
@@ -748,6 +752,30 @@ mod tests {
                 Dechunker::default().decode_in_place(&mut buf).is_err(),
                 "{bad:?}"
             );
+        }
+    }
+
+    #[test]
+    fn random_bytes_never_panic_the_dechunker() {
+        // A SplitMix64 stream: deterministic, no dependency.
+        let mut x: u64 = 7;
+        let mut next = || {
+            x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = x;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        };
+        let alphabet = b"0123456789abcdefXYZ;\r\n \t";
+        for _ in 0..2000 {
+            let len = (next() % 64) as usize;
+            let mut buf: Vec<u8> = (0..len)
+                .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
+                .collect();
+            let mut d = Dechunker::default();
+            if let Ok((n, used)) = d.decode_in_place(&mut buf) {
+                assert!(n <= used && used <= buf.len());
+            }
         }
     }
 
