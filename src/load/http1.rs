@@ -405,32 +405,41 @@ impl Client {
 
     async fn read_head(&self, mut conn: Conn) -> Result<Response<'_>, SendError> {
         let mut filled = 0;
+        let mut seen_any = false;
+        let mut need_read = true;
+        let mut read = BodyRead {
+            at: Instant::now(),
+            lag: None,
+        };
         loop {
-            if filled == MAX_HEAD.min(conn.buf.len()) {
-                return Err(SendError::Malformed(format!(
-                    "response head over {MAX_HEAD} bytes"
-                )));
-            }
-            let got = conn.recv(filled).await.map_err(|e| {
-                if filled == 0 {
-                    SendError::BeforeResponse(e)
-                } else {
-                    SendError::HeadCut(e)
+            if need_read {
+                if filled == MAX_HEAD.min(conn.buf.len()) {
+                    return Err(SendError::Malformed(format!(
+                        "response head over {MAX_HEAD} bytes"
+                    )));
                 }
-            })?;
-            let read = BodyRead {
-                at: Instant::now(),
-                lag: got.lag,
-            };
-            if got.n == 0 {
-                let e = io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed");
-                return Err(if filled == 0 {
-                    SendError::BeforeResponse(e)
-                } else {
-                    SendError::HeadCut(e)
-                });
+                let lost = |e: io::Error| {
+                    if seen_any {
+                        SendError::HeadCut(e)
+                    } else {
+                        SendError::BeforeResponse(e)
+                    }
+                };
+                let got = conn.recv(filled).await.map_err(lost)?;
+                read = BodyRead {
+                    at: Instant::now(),
+                    lag: got.lag,
+                };
+                if got.n == 0 {
+                    return Err(lost(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "connection closed",
+                    )));
+                }
+                seen_any = true;
+                filled += got.n;
             }
-            filled += got.n;
+            need_read = true;
             let mut headers = [httparse::EMPTY_HEADER; 64];
             let mut resp = httparse::Response::new(&mut headers);
             let head_len = match resp.parse(&conn.buf[..filled]) {
@@ -446,6 +455,8 @@ impl Client {
             if (100..200).contains(&status) {
                 conn.buf.copy_within(head_len..filled, 0);
                 filled -= head_len;
+                // The real head may have come in the same read.
+                need_read = filled == 0;
                 continue;
             }
             let mut framing = Framing::UntilClose;
@@ -858,6 +869,20 @@ mod tests {
             1,
             "both requests on one connection"
         );
+    }
+
+    #[tokio::test]
+    async fn an_interim_100_continue_in_the_same_read_is_skipped() {
+        let both =
+            b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".to_vec();
+        let (url, _server) = serve(vec![both]).await;
+        let c = Client::new(&url, Duration::from_secs(4)).expect("url");
+        let mut r = tokio::time::timeout(Duration::from_secs(5), c.post("/", b"{}", false))
+            .await
+            .expect("no hang")
+            .expect("head");
+        assert_eq!(r.status, 200);
+        assert_eq!(body_of(&mut r).await.expect("body"), b"ok");
     }
 
     #[tokio::test]
