@@ -337,6 +337,7 @@ mod tests {
             retried: false,
             error_kind: None,
             error: None,
+            scheduled_s: None,
             sched_lag_ms: None,
             max_tokens: 4,
         }

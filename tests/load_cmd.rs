@@ -206,6 +206,9 @@ fn open_loop_with_length_distributions_records_lag_and_lengths() {
     assert_eq!(measured.len(), 40);
     for r in &measured {
         assert!(num(r, "sched_lag_ms") >= 0.0);
+        // Actual send = scheduled send + lag (the seconds columns are rounded to 1 ms).
+        let expect = num(r, "scheduled_s") + num(r, "sched_lag_ms") / 1000.0;
+        assert!((num(r, "send_s") - expect).abs() < 0.002, "{r:?}");
         assert_eq!(r["max_tokens"], "8");
         let p = num(r, "prompt_tokens");
         assert!(

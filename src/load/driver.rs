@@ -85,6 +85,8 @@ pub struct RequestSample {
     pub retried: bool,
     pub error_kind: Option<ErrorKind>,
     pub error: Option<String>,
+    /// Open loop: when the request was due, seconds after the measured window's start.
+    pub scheduled_s: Option<f64>,
     /// Open loop: actual send minus scheduled send (ms); the client's own lateness.
     pub sched_lag_ms: Option<f64>,
     /// The output length asked of the server (`max_tokens`).
@@ -279,6 +281,7 @@ fn blank_sample(
         retried: false,
         error_kind: None,
         error: None,
+        scheduled_s: None,
         sched_lag_ms: None,
         max_tokens,
     }
@@ -508,6 +511,7 @@ impl PhaseCtx {
             offset_s(now, self.window_start),
             max_tokens,
         );
+        sample.scheduled_s = scheduled.map(|t| offset_s(t, self.window_start));
         sample.sched_lag_ms =
             scheduled.map(|t| now.saturating_duration_since(t).as_secs_f64() * 1000.0);
         self.in_flight.fetch_add(1, Ordering::SeqCst);
