@@ -261,7 +261,10 @@ fn agrees_with_sglang_bench_serving() {
         .arg(repo().join("scripts/compare-with-bench-serving.sh"))
         .env("SGTUNE_BIN", env!("CARGO_BIN_EXE_sgtune"))
         .env("REQUESTS", "32")
-        .env("ROUNDS", "1")
+        // Two rounds, compared on their means: one CI round once measured sgtune 350 vs
+        // bench_serving 464 tok/s, when a quiet 3-round run right after gave 0.95 with rounds
+        // spread ±7%. One round is at the mercy of a single slow stretch.
+        .env("ROUNDS", "2")
         .output()
         .expect("run the comparison script");
     let stdout = text(&out.stdout);
