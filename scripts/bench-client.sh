@@ -22,7 +22,9 @@ env_file=$(scripts/setup-cpu-sglang.sh)
 # shellcheck disable=SC1090
 . "$env_file"
 cargo build --release --quiet --bin sgtune --example timed_server
-SGTUNE=target/release/sgtune
+SGTUNE_BIN=target/release/sgtune
+# shellcheck source=scripts/lib/bench-common.sh
+. scripts/lib/bench-common.sh
 SERVER=target/release/examples/timed_server
 work=$(mktemp -d)
 server_pid=""
@@ -32,7 +34,7 @@ stop_server() {
 }
 trap 'stop_server; rm -rf "$work"' EXIT
 start_server() { # ttft itl tokens
-  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  port=$(free_port)
   taskset -c 1 "$SERVER" "$port" "$1" "$2" "$3" 2>/dev/null &
   server_pid=$!
   for _ in $(seq 1 50); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done

@@ -28,15 +28,10 @@ bench_extra=()
 env_file=$(scripts/setup-cpu-sglang.sh)
 # shellcheck disable=SC1090
 . "$env_file"
-# SGTUNE_BIN: an sgtune binary to use (the tests pass their own); else build a release one.
-if [ -n "${SGTUNE_BIN:-}" ]; then
-  SGTUNE=$SGTUNE_BIN
-else
-  cargo build --release --quiet
-  SGTUNE=target/release/sgtune
-fi
+# shellcheck source=scripts/lib/bench-common.sh
+. scripts/lib/bench-common.sh
 work=$(mktemp -d)
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 
 echo "[compare] starting SGLang on port $port (log: $work/server.log)" >&2
 PYTHONPATH=$SGTUNE_KERNEL_STANDIN SGLANG_USE_CPU_ENGINE=1 HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1 \

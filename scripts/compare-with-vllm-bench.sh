@@ -28,14 +28,10 @@ env_file=$(scripts/setup-cpu-sglang.sh)
 peers_file=$(scripts/setup-peers.sh)
 # shellcheck disable=SC1090
 . "$peers_file"
-if [ -n "${SGTUNE_BIN:-}" ]; then
-  SGTUNE=$SGTUNE_BIN
-else
-  cargo build --release --quiet
-  SGTUNE=target/release/sgtune
-fi
+# shellcheck source=scripts/lib/bench-common.sh
+. scripts/lib/bench-common.sh
 work=$(mktemp -d)
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 
 echo "[compare] starting vLLM on port $port (log: $work/server.log; ~100 s)" >&2
 VLLM_CPU_KVCACHE_SPACE=1 HF_HUB_OFFLINE=1 setsid "$SGTUNE_VLLM_PYTHON" \

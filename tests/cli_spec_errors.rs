@@ -18,11 +18,7 @@ fn check_rejected(body: &str, expect_line: usize, expect_in_msg: &str) {
     let spec = dir.path().join("bad.yaml");
     std::fs::write(&spec, spec_with_marker(&marker, body)).expect("write spec");
     let results = dir.path().join("results");
-    let out = run(sgtune()
-        .arg("run")
-        .arg(&spec)
-        .arg("--results-dir")
-        .arg(&results));
+    let out = run_sweep(&spec, &results);
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "stderr: {err}");
     let place = format!("{}:{expect_line}:", spec.display());

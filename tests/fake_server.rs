@@ -79,11 +79,7 @@ workload:
     let text = spec(&tag, "", body).replace("ready_timeout_s: 20", "ready_timeout_s: 4");
     let spec_path = write_spec(dir.path(), &text);
     let results = dir.path().join("results");
-    let out = run(sgtune()
-        .arg("run")
-        .arg(&spec_path)
-        .arg("--results-dir")
-        .arg(&results));
+    let out = run_sweep(&spec_path, &results);
     assert_eq!(out.status.code(), Some(1), "{}", text_of(&out));
     let folder = only_results_folder(&results);
     let rows = read_rows(&folder.join("results.csv"));
@@ -182,11 +178,7 @@ fn requests_csv_and_summary_hold_the_evidence() {
     let body = "workload:\n  endpoint: chat\n  concurrency: 3\n  requests: 9\n  warmup_requests: 2\n  input_tokens: 10\n  output_tokens: 12\n";
     let spec_path = write_spec(dir.path(), &spec(&tag, "", body));
     let results = dir.path().join("results");
-    let out = run(sgtune()
-        .arg("run")
-        .arg(&spec_path)
-        .arg("--results-dir")
-        .arg(&results));
+    let out = run_sweep(&spec_path, &results);
     assert_eq!(out.status.code(), Some(0), "{}", text_of(&out));
     let folder = only_results_folder(&results);
     let run_dir = folder.join("runs/default");
@@ -232,11 +224,7 @@ fn fixed_port_already_taken_is_a_clear_failure() {
     let body = "workload:\n  concurrency: 1\n  requests: 1\n  input_tokens: 4\n  output_tokens: 4\n  vocab_size: 100\n";
     let spec_path = write_spec(dir.path(), &spec(&tag, &format!("  port: {port}\n"), body));
     let results = dir.path().join("results");
-    let out = run(sgtune()
-        .arg("run")
-        .arg(&spec_path)
-        .arg("--results-dir")
-        .arg(&results));
+    let out = run_sweep(&spec_path, &results);
     assert_eq!(out.status.code(), Some(1), "{}", text_of(&out));
     let row = &read_rows(&only_results_folder(&results).join("results.csv"))[0];
     assert_eq!(row["failure_kind"], "launch_error");
@@ -335,11 +323,7 @@ fn metrics_endpoint_is_scraped_as_a_second_source() {
     let body = "configs:\n  - {name: with-metrics, enable_metrics: true}\n  - {name: without}\nworkload:\n  concurrency: 4\n  duration_s: 3\n  input_tokens: 8\n  output_tokens: 200\n  vocab_size: 100\n";
     let spec_path = write_spec(dir.path(), &spec(&tag, "", body));
     let results = dir.path().join("results");
-    let out = run(sgtune()
-        .arg("run")
-        .arg(&spec_path)
-        .arg("--results-dir")
-        .arg(&results));
+    let out = run_sweep(&spec_path, &results);
     assert_eq!(out.status.code(), Some(0), "{}", text_of(&out));
     let folder = only_results_folder(&results);
     let rows = by_name(&read_rows(&folder.join("results.csv")));

@@ -127,9 +127,52 @@ fn skipped() -> bool {
     skip
 }
 
-fn summary(dir: &std::path::Path) -> serde_json::Value {
-    let text = std::fs::read_to_string(dir.join("summary.json")).expect("summary.json");
-    serde_json::from_str(&text).expect("summary is JSON")
+/// `sgtune load --url URL --output OUT` with `-w KEY` for each of `keys` (other arguments,
+/// starting with `--`, pass as they are); its output and its first load point's client summary.
+fn load(
+    url: &str,
+    out: &std::path::Path,
+    keys: &[&str],
+) -> (std::process::Output, serde_json::Value) {
+    let mut cmd = sgtune();
+    cmd.args(["load", "--url", url, "--output"]).arg(out);
+    let mut it = keys.iter();
+    while let Some(k) = it.next() {
+        if k.starts_with("--") {
+            cmd.arg(k).args(it.next());
+        } else {
+            cmd.args(["-w", k]);
+        }
+    }
+    let o = run(&mut cmd);
+    let summary: serde_json::Value = std::fs::read_to_string(out.join("summary.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default();
+    (o, summary["load_points"][0]["client"].clone())
+}
+
+/// Every request succeeded, and the server's usage gave exactly the asked prompt and output
+/// lengths (ignore_eos; token-id prompts).
+fn assert_exact_counts(c: &serde_json::Value, requests: u64, input: u64, output: u64) {
+    assert_eq!(c["completed"], requests, "{c}");
+    assert_eq!(c["failed"], 0, "{c}");
+    assert_eq!(c["output_tokens"], requests * output, "{c}");
+    assert_eq!(c["input_tokens"], requests * input, "{c}");
+    assert_eq!(c["usage_missing"], 0, "usage in every stream: {c}");
+}
+
+/// Like `load`, and the run must succeed (else the server's log is shown).
+fn load_ok(url: &str, out: &std::path::Path, keys: &[&str], server: &Server) -> serde_json::Value {
+    let (o, c) = load(url, out, keys);
+    assert!(
+        o.status.success(),
+        "{}\n{}\n{}",
+        text(&o.stdout),
+        text(&o.stderr),
+        std::fs::read_to_string(&server.log).unwrap_or_default()
+    );
+    c
 }
 
 #[test]
@@ -150,33 +193,20 @@ fn load_against_live_vllm() {
     // Completions with token-id prompts, the default: every request gets exactly its output
     // length (ignore_eos), counted from vLLM's usage chunk, and the prompt length it reports.
     let out_c = dir.path().join("completions");
-    let o = run(sgtune()
-        .args(["load", "--url", &url, "--output"])
-        .arg(&out_c)
-        .args(["-w", &format!("vocab_size={vocab}")])
-        .args([
-            "-w",
+    let c = &load_ok(
+        &url,
+        &out_c,
+        &[
+            &format!("vocab_size={vocab}"),
             "concurrency=4",
-            "-w",
             "requests=16",
-            "-w",
             "warmup_requests=2",
-        ])
-        .args(["-w", "input_tokens=24", "-w", "output_tokens=32"]));
-    let stdout = text(&o.stdout);
-    let log = || std::fs::read_to_string(&server.log).unwrap_or_default();
-    assert!(
-        o.status.success(),
-        "{stdout}\n{}\n{}",
-        text(&o.stderr),
-        log()
+            "input_tokens=24",
+            "output_tokens=32",
+        ],
+        &server,
     );
-    let c = &summary(&out_c)["load_points"][0]["client"];
-    assert_eq!(c["completed"], 16, "{c}");
-    assert_eq!(c["failed"], 0, "{c}");
-    assert_eq!(c["output_tokens"], 16 * 32, "{c}");
-    assert_eq!(c["input_tokens"], 16 * 24, "{c}");
-    assert_eq!(c["usage_missing"], 0, "{c}");
+    assert_exact_counts(c, 16, 24, 32);
     // Chunks are not tokens: byte-level BPE holds back partial UTF-8, so a few tokens arrive
     // without text of their own. At most one gap per token after the first.
     let gaps = c["itl_ms"]["count"].as_u64().unwrap_or(0);
@@ -195,33 +225,19 @@ fn load_against_live_vllm() {
     // choices chunk) comes no later than SGLang's (first content). vLLM sends the role chunk
     // together with the first token, so here the two usually share one socket read.
     let out_chat = dir.path().join("chat");
-    let o = run(sgtune()
-        .args(["load", "--url", &url, "--output"])
-        .arg(&out_chat)
-        .args([
-            "-w",
+    let c = &load_ok(
+        &url,
+        &out_chat,
+        &[
             "endpoint=chat",
-            "-w",
             "concurrency=2",
-            "-w",
             "requests=6",
-        ])
-        .args([
-            "-w",
             "warmup_requests=1",
-            "-w",
             "input_tokens=16",
-            "-w",
             "output_tokens=16",
-        ]));
-    assert!(
-        o.status.success(),
-        "{}\n{}\n{}",
-        text(&o.stdout),
-        text(&o.stderr),
-        log()
+        ],
+        &server,
     );
-    let c = &summary(&out_chat)["load_points"][0]["client"];
     assert_eq!(c["completed"], 6, "{c}");
     assert_eq!(c["output_tokens"], 6 * 16, "{c}");
     let reqs = read_rows(&out_chat.join("requests.csv"));
@@ -234,32 +250,25 @@ fn load_against_live_vllm() {
 
     // An unknown model name is vLLM's 404 with an error body: classified, not a crash.
     let out_bad = dir.path().join("bad-model");
-    let o = run(sgtune()
-        .args(["load", "--url", &url, "--output"])
-        .arg(&out_bad)
-        .args([
+    let (o, c) = load(
+        &url,
+        &out_bad,
+        &[
             "--model",
             "no-such-model",
-            "-w",
             &format!("vocab_size={vocab}"),
-        ])
-        .args([
-            "-w",
             "requests=2",
-            "-w",
             "warmup_requests=0",
-            "-w",
             "input_tokens=4",
-            "-w",
             "output_tokens=4",
-        ]));
+        ],
+    );
     assert_eq!(
         o.status.code(),
         Some(1),
         "no request can succeed: {}",
         text(&o.stderr)
     );
-    let c = &summary(&out_bad)["load_points"][0]["client"];
     assert_eq!(c["errors"]["http_status"], 2, "{c}");
     assert!(
         c["first_error"]
@@ -278,42 +287,27 @@ fn load_against_live_llama_cpp() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (server, port) = start_llama(&server_bin, &gguf, dir.path());
     let url = format!("http://127.0.0.1:{port}");
-    let log = || std::fs::read_to_string(&server.log).unwrap_or_default();
 
     // Completions with token ids. llama.cpp's quirks: `usage` rides in the last chunk that
     // still has choices, and the connection is closed after every streamed response although
     // it advertises keep-alive. Every request must still succeed with exact token counts
     // (the model name is found through /v1/models, which llama.cpp answers in its own shape).
     let out_c = dir.path().join("completions");
-    let o = run(sgtune()
-        .args(["load", "--url", &url, "--output"])
-        .arg(&out_c)
-        .args([
-            "-w",
+    let c = &load_ok(
+        &url,
+        &out_c,
+        &[
             "vocab_size=8192",
-            "-w",
             "concurrency=4",
-            "-w",
             "requests=16",
-        ])
-        .args(["-w", "warmup_requests=2", "-w", "input_tokens=24"])
-        .args(["-w", "output_tokens=32"]));
-    assert!(
-        o.status.success(),
-        "{}\n{}\n{}",
-        text(&o.stdout),
-        text(&o.stderr),
-        log()
+            "warmup_requests=2",
+            "input_tokens=24",
+            "output_tokens=32",
+        ],
+        &server,
     );
-    let c = &summary(&out_c)["load_points"][0]["client"];
-    assert_eq!(c["completed"], 16, "{c}");
-    assert_eq!(c["failed"], 0, "{c}");
-    assert_eq!(c["output_tokens"], 16 * 32, "{c}");
-    assert_eq!(c["input_tokens"], 16 * 24, "{c}");
-    assert_eq!(
-        c["usage_missing"], 0,
-        "usage from the last choices chunk: {c}"
-    );
+    // usage from the last choices chunk
+    assert_exact_counts(c, 16, 24, 32);
     for r in read_rows(&out_c.join("requests.csv"))
         .iter()
         .filter(|r| r["phase"] == "measured")
@@ -324,47 +318,37 @@ fn load_against_live_llama_cpp() {
 
     // Chat: role-only first chunk (`content: null`), usage in its own chunk when asked.
     let out_chat = dir.path().join("chat");
-    let o = run(sgtune()
-        .args(["load", "--url", &url, "--output"])
-        .arg(&out_chat)
-        .args([
-            "-w",
+    let c = &load_ok(
+        &url,
+        &out_chat,
+        &[
             "endpoint=chat",
-            "-w",
             "concurrency=2",
-            "-w",
             "requests=6",
-        ])
-        .args(["-w", "warmup_requests=1", "-w", "input_tokens=16"])
-        .args(["-w", "output_tokens=16"]));
-    assert!(
-        o.status.success(),
-        "{}\n{}\n{}",
-        text(&o.stdout),
-        text(&o.stderr),
-        log()
+            "warmup_requests=1",
+            "input_tokens=16",
+            "output_tokens=16",
+        ],
+        &server,
     );
-    let c = &summary(&out_chat)["load_points"][0]["client"];
     assert_eq!(c["completed"], 6, "{c}");
     assert_eq!(c["output_tokens"], 6 * 16, "{c}");
     assert_eq!(c["usage_missing"], 0, "{c}");
 
     // A token id outside the vocabulary: llama.cpp's 400, classified, with its message.
     let out_bad = dir.path().join("bad-ids");
-    let o = run(sgtune()
-        .args(["load", "--url", &url, "--output"])
-        .arg(&out_bad)
-        .args([
-            "-w",
+    let (o, c) = load(
+        &url,
+        &out_bad,
+        &[
             "vocab_size=1000000",
-            "-w",
             "requests=2",
-            "-w",
             "warmup_requests=0",
-        ])
-        .args(["-w", "input_tokens=64", "-w", "output_tokens=4"]));
+            "input_tokens=64",
+            "output_tokens=4",
+        ],
+    );
     assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
-    let c = &summary(&out_bad)["load_points"][0]["client"];
     assert_eq!(c["errors"]["http_status"], 2, "{c}");
     assert!(
         c["first_error"]

@@ -160,11 +160,7 @@ fn resume_is_refused_when_the_sweep_changed_and_force_records_it() {
         &spec(&tag, "", configs, "  concurrency: 2\n  requests: 4\n"),
     );
     let results = dir.path().join("results");
-    let out = run(sgtune()
-        .arg("run")
-        .arg(&spec_path)
-        .arg("--results-dir")
-        .arg(&results));
+    let out = run_sweep(&spec_path, &results);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let folder = only_results_folder(&results);
     let before = std::fs::read(folder.join("results.csv")).expect("csv");
@@ -232,11 +228,7 @@ fn repeats_and_load_points_give_one_row_each() {
         ),
     );
     let results = dir.path().join("results");
-    let out = run(sgtune()
-        .arg("run")
-        .arg(&spec_path)
-        .arg("--results-dir")
-        .arg(&results));
+    let out = run_sweep(&spec_path, &results);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let folder = only_results_folder(&results);
     let rows = read_rows(&folder.join("results.csv"));
@@ -276,11 +268,7 @@ fn repeats_and_load_points_give_one_row_each() {
         ),
     );
     let results = dir.path().join("results-reuse");
-    let out = run(sgtune()
-        .arg("run")
-        .arg(&spec_path)
-        .arg("--results-dir")
-        .arg(&results));
+    let out = run_sweep(&spec_path, &results);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let folder = only_results_folder(&results);
     assert_eq!(read_rows(&folder.join("results.csv")).len(), 4);
@@ -313,11 +301,7 @@ fn request_rates_are_load_points_with_their_own_rows_and_resume() {
         ),
     );
     let results = dir.path().join("results");
-    let out = run(sgtune()
-        .arg("run")
-        .arg(&spec_path)
-        .arg("--results-dir")
-        .arg(&results));
+    let out = run_sweep(&spec_path, &results);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let folder = only_results_folder(&results);
     let rows = read_rows(&folder.join("results.csv"));
@@ -448,11 +432,7 @@ fn manifest_records_provenance() {
         ),
     );
     let results = dir.path().join("results");
-    let out = run(sgtune()
-        .arg("run")
-        .arg(&spec_path)
-        .arg("--results-dir")
-        .arg(&results));
+    let out = run_sweep(&spec_path, &results);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let folder = only_results_folder(&results);
     let m: serde_json::Value = serde_json::from_str(
@@ -545,11 +525,7 @@ fn reproduce_relaunches_a_run_and_gives_a_verdict() {
         &spec(&tag, "", configs, "  concurrency: 2\n  requests: 8\n"),
     );
     let results = dir.path().join("results");
-    let out = run(sgtune()
-        .arg("run")
-        .arg(&spec_path)
-        .arg("--results-dir")
-        .arg(&results));
+    let out = run_sweep(&spec_path, &results);
     assert_eq!(out.status.code(), Some(1));
     let folder = only_results_folder(&results);
     let again = dir.path().join("again");

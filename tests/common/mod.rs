@@ -26,6 +26,15 @@ pub fn run(cmd: &mut Command) -> Output {
     cmd.output().expect("sgtune runs")
 }
 
+/// `sgtune run SPEC --results-dir RESULTS`, to completion.
+pub fn run_sweep(spec: &Path, results: &Path) -> Output {
+    run(sgtune()
+        .arg("run")
+        .arg(spec)
+        .arg("--results-dir")
+        .arg(results))
+}
+
 pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
