@@ -4,8 +4,8 @@ use clap::Parser;
 use std::io::Write;
 
 fn main() {
-    let cli = sgtune::cli::Cli::parse();
-    if let sgtune::cli::Command::Reap { parent, pgid } = cli.command {
+    let cli = sgtune::cmd::cli::Cli::parse();
+    if let sgtune::cmd::cli::Command::Reap { parent, pgid } = cli.command {
         // The watcher needs no runtime: a loop of two syscalls every 200 ms.
         sgtune::server::supervise::reap_loop(parent, pgid);
         return;
@@ -25,6 +25,6 @@ fn main() {
             std::process::exit(1);
         }
     };
-    let code = rt.block_on(sgtune::app::run(cli));
+    let code = rt.block_on(sgtune::cmd::run(cli));
     std::process::exit(code);
 }

@@ -5,10 +5,10 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use sgtune::diagnose::{VerdictKind, diagnose, failure_direction, log_failure};
+use sgtune::observe::diagnose::{VerdictKind, diagnose, failure_direction, log_failure};
+use sgtune::observe::sglang_log::jsonl::line_event;
+use sgtune::observe::sglang_log::{LogWindow, Scope, ServerSummary, Summarizer, summarize_file};
 use sgtune::server::failure::FailureKind;
-use sgtune::sglang_log::jsonl::line_event;
-use sgtune::sglang_log::{LogWindow, Scope, ServerSummary, Summarizer, summarize_file};
 
 fn path(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -638,7 +638,7 @@ fn every_fixture_streams_like_text() {
             continue;
         }
         let text = String::from_utf8_lossy(&std::fs::read(&p).unwrap_or_default()).into_owned();
-        let a = sgtune::sglang_log::summarize_text(&text, None);
+        let a = sgtune::observe::sglang_log::summarize_text(&text, None);
         let b = summarize_file(&p, Scope::default()).map(|s| s.summary());
         assert_eq!(b.ok().as_ref(), Some(&a), "{}", p.display());
         n += 1;

@@ -4,7 +4,7 @@
 //! OpenAI chat list). Loaded once, before anything is launched.
 
 use super::openai::Prompt;
-use crate::spec::Endpoint;
+use crate::plan::spec::Endpoint;
 use serde_json::Value;
 use std::path::Path;
 

@@ -6,8 +6,8 @@
 use super::http1;
 use super::openai::{self, Prompt};
 use super::prompts;
-use crate::cancel::Cancel;
-use crate::spec::{Endpoint, WorkloadSpec};
+use crate::plan::spec::{Endpoint, WorkloadSpec};
+use crate::run::cancel::Cancel;
 use serde::Serialize;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -111,7 +111,7 @@ impl RequestSample {
     }
     /// Whether every given SLO is met (TPOT counts as 0 for a single-token output, as in
     /// vLLM's goodput).
-    pub fn meets(&self, slo: &crate::spec::Slo) -> bool {
+    pub fn meets(&self, slo: &crate::plan::spec::Slo) -> bool {
         let ok = |limit: Option<f64>, v: Option<f64>| match limit {
             None => true,
             Some(l) => v.is_some_and(|v| v <= l),
@@ -695,7 +695,7 @@ pub async fn drive(
     };
     drop(ctx);
     let mut last_end = start;
-    let cut_at = deadline.filter(|_| w.deadline == crate::spec::DeadlinePolicy::Cut);
+    let cut_at = deadline.filter(|_| w.deadline == crate::plan::spec::DeadlinePolicy::Cut);
     loop {
         tokio::select! {
             _ = tokio::time::sleep_until(cut_at.unwrap_or(start).into()), if cut_at.is_some() && !inner_abort.is_cancelled() => {

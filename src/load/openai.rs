@@ -1,6 +1,6 @@
 //! OpenAI-compatible request bodies and streamed-chunk reading.
 
-use crate::spec::{Endpoint, WorkloadSpec};
+use crate::plan::spec::{Endpoint, WorkloadSpec};
 use serde_json::{Value, json};
 
 /// What a prompt is made of.
@@ -191,7 +191,7 @@ mod tests {
     #[test]
     fn body_has_streaming_usage_and_exact_lengths() {
         let text = "name: t\nserver: {model_path: /m}\nworkload: {concurrency: 1, requests: 1, input_tokens: 3, output_tokens: 7}\n";
-        let spec = crate::spec::parse(text, "t").expect("valid");
+        let spec = crate::plan::spec::parse(text, "t").expect("valid");
         let b = request_body(&spec.workload, "tiny", Prompt::TokenIds(vec![1, 2, 3]), 7);
         assert_eq!(b["prompt"], json!([1, 2, 3]));
         assert_eq!(b["max_tokens"], 7);
@@ -202,7 +202,7 @@ mod tests {
             "output_tokens: 7}",
             "output_tokens: 7, extra_body: {top_p: 0.5, temperature: 0.7}}",
         );
-        let spec = crate::spec::parse(&text, "t").expect("valid");
+        let spec = crate::plan::spec::parse(&text, "t").expect("valid");
         let b = request_body(&spec.workload, "tiny", Prompt::TokenIds(vec![1]), 7);
         assert_eq!(b["top_p"], 0.5);
         assert_eq!(b["temperature"], 0.7, "extra_body wins");

@@ -51,7 +51,7 @@ pub fn unit(rng: &mut SplitMix64) -> f64 {
 
 /// Request `index`'s length: `nominal` when there is no distribution, else a seeded draw.
 pub fn length(
-    dist: Option<&crate::spec::LengthDist>,
+    dist: Option<&crate::plan::spec::LengthDist>,
     nominal: u64,
     seed: u64,
     stream: u64,
@@ -160,7 +160,7 @@ mod tests {
 
     #[test]
     fn lengths_follow_their_distribution_and_are_reproducible() {
-        use crate::spec::{LengthDist, RangeSemantics};
+        use crate::plan::spec::{LengthDist, RangeSemantics};
         let d = LengthDist::Uniform {
             mean: 100,
             range_ratio: 0.5,

@@ -1,2 +1,5 @@
-//! Reports rendered from run records.
+//! Report: every renderer. Each writes to a `W: Write` and never decides anything about a run.
+pub mod compare;
+pub mod events;
+pub mod progress;
 pub mod table;

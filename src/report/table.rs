@@ -4,7 +4,7 @@
 //! their kind, the best configuration by client output tok/s marked. Markdown, padded so it
 //! reads well in a terminal; saved as results.md.
 
-use crate::rows::Row;
+use crate::record::rows::Row;
 
 /// mean, sample stddev (None for n < 2).
 pub fn mean_sd(v: &[f64]) -> Option<(f64, Option<f64>)> {
@@ -211,7 +211,7 @@ pub fn render(rows: &[Row], param_keys: &[String]) -> String {
         out.push_str("\nFailures:\n");
         for r in failures {
             let direction = crate::server::failure::FailureKind::parse(r.get("failure_kind"))
-                .map(|k| crate::diagnose::failure_direction(k, r.get("failure_message")))
+                .map(|k| crate::observe::diagnose::failure_direction(k, r.get("failure_message")))
                 .filter(|d| !d.is_empty())
                 .map(|d| format!("\n  → {d}"))
                 .unwrap_or_default();

@@ -1,9 +1,9 @@
 //! RunConfig → LaunchCommand: the exact program, arguments and environment of one run. Pure,
 //! so the plan printed by `validate`/`--dry-run` is the command that will run.
 
-use crate::expand::RunConfig;
-use crate::flags;
-use crate::spec::ServerSpec;
+use crate::plan::expand::RunConfig;
+use crate::plan::flags;
+use crate::plan::spec::ServerSpec;
 use serde::Serialize;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -72,8 +72,8 @@ impl LaunchCommand {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::expand::expand;
-    use crate::spec::parse;
+    use crate::plan::expand::expand;
+    use crate::plan::spec::parse;
 
     #[test]
     fn builds_exact_command_line() {

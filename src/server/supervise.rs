@@ -8,7 +8,7 @@
 
 use super::command::LaunchCommand;
 use super::failure::{self, FailureKind, StartFailure};
-use crate::cancel::Cancel;
+use crate::run::cancel::Cancel;
 use std::collections::VecDeque;
 use std::io::Write;
 use std::path::Path;

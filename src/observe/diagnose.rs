@@ -2,9 +2,9 @@
 //! and which way to turn the knobs. Also the direction after a failure ([`failure_direction`])
 //! and the failure a log ends in ([`log_failure`]).
 
-use crate::metrics::ClientSummary;
+use crate::observe::client::ClientSummary;
+use crate::observe::sglang_log::ServerSummary;
 use crate::server::failure::{FailureKind, StartFailure, classify};
-use crate::sglang_log::ServerSummary;
 use serde::Serialize;
 
 /// What limited a run. One list: results.csv, the table, `sgtune log` and the README use it.
@@ -431,7 +431,7 @@ pub fn log_failure(tail: &[String], ready_seen: bool) -> Option<StartFailure> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sglang_log::WindowSpan;
+    use crate::observe::sglang_log::WindowSpan;
 
     fn server() -> ServerSummary {
         ServerSummary {

@@ -3,22 +3,24 @@
 //! the same unit can later run as one task of a Slurm job array. The runner owns cancellation
 //! and never prints: it emits RunEvents.
 
-use crate::cancel::Cancel;
-use crate::diagnose;
-use crate::events::RunEvent;
-use crate::expand::{RunConfig, RunPlan};
-use crate::gpu;
+pub mod cancel;
+
 use crate::load::driver::{self, LoadEvent, LoadTarget, Phase};
 use crate::load::requests_csv;
-use crate::metrics::{self, ClientSummary};
-use crate::provenance::{LaunchRecord, Manifest};
+use crate::observe::client::{self, ClientSummary};
+use crate::observe::diagnose;
+use crate::observe::sglang_log::{self, LogWindow};
+use crate::plan::expand::{RunConfig, RunPlan};
+use crate::plan::spec::{LoadPoint, SweepSpec};
+use crate::record::gpu;
+use crate::record::provenance::{LaunchRecord, Manifest};
+use crate::record::store::{self, ResultsDir, StoreError};
 use crate::record::{RunRecord, RunStatus};
+use crate::report::events::RunEvent;
+use crate::run::cancel::Cancel;
 use crate::server::command::{self, LaunchCommand};
 use crate::server::failure::{FailureKind, StartFailure};
 use crate::server::supervise::{self, ReadyOutcome, ServerHandle, StopOutcome};
-use crate::sglang_log::{self, LogWindow};
-use crate::spec::{LoadPoint, SweepSpec};
-use crate::store::{self, ResultsDir, StoreError};
 use serde::Serialize;
 use std::path::Path;
 use std::sync::Arc;
@@ -133,7 +135,7 @@ struct RunSummaryFile<'a> {
     notes: &'a [String],
 }
 
-use crate::provenance::now_rfc3339;
+use crate::record::provenance::now_rfc3339;
 
 /// Model name for requests: the spec's, else what the server says it serves.
 async fn served_model(base_url: &str, spec: &SweepSpec) -> String {
@@ -568,7 +570,7 @@ struct LoadResult {
     /// sgtune was interrupted during this load.
     interrupted: bool,
     /// From `/metrics`, when the server exports it.
-    metrics: Option<crate::prom::MetricsSummary>,
+    metrics: Option<crate::observe::prom::MetricsSummary>,
 }
 
 /// How long an interrupted load waits for its requests in flight before abandoning them.
@@ -625,7 +627,7 @@ async fn run_load(
     // The second source: /metrics, scraped once a second during the measured window.
     let measuring = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let scrape_done = Cancel::new();
-    let scraper = tokio::spawn(crate::prom::scrape_loop(
+    let scraper = tokio::spawn(crate::observe::prom::scrape_loop(
         format!("{}/metrics", target.base_url),
         measuring.clone(),
         scrape_done.clone(),
@@ -641,7 +643,7 @@ async fn run_load(
     let stop = Cancel::new();
     let abort = Cancel::new();
     let mut interrupted_at: Option<Instant> = None;
-    let mut acc = metrics::Accumulator::new(w.input_tokens, w.slo.as_ref());
+    let mut acc = client::Accumulator::new(w.input_tokens, w.slo.as_ref());
     let mut on_event = |ev: LoadEvent<'_>| match ev {
         LoadEvent::MeasureStart => {
             mark_start = Some(log.line_count());
@@ -719,14 +721,14 @@ async fn run_load(
             &launch_dir.join(format!("metrics{}.csv", suffix(ctx.spec, m))),
             &scrapes,
         );
-        crate::prom::summarize(&scrapes)
+        crate::observe::prom::summarize(&scrapes)
     });
     let mut client = acc.finish(outcome.duration_s);
     client.client_cpu_cores = cpu_start
         .zip(cpu_end)
         .and_then(|(a, b)| (outcome.duration_s > 0.0).then(|| (b - a) / outcome.duration_s));
     client.cut_off = outcome.cut_off;
-    metrics::assess_client(&mut client, available_cores());
+    client::assess_client(&mut client, crate::util::sys::available_cores());
     // The load can finish (every remaining request refused at once) before the watcher above
     // sees a dead server; a server must still be running after its load. Connection errors
     // mean it may be dying right now: give its exit status a moment to show.
@@ -760,13 +762,8 @@ async fn run_load(
     }
 }
 
-/// Cores this machine offers (for the client-bound check).
-pub fn available_cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
 /// metrics.csv: one row per series per scrape.
-fn write_metrics_csv(path: &Path, scrapes: &[crate::prom::Scrape]) {
+fn write_metrics_csv(path: &Path, scrapes: &[crate::observe::prom::Scrape]) {
     let Ok(mut w) = csv::Writer::from_path(path) else {
         return;
     };
@@ -836,7 +833,10 @@ pub async fn run_sweep(
         manifest
             .gpu_not_released
             .extend(carry_notes.iter().cloned());
-        store::write_json(&results.root.join(crate::provenance::FILE), manifest)?;
+        store::write_json(
+            &results.root.join(crate::record::provenance::FILE),
+            manifest,
+        )?;
     }
     Ok(SweepOutcome {
         interrupted: ctx.cancel.is_cancelled(),

@@ -1,11 +1,11 @@
 //! RunRecord: the flat row of one run. The results.csv column list lives here and only here;
 //! `sgtune columns` prints it for the README.
 
-use crate::diagnose::Verdict;
-use crate::flags::ParamValue;
-use crate::metrics::{ClientSummary, Stats};
+use crate::observe::client::{ClientSummary, Stats};
+use crate::observe::diagnose::Verdict;
+use crate::observe::sglang_log::ServerSummary;
+use crate::plan::flags::ParamValue;
 use crate::server::failure::FailureKind;
-use crate::sglang_log::ServerSummary;
 use serde::Serialize;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -46,7 +46,7 @@ pub struct RunRecord {
     pub verdict: Option<Verdict>,
     pub time_to_ready_s: Option<f64>,
     /// The server's side from `/metrics` (with `--enable-metrics`).
-    pub metrics: Option<crate::prom::MetricsSummary>,
+    pub metrics: Option<crate::observe::prom::MetricsSummary>,
     /// Things worth knowing that are not failures (a GPU not released, a slow stop, ...).
     pub notes: Vec<String>,
     pub started_at: String,
@@ -59,7 +59,7 @@ impl RunRecord {
         (
             self.run_name.clone(),
             self.concurrency,
-            crate::spec::rate_text(self.request_rate),
+            crate::plan::spec::rate_text(self.request_rate),
             self.repeat,
         )
     }
@@ -159,7 +159,7 @@ pub fn trailing() -> Vec<Column> {
         Column {
             name: "request_rate",
             doc: "Open loop: the load point's arrival rate (requests/s, `request_rate:`); empty in a closed loop",
-            get: |r| crate::spec::rate_text(r.request_rate),
+            get: |r| crate::plan::spec::rate_text(r.request_rate),
         },
         Column {
             name: "repeat",

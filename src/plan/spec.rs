@@ -4,7 +4,7 @@
 //! what is allowed. Value checks run inside deserialization (custom `Deserialize` impls) so
 //! serde_yaml attaches the position of the exact node that is wrong.
 
-use crate::flags::{self, ParamValue};
+use crate::plan::flags::{self, ParamValue};
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -3,8 +3,8 @@
 //! spread when both sides have repeats (|Δ| within two standard errors of the difference),
 //! else from a stated relative threshold.
 
+use crate::record::rows::Row;
 use crate::report::table::mean_sd;
-use crate::rows::Row;
 use serde::Serialize;
 
 pub const DEFAULT_METRICS: &[&str] = &[

@@ -3,12 +3,12 @@
 //! of the spec's `workload:` section, read by the same code: from a file (`--workload`, a whole
 //! sweep file or just the section) and/or `-w key=value` pairs.
 
-use crate::cancel::Cancel;
 use crate::load::driver::{self, LoadEvent, LoadTarget, Phase};
 use crate::load::requests_csv;
-use crate::metrics::{self, ClientSummary, Stats};
-use crate::spec::{Endpoint, LoadPoint, WorkloadSpec};
-use crate::store;
+use crate::observe::client::{self, ClientSummary, Stats};
+use crate::plan::spec::{Endpoint, LoadPoint, WorkloadSpec};
+use crate::record::store;
+use crate::run::cancel::Cancel;
 use serde_yaml::{Mapping, Value};
 use std::io::Write;
 use std::path::Path;
@@ -230,7 +230,7 @@ pub async fn run(url: &str, workload: WorkloadSpec, output: Option<&Path>) -> i3
         let (mut cpu0, mut cpu1) = (None, None);
         let mut done = 0u64;
         let mut last = Instant::now();
-        let mut acc = metrics::Accumulator::new(w.input_tokens, w.slo.as_ref());
+        let mut acc = client::Accumulator::new(w.input_tokens, w.slo.as_ref());
         let mut on_event = |ev: LoadEvent<'_>| match ev {
             LoadEvent::MeasureStart => cpu0 = requests_csv::process_cpu_s(),
             LoadEvent::MeasureEnd => cpu1 = requests_csv::process_cpu_s(),
@@ -276,7 +276,7 @@ pub async fn run(url: &str, workload: WorkloadSpec, output: Option<&Path>) -> i3
             .zip(cpu1)
             .and_then(|(a, b)| (outcome.duration_s > 0.0).then(|| (b - a) / outcome.duration_s));
         summary.cut_off = outcome.cut_off;
-        metrics::assess_client(&mut summary, crate::runner::available_cores());
+        client::assess_client(&mut summary, crate::util::sys::available_cores());
         let _ = writeln!(std::io::stdout(), "{}\n", render(point, &summary));
         summaries.push(serde_json::json!({"concurrency": point.concurrency, "request_rate": point.request_rate, "interrupted": outcome.stopped, "client": summary}));
     }

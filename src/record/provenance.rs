@@ -2,10 +2,10 @@
 //! a resume whose inputs changed. Filled before the first launch, updated after every server
 //! launch and at the end; always written atomically.
 
-use crate::expand::RunPlan;
-use crate::gpu::{self, Gpu};
+use crate::plan::expand::RunPlan;
+use crate::plan::spec::SweepSpec;
+use crate::record::gpu::{self, Gpu};
 use crate::server::command;
-use crate::spec::SweepSpec;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;

@@ -14,16 +14,16 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::app::{EXIT_BAD_INPUT, EXIT_OK};
-use crate::cli::{EventsFormat, LogArgs, LogFormat};
-use crate::diagnose::{self, Verdict};
-use crate::server::failure::{FailureKind, StartFailure};
-use crate::sglang_log::jsonl::{format_ts, line_event};
-use crate::sglang_log::scan::parse_datetime;
-use crate::sglang_log::{
+use crate::cmd::cli::{EventsFormat, LogArgs, LogFormat};
+use crate::cmd::{EXIT_BAD_INPUT, EXIT_OK};
+use crate::observe::diagnose::{self, Verdict};
+use crate::observe::sglang_log::jsonl::{format_ts, line_event};
+use crate::observe::sglang_log::scan::parse_datetime;
+use crate::observe::sglang_log::{
     IDLE_GAP_SECS, LineReader, LogWindow, Scope, ServerSummary, Summarizer, Timestamp, cmp_ts,
     summarize_reader,
 };
+use crate::server::failure::{FailureKind, StartFailure};
 
 fn say(msg: &str) {
     let _ = writeln!(io::stderr(), "{msg}");

@@ -1,18 +1,22 @@
 //! One function per subcommand, wiring the stages together and mapping outcomes to exit codes.
 
-use crate::cancel::Cancel;
-use crate::cli::{Cli, Command};
-use crate::compare;
-use crate::expand::{self, RunPlan};
-use crate::progress::Progress;
-use crate::provenance::{self, Manifest};
+pub mod cli;
+pub mod load;
+pub mod log;
+
+use crate::cmd::cli::{Cli, Command};
+use crate::plan::expand::{self, RunPlan};
+use crate::plan::spec::{self, Endpoint, SweepSpec};
 use crate::record;
+use crate::record::provenance::{self, Manifest};
+use crate::record::rows;
+use crate::record::store::{self, ResultsDir};
+use crate::report::compare;
+use crate::report::progress::Progress;
 use crate::report::table;
-use crate::rows;
-use crate::runner::{self, RunContext};
+use crate::run::cancel::Cancel;
+use crate::run::{self as runner, RunContext};
 use crate::server::command;
-use crate::spec::{self, Endpoint, SweepSpec};
-use crate::store::{self, ResultsDir};
 use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
@@ -44,19 +48,19 @@ pub async fn run(cli: Cli) -> i32 {
             workload,
             sets,
             output,
-        } => match crate::loadcmd::build_workload(workload.as_deref(), &sets) {
+        } => match crate::cmd::load::build_workload(workload.as_deref(), &sets) {
             Ok(mut w) => {
                 if model.is_some() {
                     w.model = model;
                 }
-                crate::loadcmd::run(&url, w, output.as_deref()).await
+                crate::cmd::load::run(&url, w, output.as_deref()).await
             }
             Err(e) => {
                 say(&format!("error: {e}"));
                 EXIT_BAD_INPUT
             }
         },
-        Command::Log(args) => crate::logcmd::run(args).await,
+        Command::Log(args) => crate::cmd::log::run(args).await,
         Command::Columns => {
             out(&record::columns_markdown());
             EXIT_OK
@@ -374,7 +378,7 @@ async fn resume_sweep(input: &SweepInput<'_>, dir: &Path, retry_failed: bool, fo
         kept.contains(&(
             run.name.clone(),
             m.point.concurrency,
-            crate::spec::rate_text(m.point.request_rate),
+            crate::plan::spec::rate_text(m.point.request_rate),
             m.repeat,
         ))
     });

@@ -2,8 +2,8 @@
 //! readable name (`mfs0.88_kv-fp8_e4m3_hicache48`) and a stable id (a hash of its canonical
 //! resolved form: command, model, flags, environment).
 
-use crate::flags::{self, ParamValue};
-use crate::spec::SweepSpec;
+use crate::plan::flags::{self, ParamValue};
+use crate::plan::spec::SweepSpec;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
@@ -168,7 +168,7 @@ pub fn expand(spec: &SweepSpec) -> RunPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::parse;
+    use crate::plan::spec::parse;
 
     fn spec(sweep: &str, configs: &str) -> SweepSpec {
         let text = format!(

@@ -60,7 +60,7 @@ pub enum Command {
         metric: Option<Vec<String>>,
         /// Output format.
         #[arg(long, value_enum, default_value = "table")]
-        format: crate::compare::Format,
+        format: crate::report::compare::Format,
         /// Relative change counted as noise when there are no repeats to judge by.
         #[arg(long, default_value_t = 0.05)]
         noise: f64,

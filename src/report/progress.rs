@@ -2,7 +2,7 @@
 //! run); plain lines, at most one progress line every ~10 s, when stderr is not a terminal, so
 //! a run under nohup leaves a readable log.
 
-use crate::events::RunEvent;
+use crate::report::events::RunEvent;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};

@@ -911,7 +911,7 @@ pub fn summarize_text(text: &str, window: Option<LogWindow>) -> ServerSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sglang_log::line::{parse_line, parse_prefix};
+    use crate::observe::sglang_log::line::{parse_line, parse_prefix};
 
     fn close(a: Option<f64>, b: f64) -> bool {
         a.is_some_and(|a| (a - b).abs() < 1e-6)
@@ -1202,7 +1202,7 @@ decode out of memory happened, #retracted_reqs: 3, #new_token_ratio: 0.5000 -> 0
     fn time_scope() {
         let ts = |t: &str| Timestamp {
             date: Some((2026, 11, 30)),
-            secs_of_day: crate::sglang_log::scan::parse_datetime(
+            secs_of_day: crate::observe::sglang_log::scan::parse_datetime(
                 format!("{t}]").as_bytes(),
                 0,
                 false,
@@ -1361,9 +1361,9 @@ decode out of memory happened, #retracted_reqs: 3, #new_token_ratio: 0.5000 -> 0
             }
             let line = String::from_utf8_lossy(&bytes).into_owned();
             let _ = parse_line(&line);
-            let _ =
-                crate::sglang_log::jsonl::line_event(&bytes).map(|e| e.to_json(round, Some("f")));
-            let _ = crate::sglang_log::scan::scan_owned(&bytes);
+            let _ = crate::observe::sglang_log::jsonl::line_event(&bytes)
+                .map(|e| e.to_json(round, Some("f")));
+            let _ = crate::observe::sglang_log::scan::scan_owned(&bytes);
             raw.extend_from_slice(&bytes);
             raw.push(if round % 7 == 0 { b'\r' } else { b'\n' });
         }

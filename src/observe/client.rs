@@ -135,12 +135,12 @@ pub struct Accumulator {
     measured: u64,
     good: u64,
     requested_input: u64,
-    slo: Option<crate::spec::Slo>,
+    slo: Option<crate::plan::spec::Slo>,
 }
 
 impl Accumulator {
     /// `requested_input` stands in for a prompt length the server did not report.
-    pub fn new(requested_input: u64, slo: Option<&crate::spec::Slo>) -> Self {
+    pub fn new(requested_input: u64, slo: Option<&crate::plan::spec::Slo>) -> Self {
         Accumulator {
             requested_input,
             slo: slo.cloned(),
@@ -302,7 +302,7 @@ pub fn summarize(
     samples: &[RequestSample],
     duration_s: f64,
     requested_input: u64,
-    slo: Option<&crate::spec::Slo>,
+    slo: Option<&crate::plan::spec::Slo>,
 ) -> ClientSummary {
     let mut acc = Accumulator::new(requested_input, slo);
     for r in samples {
@@ -364,7 +364,7 @@ mod tests {
         let mut bad = sample(0.0, &[], 0.0, None);
         bad.error_kind = Some(ErrorKind::HttpStatus);
         bad.error = Some("HTTP 500".into());
-        let slo = crate::spec::Slo {
+        let slo = crate::plan::spec::Slo {
             ttft_ms: Some(150.0),
             tpot_ms: None,
             e2e_ms: None,

@@ -119,7 +119,7 @@ impl Quantiles {
                 let mut s = self.exact.clone();
                 s.sort_by(f64::total_cmp);
                 qs.iter()
-                    .map(|q| crate::metrics::percentile(&s, *q))
+                    .map(|q| crate::observe::client::percentile(&s, *q))
                     .collect()
             }
             Some(h) => qs

@@ -1,0 +1,7 @@
+//! Observe: what a run looked like from both sides. The server's log (`sglang_log`) and its
+//! `/metrics` (`prom`), the client's samples folded into a summary (`client`), and the verdict
+//! drawn from both (`diagnose`).
+pub mod client;
+pub mod diagnose;
+pub mod prom;
+pub mod sglang_log;

@@ -1,0 +1,5 @@
+//! Plan: the YAML sweep (`spec`), the one flag mapping (`flags`) and the expansion of grid and
+//! explicit configurations into runs (`expand`). Pure: nothing here starts a process.
+pub mod expand;
+pub mod flags;
+pub mod spec;

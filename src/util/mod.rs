@@ -1,0 +1,2 @@
+//! Small helpers every stage may use; nothing here knows about SGLang.
+pub mod sys;
