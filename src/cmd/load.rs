@@ -8,11 +8,11 @@ use crate::load::requests_csv;
 use crate::observe::client::{self, ClientSummary, Stats};
 use crate::plan::spec::{Endpoint, LoadPoint, WorkloadSpec};
 use crate::record::store;
-use crate::run::cancel::Cancel;
 use serde_yaml::{Mapping, Value};
 use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
 
 fn say(msg: &str) {
     let _ = writeln!(std::io::stderr(), "{msg}");
@@ -199,7 +199,7 @@ pub async fn run(url: &str, workload: WorkloadSpec, output: Option<&Path>) -> i3
         vocab_size: workload.vocab_size.unwrap_or(0),
         dataset,
     };
-    let cancel = Cancel::new();
+    let cancel = CancellationToken::new();
     {
         let cancel = cancel.clone();
         tokio::spawn(async move {
@@ -248,8 +248,8 @@ pub async fn run(url: &str, workload: WorkloadSpec, output: Option<&Path>) -> i3
                 }
             }
         };
-        let stop = Cancel::new();
-        let abort = Cancel::new();
+        let stop = CancellationToken::new();
+        let abort = CancellationToken::new();
         let outcome = {
             let fut = driver::drive(&client, &w, &target, &stop, &abort, &mut on_event);
             tokio::pin!(fut);

@@ -14,13 +14,13 @@ use crate::record::store::{self, ResultsDir};
 use crate::report::compare;
 use crate::report::progress::Progress;
 use crate::report::table;
-use crate::run::cancel::Cancel;
 use crate::run::{self as runner, RunContext};
 use crate::server::command;
 use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
+use tokio_util::sync::CancellationToken;
 
 pub const EXIT_OK: i32 = 0;
 pub const EXIT_RUNS_FAILED: i32 = 1;
@@ -423,7 +423,7 @@ async fn execute(
     launches: &[runner::Launch],
     manifest: &mut Manifest,
 ) -> i32 {
-    let cancel = Cancel::new();
+    let cancel = CancellationToken::new();
     let pgid = Arc::new(AtomicI32::new(0));
     spawn_signal_handler(cancel.clone(), pgid.clone());
     let ctx = RunContext {
@@ -718,7 +718,7 @@ fn reproduction_verdict(
 /// First Ctrl-C / SIGTERM / SIGHUP: stop issuing requests, record the current run as
 /// interrupted, stop its server, write what is finished, exit 130. A second signal kills the
 /// server's process group at once and exits.
-fn spawn_signal_handler(cancel: Cancel, pgid: Arc<AtomicI32>) {
+fn spawn_signal_handler(cancel: CancellationToken, pgid: Arc<AtomicI32>) {
     use tokio::signal::unix::{SignalKind, signal};
     tokio::spawn(async move {
         let (Ok(mut int), Ok(mut term), Ok(mut hup)) = (

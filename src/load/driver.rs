@@ -7,12 +7,12 @@ use super::http1;
 use super::openai::{self, Prompt};
 use super::prompts;
 use crate::plan::spec::{Endpoint, WorkloadSpec};
-use crate::run::cancel::Cancel;
 use serde::Serialize;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -484,8 +484,8 @@ struct PhaseCtx {
     path: String,
     timeout: Duration,
     window_start: Instant,
-    stop: Cancel,
-    abort: Cancel,
+    stop: CancellationToken,
+    abort: CancellationToken,
     tx: mpsc::UnboundedSender<RequestSample>,
     /// Requests sent and not yet finished (for the `cut` deadline policy).
     in_flight: Arc<AtomicU64>,
@@ -612,8 +612,8 @@ pub async fn drive(
     client: &Arc<http1::Client>,
     workload: &WorkloadSpec,
     target: &LoadTarget,
-    stop: &Cancel,
-    abort: &Cancel,
+    stop: &CancellationToken,
+    abort: &CancellationToken,
     on_event: &mut dyn FnMut(LoadEvent<'_>),
 ) -> LoadOutcome {
     let w = Arc::new(workload.clone());
@@ -629,7 +629,7 @@ pub async fn drive(
 
     // Warmup: excluded from every number, but written to requests.csv as evidence.
     // Our own abort, so the `cut` deadline can abandon requests without touching the caller's.
-    let inner_abort = Cancel::new();
+    let inner_abort = CancellationToken::new();
     let forward = {
         let (outer, inner) = (abort.clone(), inner_abort.clone());
         tokio::spawn(async move {

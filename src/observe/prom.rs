@@ -155,7 +155,7 @@ pub fn summarize(scrapes: &[Scrape]) -> MetricsSummary {
 pub async fn scrape_loop(
     url: String,
     measuring: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    done: crate::run::cancel::Cancel,
+    done: tokio_util::sync::CancellationToken,
     every: Duration,
 ) -> Vec<Scrape> {
     use std::sync::atomic::Ordering;

@@ -3,8 +3,6 @@
 //! the same unit can later run as one task of a Slurm job array. The runner owns cancellation
 //! and never prints: it emits RunEvents.
 
-pub mod cancel;
-
 use crate::load::driver::{self, LoadEvent, LoadTarget, Phase};
 use crate::load::requests_csv;
 use crate::observe::client::{self, ClientSummary};
@@ -17,7 +15,6 @@ use crate::record::provenance::{LaunchRecord, Manifest};
 use crate::record::store::{self, ResultsDir, StoreError};
 use crate::record::{RunRecord, RunStatus};
 use crate::report::events::RunEvent;
-use crate::run::cancel::Cancel;
 use crate::server::command::{self, LaunchCommand};
 use crate::server::failure::{FailureKind, StartFailure};
 use crate::server::supervise::{self, ReadyOutcome, ServerHandle, StopOutcome};
@@ -26,6 +23,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
 
 /// What a run needs besides its configuration.
 pub struct RunContext<'a> {
@@ -35,7 +33,7 @@ pub struct RunContext<'a> {
     pub vocab_size: u64,
     /// `workload.dataset` prompts, loaded once.
     pub dataset: Option<std::sync::Arc<Vec<crate::load::dataset::DatasetPrompt>>>,
-    pub cancel: &'a Cancel,
+    pub cancel: &'a CancellationToken,
     /// Process group of the server now running (0: none), for the second-signal kill.
     pub current_pgid: &'a Arc<AtomicI32>,
 }
@@ -626,7 +624,7 @@ async fn run_load(
     let log = handle.log.clone();
     // The second source: /metrics, scraped once a second during the measured window.
     let measuring = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let scrape_done = Cancel::new();
+    let scrape_done = CancellationToken::new();
     let scraper = tokio::spawn(crate::observe::prom::scrape_loop(
         format!("{}/metrics", target.base_url),
         measuring.clone(),
@@ -640,8 +638,8 @@ async fn run_load(
     let mut measure_t0 = Instant::now();
     let mut last_emit = Instant::now();
     let mut rows = 0u64;
-    let stop = Cancel::new();
-    let abort = Cancel::new();
+    let stop = CancellationToken::new();
+    let abort = CancellationToken::new();
     let mut interrupted_at: Option<Instant> = None;
     let mut acc = client::Accumulator::new(w.input_tokens, w.slo.as_ref());
     let mut on_event = |ev: LoadEvent<'_>| match ev {

@@ -8,7 +8,6 @@
 
 use super::command::LaunchCommand;
 use super::failure::{self, FailureKind, StartFailure};
-use crate::run::cancel::Cancel;
 use std::collections::VecDeque;
 use std::io::Write;
 use std::path::Path;
@@ -18,6 +17,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 /// The substring SGLang prints when it is ready (main process, after warmup).
 pub const READY_LINE: &str = "The server is fired up and ready to roll";
@@ -296,7 +296,7 @@ impl ServerHandle {
     pub async fn wait_ready(
         &mut self,
         timeout: Duration,
-        cancel: &Cancel,
+        cancel: &CancellationToken,
         mut progress: impl FnMut(f64, &str),
     ) -> ReadyOutcome {
         let client = match reqwest::Client::builder()
