@@ -1,13 +1,12 @@
 //! Thin binary: parse the command line, build the runtime, run, exit with the app's code.
 
 use clap::Parser;
-use std::io::Write;
 
 fn main() {
     let cli = sgtune::cmd::cli::Cli::parse();
     if let sgtune::cmd::cli::Command::Reap { parent, pgid } = cli.command {
         // The watcher needs no runtime: a loop of two syscalls every 200 ms.
-        sgtune::server::supervise::reap_loop(parent, pgid);
+        sgtune::server::reap::reap_loop(parent, pgid);
         return;
     }
     // The runner is driven by `block_on` on this (main) thread: servers are forked from it, and
@@ -18,13 +17,10 @@ fn main() {
     {
         Ok(rt) => rt,
         Err(e) => {
-            let _ = writeln!(
-                std::io::stderr(),
-                "error: cannot start the async runtime: {e}"
-            );
+            sgtune::util::say(&format!("error: cannot start the async runtime: {e}"));
             std::process::exit(1);
         }
     };
     let code = rt.block_on(sgtune::cmd::run(cli));
-    std::process::exit(code);
+    std::process::exit(code.code());
 }

@@ -60,7 +60,7 @@ pub enum Command {
         metric: Option<Vec<String>>,
         /// Output format.
         #[arg(long, value_enum, default_value = "table")]
-        format: crate::report::compare::Format,
+        format: CompareFormat,
         /// Relative change counted as noise when there are no repeats to judge by.
         #[arg(long, default_value_t = 0.05)]
         noise: f64,
@@ -159,4 +159,36 @@ pub enum LogFormat {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum EventsFormat {
     Jsonl,
+}
+
+/// `sgtune compare --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompareFormat {
+    Table,
+    Markdown,
+    Json,
+    Csv,
+}
+
+impl From<CompareFormat> for crate::report::compare::Format {
+    fn from(f: CompareFormat) -> Self {
+        use crate::report::compare::Format;
+        match f {
+            CompareFormat::Table => Format::Table,
+            CompareFormat::Markdown => Format::Markdown,
+            CompareFormat::Json => Format::Json,
+            CompareFormat::Csv => Format::Csv,
+        }
+    }
+}
+
+impl From<LogFormat> for crate::report::log::Format {
+    fn from(f: LogFormat) -> Self {
+        use crate::report::log::Format;
+        match f {
+            LogFormat::Table => Format::Table,
+            LogFormat::Json => Format::Json,
+            LogFormat::Csv => Format::Csv,
+        }
+    }
 }

@@ -3,20 +3,22 @@
 //! of the spec's `workload:` section, read by the same code: from a file (`--workload`, a whole
 //! sweep file or just the section) and/or `-w key=value` pairs.
 
-use crate::load::driver::{self, LoadEvent, LoadTarget, Phase};
+use super::{CmdError, ExitCode, out};
+use crate::load::driver::{self, LoadTarget};
 use crate::load::requests_csv;
-use crate::observe::client::{self, ClientSummary, Stats};
-use crate::plan::spec::{Endpoint, LoadPoint, WorkloadSpec};
-use crate::record::store;
+use crate::plan::spec::{Endpoint, WorkloadSpec};
+use crate::record::store::{self, CsvFile};
+use crate::report;
+use crate::run::session::{self, StopReason, Watch};
+use crate::run::signals;
+use crate::server::control::Control;
+use crate::util::say;
 use serde_yaml::{Mapping, Value};
-use std::io::Write;
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::AtomicI32;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
-
-fn say(msg: &str) {
-    let _ = writeln!(std::io::stderr(), "{msg}");
-}
 
 /// The workload from a file and `key=value` overrides, checked like a spec's `workload:`.
 pub fn build_workload(file: Option<&Path>, sets: &[String]) -> Result<WorkloadSpec, String> {
@@ -58,140 +60,60 @@ pub fn build_workload(file: Option<&Path>, sets: &[String]) -> Result<WorkloadSp
     })
 }
 
-fn stats_line(name: &str, s: &Stats) -> String {
-    let f = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.2}"));
-    format!(
-        "  {name:<14} mean {}  p50 {}  p90 {}  p95 {}  p99 {}  max {}",
-        f(s.mean),
-        f(s.p50),
-        f(s.p90),
-        f(s.p95),
-        f(s.p99),
-        f(s.max)
-    )
+/// Says how far a load point has come, every 10 s (a terminal user wants a sign of life, a
+/// log file does not want 5 lines a second).
+struct Ticker {
+    last: Instant,
 }
 
-/// The summary as text (what `sgtune load` prints).
-pub fn render(point: LoadPoint, c: &ClientSummary) -> String {
-    let f = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.2}"));
-    let errors = if c.errors.is_empty() {
-        "none".to_string()
-    } else {
-        c.errors
-            .iter()
-            .map(|(k, n)| format!("{k} {n}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let mut out = vec![
-        format!("load point: {point}"),
-        format!(
-            "  requests       {} completed, {} failed (errors: {errors}); {} retried",
-            c.completed, c.failed, c.retries
-        ),
-        format!(
-            "  window         {:.2} s (first measured send to last completion)",
-            c.duration_s
-        ),
-        format!(
-            "  throughput     {} req/s, {} output tok/s, {} total tok/s",
-            f(c.request_throughput),
-            f(c.output_tok_s),
-            f(c.total_tok_s)
-        ),
-        stats_line("TTFT ms", &c.ttft_ms) + "   (SGLang: first non-empty content)",
-        stats_line("TTFT(vLLM) ms", &c.ttft_first_choices_ms) + "   (first chunk with choices)",
-        stats_line("TPOT ms", &c.tpot_ms),
-        stats_line("ITL ms", &c.itl_ms),
-        stats_line("E2E ms", &c.e2e_ms) + "   (SGLang: end of stream)",
-        stats_line("E2E(vLLM) ms", &c.e2e_last_content_ms) + "   (last content chunk)",
-    ];
-    if let Some(g) = c.goodput_share {
-        out.push(format!(
-            "  goodput        {:.1}% of requests met the SLOs, {} req/s",
-            g * 100.0,
-            f(c.goodput_req_s)
-        ));
+impl Watch for Ticker {
+    fn progress(&mut self, p: session::Progress) {
+        if self.last.elapsed() >= Duration::from_secs(10) {
+            self.last = Instant::now();
+            say(&format!("  {} requests done", p.done + p.failed));
+        }
     }
-    if c.usage_missing > 0 {
-        out.push(format!(
-            "  warning        {} responses carried no usage: their output was counted as content chunks",
-            c.usage_missing
-        ));
-    }
-    if c.sched_lag_ms.count > 0 {
-        out.push(
-            stats_line("sched lag ms", &c.sched_lag_ms) + "   (open loop: actual - scheduled send)",
-        );
-    }
-    if c.read_lag_ms.count > 0 {
-        out.push(
-            stats_line("read lag ms", &c.read_lag_ms)
-                + "   (data waiting in the socket before the client read it)",
-        );
-    }
-    if c.cut_off > 0 {
-        out.push(format!(
-            "  cut off        {} requests in flight at the deadline were abandoned (deadline: cut)",
-            c.cut_off
-        ));
-    }
-    out.push(format!("  client CPU     {} cores", f(c.client_cpu_cores)));
-    if let Some(why) = &c.client_bound {
-        out.push(format!(
-            "  CLIENT-BOUND   {why}: these numbers may describe the client, not the server"
-        ));
-    }
-    out.join("\n")
 }
 
-/// Run the workload against `url`; 0 ok, 1 no request succeeded, 2 bad input, 130 interrupted.
-pub async fn run(url: &str, workload: WorkloadSpec, output: Option<&Path>) -> i32 {
+/// Run the workload against `url`: Ok when some request succeeded at every load point run,
+/// RunsFailed when none did, Interrupted on Ctrl-C (a second one exits at once).
+pub async fn run(
+    url: &str,
+    workload: WorkloadSpec,
+    output: Option<&Path>,
+) -> Result<ExitCode, CmdError> {
     let base_url = url.trim_end_matches('/').to_string();
     // One client for every load point: a bad URL is refused before anything is sent.
-    let client = match driver::http_client(&base_url) {
-        Ok(cl) => cl,
-        Err(e) => {
-            say(&format!("error: --url {e}"));
-            return 2;
-        }
-    };
+    let client =
+        driver::http_client(&base_url).map_err(|e| CmdError::input(format!("--url {e}")))?;
     let dataset = match &workload.dataset {
-        Some(d) => match crate::load::dataset::load(Path::new(d)) {
-            Ok(p) => Some(std::sync::Arc::new(p)),
-            Err(e) => {
-                say(&format!("error: {e}"));
-                return 2;
-            }
-        },
+        Some(d) => Some(Arc::new(
+            crate::load::dataset::load(Path::new(d)).map_err(|e| CmdError::input(e.to_string()))?,
+        )),
         None => None,
     };
     if workload.endpoint == Endpoint::Completions
         && workload.vocab_size.is_none()
         && dataset.is_none()
     {
-        say(
-            "error: completions prompts are token ids: set -w vocab_size=N (the model's vocabulary size), or use -w endpoint=chat",
-        );
-        return 2;
+        return Err(CmdError::input(
+            "completions prompts are token ids: set -w vocab_size=N (the model's vocabulary size), or use -w endpoint=chat",
+        ));
     }
     if let Some(dir) = output {
-        if let Err(e) = std::fs::create_dir_all(dir) {
-            say(&format!("error: --output {}: {e}", dir.display()));
-            return 2;
-        }
+        std::fs::create_dir_all(dir)
+            .map_err(|e| CmdError::input(format!("--output {}: {e}", dir.display())))?;
     }
     let model = match &workload.model {
         Some(m) => m.clone(),
-        None => match driver::served_model(&base_url).await {
-            Some(m) => m,
-            None => {
-                say(&format!(
-                    "error: {base_url}/v1/models did not name a model: is the server up? (or set -w model=NAME)"
-                ));
-                return 2;
-            }
-        },
+        None => {
+            let control = Control::new(&base_url).map_err(|e| CmdError::input(e.to_string()))?;
+            control.served_model().await.ok_or_else(|| {
+                CmdError::input(format!(
+                    "{base_url}/v1/models did not name a model: is the server up? (or set -w model=NAME)"
+                ))
+            })?
+        }
     };
     let target = LoadTarget {
         base_url,
@@ -200,15 +122,14 @@ pub async fn run(url: &str, workload: WorkloadSpec, output: Option<&Path>) -> i3
         dataset,
     };
     let cancel = CancellationToken::new();
-    {
-        let cancel = cancel.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                cancel.cancel();
-            }
-        });
-    }
+    // No server of ours to kill on a second Ctrl-C: the handler just exits.
+    signals::install(
+        cancel.clone(),
+        Arc::new(AtomicI32::new(0)),
+        "sgtune: interrupted; finishing the requests in flight (up to 10 s; Ctrl-C again to quit now)",
+    );
     let mut summaries = Vec::new();
+    let mut any_failed_point = false;
     let points = workload.load_points.clone();
     for &point in &points {
         if cancel.is_cancelled() {
@@ -222,78 +143,42 @@ pub async fn run(url: &str, workload: WorkloadSpec, output: Option<&Path>) -> i3
         } else {
             String::new()
         };
-        let mut csv = output
-            .and_then(|d| csv::Writer::from_path(d.join(format!("requests{suffix}.csv"))).ok());
-        if let Some(wr) = csv.as_mut() {
-            let _ = wr.write_record(requests_csv::HEADER);
-        }
-        let (mut cpu0, mut cpu1) = (None, None);
-        let mut done = 0u64;
-        let mut last = Instant::now();
-        let mut acc = client::Accumulator::new(w.input_tokens, w.slo.as_ref());
-        let mut on_event = |ev: LoadEvent<'_>| match ev {
-            LoadEvent::MeasureStart => cpu0 = requests_csv::process_cpu_s(),
-            LoadEvent::MeasureEnd => cpu1 = requests_csv::process_cpu_s(),
-            LoadEvent::Sample(s) => {
-                acc.add(s);
-                if let Some(wr) = csv.as_mut() {
-                    let _ = wr.write_record(requests_csv::row(s));
-                }
-                if s.phase == Phase::Measured {
-                    done += 1;
-                    if last.elapsed() >= Duration::from_secs(10) {
-                        last = Instant::now();
-                        say(&format!("  {done} requests done"));
-                    }
-                }
-            }
+        let csv = match output {
+            Some(d) => Some(CsvFile::create(
+                &d.join(format!("requests{suffix}.csv")),
+                requests_csv::HEADER,
+            )?),
+            None => None,
         };
-        let stop = CancellationToken::new();
-        let abort = CancellationToken::new();
-        let outcome = {
-            let fut = driver::drive(&client, &w, &target, &stop, &abort, &mut on_event);
-            tokio::pin!(fut);
-            let mut since: Option<Instant> = None;
-            loop {
-                tokio::select! {
-                    o = &mut fut => break o,
-                    _ = tokio::time::sleep(Duration::from_millis(250)) => {
-                        if cancel.is_cancelled() {
-                            stop.cancel();
-                            if since.get_or_insert_with(Instant::now).elapsed() >= Duration::from_secs(10) {
-                                abort.cancel();
-                            }
-                        }
-                    }
-                }
-            }
+        let mut ticker = Ticker {
+            last: Instant::now(),
         };
-        if let Some(mut wr) = csv {
-            let _ = wr.flush();
+        let s = session::run(&client, &w, &target, &cancel, csv, &mut ticker).await;
+        if let Some(e) = &s.requests_csv_error {
+            say(&format!("warning: requests{suffix}.csv is incomplete: {e}"));
         }
-        let mut summary = acc.finish(outcome.duration_s);
-        summary.client_cpu_cores = cpu0
-            .zip(cpu1)
-            .and_then(|(a, b)| (outcome.duration_s > 0.0).then(|| (b - a) / outcome.duration_s));
-        summary.cut_off = outcome.cut_off;
-        client::assess_client(&mut summary, crate::util::sys::available_cores());
-        let _ = writeln!(std::io::stdout(), "{}\n", render(point, &summary));
-        summaries.push(serde_json::json!({"concurrency": point.concurrency, "request_rate": point.request_rate, "interrupted": outcome.stopped, "client": summary}));
+        out(&format!("{}\n", report::load::render(point, &s.client)));
+        any_failed_point |= s.client.completed == 0;
+        summaries.push(serde_json::json!({
+            "concurrency": point.concurrency,
+            "request_rate": point.request_rate,
+            "interrupted": s.stop == StopReason::Interrupted,
+            "stopped_early": s.load.stopped,
+            "requests_csv_error": s.requests_csv_error.map(|e| e.to_string()),
+            "client": s.client,
+        }));
     }
     if let Some(dir) = output {
         let doc = serde_json::json!({"url": url, "model": target.model, "workload": workload, "load_points": summaries});
-        if let Err(e) = store::write_json(&dir.join("summary.json"), &doc) {
-            say(&format!("error: {e}"));
-            return 2;
-        }
+        store::write_json(&dir.join("summary.json"), &doc)?;
     }
-    if cancel.is_cancelled() {
-        return 130;
-    }
-    let any_ok = summaries
-        .iter()
-        .any(|s| s["client"]["completed"].as_u64().unwrap_or(0) > 0);
-    if any_ok { 0 } else { 1 }
+    Ok(if cancel.is_cancelled() {
+        ExitCode::Interrupted
+    } else if summaries.is_empty() || any_failed_point {
+        ExitCode::RunsFailed
+    } else {
+        ExitCode::Ok
+    })
 }
 
 #[cfg(test)]

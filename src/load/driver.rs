@@ -157,7 +157,7 @@ pub enum LoadEvent<'a> {
 
 /// How a load ended. The samples themselves went to `on_event` as they finished (the driver
 /// keeps none: memory stays flat with run length).
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct LoadOutcome {
     pub warmup_ok: u64,
     pub warmup_failed: u64,
@@ -167,24 +167,6 @@ pub struct LoadOutcome {
     pub duration_s: f64,
     /// The load was stopped before it finished (interrupt or server death).
     pub stopped: bool,
-}
-
-/// The model id the server serves (`GET /v1/models`, first entry).
-pub async fn served_model(base_url: &str) -> Option<String> {
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(10))
-        .no_proxy()
-        .build()
-        .ok()?;
-    let v: serde_json::Value = client
-        .get(format!("{base_url}/v1/models"))
-        .send()
-        .await
-        .ok()?
-        .json()
-        .await
-        .ok()?;
-    v.get("data")?.get(0)?.get("id")?.as_str().map(String::from)
 }
 
 /// Build the streaming client for `base_url`: one HTTP/1.1 connection per in-flight stream, no

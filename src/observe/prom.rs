@@ -4,6 +4,7 @@
 //! queued requests; the summary says where each number came from, and the runner notes where
 //! it disagrees with the log.
 
+use crate::server::control::Control;
 use serde::Serialize;
 use std::time::{Duration, Instant};
 
@@ -149,39 +150,26 @@ pub fn summarize(scrapes: &[Scrape]) -> MetricsSummary {
     m
 }
 
-/// Scrape `url` (…/metrics) every `every` while `measuring` is set, until `done`. Stops early,
+/// Scrape the server's `/metrics` every `every` while `measuring` is set, until `done`. Stops early,
 /// returning nothing, if the first attempt shows no metrics endpoint (server without
 /// `--enable-metrics`).
 pub async fn scrape_loop(
-    url: String,
+    control: Control,
     measuring: std::sync::Arc<std::sync::atomic::AtomicBool>,
     done: tokio_util::sync::CancellationToken,
     every: Duration,
 ) -> Vec<Scrape> {
     use std::sync::atomic::Ordering;
-    let Ok(client) = reqwest::Client::builder()
-        .timeout(Duration::from_secs(2))
-        .no_proxy()
-        .build()
-    else {
-        return Vec::new();
-    };
     let mut out = Vec::new();
     let mut t0: Option<Instant> = None;
     let mut tried = false;
-    let scrape = |client: reqwest::Client, url: String| async move {
-        match client.get(&url).send().await {
-            Ok(r) if r.status().is_success() => r.text().await.ok(),
-            _ => None,
-        }
-    };
     loop {
         if done.is_cancelled() || (t0.is_some() && !measuring.load(Ordering::SeqCst)) {
             break;
         }
         if measuring.load(Ordering::SeqCst) {
             let start = *t0.get_or_insert_with(Instant::now);
-            match scrape(client.clone(), url.clone()).await {
+            match control.metrics_text().await {
                 Some(text) => out.push(Scrape {
                     t_s: start.elapsed().as_secs_f64(),
                     samples: parse(&text),
@@ -199,7 +187,7 @@ pub async fn scrape_loop(
     // One last scrape at the window's end, so counter deltas cover all of it (requests that
     // finish at the very end count only there).
     if let (Some(start), true) = (t0, !out.is_empty()) {
-        if let Some(text) = scrape(client, url).await {
+        if let Some(text) = control.metrics_text().await {
             out.push(Scrape {
                 t_s: start.elapsed().as_secs_f64(),
                 samples: parse(&text),

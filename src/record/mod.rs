@@ -8,3 +8,31 @@ pub mod run_record;
 pub mod store;
 
 pub use run_record::*;
+
+/// A results file that could not be read back.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: {message}")]
+    Bad { path: String, message: String },
+}
+
+impl ReadError {
+    pub fn io(path: &std::path::Path, source: std::io::Error) -> ReadError {
+        ReadError::Io {
+            path: path.display().to_string(),
+            source,
+        }
+    }
+    pub fn bad(path: &std::path::Path, message: impl std::fmt::Display) -> ReadError {
+        ReadError::Bad {
+            path: path.display().to_string(),
+            message: message.to_string(),
+        }
+    }
+}

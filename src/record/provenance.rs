@@ -385,11 +385,11 @@ pub fn context_differences(a: &Manifest, b: &Manifest) -> Vec<String> {
     d
 }
 
-pub fn read(dir: &Path) -> Result<Manifest, String> {
+pub fn read(dir: &Path) -> Result<Manifest, super::ReadError> {
     let path = dir.join(FILE);
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = std::fs::read_to_string(&path).map_err(|e| super::ReadError::io(&path, e))?;
     serde_json::from_str(&text)
-        .map_err(|e| format!("{}: not a valid manifest ({e})", path.display()))
+        .map_err(|e| super::ReadError::bad(&path, format!("not a valid manifest ({e})")))
 }
 
 #[cfg(test)]

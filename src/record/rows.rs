@@ -2,6 +2,7 @@
 //! record of a sweep; these readers take it as it is on disk, including a last line cut short
 //! by a crash (which is reported and ignored).
 
+use super::ReadError;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -60,8 +61,8 @@ pub fn csv_path(p: &Path) -> PathBuf {
     }
 }
 
-pub fn read(path: &Path) -> Result<Table, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+pub fn read(path: &Path) -> Result<Table, ReadError> {
+    let bytes = std::fs::read(path).map_err(|e| ReadError::io(path, e))?;
     // Rows are appended whole and fsynced; a file that does not end in a newline was cut in
     // the middle of an append. Drop that partial line.
     let (body, partial_tail) = match bytes.iter().rposition(|&b| b == b'\n') {
@@ -72,7 +73,7 @@ pub fn read(path: &Path) -> Result<Table, String> {
     let mut r = csv::ReaderBuilder::new().flexible(true).from_reader(body);
     let header: Vec<String> = r
         .headers()
-        .map_err(|e| format!("{}: {e}", path.display()))?
+        .map_err(|e| ReadError::bad(path, e))?
         .iter()
         .map(String::from)
         .collect();
@@ -82,11 +83,21 @@ pub fn read(path: &Path) -> Result<Table, String> {
         ..Default::default()
     };
     for rec in r.records() {
-        let rec = rec.map_err(|e| format!("{}: {e}", path.display()))?;
+        let rec = rec.map_err(|e| ReadError::bad(path, e))?;
         let fields: Vec<String> = rec.iter().map(String::from).collect();
         if fields.len() != header.len() {
-            // A row of another shape: not ours to interpret.
-            continue;
+            // sgtune writes every row through one encoder with the header's columns, so a row
+            // of another shape means the file was edited or mixed with another sweep: say so
+            // rather than judge a sweep on part of its rows.
+            let line = rec.position().map_or(0, |p| p.line());
+            return Err(ReadError::bad(
+                path,
+                format!(
+                    "line {line} has {} fields but the header has {} (was the file edited, or two sweeps' files joined?)",
+                    fields.len(),
+                    header.len()
+                ),
+            ));
         }
         t.rows.push(Row(header
             .iter()
@@ -109,6 +120,15 @@ pub fn param_keys(header: &[String]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_row_of_another_shape_is_an_error_naming_its_line() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("results.csv");
+        std::fs::write(&p, "run_name,status\na,ok\nb,ok,extra\n").expect("write");
+        let e = read(&p).expect_err("short row refused").to_string();
+        assert!(e.contains("line 3") && e.contains("3 fields"), "{e}");
+    }
 
     #[test]
     fn partial_last_line_is_dropped() {

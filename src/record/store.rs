@@ -48,6 +48,80 @@ pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<(), Stor
     write_atomic(path, &bytes)
 }
 
+/// A CSV artifact written row by row as a run goes (requests.csv, metrics.csv). A write error
+/// does not stop the run: the first one is kept and handed back by [`CsvFile::finish`], so the
+/// caller records it on the row instead of losing it.
+pub struct CsvFile {
+    path: PathBuf,
+    w: Option<csv::Writer<File>>,
+    error: Option<StoreError>,
+    rows: u64,
+}
+
+impl CsvFile {
+    pub fn create<T: AsRef<[u8]>>(
+        path: &Path,
+        header: impl IntoIterator<Item = T>,
+    ) -> Result<CsvFile, StoreError> {
+        let file = File::create(path).map_err(err(path))?;
+        let mut f = CsvFile {
+            path: path.to_path_buf(),
+            w: Some(csv::Writer::from_writer(file)),
+            error: None,
+            rows: 0,
+        };
+        f.row(header);
+        match f.error.take() {
+            Some(e) => Err(e),
+            None => Ok(f),
+        }
+    }
+
+    /// Append one row; flushed to the OS every 64 rows so a killed run leaves most of them.
+    pub fn row<T: AsRef<[u8]>>(&mut self, fields: impl IntoIterator<Item = T>) {
+        let Some(w) = self.w.as_mut() else {
+            return;
+        };
+        let mut res = w.write_record(fields).map_err(csv_io);
+        self.rows += 1;
+        if res.is_ok() && self.rows % 64 == 0 {
+            res = w.flush();
+        }
+        if let Err(source) = res {
+            self.fail(source);
+        }
+    }
+
+    fn fail(&mut self, source: std::io::Error) {
+        // Stop writing after the first error: later rows would only repeat it.
+        self.w = None;
+        self.error.get_or_insert(StoreError {
+            path: self.path.display().to_string(),
+            source,
+        });
+    }
+
+    /// Flush, and say whether every row reached the file.
+    pub fn finish(mut self) -> Result<(), StoreError> {
+        if let Some(mut w) = self.w.take() {
+            if let Err(e) = w.flush() {
+                self.fail(e);
+            }
+        }
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}
+
+fn csv_io(e: csv::Error) -> std::io::Error {
+    match e.into_kind() {
+        csv::ErrorKind::Io(e) => e,
+        other => std::io::Error::other(format!("{other:?}")),
+    }
+}
+
 pub struct ResultsDir {
     pub root: PathBuf,
     header: Vec<String>,
@@ -177,6 +251,30 @@ fn append_synced(path: &Path, bytes: &[u8], create: bool) -> Result<(), StoreErr
 mod tests {
     use super::*;
     use chrono::TimeZone;
+
+    #[test]
+    fn csv_file_reports_its_first_write_error() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let p = tmp.path().join("ok.csv");
+        let mut f = CsvFile::create(&p, ["a", "b"]).expect("create");
+        f.row(["1", "2"]);
+        f.finish().expect("all rows written");
+        assert_eq!(fs::read_to_string(&p).expect("read"), "a,b\n1,2\n");
+        // A row of another length is a CSV error: kept, not dropped.
+        let mut f = CsvFile::create(&tmp.path().join("bad.csv"), ["a", "b"]).expect("create");
+        f.row(["1"]);
+        let e = f.finish().expect_err("the short row is reported");
+        assert!(e.path.ends_with("bad.csv"), "{e}");
+        // /dev/full: every flush fails with ENOSPC, as on a full disk.
+        if Path::new("/dev/full").exists() {
+            let mut f = CsvFile::create(Path::new("/dev/full"), ["a"]).expect("open");
+            for _ in 0..100 {
+                f.row(["x"]);
+            }
+            let e = f.finish().expect_err("full disk reported");
+            assert_eq!(e.source.raw_os_error(), Some(libc::ENOSPC), "{e}");
+        }
+    }
 
     #[test]
     fn folder_names_are_utc_stamped() {

@@ -230,7 +230,7 @@ fn table_rows(c: &Comparison) -> (Vec<String>, Vec<Vec<String>>) {
     (header, rows)
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     Table,
     Markdown,

@@ -1,5 +1,8 @@
 //! Report: every renderer. Each writes to a `W: Write` and never decides anything about a run.
 pub mod compare;
 pub mod events;
+pub mod load;
+pub mod log;
 pub mod progress;
+pub mod reproduce;
 pub mod table;

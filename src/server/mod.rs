@@ -1,5 +1,8 @@
-//! Server supervision: build the command, launch in its own process group, wait until ready,
-//! classify start-up failures, stop cleanly.
+//! Server: build the command (`command`), launch it in its own process group, wait until it
+//! is ready and stop it cleanly (`supervise`), classify why it never was ready (`failure`),
+//! make sure nothing outlives sgtune (`reap`), and talk to its control endpoints (`control`).
 pub mod command;
+pub mod control;
 pub mod failure;
+pub mod reap;
 pub mod supervise;

@@ -7,7 +7,9 @@
 //! was up, before warmup, and since then it runs a generation, which competes with the load.
 
 use super::command::LaunchCommand;
+use super::control::Control;
 use super::failure::{self, FailureKind, StartFailure};
+use super::reap::{group_alive, signal_group};
 use std::collections::VecDeque;
 use std::io::Write;
 use std::path::Path;
@@ -227,45 +229,12 @@ fn spawn_reaper(pgid: i32) {
     }
 }
 
-/// The watcher's loop: exit when the group is gone; kill the group when `parent` is gone.
-pub fn reap_loop(parent: i32, pgid: i32) {
-    loop {
-        if !group_alive(pgid) {
-            return;
-        }
-        // SAFETY: getppid has no preconditions.
-        if unsafe { libc::getppid() } != parent {
-            signal_group(pgid, libc::SIGKILL);
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
 /// How waiting for readiness ended.
 #[derive(Debug)]
 pub enum ReadyOutcome {
     Ready { secs: f64 },
     Failed(StartFailure),
     Interrupted,
-}
-
-fn group_alive(pgid: i32) -> bool {
-    if pgid <= 0 {
-        return false;
-    }
-    // SAFETY: kill with signal 0 only checks for existence/permission.
-    let r = unsafe { libc::kill(-pgid, 0) };
-    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
-}
-
-fn signal_group(pgid: i32, sig: i32) {
-    if pgid > 0 {
-        // SAFETY: plain kill(2) on our own child's process group.
-        unsafe {
-            libc::kill(-pgid, sig);
-        }
-    }
 }
 
 fn port_free(host: &str, port: u16) -> bool {
@@ -299,22 +268,17 @@ impl ServerHandle {
         cancel: &CancellationToken,
         mut progress: impl FnMut(f64, &str),
     ) -> ReadyOutcome {
-        let client = match reqwest::Client::builder()
-            .timeout(Duration::from_secs(5))
-            .no_proxy()
-            .build()
-        {
+        let control = match Control::new(&self.base_url()) {
             Ok(c) => c,
             Err(e) => {
                 return ReadyOutcome::Failed(StartFailure {
                     kind: FailureKind::LaunchError,
-                    message: format!("cannot build an HTTP client: {e}"),
+                    message: e.to_string(),
                     evidence: vec![],
                 });
             }
         };
         let deadline = self.started + timeout;
-        let models_url = format!("{}/v1/models", self.base_url());
         loop {
             if cancel.is_cancelled() {
                 return ReadyOutcome::Interrupted;
@@ -326,13 +290,10 @@ impl ServerHandle {
             if Instant::now() >= deadline {
                 return ReadyOutcome::Failed(failure::classify(None, &self.log.tail(), true));
             }
-            if self.log.is_ready() {
-                let ok = matches!(client.get(&models_url).send().await, Ok(r) if r.status().is_success());
-                if ok {
-                    return ReadyOutcome::Ready {
-                        secs: self.started.elapsed().as_secs_f64(),
-                    };
-                }
+            if self.log.is_ready() && control.models_ok().await {
+                return ReadyOutcome::Ready {
+                    secs: self.started.elapsed().as_secs_f64(),
+                };
             }
             progress(self.started.elapsed().as_secs_f64(), &self.log.last_line());
             tokio::select! {

@@ -1,0 +1,339 @@
+//! `sgtune run`, `validate` and `resume`: check everything that can be checked before
+//! launching anything, set up the results folder, run the launches, print the table.
+
+use super::{CmdError, ExitCode, out};
+use crate::plan::expand::{self, RunPlan};
+use crate::plan::spec::{self, Endpoint, SweepSpec};
+use crate::record::provenance::{self, Manifest};
+use crate::record::rows;
+use crate::record::store::{self, ResultsDir};
+use crate::report::progress::Progress;
+use crate::report::table;
+use crate::run::{self as runner, RunContext, signals};
+use crate::server::command;
+use crate::util::say;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::AtomicI32;
+use tokio_util::sync::CancellationToken;
+
+/// What a sweep needs besides its spec, read before anything is launched.
+pub struct Prepared {
+    /// Prompt token ids are drawn from [0, vocab) (0: not needed).
+    pub vocab: u64,
+    /// `workload.dataset`, loaded.
+    pub dataset: Option<Arc<Vec<crate::load::dataset::DatasetPrompt>>>,
+}
+
+pub fn load_checked(path: &Path) -> Result<(SweepSpec, String, RunPlan, Prepared), CmdError> {
+    let (s, text) = spec::load(path)?;
+    let plan = expand::expand(&s);
+    let vocab =
+        resolve_vocab(&s).map_err(|e| CmdError::input(format!("{}: {e}", path.display())))?;
+    let dataset = match &s.workload.dataset {
+        Some(d) => Some(Arc::new(
+            crate::load::dataset::load(Path::new(d))
+                .map_err(|e| CmdError::input(format!("{}: {e}", path.display())))?,
+        )),
+        None => None,
+    };
+    Ok((s, text, plan, Prepared { vocab, dataset }))
+}
+
+/// Token ids for completions prompts are drawn from [0, vocab_size): from the spec, else the
+/// model's config.json (also `text_config.vocab_size` for multimodal configs).
+pub fn resolve_vocab(s: &SweepSpec) -> Result<u64, String> {
+    if let Some(v) = s.workload.vocab_size {
+        return Ok(v);
+    }
+    if s.workload.endpoint == Endpoint::Chat || s.workload.dataset.is_some() {
+        return Ok(0);
+    }
+    let path = Path::new(&s.server.model_path.0).join("config.json");
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        format!(
+            "workload.vocab_size is not set and {} cannot be read ({e}): set workload.vocab_size",
+            path.display()
+        )
+    })?;
+    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+        format!(
+            "{} is not valid JSON ({e}): set workload.vocab_size",
+            path.display()
+        )
+    })?;
+    v.get("vocab_size")
+        .or_else(|| v.get("text_config").and_then(|t| t.get("vocab_size")))
+        .and_then(serde_json::Value::as_u64)
+        .filter(|&n| n > 0)
+        .ok_or_else(|| {
+            format!(
+                "{} has no vocab_size: set workload.vocab_size",
+                path.display()
+            )
+        })
+}
+
+pub fn print_plan(s: &SweepSpec, plan: &RunPlan) {
+    let w = &s.workload;
+    let amount = match (w.requests, w.duration_s) {
+        (Some(n), _) => format!("{n} requests"),
+        (None, Some(d)) => format!("{d} s"),
+        _ => String::new(),
+    };
+    out(&format!(
+        "plan {}: {} run(s); workload {:?} at concurrency {}, {amount} after {} warmup, {} input / {} output tokens, seed {}",
+        plan.sweep_name,
+        plan.runs.len(),
+        w.endpoint,
+        w.concurrency,
+        w.warmup_requests,
+        w.input_tokens,
+        w.output_tokens,
+        w.seed
+    ));
+    for (i, r) in plan.runs.iter().enumerate() {
+        let cmd = command::build(&s.server, r, s.server.port);
+        out(&format!(
+            "{:>3}. {}  [{}]  {}",
+            i + 1,
+            r.name,
+            r.id,
+            cmd.display()
+        ));
+    }
+}
+
+/// A checked sweep, ready to run.
+pub struct SweepInput<'a> {
+    pub spec: &'a SweepSpec,
+    pub text: &'a str,
+    pub spec_path: &'a Path,
+    pub plan: &'a RunPlan,
+    pub prep: &'a Prepared,
+}
+
+fn write_plan(s: &SweepSpec, plan: &RunPlan, root: &Path) -> Result<(), store::StoreError> {
+    let commands: Vec<String> = plan
+        .runs
+        .iter()
+        .map(|r| command::build(&s.server, r, s.server.port).display())
+        .collect();
+    store::write_json(
+        &root.join("plan.json"),
+        &serde_json::json!({
+            "sweep": plan.sweep_name,
+            "sgtune_version": env!("CARGO_PKG_VERSION"),
+            "param_keys": plan.param_keys,
+            "workload": s.workload,
+            "repeats": s.repeats,
+            "reuse_server": s.reuse_server,
+            "runs": plan.runs,
+            "commands": commands,
+        }),
+    )
+}
+
+/// A new results folder, its spec copy, plan, manifest and CSV header; then the sweep.
+pub async fn new_sweep(input: &SweepInput<'_>, results_dir: &Path) -> Result<ExitCode, CmdError> {
+    let (results, mut manifest) = create_results(input, results_dir, &input.plan.sweep_name)?;
+    let launches = runner::plan_launches(input.spec, input.plan, &|_, _| false);
+    execute(input, &results, &launches, &mut manifest).await
+}
+
+pub fn create_results(
+    input: &SweepInput<'_>,
+    results_dir: &Path,
+    name: &str,
+) -> Result<(ResultsDir, Manifest), CmdError> {
+    let results = ResultsDir::create(results_dir, name, &input.plan.param_keys)
+        .map_err(|e| CmdError::input(format!("cannot create the results folder: {e}")))?;
+    let manifest = provenance::collect(
+        input.spec,
+        &input.spec_path.display().to_string(),
+        input.text,
+        input.plan,
+    );
+    let setup = store::write_atomic(&results.root.join("spec.yaml"), input.text.as_bytes())
+        .and_then(|_| write_plan(input.spec, input.plan, &results.root))
+        .and_then(|_| store::write_json(&results.root.join(provenance::FILE), &manifest))
+        .and_then(|_| results.init_csv());
+    setup.map_err(|e| CmdError::input(format!("cannot write the results folder: {e}")))?;
+    Ok((results, manifest))
+}
+
+/// Continue a sweep: keep its finished rows, redo interrupted (and, asked, failed) ones, run
+/// what never started. Refused when the inputs changed, unless forced.
+pub async fn resume_sweep(
+    input: &SweepInput<'_>,
+    dir: &Path,
+    retry_failed: bool,
+    force: bool,
+) -> Result<ExitCode, CmdError> {
+    let mut recorded = provenance::read(dir).map_err(|e| {
+        CmdError::input(format!(
+            "cannot resume {}: {e} (is it a results folder written by sgtune run?)",
+            dir.display()
+        ))
+    })?;
+    let now = provenance::collect(
+        input.spec,
+        &input.spec_path.display().to_string(),
+        input.text,
+        input.plan,
+    );
+    let diffs = provenance::differences(&recorded, &now);
+    if !diffs.is_empty() && !force {
+        let list: String = diffs.iter().map(|d| format!("\n  - {d}")).collect();
+        return Err(CmdError::input(format!(
+            "refusing to resume {}: the sweep changed since it was recorded:{list}\n  (resume with the recorded spec: `sgtune resume DIR`; or accept the changes with --force, which records them in manifest.json)",
+            dir.display()
+        )));
+    }
+    let csv_path = dir.join("results.csv");
+    let table =
+        rows::read(&csv_path).map_err(|e| CmdError::input(format!("cannot resume: {e}")))?;
+    let results = ResultsDir::open(dir, &input.plan.param_keys);
+    if table.header != results.header() {
+        return Err(CmdError::input(format!(
+            "cannot resume: {} has other columns than this sweep writes (was it written by another sgtune version?)",
+            csv_path.display()
+        )));
+    }
+    if table.partial_tail {
+        say(
+            "resume: results.csv ended in a partial row (sgtune was killed while writing it); that row is dropped and its run redone",
+        );
+    }
+    // Keep finished rows; set aside the ones to redo.
+    let mut keep_raw = Vec::new();
+    let mut redo_raw = Vec::new();
+    let mut kept: Vec<crate::record::RowKey> = Vec::new();
+    for (row, raw) in table.rows.iter().zip(&table.raw) {
+        let finished = row.is_ok() || (row.get("status") == "failed" && !retry_failed);
+        if finished && !kept.contains(&row.key()) {
+            kept.push(row.key());
+            keep_raw.push(raw.clone());
+        } else {
+            redo_raw.push(raw.clone());
+        }
+    }
+    results
+        .append_superseded(&table.header, &redo_raw)
+        .and_then(|_| results.rewrite_csv(&keep_raw))
+        .map_err(|e| CmdError::input(format!("cannot update the results folder: {e}")))?;
+    let launches = runner::plan_launches(input.spec, input.plan, &|run, m| {
+        kept.contains(&(
+            run.name.clone(),
+            m.point.concurrency,
+            crate::plan::spec::rate_text(m.point.request_rate),
+            m.repeat,
+        ))
+    });
+    // A launch folder left by an earlier attempt is kept, renamed, as evidence.
+    for l in &launches {
+        let d = dir.join("runs").join(&l.dir_name);
+        if d.exists() {
+            let mut n = 1;
+            while dir
+                .join("runs")
+                .join(format!("{}.attempt-{n}", l.dir_name))
+                .exists()
+            {
+                n += 1;
+            }
+            let to = dir.join("runs").join(format!("{}.attempt-{n}", l.dir_name));
+            // The new attempt must not write into the old one's folder: refuse rather than
+            // mix two attempts' files.
+            std::fs::rename(&d, &to).map_err(|e| {
+                CmdError::input(format!(
+                    "cannot set aside {} as {}: {e}",
+                    d.display(),
+                    to.display()
+                ))
+            })?;
+        }
+    }
+    recorded.resumes.push(provenance::ResumeNote {
+        at: provenance::now_rfc3339(),
+        forced_differences: diffs,
+        retry_failed,
+    });
+    recorded.finished_at = None;
+    say(&format!(
+        "resume: {} row(s) kept, {} set aside in results.superseded.csv, {} server launch(es) to go",
+        keep_raw.len(),
+        redo_raw.len(),
+        launches.len()
+    ));
+    execute(input, &results, &launches, &mut recorded).await
+}
+
+/// Run the launches into `results`, then print and save the table of every row the folder
+/// holds, and map the outcome to an exit code.
+pub async fn execute(
+    input: &SweepInput<'_>,
+    results: &ResultsDir,
+    launches: &[runner::Launch],
+    manifest: &mut Manifest,
+) -> Result<ExitCode, CmdError> {
+    let cancel = CancellationToken::new();
+    let pgid = Arc::new(AtomicI32::new(0));
+    signals::install(
+        cancel.clone(),
+        pgid.clone(),
+        "sgtune: interrupted; recording the current run and stopping its server (signal again to kill it now)",
+    );
+    let ctx = RunContext {
+        spec: input.spec,
+        param_keys: &input.plan.param_keys,
+        vocab_size: input.prep.vocab,
+        dataset: input.prep.dataset.clone(),
+        cancel: &cancel,
+        current_pgid: &pgid,
+    };
+    let mut progress = Progress::new();
+    let outcome = runner::run_sweep(&ctx, launches, results, manifest, &mut |ev| {
+        progress.handle(&ev)
+    })
+    .await;
+    progress.finish();
+    let outcome = outcome?;
+    if !outcome.interrupted {
+        manifest.finished_at = Some(provenance::now_rfc3339());
+    }
+    if let Err(e) = store::write_json(&results.root.join(provenance::FILE), manifest) {
+        say(&format!("warning: cannot write manifest.json: {e}"));
+    }
+    let all = match rows::read(&results.results_csv()) {
+        Ok(t) => t.rows,
+        Err(e) => {
+            say(&format!(
+                "warning: cannot read results.csv back for the table: {e}"
+            ));
+            Vec::new()
+        }
+    };
+    let table = table::render(&all, &input.plan.param_keys);
+    let md = format!(
+        "# {}\n\nResults folder: `{}`\n\n{table}",
+        input.plan.sweep_name,
+        results.root.display()
+    );
+    if let Err(e) = store::write_atomic(&results.root.join("results.md"), md.as_bytes()) {
+        say(&format!("warning: cannot write results.md: {e}"));
+    }
+    out(&format!("\n{table}"));
+    out(&format!("results: {}", results.root.display()));
+    if outcome.interrupted {
+        say(&format!(
+            "interrupted: every finished run is in results.csv; continue with `sgtune resume {}`",
+            results.root.display()
+        ));
+        Ok(ExitCode::Interrupted)
+    } else if all.iter().any(|r| !r.is_ok()) {
+        Ok(ExitCode::RunsFailed)
+    } else {
+        Ok(ExitCode::Ok)
+    }
+}

@@ -1,0 +1,100 @@
+//! The reproduction report: "reproduced", or what differs and what in the provenance may
+//! explain it.
+
+use crate::record::rows;
+use crate::report::compare;
+
+const REPRODUCE_METRICS: &[&str] = &["output_tok_s", "ttft_ms_p50", "tpot_ms_p50", "e2e_ms_p50"];
+
+/// "reproduced", or what differs (and what in the provenance may explain it).
+pub fn verdict(
+    recorded: &[rows::Row],
+    new: &[rows::Row],
+    tolerance: f64,
+    context: &[String],
+    notes: &[String],
+) -> (bool, String) {
+    let mut report = String::from("## Reproduction\n\n");
+    let rec_ok = recorded.iter().any(|r| r.is_ok());
+    let new_ok = new.iter().any(|r| r.is_ok());
+    let mut differs: Vec<String> = Vec::new();
+    match (rec_ok, new_ok) {
+        (true, true) => {
+            let metrics: Vec<String> = REPRODUCE_METRICS.iter().map(|m| m.to_string()).collect();
+            let c = compare::compare(recorded, new, &metrics, tolerance);
+            report.push_str(&compare::render(&c, compare::Format::Table));
+            report.push('\n');
+            for j in &c.joined {
+                for cell in &j.cells {
+                    if matches!(
+                        cell.judgement,
+                        compare::Judgement::Better | compare::Judgement::Worse
+                    ) {
+                        differs.push(format!(
+                            "{} @{}: {} {} ({})",
+                            j.run_name,
+                            j.concurrency,
+                            cell.metric,
+                            cell.relative
+                                .map_or("-".into(), |r| format!("{:+.1}%", r * 100.0)),
+                            cell.judgement.as_str()
+                        ));
+                    }
+                }
+            }
+            differs.extend(c.only_a.iter().map(|x| format!("not measured again: {x}")));
+        }
+        (false, false) => {
+            let kinds = |rs: &[rows::Row]| {
+                let mut k: Vec<String> = rs
+                    .iter()
+                    .map(|r| r.get("failure_kind").to_string())
+                    .collect();
+                k.sort();
+                k.dedup();
+                k
+            };
+            if kinds(recorded) != kinds(new) {
+                differs.push(format!(
+                    "failed again, but as {:?} instead of {:?}",
+                    kinds(new),
+                    kinds(recorded)
+                ));
+            } else {
+                report.push_str(&format!(
+                    "Failed again, as recorded ({}).\n\n",
+                    kinds(new).join(", ")
+                ));
+            }
+        }
+        (true, false) => differs.push(format!(
+            "the recorded run was ok; this time it failed: {}",
+            new.first()
+                .map(|r| format!("{} — {}", r.get("failure_kind"), r.get("failure_message")))
+                .unwrap_or_default()
+        )),
+        (false, true) => {
+            differs.push("the recorded run failed; this time it succeeded".to_string())
+        }
+    }
+    if !context.is_empty() || !notes.is_empty() {
+        report.push_str("Provenance differences that may explain a difference:\n");
+        for d in context.iter().chain(notes) {
+            report.push_str(&format!("- {d}\n"));
+        }
+        report.push('\n');
+    }
+    let reproduced = differs.is_empty();
+    if reproduced {
+        report.push_str(&format!(
+            "Verdict: reproduced (key metrics within {:.0}% or the repeats' noise).\n",
+            tolerance * 100.0
+        ));
+    } else {
+        report.push_str("Verdict: not reproduced:\n");
+        for d in &differs {
+            report.push_str(&format!("- {d}\n"));
+        }
+    }
+    (reproduced, report)
+}

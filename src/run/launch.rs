@@ -1,0 +1,700 @@
+//! One server launch: one configuration in, one record per measurement out, every file in its
+//! own folder under runs/ (so the same unit can later run as one task of a Slurm job array).
+//!
+//! The stages, one function each: `prepare` (port, command, config files) → `start` (launch,
+//! wait until ready) → `measure` (one session per load point, the cache flushed between) →
+//! `shut_down` (stop, check the group and the port) → `record_loads` (log summary, verdict,
+//! status per measurement) → summaries written. Whatever fails at a stage becomes the rows'
+//! failure; nothing is dropped.
+
+use super::session::{self, SessionOutcome, StopReason, Watch};
+use super::{Launch, Measurement, RunContext, suffix};
+use crate::load::driver::{self, LoadTarget};
+use crate::load::requests_csv;
+use crate::observe::diagnose;
+use crate::observe::prom::{self, MetricsSummary, Scrape};
+use crate::observe::sglang_log::{self, LogWindow};
+use crate::plan::expand::RunConfig;
+use crate::plan::spec::LoadPoint;
+use crate::record::provenance::{LaunchRecord, now_rfc3339};
+use crate::record::store::{self, CsvFile, StoreError};
+use crate::record::{RunRecord, RunStatus};
+use crate::report::events::RunEvent;
+use crate::server::command::{self, LaunchCommand};
+use crate::server::control::Control;
+use crate::server::failure::{self, FailureKind, StartFailure};
+use crate::server::supervise::{self, LogSink, ReadyOutcome, ServerHandle, StopOutcome};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// What one server launch produced.
+pub struct LaunchOutcome {
+    /// One per measurement made (or failed); measurements never started are absent.
+    pub records: Vec<RunRecord>,
+    pub provenance: LaunchRecord,
+}
+
+/// How long to wait for an idle server to accept a prefix-cache flush between load points.
+const FLUSH_PATIENCE: Duration = Duration::from_secs(30);
+
+/// Everything recorded about one measurement, written to `summary[.suffix].json`.
+#[derive(Serialize)]
+struct RunSummaryFile<'a> {
+    record: &'a RunRecord,
+    command: &'a LaunchCommand,
+    start_failure: Option<&'a StartFailure>,
+    stop: Option<&'a StopOutcome>,
+    warmup_ok: u64,
+    warmup_failed: u64,
+    load_stopped_early: bool,
+    log_window: Option<(usize, usize)>,
+    notes: &'a [String],
+}
+
+/// The state of one launch as it moves through its stages.
+struct LaunchState<'c, 'l> {
+    ctx: &'c RunContext<'c>,
+    launch: &'l Launch,
+    dir: &'l Path,
+    provenance: LaunchRecord,
+    /// Notes for every row of this launch (a file that could not be written, a slow stop).
+    notes: Vec<String>,
+}
+
+/// One load point's measurement, before it becomes a record.
+struct Measured {
+    m: Measurement,
+    started_at: String,
+    session: SessionOutcome,
+    /// server.log line marks of the measured window.
+    window: Option<(usize, usize)>,
+    metrics: Option<MetricsSummary>,
+}
+
+impl LaunchState<'_, '_> {
+    fn run(&self) -> &RunConfig {
+        &self.launch.run
+    }
+
+    fn record(&self, m: Measurement, started_at: &str) -> RunRecord {
+        RunRecord {
+            run_name: self.run().name.clone(),
+            run_id: self.run().id.clone(),
+            status: RunStatus::Failed,
+            failure_kind: None,
+            failure_message: None,
+            params: self
+                .ctx
+                .param_keys
+                .iter()
+                .map(|k| (k.clone(), self.run().param(k).cloned()))
+                .collect(),
+            concurrency: m.point.concurrency,
+            request_rate: m.point.request_rate,
+            repeat: m.repeat,
+            client: None,
+            server: None,
+            verdict: None,
+            time_to_ready_s: None,
+            metrics: None,
+            notes: Vec::new(),
+            started_at: started_at.to_string(),
+            finished_at: String::new(),
+        }
+    }
+
+    /// Every measurement of this launch, failed for one reason (it never got to its load).
+    fn all_failed(&self, kind: FailureKind, message: &str) -> Vec<RunRecord> {
+        self.launch
+            .measurements
+            .iter()
+            .map(|m| fail(self.record(*m, &self.provenance.started_at), kind, message))
+            .collect()
+    }
+
+    /// Keep a failed write as a note on every row of this launch.
+    fn keep(&mut self, what: &str, res: Result<(), StoreError>) {
+        if let Err(e) = res {
+            self.notes.push(format!("{what} could not be written: {e}"));
+        }
+    }
+
+    fn summary_path(&self, m: Measurement) -> PathBuf {
+        self.dir
+            .join(format!("summary{}.json", suffix(self.ctx.spec, m)))
+    }
+
+    fn write_summary(&mut self, record: &RunRecord, cmd: &LaunchCommand, detail: SummaryDetail) {
+        let path = self.summary_path(Measurement::of(record));
+        let res = store::write_json(
+            &path,
+            &RunSummaryFile {
+                record,
+                command: cmd,
+                start_failure: detail.start_failure,
+                stop: detail.stop,
+                warmup_ok: detail.warmup.0,
+                warmup_failed: detail.warmup.1,
+                load_stopped_early: detail.stopped_early,
+                log_window: detail.window,
+                notes: &self.notes,
+            },
+        );
+        self.keep("a summary file", res);
+    }
+}
+
+#[derive(Default)]
+struct SummaryDetail<'a> {
+    start_failure: Option<&'a StartFailure>,
+    stop: Option<&'a StopOutcome>,
+    warmup: (u64, u64),
+    stopped_early: bool,
+    window: Option<(usize, usize)>,
+}
+
+fn fail(mut r: RunRecord, kind: FailureKind, message: &str) -> RunRecord {
+    r.status = if kind == FailureKind::Interrupted {
+        RunStatus::Interrupted
+    } else {
+        RunStatus::Failed
+    };
+    r.failure_kind = Some(kind);
+    r.failure_message = Some(message.to_string());
+    r.finished_at = now_rfc3339();
+    r
+}
+
+/// Launch one server, make its measurements, stop it, and record everything.
+pub async fn run_launch(
+    ctx: &RunContext<'_>,
+    launch: &Launch,
+    launch_dir: &Path,
+    emit: &mut dyn FnMut(RunEvent<'_>),
+) -> LaunchOutcome {
+    let mut st = LaunchState {
+        ctx,
+        launch,
+        dir: launch_dir,
+        provenance: LaunchRecord {
+            run_name: launch.run.name.clone(),
+            run_id: launch.run.id.clone(),
+            started_at: now_rfc3339(),
+            ..Default::default()
+        },
+        notes: Vec::new(),
+    };
+    let records = match prepare(&mut st) {
+        Ok((cmd, port)) => start_and_measure(&mut st, &cmd, port, emit).await,
+        Err((mut records, cmd)) => {
+            for r in &mut records {
+                r.notes = st.notes.clone();
+            }
+            for r in &records {
+                st.write_summary(r, &cmd, SummaryDetail::default());
+            }
+            records
+        }
+    };
+    st.provenance.finished_at = now_rfc3339();
+    LaunchOutcome {
+        records,
+        provenance: st.provenance,
+    }
+}
+
+/// Pick the port, build the command, write config.json and command.txt. A port that cannot
+/// be had fails every measurement of the launch.
+#[allow(clippy::result_large_err)]
+fn prepare(
+    st: &mut LaunchState<'_, '_>,
+) -> Result<(LaunchCommand, u16), (Vec<RunRecord>, LaunchCommand)> {
+    let spec = st.ctx.spec;
+    let port = match spec.server.port {
+        Some(p) => p,
+        None => match supervise::free_port(&spec.server.host) {
+            Ok(p) => p,
+            Err(e) => {
+                let msg = format!("no free port on {}: {e}", spec.server.host);
+                let cmd = command::build(&spec.server, st.run(), None);
+                return Err((st.all_failed(FailureKind::LaunchError, &msg), cmd));
+            }
+        },
+    };
+    let cmd = command::build(&spec.server, st.run(), Some(port));
+    st.provenance.command = cmd.display();
+    st.provenance.env = cmd.env.clone();
+    let config = serde_json::json!({
+        "run": st.run(), "measurements": st.launch.measurements, "workload": spec.workload,
+        "server": {
+            "host": spec.server.host, "port": port,
+            "ready_timeout_s": spec.server.ready_timeout_s, "stop_timeout_s": spec.server.stop_timeout_s,
+        }
+    });
+    let res = store::write_json(&st.dir.join("config.json"), &config);
+    st.keep("config.json", res);
+    let res = store::write_atomic(
+        &st.dir.join("command.txt"),
+        format!("{}\n", cmd.display()).as_bytes(),
+    );
+    st.keep("command.txt", res);
+    if spec.server.port.is_some()
+        && std::net::TcpListener::bind((spec.server.host.as_str(), port)).is_err()
+    {
+        let msg = format!(
+            "port {port} on {} is already in use (another server still running?): free it, or leave server.port unset to get a free port per run",
+            spec.server.host
+        );
+        return Err((st.all_failed(FailureKind::LaunchError, &msg), cmd));
+    }
+    Ok((cmd, port))
+}
+
+/// Launch, wait until ready, measure, stop, and turn it all into records.
+async fn start_and_measure(
+    st: &mut LaunchState<'_, '_>,
+    cmd: &LaunchCommand,
+    port: u16,
+    emit: &mut dyn FnMut(RunEvent<'_>),
+) -> Vec<RunRecord> {
+    let ctx = st.ctx;
+    let spec = ctx.spec;
+    let log_path = st.dir.join("server.log");
+    let mut handle = match supervise::launch(cmd, &spec.server.host, port, &log_path) {
+        Ok(h) => h,
+        Err(e) => {
+            let msg = format!("cannot start `{}`: {e} (check server.command)", cmd.program);
+            let records = st.all_failed(FailureKind::LaunchError, &msg);
+            for r in &records {
+                st.write_summary(r, cmd, SummaryDetail::default());
+            }
+            return records;
+        }
+    };
+    ctx.current_pgid.store(handle.pid, Ordering::SeqCst);
+    let ready = handle
+        .wait_ready(
+            Duration::from_secs(spec.server.ready_timeout_s),
+            ctx.cancel,
+            |elapsed_s, last_line| {
+                emit(RunEvent::Waiting {
+                    elapsed_s,
+                    last_line,
+                })
+            },
+        )
+        .await;
+    let mut early: Vec<RunRecord> = Vec::new();
+    let mut start_failure = None;
+    let mut time_to_ready = None;
+    let mut loads: Vec<Measured> = Vec::new();
+    match ready {
+        ReadyOutcome::Ready { secs } => {
+            time_to_ready = Some(secs);
+            emit(RunEvent::Ready { secs });
+            loads = measure(st, &mut handle, emit).await;
+        }
+        ReadyOutcome::Failed(f) => {
+            early = st.all_failed(f.kind, &f.message);
+            start_failure = Some(f);
+        }
+        ReadyOutcome::Interrupted => {
+            let first = st
+                .launch
+                .measurements
+                .first()
+                .copied()
+                .unwrap_or(Measurement {
+                    repeat: 1,
+                    point: LoadPoint {
+                        concurrency: spec.workload.concurrency,
+                        request_rate: spec.workload.request_rate,
+                    },
+                });
+            early.push(fail(
+                st.record(first, &st.provenance.started_at),
+                FailureKind::Interrupted,
+                "interrupted while the server was starting",
+            ));
+        }
+    }
+    let stop = shut_down(st, &mut handle, emit).await;
+    if loads.is_empty() {
+        for r in &mut early {
+            r.notes = st.notes.clone();
+        }
+        for r in &early {
+            st.write_summary(
+                r,
+                cmd,
+                SummaryDetail {
+                    start_failure: start_failure.as_ref(),
+                    stop: Some(&stop),
+                    ..Default::default()
+                },
+            );
+        }
+        return early;
+    }
+    record_loads(st, cmd, &log_path, &handle.log, &stop, time_to_ready, loads)
+}
+
+/// Make the launch's measurements on a ready server, in order, flushing the prefix cache
+/// between load points. Stops at an interrupt or a dead server.
+async fn measure(
+    st: &mut LaunchState<'_, '_>,
+    handle: &mut ServerHandle,
+    emit: &mut dyn FnMut(RunEvent<'_>),
+) -> Vec<Measured> {
+    let ctx = st.ctx;
+    let mut loads = Vec::new();
+    let control = match Control::new(&handle.base_url()) {
+        Ok(c) => c,
+        Err(e) => {
+            st.notes.push(e.to_string());
+            return loads;
+        }
+    };
+    if let Some(info) = control.server_info().await {
+        let res = store::write_json(&st.dir.join("server_info.json"), &info);
+        st.keep("server_info.json", res);
+        st.provenance.effective = Some(info);
+    }
+    let model = match &ctx.spec.workload.model {
+        Some(m) => m.clone(),
+        None => control
+            .served_model()
+            .await
+            .unwrap_or_else(|| ctx.spec.server.model_path.0.clone()),
+    };
+    for (i, m) in st.launch.measurements.iter().enumerate() {
+        if ctx.cancel.is_cancelled() {
+            break;
+        }
+        if i > 0 {
+            if let Some(n) = control.flush_cache(FLUSH_PATIENCE).await {
+                st.notes.push(n);
+            }
+        }
+        let measured = measure_point(st, handle, &control, &model, *m, emit).await;
+        let go_on = measured.session.stop.is_completed();
+        loads.push(measured);
+        if !go_on {
+            break;
+        }
+    }
+    loads
+}
+
+/// What the runner watches during one load point: the server process, its log (the window's
+/// line marks) and its /metrics scraper (on only inside the window).
+struct ServerWatch<'a, 'e> {
+    handle: &'a mut ServerHandle,
+    log: Arc<LogSink>,
+    measuring: Arc<AtomicBool>,
+    window: (Option<usize>, Option<usize>),
+    emit: &'a mut (dyn FnMut(RunEvent<'_>) + 'e),
+}
+
+impl Watch for ServerWatch<'_, '_> {
+    fn window(&mut self, open: bool) {
+        let line = self.log.line_count();
+        if open {
+            self.window.0 = Some(line);
+        } else {
+            self.window.1 = Some(line);
+        }
+        self.measuring.store(open, Ordering::SeqCst);
+    }
+
+    fn server_exit(&mut self) -> Option<String> {
+        self.handle.try_exit().map(|s| failure::describe_exit(&s))
+    }
+
+    fn progress(&mut self, p: session::Progress) {
+        (self.emit)(RunEvent::LoadProgress {
+            done: p.done + p.failed,
+            failed: p.failed,
+            output_tokens: p.output_tokens,
+            elapsed_s: p.elapsed_s,
+        });
+    }
+}
+
+async fn measure_point(
+    st: &mut LaunchState<'_, '_>,
+    handle: &mut ServerHandle,
+    control: &Control,
+    model: &str,
+    m: Measurement,
+    emit: &mut dyn FnMut(RunEvent<'_>),
+) -> Measured {
+    let ctx = st.ctx;
+    let started_at = now_rfc3339();
+    let mut w = ctx.spec.workload.clone();
+    w.concurrency = m.point.concurrency;
+    w.request_rate = m.point.request_rate;
+    let target = LoadTarget {
+        model: model.to_string(),
+        base_url: handle.base_url(),
+        vocab_size: ctx.vocab_size,
+        dataset: ctx.dataset.clone(),
+    };
+    let sfx = suffix(ctx.spec, m);
+    let client = match driver::http_client(&target.base_url) {
+        Ok(c) => c,
+        Err(e) => {
+            return Measured {
+                m,
+                started_at,
+                session: SessionOutcome {
+                    client: crate::observe::client::ClientSummary {
+                        first_error: Some(format!("cannot build the HTTP client: {e}")),
+                        ..Default::default()
+                    },
+                    load: Default::default(),
+                    stop: StopReason::Completed,
+                    requests_csv_error: None,
+                },
+                window: None,
+                metrics: None,
+            };
+        }
+    };
+    let csv = match CsvFile::create(
+        &st.dir.join(format!("requests{sfx}.csv")),
+        requests_csv::HEADER,
+    ) {
+        Ok(f) => Some(f),
+        Err(e) => {
+            st.notes
+                .push(format!("requests.csv could not be written: {e}"));
+            None
+        }
+    };
+    emit(RunEvent::LoadStart {
+        requests: w.requests,
+        duration_s: w.duration_s,
+        concurrency: w.concurrency,
+    });
+    // The second source: /metrics, scraped once a second during the measured window.
+    let measuring = Arc::new(AtomicBool::new(false));
+    let scrape_done = ctx.cancel.child_token();
+    let scraper = tokio::spawn(prom::scrape_loop(
+        control.clone(),
+        measuring.clone(),
+        scrape_done.clone(),
+        Duration::from_secs(1),
+    ));
+    let mut watch = ServerWatch {
+        log: handle.log.clone(),
+        handle,
+        measuring,
+        window: (None, None),
+        emit,
+    };
+    let mut session = session::run(&client, &w, &target, ctx.cancel, csv, &mut watch).await;
+    let window = watch.window.0.zip(watch.window.1);
+    scrape_done.cancel();
+    let scrapes = scraper.await.unwrap_or_default();
+    let metrics = if scrapes.is_empty() {
+        None
+    } else {
+        let res = write_metrics_csv(&st.dir.join(format!("metrics{sfx}.csv")), &scrapes);
+        st.keep("metrics.csv", res);
+        Some(prom::summarize(&scrapes))
+    };
+    if let Some(e) = session.requests_csv_error.take() {
+        st.notes.push(format!("requests.csv is incomplete: {e}"));
+    }
+    // The load can finish (every remaining request refused at once) before the watcher sees
+    // a dead server; a server must still be running after its load. Connection errors mean
+    // it may be dying right now: give its exit status a moment to show.
+    if session.stop.is_completed() {
+        let wait = if session.client.errors.contains_key("connect") {
+            Duration::from_millis(1000)
+        } else {
+            Duration::ZERO
+        };
+        let deadline = Instant::now() + wait;
+        loop {
+            if let Some(how) = watch.server_exit() {
+                session.stop = StopReason::ServerDied(how);
+                break;
+            }
+            if Instant::now() >= deadline {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    Measured {
+        m,
+        started_at,
+        session,
+        window,
+        metrics,
+    }
+}
+
+/// metrics.csv: one row per series per scrape.
+fn write_metrics_csv(path: &Path, scrapes: &[Scrape]) -> Result<(), StoreError> {
+    let mut f = CsvFile::create(path, ["t_s", "metric", "labels", "value"])?;
+    for s in scrapes {
+        for x in &s.samples {
+            f.row([
+                format!("{:.3}", s.t_s),
+                x.name.clone(),
+                x.labels.clone(),
+                x.value.to_string(),
+            ]);
+        }
+    }
+    f.finish()
+}
+
+/// Stop the server and note anything it left behind.
+async fn shut_down(
+    st: &mut LaunchState<'_, '_>,
+    handle: &mut ServerHandle,
+    emit: &mut dyn FnMut(RunEvent<'_>),
+) -> StopOutcome {
+    emit(RunEvent::Stopping);
+    let stop = handle
+        .stop(Duration::from_secs(st.ctx.spec.server.stop_timeout_s))
+        .await;
+    st.ctx.current_pgid.store(0, Ordering::SeqCst);
+    if stop.group_left {
+        let m = format!(
+            "a process of the server's group (pgid {}) survived SIGKILL",
+            handle.pid
+        );
+        emit(RunEvent::Warning { message: &m });
+        st.notes.push(m);
+    }
+    if !stop.port_free {
+        let m = format!("port {} still in use after the server stopped", handle.port);
+        emit(RunEvent::Warning { message: &m });
+        st.notes.push(m);
+    }
+    if let Some(e) = handle.log.write_error() {
+        st.notes.push(format!("server.log is incomplete: {e}"));
+    }
+    stop
+}
+
+/// One record per load that ran: the server's side from its log window, the verdict, and the
+/// status; then the load points a dead server never reached.
+fn record_loads(
+    st: &mut LaunchState<'_, '_>,
+    cmd: &LaunchCommand,
+    log_path: &Path,
+    log: &LogSink,
+    stop: &StopOutcome,
+    time_to_ready: Option<f64>,
+    loads: Vec<Measured>,
+) -> Vec<RunRecord> {
+    let w = &st.ctx.spec.workload;
+    let mut records = Vec::new();
+    let mut died_at: Option<String> = None;
+    for l in &loads {
+        let mut record = st.record(l.m, &l.started_at);
+        record.time_to_ready_s = time_to_ready;
+        record.notes = st.notes.clone();
+        // Streamed from the file: constant memory whatever the log's size.
+        let scope = sglang_log::Scope {
+            lines: l.window.map(|(start_line, end_line)| LogWindow {
+                start_line,
+                end_line,
+            }),
+            ..Default::default()
+        };
+        let server = match sglang_log::summarize_file(log_path, scope) {
+            Ok(s) => s.summary(),
+            Err(e) => {
+                record
+                    .notes
+                    .push(format!("server.log could not be read back: {e}"));
+                Default::default()
+            }
+        };
+        let client = &l.session.client;
+        record.verdict = Some(diagnose::diagnose(
+            l.m.point.concurrency,
+            w.input_tokens + w.output_tokens,
+            Some(client),
+            Some(&server),
+        ));
+        if let (Some(log_tput), Some(m)) = (
+            server.gen_throughput_mean,
+            l.metrics.as_ref().and_then(|m| m.gen_tput_from_counter),
+        ) {
+            if log_tput > 0.0 && ((m - log_tput) / log_tput).abs() > 0.25 {
+                record.notes.push(format!(
+                    "server gen throughput disagrees: log Decode lines {log_tput:.1} tok/s, /metrics counter {m:.1} tok/s"
+                ));
+            }
+        }
+        record.metrics = l.metrics.clone();
+        record.server = Some(server);
+        record.client = Some(client.clone());
+        record = match &l.session.stop {
+            StopReason::Interrupted => fail(
+                record,
+                FailureKind::Interrupted,
+                &format!(
+                    "interrupted during the load after {} completed requests",
+                    client.completed
+                ),
+            ),
+            StopReason::ServerDied(how) => {
+                died_at = Some(how.clone());
+                let msg = format!(
+                    "the server died during the load ({how}); last log line: {}",
+                    log.last_line().trim()
+                );
+                fail(record, FailureKind::LoadFailed, &msg)
+            }
+            StopReason::Completed if client.completed == 0 => {
+                let msg = format!(
+                    "no request succeeded ({} failed): {}",
+                    client.failed,
+                    client.first_error.as_deref().unwrap_or("")
+                );
+                fail(record, FailureKind::LoadFailed, &msg)
+            }
+            StopReason::Completed => {
+                record.status = RunStatus::Ok;
+                record.finished_at = now_rfc3339();
+                record
+            }
+        };
+        st.write_summary(
+            &record,
+            cmd,
+            SummaryDetail {
+                stop: Some(stop),
+                warmup: (l.session.load.warmup_ok, l.session.load.warmup_failed),
+                stopped_early: l.session.load.stopped,
+                window: l.window,
+                ..Default::default()
+            },
+        );
+        records.push(record);
+    }
+    // Load points a dead server never reached are failures of this launch too.
+    if let Some(how) = died_at {
+        let made: Vec<Measurement> = loads.iter().map(|l| l.m).collect();
+        for m in st.launch.measurements.iter().filter(|m| !made.contains(m)) {
+            records.push(fail(
+                st.record(*m, &now_rfc3339()),
+                FailureKind::LoadFailed,
+                &format!("not measured: the server died during an earlier load point ({how})"),
+            ));
+        }
+    }
+    records
+}
