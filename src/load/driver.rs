@@ -314,20 +314,15 @@ async fn one_request(
         s
     };
     let deadline = t0 + timeout;
-    let mut retried = false;
-    let sent = tokio::time::timeout_at(deadline.into(), async {
-        match client.post(path, body, false).await {
-            // A connection that dies before any response byte (e.g. a pooled keep-alive
-            // connection the server just closed) is retried once on a fresh connection.
-            Err(e) if e.before_first_byte() => {
-                retried = true;
-                client.post(path, body, true).await
-            }
-            other => other,
-        }
-    })
-    .await;
-    sample.retried = retried;
+    let mut attempt = http1::Attempt {
+        started: t0,
+        retried: false,
+    };
+    // A connection that dies before any response byte (e.g. a pooled keep-alive connection
+    // the server just closed) is retried once on a fresh connection.
+    let sent =
+        tokio::time::timeout_at(deadline.into(), client.send(path, body, &mut attempt)).await;
+    sample.retried = attempt.retried;
     let mut resp = match sent {
         Err(_) => {
             return fail(
