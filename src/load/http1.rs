@@ -834,26 +834,90 @@ mod tests {
         }
     }
 
-    #[test]
-    fn random_bytes_never_panic_the_dechunker() {
-        // A SplitMix64 stream: deterministic, no dependency.
-        let mut x: u64 = 7;
-        let mut next = || {
-            x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = x;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        };
-        let alphabet = b"0123456789abcdefXYZ;\r\n \t";
-        for _ in 0..2000 {
-            let len = (next() % 64) as usize;
-            let mut buf: Vec<u8> = (0..len)
-                .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
-                .collect();
-            let mut d = Dechunker::default();
-            if let Ok((n, used)) = d.decode_in_place(&mut buf) {
-                assert!(n <= used && used <= buf.len());
+    /// `body` in chunks of the given sizes (cycled), with an extension on each size line if
+    /// `ext`, bare LF line ends unless `crlf`, and a trailer if `trailer`.
+    fn chunked(body: &[u8], sizes: &[usize], ext: bool, crlf: bool, trailer: bool) -> Vec<u8> {
+        let eol: &[u8] = if crlf { b"\r\n" } else { b"\n" };
+        let ext: &[u8] = if ext { b";x=y" } else { b"" };
+        let mut out = Vec::new();
+        let mut rest = body;
+        for &n in sizes.iter().cycle() {
+            if rest.is_empty() {
+                break;
+            }
+            let (chunk, after) = rest.split_at(n.min(rest.len()));
+            out.extend_from_slice(format!("{:x}", chunk.len()).as_bytes());
+            out.extend_from_slice(ext);
+            out.extend_from_slice(eol);
+            out.extend_from_slice(chunk);
+            out.extend_from_slice(eol);
+            rest = after;
+        }
+        out.push(b'0');
+        out.extend_from_slice(eol);
+        if trailer {
+            out.extend_from_slice(b"X-T: 1");
+            out.extend_from_slice(eol);
+        }
+        out.extend_from_slice(eol);
+        out
+    }
+
+    mod props {
+        use super::*;
+        use proptest::collection::vec;
+        use proptest::prelude::*;
+        use proptest::sample::{Index, select};
+
+        /// The bytes chunked framing is made of, so that random input gets deep into it.
+        const FRAMING: &[u8] = b"0123456789abcdefXYZ;\r\n \t";
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(2000))]
+
+            #[test]
+            fn random_bytes_never_panic_the_dechunker(
+                mut buf in prop_oneof![vec(select(FRAMING), 0..64), vec(any::<u8>(), 0..64)],
+            ) {
+                let len = buf.len();
+                let mut d = Dechunker::default();
+                if let Ok((n, used)) = d.decode_in_place(&mut buf) {
+                    prop_assert!(n <= used && used <= len, "n {n}, used {used}, len {len}");
+                }
+            }
+        }
+
+        proptest! {
+            #[test]
+            fn chunked_bodies_decode_however_they_are_chunked_and_read(
+                body in vec(any::<u8>(), 0..600),
+                sizes in vec(1usize..300, 1..8),
+                cuts in vec(any::<Index>(), 0..6),
+                ext: bool,
+                crlf: bool,
+                trailer: bool,
+            ) {
+                let wire = chunked(&body, &sizes, ext, crlf, trailer);
+                // Followed by the start of a response nobody asked for, which must be left.
+                let mut input = wire.clone();
+                input.extend_from_slice(b"HTTP/1.1 200");
+                let mut cuts: Vec<usize> = cuts.iter().map(|i| i.index(input.len() + 1)).collect();
+                cuts.extend([0, input.len()]);
+                cuts.sort_unstable();
+                let mut d = Dechunker::default();
+                let (mut out, mut used_total) = (Vec::new(), 0);
+                for w in cuts.windows(2) {
+                    let mut part = input[w[0]..w[1]].to_vec();
+                    let (n, used) = d.decode_in_place(&mut part).map_err(TestCaseError::fail)?;
+                    out.extend_from_slice(&part[..n]);
+                    used_total += used;
+                    if d.is_done() {
+                        break;
+                    }
+                }
+                prop_assert!(d.is_done());
+                prop_assert_eq!(out, body);
+                prop_assert_eq!(used_total, wire.len());
             }
         }
     }
