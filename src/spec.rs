@@ -1151,6 +1151,22 @@ fn explain(msg: &str) -> String {
     if msg.contains("unknown field") {
         return format!("{msg} (check the spelling; the README lists every key)");
     }
+    // The whole document is not a mapping: serde names our type, which means nothing to
+    // the person who wrote the file.
+    if let Some(found) = msg
+        .strip_prefix("invalid type: ")
+        .and_then(|m| m.strip_suffix(", expected struct SweepSpec"))
+    {
+        let found = if found == "sequence" {
+            "a list".to_string()
+        } else {
+            format!("a single value ({found})")
+        };
+        return format!(
+            "the spec must be a mapping with name, server, sweep, workload, but its top level \
+             is {found}"
+        );
+    }
     msg.to_string()
 }
 
@@ -1483,6 +1499,25 @@ workload:
         let e = err_of(&text);
         assert_eq!((e.line, e.column), (5, 15), "{e}");
         assert!(e.message.contains("SGTUNE_TEST_SURELY_UNSET_VAR"), "{e}");
+    }
+
+    #[test]
+    fn a_top_level_that_is_not_a_mapping_says_what_a_spec_is() {
+        let e = err_of("# a sweep\n- name: a\n- name: b\n");
+        assert!(
+            e.message
+                .contains("a mapping with name, server, sweep, workload"),
+            "{e}"
+        );
+        assert!(e.message.contains("a list"), "{e}");
+        assert!(!e.message.contains("SweepSpec"), "{e}");
+        assert_eq!((e.line, e.column), (2, 1), "{e}");
+        assert!(e.to_string().starts_with("s.yaml:2:1: "), "{e}");
+        let e = err_of("hello\n");
+        assert!(
+            e.message.contains("a single value (string \"hello\")"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -104,6 +104,19 @@ fn a_binary_file_is_named_alone_without_a_position() {
 }
 
 #[test]
+fn a_top_level_list_says_what_a_spec_must_be() {
+    let (spec, err) = rejected_file(b"# two sweeps?\n- name: a\n- name: b\n");
+    let expect =
+        format!("{spec}:2:1: the spec must be a mapping with name, server, sweep, workload");
+    assert!(err.contains(&expect), "expected {expect:?} in: {err}");
+    assert!(err.contains("its top level is a list"), "{err}");
+    assert!(
+        !err.contains("SweepSpec"),
+        "serde's type name leaked: {err}"
+    );
+}
+
+#[test]
 fn validate_and_dry_run_print_the_plan_and_start_nothing() {
     let dir = tempfile::tempdir().expect("tempdir");
     let marker = dir.path().join("launched");
