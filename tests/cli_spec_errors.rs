@@ -1,5 +1,5 @@
-//! A bad spec launches nothing: one clear error with file:line:column, exit 2, no process
-//! started, no results folder.
+//! A bad spec launches nothing: one clear error with file:line:column (the file alone when it
+//! is not text at all), exit 2, no process started, no results folder.
 
 mod common;
 use common::*;
@@ -62,6 +62,57 @@ fn bad_value() {
         &format!("sweep:\n  mem_fraction_static: [0.8, 1.7]\n{WORKLOAD}"),
         6,
         "(0, 1]",
+    );
+}
+
+/// Run a sweep on a file holding exactly `bytes`; check it was refused (exit 2, one error
+/// line, no results folder) and return the file's path as printed and the stderr.
+fn rejected_file(bytes: &[u8]) -> (String, String) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = dir.path().join("bad.yaml");
+    std::fs::write(&spec, bytes).expect("write spec");
+    let results = dir.path().join("results");
+    let out = run_sweep(&spec, &results);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr: {err}");
+    assert_eq!(
+        err.lines().filter(|l| l.starts_with("error")).count(),
+        1,
+        "one error: {err}"
+    );
+    assert!(!results.exists(), "a results folder was created");
+    (spec.display().to_string(), err)
+}
+
+#[test]
+fn a_binary_file_is_named_alone_without_a_position() {
+    for (bytes, why) in [
+        (
+            &b"name: bad\n\0\x01\x02\x03"[..],
+            "a NUL byte at byte offset 10",
+        ),
+        (b"name: caf\xe9\n", "invalid UTF-8 at byte offset 9"),
+    ] {
+        let (spec, err) = rejected_file(bytes);
+        let expect = format!("error: {spec}: not a text file ({why}): a sweep file is YAML text");
+        assert!(err.contains(&expect), "expected {expect:?} in: {err}");
+        assert!(
+            !err.contains(&format!("{spec}:0")),
+            "a made-up position: {err}"
+        );
+    }
+}
+
+#[test]
+fn a_top_level_list_says_what_a_spec_must_be() {
+    let (spec, err) = rejected_file(b"# two sweeps?\n- name: a\n- name: b\n");
+    let expect =
+        format!("{spec}:2:1: the spec must be a mapping with name, server, sweep, workload");
+    assert!(err.contains(&expect), "expected {expect:?} in: {err}");
+    assert!(err.contains("its top level is a list"), "{err}");
+    assert!(
+        !err.contains("SweepSpec"),
+        "serde's type name leaked: {err}"
     );
 }
 

@@ -11,12 +11,14 @@
 //! how long data sat in the socket before the client read it, the client's read lag.
 //!
 //! Scope: plain `http://` (a benchmark client talks to the server directly: no TLS, no proxy),
-//! one request per connection at a time, keep-alive reuse with an idle limit under uvicorn's 5 s.
+//! one request per connection at a time, keep-alive reuse with an idle limit under uvicorn's 5 s,
+//! and no reuse at all with a server seen closing connections after each response.
 //! reqwest stays for everything that is not a measured stream.
 
 use std::io;
 use std::os::fd::AsRawFd;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncWriteExt, Interest};
 use tokio::net::TcpStream;
@@ -286,6 +288,19 @@ pub struct Client {
     origin: Origin,
     idle: Mutex<Vec<(Conn, Instant)>>,
     idle_timeout: Duration,
+    /// Cleared for good once the server has been seen closing a kept-alive connection (see
+    /// [`Client::stop_reuse`]): from then on every request opens its own connection.
+    reuse: AtomicBool,
+}
+
+/// How a request went out (see [`Client::send`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Attempt {
+    /// When the latest attempt started (before its connect, when it needed one): for a
+    /// response, the start of the attempt that got it.
+    pub started: Instant,
+    /// The first attempt failed before any response byte and the request was sent again.
+    pub retried: bool,
 }
 
 /// One read of a response body.
@@ -327,7 +342,28 @@ impl Client {
             origin: Origin::parse(base_url)?,
             idle: Mutex::new(Vec::new()),
             idle_timeout,
+            reuse: AtomicBool::new(true),
         })
+    }
+
+    /// Whether idle connections are still reused (false once the server was seen closing
+    /// them).
+    pub fn reuses_connections(&self) -> bool {
+        self.reuse.load(Ordering::Relaxed)
+    }
+
+    /// The server closed a connection it had left open after a complete response: it
+    /// advertises keep-alive but closes after each stream (llama.cpp's server does). Whether
+    /// the close is seen in time depends on a race with its FIN (the check in
+    /// [`Client::take_idle`] misses most), and a miss costs a failed send and a retry, so
+    /// stop reusing this server's connections for the rest of the run: a connect per request
+    /// is cheap next to a retry.
+    fn stop_reuse(&self) {
+        if self.reuse.swap(false, Ordering::Relaxed) {
+            if let Ok(mut idle) = self.idle.lock() {
+                idle.clear();
+            }
+        }
     }
 
     /// The path part of the base URL followed by `path` (e.g. `/v1/completions`).
@@ -335,12 +371,14 @@ impl Client {
         format!("{}{path}", self.origin.base_path)
     }
 
-    /// A pooled connection that is fresh enough and still open. Some servers close after
-    /// every streamed response while advertising keep-alive (llama.cpp's): their FIN is
-    /// already here, and one non-blocking read sees it, so the request goes out on a new
-    /// connection instead of failing and being retried.
+    /// A pooled connection that is fresh enough and still open. When the server's FIN is
+    /// already here, one non-blocking read sees it: the request goes out on a new connection
+    /// instead of failing and being retried, and the server is marked as one that closes.
     fn take_idle(&self) -> Option<Conn> {
         loop {
+            if !self.reuses_connections() {
+                return None;
+            }
             let (c, since) = self.idle.lock().ok()?.pop()?;
             if since.elapsed() >= self.idle_timeout {
                 continue;
@@ -348,15 +386,43 @@ impl Client {
             let mut probe = [0u8; 1];
             match c.sock.try_read(&mut probe) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Some(c),
-                // Closed (0), unexpected bytes, or an error: not reusable.
-                _ => continue,
+                // Unexpected bytes: this connection is confused, not the server's habit.
+                Ok(n) if n > 0 => continue,
+                // Closed (0) or reset, within the idle limit.
+                _ => self.stop_reuse(),
             }
         }
     }
 
     fn put_idle(&self, c: Conn) {
+        if !self.reuses_connections() {
+            return;
+        }
         if let Ok(mut idle) = self.idle.lock() {
             idle.push((c, Instant::now()));
+        }
+    }
+
+    /// POST as [`Client::post`], sent again once on a fresh connection when the first attempt
+    /// failed before any response byte (nothing of a response was seen, so nothing can be
+    /// counted twice; the usual cause is a kept-alive connection the server had just closed).
+    /// `attempt` says which attempt the result belongs to; it is updated as the attempts go,
+    /// so it is right even when the caller abandons this future at a timeout.
+    pub async fn send(
+        &self,
+        path: &str,
+        json: &[u8],
+        attempt: &mut Attempt,
+    ) -> Result<Response<'_>, SendError> {
+        attempt.started = Instant::now();
+        attempt.retried = false;
+        match self.post(path, json, false).await {
+            Err(e) if e.before_first_byte() => {
+                attempt.started = Instant::now();
+                attempt.retried = true;
+                self.post(path, json, true).await
+            }
+            other => other,
         }
     }
 
@@ -369,10 +435,26 @@ impl Client {
         json: &[u8],
         fresh: bool,
     ) -> Result<Response<'_>, SendError> {
-        let conn = match if fresh { None } else { self.take_idle() } {
+        let pooled = if fresh { None } else { self.take_idle() };
+        let reused = pooled.is_some();
+        let conn = match pooled {
             Some(c) => c,
             None => Conn::open(&self.origin).await.map_err(SendError::Connect)?,
         };
+        let sent = self.send_on(conn, path, json).await;
+        if reused && matches!(&sent, Err(e) if e.before_first_byte()) {
+            // A kept-alive connection closed under us: the close the idle check missed.
+            self.stop_reuse();
+        }
+        sent
+    }
+
+    async fn send_on(
+        &self,
+        mut conn: Conn,
+        path: &str,
+        json: &[u8],
+    ) -> Result<Response<'_>, SendError> {
         let head = format!(
             "POST {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
              Accept: text/event-stream\r\nContent-Length: {}\r\n\r\n",
@@ -382,7 +464,6 @@ impl Client {
         let mut req = Vec::with_capacity(head.len() + json.len());
         req.extend_from_slice(head.as_bytes());
         req.extend_from_slice(json);
-        let mut conn = conn;
         conn.sock
             .write_all(&req)
             .await
@@ -753,26 +834,90 @@ mod tests {
         }
     }
 
-    #[test]
-    fn random_bytes_never_panic_the_dechunker() {
-        // A SplitMix64 stream: deterministic, no dependency.
-        let mut x: u64 = 7;
-        let mut next = || {
-            x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = x;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        };
-        let alphabet = b"0123456789abcdefXYZ;\r\n \t";
-        for _ in 0..2000 {
-            let len = (next() % 64) as usize;
-            let mut buf: Vec<u8> = (0..len)
-                .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
-                .collect();
-            let mut d = Dechunker::default();
-            if let Ok((n, used)) = d.decode_in_place(&mut buf) {
-                assert!(n <= used && used <= buf.len());
+    /// `body` in chunks of the given sizes (cycled), with an extension on each size line if
+    /// `ext`, bare LF line ends unless `crlf`, and a trailer if `trailer`.
+    fn chunked(body: &[u8], sizes: &[usize], ext: bool, crlf: bool, trailer: bool) -> Vec<u8> {
+        let eol: &[u8] = if crlf { b"\r\n" } else { b"\n" };
+        let ext: &[u8] = if ext { b";x=y" } else { b"" };
+        let mut out = Vec::new();
+        let mut rest = body;
+        for &n in sizes.iter().cycle() {
+            if rest.is_empty() {
+                break;
+            }
+            let (chunk, after) = rest.split_at(n.min(rest.len()));
+            out.extend_from_slice(format!("{:x}", chunk.len()).as_bytes());
+            out.extend_from_slice(ext);
+            out.extend_from_slice(eol);
+            out.extend_from_slice(chunk);
+            out.extend_from_slice(eol);
+            rest = after;
+        }
+        out.push(b'0');
+        out.extend_from_slice(eol);
+        if trailer {
+            out.extend_from_slice(b"X-T: 1");
+            out.extend_from_slice(eol);
+        }
+        out.extend_from_slice(eol);
+        out
+    }
+
+    mod props {
+        use super::*;
+        use proptest::collection::vec;
+        use proptest::prelude::*;
+        use proptest::sample::{Index, select};
+
+        /// The bytes chunked framing is made of, so that random input gets deep into it.
+        const FRAMING: &[u8] = b"0123456789abcdefXYZ;\r\n \t";
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(2000))]
+
+            #[test]
+            fn random_bytes_never_panic_the_dechunker(
+                mut buf in prop_oneof![vec(select(FRAMING), 0..64), vec(any::<u8>(), 0..64)],
+            ) {
+                let len = buf.len();
+                let mut d = Dechunker::default();
+                if let Ok((n, used)) = d.decode_in_place(&mut buf) {
+                    prop_assert!(n <= used && used <= len, "n {n}, used {used}, len {len}");
+                }
+            }
+        }
+
+        proptest! {
+            #[test]
+            fn chunked_bodies_decode_however_they_are_chunked_and_read(
+                body in vec(any::<u8>(), 0..600),
+                sizes in vec(1usize..300, 1..8),
+                cuts in vec(any::<Index>(), 0..6),
+                ext: bool,
+                crlf: bool,
+                trailer: bool,
+            ) {
+                let wire = chunked(&body, &sizes, ext, crlf, trailer);
+                // Followed by the start of a response nobody asked for, which must be left.
+                let mut input = wire.clone();
+                input.extend_from_slice(b"HTTP/1.1 200");
+                let mut cuts: Vec<usize> = cuts.iter().map(|i| i.index(input.len() + 1)).collect();
+                cuts.extend([0, input.len()]);
+                cuts.sort_unstable();
+                let mut d = Dechunker::default();
+                let (mut out, mut used_total) = (Vec::new(), 0);
+                for w in cuts.windows(2) {
+                    let mut part = input[w[0]..w[1]].to_vec();
+                    let (n, used) = d.decode_in_place(&mut part).map_err(TestCaseError::fail)?;
+                    out.extend_from_slice(&part[..n]);
+                    used_total += used;
+                    if d.is_done() {
+                        break;
+                    }
+                }
+                prop_assert!(d.is_done());
+                prop_assert_eq!(out, body);
+                prop_assert_eq!(used_total, wire.len());
             }
         }
     }
@@ -886,9 +1031,7 @@ mod tests {
                 accepted += 1;
                 let mut b = [0u8; 4096];
                 let _ = s.read(&mut b).await;
-                let _ = s
-                    .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-                    .await;
+                let _ = s.write_all(OK_2).await;
                 if accepted == 2 {
                     return accepted;
                 }
@@ -907,6 +1050,99 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         assert_eq!(server.await.expect("server"), 2);
+        assert!(!c.reuses_connections(), "a seen close stops reuse");
+    }
+
+    const OK_2: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+
+    /// `n` requests one after another through [`Client::send`]: how many were retried.
+    async fn send_sequentially(c: &Client, n: usize) -> usize {
+        let mut retries = 0;
+        for i in 0..n {
+            let mut a = Attempt {
+                started: Instant::now(),
+                retried: false,
+            };
+            let mut r = tokio::time::timeout(Duration::from_secs(5), c.send("/", b"{}", &mut a))
+                .await
+                .expect("no hang")
+                .unwrap_or_else(|e| panic!("request {i}: {e}"));
+            assert_eq!(body_of(&mut r).await.expect("body"), b"ok", "request {i}");
+            retries += usize::from(a.retried);
+        }
+        retries
+    }
+
+    #[tokio::test]
+    async fn a_server_that_closes_after_each_response_costs_at_most_one_retry() {
+        use tokio::io::AsyncReadExt;
+        const N: usize = 8;
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let url = format!("http://{}", l.local_addr().expect("addr"));
+        // Like llama.cpp under load: keep-alive by HTTP/1.1 default, but each connection is
+        // closed a moment after its response, too late for the check before reuse to see it:
+        // a reused connection takes the next request and is then closed under it.
+        let server = tokio::spawn(async move {
+            let mut accepted = 0;
+            while let Ok((mut s, _)) = l.accept().await {
+                accepted += 1;
+                let mut b = [0u8; 4096];
+                let _ = s.read(&mut b).await;
+                let _ = s.write_all(OK_2).await;
+                tokio::time::sleep(Duration::from_millis(30)).await;
+                drop(s);
+            }
+            accepted
+        });
+        let c = Client::new(&url, Duration::from_secs(4)).expect("url");
+        let retries = send_sequentially(&c, N).await;
+        assert!(retries <= 1, "{retries} retries over {N} requests");
+        assert!(!c.reuses_connections(), "the closes were not noticed");
+        server.abort();
+    }
+
+    #[tokio::test]
+    async fn a_keep_alive_server_keeps_its_connection_reused() {
+        const N: usize = 8;
+        let (url, server) = serve(vec![OK_2.to_vec(); N]).await;
+        let c = Client::new(&url, Duration::from_secs(4)).expect("url");
+        assert_eq!(send_sequentially(&c, N).await, 0, "no retries");
+        assert!(c.reuses_connections());
+        drop(c);
+        assert_eq!(
+            server.await.expect("server"),
+            1,
+            "all requests on one connection"
+        );
+    }
+
+    #[tokio::test]
+    async fn connection_close_in_the_head_is_honoured() {
+        use tokio::io::AsyncReadExt;
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let url = format!("http://{}", l.local_addr().expect("addr"));
+        // Says `Connection: close` but leaves the socket open and reads no further request: a
+        // client that reused it would wait for an answer that never comes.
+        let server = tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((mut s, _)) = l.accept().await {
+                let mut b = [0u8; 4096];
+                let _ = s.read(&mut b).await;
+                let _ = s
+                    .write_all(
+                        b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok",
+                    )
+                    .await;
+                held.push(s);
+            }
+        });
+        let c = Client::new(&url, Duration::from_secs(4)).expect("url");
+        assert_eq!(send_sequentially(&c, 3).await, 0, "no retries");
+        server.abort();
     }
 
     #[tokio::test]

@@ -1,8 +1,9 @@
 //! The sweep file as the user wrote it (`*Spec`), parsed with serde_yaml.
 //!
 //! Every problem is reported with the file, line and column, the offending key or value and
-//! what is allowed. Value checks run inside deserialization (custom `Deserialize` impls) so
-//! serde_yaml attaches the position of the exact node that is wrong.
+//! what is allowed (a file that cannot be read, or is not text, is named alone). Value checks
+//! run inside deserialization (custom `Deserialize` impls) so serde_yaml attaches the position
+//! of the exact node that is wrong.
 
 use crate::plan::flags::{self, ParamValue};
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
@@ -12,14 +13,43 @@ use std::fmt;
 use std::path::Path;
 
 /// A bad sweep file: where and why.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{file}:{line}:{column}: {message}")]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SpecError {
     pub file: String,
+    /// 1-based; 0 when the problem is the whole file (unreadable, not text), which is then
+    /// named alone, without a made-up position.
     pub line: usize,
     pub column: usize,
     pub message: String,
 }
+
+impl SpecError {
+    /// A problem with the file as a whole.
+    fn whole_file(file: &str, message: String) -> SpecError {
+        SpecError {
+            file: file.to_string(),
+            line: 0,
+            column: 0,
+            message,
+        }
+    }
+}
+
+impl fmt::Display for SpecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            write!(f, "{}: {}", self.file, self.message)
+        } else {
+            write!(
+                f,
+                "{}:{}:{}: {}",
+                self.file, self.line, self.column, self.message
+            )
+        }
+    }
+}
+
+impl std::error::Error for SpecError {}
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -1121,6 +1151,22 @@ fn explain(msg: &str) -> String {
     if msg.contains("unknown field") {
         return format!("{msg} (check the spelling; the README lists every key)");
     }
+    // The whole document is not a mapping: serde names our type, which means nothing to
+    // the person who wrote the file.
+    if let Some(found) = msg
+        .strip_prefix("invalid type: ")
+        .and_then(|m| m.strip_suffix(", expected struct SweepSpec"))
+    {
+        let found = if found == "sequence" {
+            "a list".to_string()
+        } else {
+            format!("a single value ({found})")
+        };
+        return format!(
+            "the spec must be a mapping with name, server, sweep, workload, but its top level \
+             is {found}"
+        );
+    }
     msg.to_string()
 }
 
@@ -1173,14 +1219,29 @@ fn locate_key(text: &str, key: &str) -> Option<(usize, usize)> {
 /// Read and parse a sweep file.
 pub fn load(path: &Path) -> Result<(SweepSpec, String), SpecError> {
     let origin = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| SpecError {
-        file: origin.clone(),
-        line: 0,
-        column: 0,
-        message: format!("cannot read the sweep file: {e}"),
-    })?;
+    let bytes = std::fs::read(path)
+        .map_err(|e| SpecError::whole_file(&origin, format!("cannot read the sweep file: {e}")))?;
+    let text = spec_text(bytes).map_err(|m| SpecError::whole_file(&origin, m))?;
     let spec = parse(&text, &origin)?;
     Ok((spec, text))
+}
+
+/// The file's bytes as text, or why they are not a sweep file's text. A binary file (a NUL
+/// byte, or bytes that are not UTF-8: an image, an archive, a UTF-16 file) is refused as a
+/// whole: a line and column inside it would mean nothing.
+fn spec_text(bytes: Vec<u8>) -> Result<String, String> {
+    const HINT: &str = "a sweep file is YAML text in UTF-8 (was the wrong file given?)";
+    if let Some(at) = bytes.iter().position(|&b| b == 0) {
+        return Err(format!(
+            "not a text file (a NUL byte at byte offset {at}): {HINT}"
+        ));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        format!(
+            "not a text file (invalid UTF-8 at byte offset {}): {HINT}",
+            e.utf8_error().valid_up_to()
+        )
+    })
 }
 
 #[cfg(test)]
@@ -1438,6 +1499,39 @@ workload:
         let e = err_of(&text);
         assert_eq!((e.line, e.column), (5, 15), "{e}");
         assert!(e.message.contains("SGTUNE_TEST_SURELY_UNSET_VAR"), "{e}");
+    }
+
+    #[test]
+    fn a_top_level_that_is_not_a_mapping_says_what_a_spec_is() {
+        let e = err_of("# a sweep\n- name: a\n- name: b\n");
+        assert!(
+            e.message
+                .contains("a mapping with name, server, sweep, workload"),
+            "{e}"
+        );
+        assert!(e.message.contains("a list"), "{e}");
+        assert!(!e.message.contains("SweepSpec"), "{e}");
+        assert_eq!((e.line, e.column), (2, 1), "{e}");
+        assert!(e.to_string().starts_with("s.yaml:2:1: "), "{e}");
+        let e = err_of("hello\n");
+        assert!(
+            e.message.contains("a single value (string \"hello\")"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn binary_files_are_refused_whole_and_named_without_a_position() {
+        assert_eq!(spec_text(b"name: x\n".to_vec()).as_deref(), Ok("name: x\n"));
+        let nul = spec_text(b"name: x\n\0\x01".to_vec()).expect_err("NUL");
+        assert!(
+            nul.contains("not a text file (a NUL byte at byte offset 8)"),
+            "{nul}"
+        );
+        let bad = spec_text(b"name: \xff\xfe".to_vec()).expect_err("not UTF-8");
+        assert!(bad.contains("invalid UTF-8 at byte offset 6"), "{bad}");
+        let e = SpecError::whole_file("s.yaml", bad.clone());
+        assert_eq!(e.to_string(), format!("s.yaml: {bad}"));
     }
 
     #[test]
