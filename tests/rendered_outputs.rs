@@ -1,6 +1,6 @@
-//! Snapshots (insta) of what sgtune prints and saves for people to read: the results.md table
-//! and `sgtune compare`. The inputs are fixed files in tests/fixtures, so the snapshots are
-//! exact. The snapshots live in tests/snapshots/.
+//! Snapshots (insta) of what sgtune prints and saves for people to read: the results.md table,
+//! `sgtune compare` and `sgtune log`. The inputs are fixed files in tests/fixtures, so the
+//! snapshots are exact. The snapshots live in tests/snapshots/.
 //!
 //! A change in the output fails here until the snapshot is reviewed: `cargo insta review`, or
 //! `INSTA_UPDATE=always cargo test --test rendered_outputs` and read the diff in git. CI (CI=true)
@@ -148,4 +148,36 @@ fn compare_two_fixed_sweeps() {
     };
     insta::assert_snapshot!("compare_table", compare(&[]));
     insta::assert_snapshot!("compare_json", compare(&["--format", "json"]));
+}
+
+/// `sgtune log FILE` on every log in tests/fixtures/logs, one snapshot each, and the CSV of all
+/// of them. Run from that folder with relative names, so no path of this machine shows.
+#[test]
+fn log_report_for_every_fixture() {
+    let logs = fixtures("logs");
+    let mut names: Vec<String> = std::fs::read_dir(&logs)
+        .expect("fixtures/logs")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".log"))
+        .collect();
+    names.sort();
+    assert!(names.len() >= 20, "{names:?}");
+    let log = |args: &[&str]| {
+        let out = run(sgtune().current_dir(&logs).arg("log").args(args));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        text(&out.stdout)
+    };
+    for name in &names {
+        let snap = format!("log__{}", name.trim_end_matches(".log").replace('.', "_"));
+        insta::assert_snapshot!(snap, log(&[name]));
+    }
+    let mut args = vec!["--format", "csv"];
+    args.extend(names.iter().map(String::as_str));
+    insta::assert_snapshot!("log_csv_all_fixtures", log(&args));
 }
