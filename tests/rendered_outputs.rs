@@ -1,6 +1,7 @@
 //! Snapshots (insta) of what sgtune prints and saves for people to read: the results.md table,
-//! `sgtune compare` and `sgtune log`. The inputs are fixed files in tests/fixtures, so the
-//! snapshots are exact. The snapshots live in tests/snapshots/.
+//! `sgtune compare`, `sgtune log` and `sgtune load`. The inputs are fixed files in
+//! tests/fixtures, so the snapshots are exact; where a live server is needed (load), measured
+//! numbers are normalised to their printed shape. The snapshots live in tests/snapshots/.
 //!
 //! A change in the output fails here until the snapshot is reviewed: `cargo insta review`, or
 //! `INSTA_UPDATE=always cargo test --test rendered_outputs` and read the diff in git. CI (CI=true)
@@ -9,10 +10,58 @@
 mod common;
 use common::*;
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
 
 fn fixtures(sub: &str) -> PathBuf {
     repo().join("tests/fixtures").join(sub)
+}
+
+/// Every decimal number (digits '.' digits) turned into its printed shape, `N.NN`: the
+/// precision the renderer chose stays in the snapshot, the measured value does not.
+/// Percentages (a decimal right before `%`) are kept: the ones printed here are exact.
+fn decimals_to_shape(s: &str) -> String {
+    let c: Vec<char> = s.chars().collect();
+    let mut out = String::with_capacity(s.len());
+    let mut i = 0;
+    while i < c.len() {
+        // A number starts after neither a letter, a digit nor a dot (v0.5.3 is a name).
+        if c[i].is_ascii_digit()
+            && (i == 0 || !(c[i - 1].is_ascii_alphanumeric() || c[i - 1] == '.'))
+        {
+            let start = i;
+            while i < c.len() && c[i].is_ascii_digit() {
+                i += 1;
+            }
+            if i + 1 < c.len() && c[i] == '.' && c[i + 1].is_ascii_digit() {
+                let dot = i;
+                i += 1;
+                while i < c.len() && c[i].is_ascii_digit() {
+                    i += 1;
+                }
+                if c.get(i) != Some(&'%') {
+                    out.push('N');
+                    out.push('.');
+                    out.extend(std::iter::repeat_n('N', i - dot - 1));
+                    continue;
+                }
+            }
+            out.extend(&c[start..i]);
+            continue;
+        }
+        out.push(c[i]);
+        i += 1;
+    }
+    out
+}
+
+#[test]
+fn decimals_to_shape_keeps_integers_names_and_percentages() {
+    assert_eq!(
+        decimals_to_shape("p50 43.55  p99 0.4 in 12 of 3.000 s, 100.0% ok, v0.5.3 x1.5"),
+        "p50 N.NN  p99 N.N in 12 of N.NNN s, 100.0% ok, v0.5.3 x1.5"
+    );
 }
 
 /// The results.md table, rendered from fixed rows: a sweep is created (its server is `false`,
@@ -180,4 +229,105 @@ fn log_report_for_every_fixture() {
     let mut args = vec!["--format", "csv"];
     args.extend(names.iter().map(String::as_str));
     insta::assert_snapshot!("log_csv_all_fixtures", log(&args));
+}
+
+struct Fake(Child);
+impl Drop for Fake {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start_fake() -> (Fake, u16) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port");
+    let child = Command::new("python3")
+        .arg(fake_server())
+        .args([
+            "--model-path",
+            "/nonexistent",
+            "--served-model-name",
+            "fake",
+            "--port",
+        ])
+        .arg(port.to_string())
+        .env("FAKE_SGLANG_STARTUP_S", "0.1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start fake");
+    let fake = Fake(child);
+    let up = wait_until(Duration::from_secs(20), || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    assert!(up, "fake server did not listen");
+    std::thread::sleep(Duration::from_millis(500)); // past its warmup
+    (fake, port)
+}
+
+fn load(port: u16, keys: &[&str], out_dir: &Path) -> String {
+    let mut cmd = sgtune();
+    cmd.args(["load", "--url", &format!("http://127.0.0.1:{port}")]);
+    for k in keys {
+        cmd.args(["-w", k]);
+    }
+    let out = run(cmd.arg("--output").arg(out_dir));
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        text(&out.stderr)
+    );
+    // Whether this client was late (a lag p99 over 10 ms) depends on how busy the machine
+    // is: that judgement line is left out, the lag lines it rests on are kept.
+    let kept: Vec<&str> = stdout
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("CLIENT-BOUND"))
+        .collect();
+    decimals_to_shape(&(kept.join("\n") + "\n"))
+}
+
+/// `sgtune load` against the fake SGLang: which lines, labels, counts and units it prints,
+/// with every measured number reduced to its shape. Linux only: the read-lag line needs kernel
+/// receive timestamps.
+#[cfg(target_os = "linux")]
+#[test]
+fn load_report_against_the_fake() {
+    let (_fake, port) = start_fake();
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Closed loop, chat, two load points, an SLO every request meets.
+    let closed = load(
+        port,
+        &[
+            "endpoint=chat",
+            "concurrency=[2, 4]",
+            "requests=6",
+            "warmup_requests=1",
+            "input_tokens=8",
+            "output_tokens=16",
+            "slo={ttft_ms: 60000}",
+        ],
+        &dir.path().join("closed"),
+    );
+    insta::assert_snapshot!("load_closed_loop_chat", closed);
+    // Open loop, completions with token ids: the scheduling-lag line appears. The cap is
+    // never reached (10 requests, 10 slots), so no arrival waits for a slot.
+    let open = load(
+        port,
+        &[
+            "request_rate=50",
+            "concurrency=10",
+            "requests=10",
+            "warmup_requests=0",
+            "vocab_size=1000",
+            "input_tokens=8",
+            "output_tokens=8",
+        ],
+        &dir.path().join("open"),
+    );
+    insta::assert_snapshot!("load_open_loop", open);
 }
