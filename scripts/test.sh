@@ -3,13 +3,24 @@
 # (vLLM on CPU, llama.cpp's llama-server) the load generator is tested against, all idempotent
 # and cached in ~/.cache/sgtune (the first time downloads ~14 GB and builds llama-server for
 # ~10 minutes), then run every test, including the end-to-end tests against those real
-# servers. Extra arguments go to `cargo test`.
+# servers. Those are #[ignore]d so that a bare `cargo test` cannot pass them without a server;
+# here they run, with `--include-ignored`.
+#
+# Arguments go to `cargo test`; those after a `--` go to the test binaries, after
+# `--include-ignored`:
+#   scripts/test.sh --test real_sglang -- --nocapture
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cargo_args=()
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do
+  cargo_args+=("$1")
+  shift
+done
+if [ $# -gt 0 ]; then shift; fi # the `--`: what follows goes to the test binaries
 env_file=$(scripts/setup-cpu-sglang.sh)
 # shellcheck disable=SC1090
 . "$env_file"
 peers_file=$(scripts/setup-peers.sh)
 # shellcheck disable=SC1090
 . "$peers_file"
-cargo test "$@"
+cargo test ${cargo_args[@]+"${cargo_args[@]}"} -- --include-ignored "$@"

@@ -99,19 +99,25 @@ fn load_measures_a_running_server_with_both_conventions_and_goodput() {
     assert!(v <= s, "vLLM TTFT {v} > SGLang TTFT {s}");
     // Linux gives kernel receive timestamps: every streamed read has a read lag, and no
     // client is so late on an idle fake that the lag reaches the stream's length.
+    let reqs = read_rows(&out_dir.join("requests.c4.csv"));
     if cfg!(target_os = "linux") {
         let lag = &c["read_lag_ms"];
         assert!(lag["count"].as_u64().unwrap_or(0) > 0, "{lag}");
         let e2e = c["e2e_ms"]["max"].as_f64().expect("e2e");
         assert!(lag["max"].as_f64().expect("lag max") < e2e, "{lag}");
+        // Per request too: each one read stamped data, and none of it can have waited longer
+        // than the request lasted (it arrived after the send, and was read before the end). A
+        // wrong clock or unit (the stamp is CLOCK_REALTIME in ns) breaks this.
+        for r in &reqs {
+            assert!(!r["read_lag_max_ms"].is_empty(), "no read lag: {r:?}");
+            assert!(num(r, "read_lag_max_ms") <= num(r, "end_ms"), "{r:?}");
+        }
     }
-    let reqs = read_rows(&out_dir.join("requests.c4.csv"));
     assert_eq!(reqs.iter().filter(|r| r["phase"] == "measured").count(), 12);
     assert!(
         reqs.iter()
             .all(|r| num(r, "first_choices_ms") <= num(r, "ttft_ms"))
     );
-    assert!(reqs.iter().all(|r| num(r, "read_lag_max_ms") >= 0.0));
     // Each content chunk's instant and size, aligned.
     for r in &reqs {
         let chars: Vec<u64> = r["chunk_chars"]
@@ -205,8 +211,8 @@ fn open_loop_with_length_distributions_records_lag_and_lengths() {
     let measured: Vec<_> = reqs.iter().filter(|r| r["phase"] == "measured").collect();
     assert_eq!(measured.len(), 40);
     for r in &measured {
-        assert!(num(r, "sched_lag_ms") >= 0.0);
-        // Actual send = scheduled send + lag (the seconds columns are rounded to 1 ms).
+        // Every open-loop request has a lag (num() panics on an empty cell), and
+        // actual send = scheduled send + lag (the seconds columns are rounded to 1 ms).
         let expect = num(r, "scheduled_s") + num(r, "sched_lag_ms") / 1000.0;
         assert!((num(r, "send_s") - expect).abs() < 0.002, "{r:?}");
         assert_eq!(r["max_tokens"], "8");
@@ -224,6 +230,62 @@ fn open_loop_with_length_distributions_records_lag_and_lengths() {
     assert!(
         last_send > 0.3,
         "arrivals spread out: last send at {last_send} s"
+    );
+    // The schedule is fixed in advance, in request order, from the window's start: it is not
+    // the send instant under another name.
+    let mut by_index = measured.clone();
+    by_index.sort_by_key(|r| num(r, "index") as u64);
+    let scheduled: Vec<f64> = by_index.iter().map(|r| num(r, "scheduled_s")).collect();
+    assert!(
+        scheduled.windows(2).all(|w| w[0] <= w[1]),
+        "scheduled sends in request order: {scheduled:?}"
+    );
+}
+
+/// Open loop with one slot and arrivals far faster than the fake can serve: each arrival
+/// waits for the previous request to end, and that wait is its scheduling lag.
+#[test]
+fn open_loop_waits_for_a_slot_and_reports_the_wait_as_lag() {
+    let (_fake, port) = start_fake();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out_dir = dir.path().join("out");
+    // 20 tokens at the fake's 2 ms per decode step: every request takes at least 40 ms, while
+    // arrivals come ~1 ms apart.
+    let out = run(sgtune()
+        .args(["load", "--url", &format!("http://127.0.0.1:{port}")])
+        .args(["-w", "request_rate=1000", "-w", "concurrency=1"])
+        .args(["-w", "requests=5", "-w", "warmup_requests=0"])
+        .args(["-w", "vocab_size=1000", "-w", "input_tokens=4"])
+        .args(["-w", "output_tokens=20"])
+        .arg("--output")
+        .arg(&out_dir));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let mut reqs = read_rows(&out_dir.join("requests.csv"));
+    reqs.sort_by_key(|r| num(r, "index") as u64);
+    assert_eq!(reqs.len(), 5);
+    for pair in reqs.windows(2) {
+        let (prev, r) = (&pair[0], &pair[1]);
+        assert!(
+            num(prev, "end_ms") >= 38.0,
+            "20 tokens take 40 ms: {prev:?}"
+        );
+        // The slot frees when the previous request ends; only then does this one go out, and
+        // its lag is at least how long after its scheduled instant that was (1 ms rounding
+        // on each seconds column).
+        let prev_end = num(prev, "send_s") + num(prev, "end_ms") / 1000.0;
+        assert!(num(r, "send_s") >= prev_end - 0.002, "{prev:?}\n{r:?}");
+        let waited_ms = (prev_end - num(r, "scheduled_s")) * 1000.0;
+        assert!(
+            num(r, "sched_lag_ms") >= waited_ms - 2.0,
+            "lag {} < wait for the slot {waited_ms}: {r:?}",
+            num(r, "sched_lag_ms")
+        );
+    }
+    // Four requests of >= 40 ms ahead of it, against ~4 ms of schedule.
+    let last = num(&reqs[4], "sched_lag_ms");
+    assert!(
+        last > 100.0,
+        "the last arrival waited for four requests: {last} ms"
     );
 }
 

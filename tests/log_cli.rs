@@ -244,21 +244,57 @@ fn exit_codes() {
     // A folder is not a log.
     let o = sgtune(&["log", env!("CARGO_MANIFEST_DIR")]);
     assert_eq!(o.status.code(), Some(2));
-    for bad in [
-        vec!["log"],
-        vec!["log", "--since", "yesterday", "x.log"],
-        vec!["log", "--since", "line:0", "x.log"],
-        vec!["log", "--since", "line:9", "--until", "line:3", "x.log"],
+    // Bad arguments, each next to files that exist and parse (so a failure here is the
+    // argument check, not an unreadable file): exit 2, nothing reported on stdout, and the
+    // message names what was wrong.
+    let (roomy, kv, hhmmss) = (fixture(ROOMY), fixture(KV), fixture("v0.3-hhmmss-tp0.log"));
+    for (bad, names) in [
+        (vec!["log"], "<FILE>"),
+        (
+            vec!["log", "--since", "yesterday", &roomy],
+            "--since `yesterday` is neither a time",
+        ),
+        (
+            vec!["log", "--since", "line:0", &roomy],
+            "--since `line:0`: line numbers start at 1",
+        ),
+        (
+            vec!["log", "--since", "line:9", "--until", "line:3", &roomy],
+            "--since is after --until",
+        ),
         // Without dates a time window cannot wrap midnight: use line:N for that.
-        vec!["log", "--since", "23:59:56", "--until", "00:00:00", "x.log"],
-        vec!["log", "--format", "xml", "x.log"],
-        vec!["log", "--concurrency", "0", "x.log"],
-        vec!["log", "--follow", "a.log", "b.log"],
-        vec!["log", "--follow", "--events", "jsonl", "a.log"],
+        (
+            vec!["log", "--since", "23:59:56", "--until", "00:00:00", &hhmmss],
+            "--since is after --until",
+        ),
+        (
+            vec!["log", "--format", "xml", &roomy],
+            "invalid value 'xml' for '--format",
+        ),
+        (
+            vec!["log", "--concurrency", "0", &roomy],
+            "invalid value '0' for '--concurrency",
+        ),
+        (
+            vec!["log", "--follow", &roomy, &kv],
+            "--follow reads exactly one file",
+        ),
+        (
+            vec!["log", "--follow", "--events", "jsonl", &roomy],
+            "'--follow' cannot be used with '--events",
+        ),
     ] {
         let o = sgtune(&bad);
-        assert_eq!(o.status.code(), Some(2), "{bad:?}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{bad:?}: {err}");
+        assert!(err.contains(names), "{bad:?}: want {names:?} in {err}");
+        assert_eq!(stdout(&o), "", "{bad:?}: nothing is reported");
     }
+    // The same files with good arguments are fine: the files were never the problem.
+    let o = sgtune(&["log", "--since", "line:3", "--until", "line:9", &roomy]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = sgtune(&["log", "--since", "23:59:50", "--until", "23:59:56", &hhmmss]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }
 
 /// Lines of a child's stdout, as they come.

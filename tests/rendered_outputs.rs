@@ -1,0 +1,333 @@
+//! Snapshots (insta) of what sgtune prints and saves for people to read: the results.md table,
+//! `sgtune compare`, `sgtune log` and `sgtune load`. The inputs are fixed files in
+//! tests/fixtures, so the snapshots are exact; where a live server is needed (load), measured
+//! numbers are normalised to their printed shape. The snapshots live in tests/snapshots/.
+//!
+//! A change in the output fails here until the snapshot is reviewed: `cargo insta review`, or
+//! `INSTA_UPDATE=always cargo test --test rendered_outputs` and read the diff in git. CI (CI=true)
+//! never writes snapshots, it only compares.
+
+mod common;
+use common::*;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+fn fixtures(sub: &str) -> PathBuf {
+    repo().join("tests/fixtures").join(sub)
+}
+
+/// Every decimal number (digits '.' digits) turned into its printed shape, `N.NN`: the
+/// precision the renderer chose stays in the snapshot, the measured value does not.
+/// Percentages (a decimal right before `%`) are kept: the ones printed here are exact.
+fn decimals_to_shape(s: &str) -> String {
+    let c: Vec<char> = s.chars().collect();
+    let mut out = String::with_capacity(s.len());
+    let mut i = 0;
+    while i < c.len() {
+        // A number starts after neither a letter, a digit nor a dot (v0.5.3 is a name).
+        if c[i].is_ascii_digit()
+            && (i == 0 || !(c[i - 1].is_ascii_alphanumeric() || c[i - 1] == '.'))
+        {
+            let start = i;
+            while i < c.len() && c[i].is_ascii_digit() {
+                i += 1;
+            }
+            if i + 1 < c.len() && c[i] == '.' && c[i + 1].is_ascii_digit() {
+                let dot = i;
+                i += 1;
+                while i < c.len() && c[i].is_ascii_digit() {
+                    i += 1;
+                }
+                if c.get(i) != Some(&'%') {
+                    out.push('N');
+                    out.push('.');
+                    out.extend(std::iter::repeat_n('N', i - dot - 1));
+                    continue;
+                }
+            }
+            out.extend(&c[start..i]);
+            continue;
+        }
+        out.push(c[i]);
+        i += 1;
+    }
+    out
+}
+
+#[test]
+fn decimals_to_shape_keeps_integers_names_and_percentages() {
+    assert_eq!(
+        decimals_to_shape("p50 43.55  p99 0.4 in 12 of 3.000 s, 100.0% ok, v0.5.3 x1.5"),
+        "p50 N.NN  p99 N.N in 12 of N.NNN s, 100.0% ok, v0.5.3 x1.5"
+    );
+}
+
+/// The results.md table, rendered from fixed rows: a sweep is created (its server is `false`,
+/// so nothing really runs), its results.csv replaced with the rows of
+/// tests/fixtures/results/table-rows.csv (columns it does not name left empty), and
+/// `sgtune resume` finds nothing left to launch and renders the table again from those rows.
+/// The rows cover two repeats (mean ± sd and CV), two load points, the best run, a group with
+/// one failed repeat, rows without server stats, a configuration that always fails, and
+/// verdict evidence.
+#[test]
+fn results_md_table() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = dir.path().join("spec.yaml");
+    std::fs::write(
+        &spec,
+        r#"name: table-snapshot
+repeats: 2
+server:
+  command: ["false"]
+  model_path: /nonexistent-model
+  args:
+    served_model_name: fake
+  ready_timeout_s: 5
+  stop_timeout_s: 1
+sweep:
+  max_total_tokens: [4096, 16384]
+configs:
+  - {name: fp8, kv_cache_dtype: fp8_e4m3}
+workload:
+  concurrency: [4, 8]
+  requests: 8
+  vocab_size: 100
+  input_tokens: 4
+  output_tokens: 8
+"#,
+    )
+    .expect("write spec");
+    let results = dir.path().join("results");
+    let out = run_sweep(&spec, &results);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let folder = only_results_folder(&results);
+    let csv_path = folder.join("results.csv");
+
+    // This sgtune's own header and run ids; the fixture's values in its columns.
+    let mut r = csv::Reader::from_path(&csv_path).expect("results.csv");
+    let header: Vec<String> = r
+        .headers()
+        .expect("header")
+        .iter()
+        .map(String::from)
+        .collect();
+    let ids: HashMap<String, String> = read_rows(&csv_path)
+        .into_iter()
+        .map(|row| (row["run_name"].clone(), row["run_id"].clone()))
+        .collect();
+    let fixture = fixtures("results/table-rows.csv");
+    let mut f = csv::Reader::from_path(&fixture).expect("fixture");
+    let fixture_cols: Vec<String> = f
+        .headers()
+        .expect("header")
+        .iter()
+        .map(String::from)
+        .collect();
+    let unknown: Vec<&String> = fixture_cols
+        .iter()
+        .filter(|c| !header.contains(c))
+        .collect();
+    assert!(
+        unknown.is_empty(),
+        "{} names columns results.csv no longer has: {unknown:?}",
+        fixture.display()
+    );
+    let mut w = csv::Writer::from_path(&csv_path).expect("rewrite results.csv");
+    w.write_record(&header).expect("header");
+    let mut n = 0;
+    for rec in f.records() {
+        let rec = rec.expect("fixture row");
+        let given: HashMap<&str, &str> = fixture_cols
+            .iter()
+            .map(String::as_str)
+            .zip(rec.iter())
+            .collect();
+        let row: Vec<String> = header
+            .iter()
+            .map(|col| match (given.get(col.as_str()), col.as_str()) {
+                (Some(v), _) => v.to_string(),
+                (None, "run_id") => ids.get(given["run_name"]).cloned().unwrap_or_default(),
+                (None, _) => String::new(),
+            })
+            .collect();
+        w.write_record(&row).expect("row");
+        n += 1;
+    }
+    w.flush().expect("flush");
+    drop(w);
+    assert_eq!(n, 12, "one fixture row per run, load point and repeat");
+
+    let out = run(sgtune().arg("resume").arg(&folder));
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "failed rows: exit 1\n{stdout}\n{stderr}"
+    );
+    assert!(stderr.contains("0 server launch(es) to go"), "{stderr}");
+    let md = std::fs::read_to_string(folder.join("results.md")).expect("results.md");
+    let md = md.replace(&folder.display().to_string(), "[RESULTS]");
+    // The terminal gets the same table as the file.
+    let table = md
+        .split_once("\n\n")
+        .and_then(|(_, t)| t.split_once("\n\n"))
+        .map(|(_, t)| t);
+    let table = table.expect("heading, folder line, then the table");
+    assert!(
+        stdout.contains(table),
+        "stdout:\n{stdout}\nresults.md:\n{md}"
+    );
+    insta::assert_snapshot!("results_md", md);
+}
+
+/// `sgtune compare` on two fixed results folders (tests/fixtures/results/compare-{a,b}):
+/// repeats judged by their spread, single runs by the 5% threshold, an open-loop load point, a
+/// metric missing on one side, runs on one side only, and a run with no ok row in A.
+#[test]
+fn compare_two_fixed_sweeps() {
+    let compare = |extra: &[&str]| {
+        let out = run(sgtune()
+            .current_dir(fixtures("results"))
+            .args(["compare", "compare-a", "compare-b"])
+            .args(extra));
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    insta::assert_snapshot!("compare_table", compare(&[]));
+    insta::assert_snapshot!("compare_json", compare(&["--format", "json"]));
+}
+
+/// `sgtune log FILE` on every log in tests/fixtures/logs, one snapshot each, and the CSV of all
+/// of them. Run from that folder with relative names, so no path of this machine shows.
+#[test]
+fn log_report_for_every_fixture() {
+    let logs = fixtures("logs");
+    let mut names: Vec<String> = std::fs::read_dir(&logs)
+        .expect("fixtures/logs")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".log"))
+        .collect();
+    names.sort();
+    assert!(names.len() >= 20, "{names:?}");
+    let log = |args: &[&str]| {
+        let out = run(sgtune().current_dir(&logs).arg("log").args(args));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        text(&out.stdout)
+    };
+    for name in &names {
+        let snap = format!("log__{}", name.trim_end_matches(".log").replace('.', "_"));
+        insta::assert_snapshot!(snap, log(&[name]));
+    }
+    let mut args = vec!["--format", "csv"];
+    args.extend(names.iter().map(String::as_str));
+    insta::assert_snapshot!("log_csv_all_fixtures", log(&args));
+}
+
+struct Fake(Child);
+impl Drop for Fake {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start_fake() -> (Fake, u16) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port");
+    let child = Command::new("python3")
+        .arg(fake_server())
+        .args([
+            "--model-path",
+            "/nonexistent",
+            "--served-model-name",
+            "fake",
+            "--port",
+        ])
+        .arg(port.to_string())
+        .env("FAKE_SGLANG_STARTUP_S", "0.1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start fake");
+    let fake = Fake(child);
+    let up = wait_until(Duration::from_secs(20), || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    assert!(up, "fake server did not listen");
+    std::thread::sleep(Duration::from_millis(500)); // past its warmup
+    (fake, port)
+}
+
+fn load(port: u16, keys: &[&str], out_dir: &Path) -> String {
+    let mut cmd = sgtune();
+    cmd.args(["load", "--url", &format!("http://127.0.0.1:{port}")]);
+    for k in keys {
+        cmd.args(["-w", k]);
+    }
+    let out = run(cmd.arg("--output").arg(out_dir));
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        text(&out.stderr)
+    );
+    // Whether this client was late (a lag p99 over 10 ms) depends on how busy the machine
+    // is: that judgement line is left out, the lag lines it rests on are kept.
+    let kept: Vec<&str> = stdout
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("CLIENT-BOUND"))
+        .collect();
+    decimals_to_shape(&(kept.join("\n") + "\n"))
+}
+
+/// `sgtune load` against the fake SGLang: which lines, labels, counts and units it prints,
+/// with every measured number reduced to its shape. Linux only: the read-lag line needs kernel
+/// receive timestamps.
+#[cfg(target_os = "linux")]
+#[test]
+fn load_report_against_the_fake() {
+    let (_fake, port) = start_fake();
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Closed loop, chat, two load points, an SLO every request meets.
+    let closed = load(
+        port,
+        &[
+            "endpoint=chat",
+            "concurrency=[2, 4]",
+            "requests=6",
+            "warmup_requests=1",
+            "input_tokens=8",
+            "output_tokens=16",
+            "slo={ttft_ms: 60000}",
+        ],
+        &dir.path().join("closed"),
+    );
+    insta::assert_snapshot!("load_closed_loop_chat", closed);
+    // Open loop, completions with token ids: the scheduling-lag line appears. The cap is
+    // never reached (10 requests, 10 slots), so no arrival waits for a slot.
+    let open = load(
+        port,
+        &[
+            "request_rate=50",
+            "concurrency=10",
+            "requests=10",
+            "warmup_requests=0",
+            "vocab_size=1000",
+            "input_tokens=8",
+            "output_tokens=8",
+        ],
+        &dir.path().join("open"),
+    );
+    insta::assert_snapshot!("load_open_loop", open);
+}
