@@ -69,11 +69,35 @@ impl RunRecord {
 /// key in a finished sweep.
 pub type RowKey = (String, u64, String, u64);
 
-/// One fixed column: name, meaning (for the README), and how to read it off a record.
+/// One fixed column: name, which way is better, meaning (for docs/columns.md), and how to read
+/// it off a record.
 pub struct Column {
     pub name: &'static str,
+    /// Read by compare, reproduce and any ranking, so a metric's direction is stated once.
+    pub better: Better,
     pub doc: &'static str,
     pub get: fn(&RunRecord) -> String,
+}
+
+/// Which way a column improves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Better {
+    /// Throughputs, goodput, completed requests.
+    Higher,
+    /// Latencies, failures, lags, retractions.
+    Lower,
+    /// Not a quality: an identity, a setting, a state (capacity, token usage, verdict).
+    Neither,
+}
+
+/// The direction of a results.csv column; `Neither` for `param_*` and unknown columns.
+pub fn better(column: &str) -> Better {
+    LEADING
+        .iter()
+        .chain(trailing().iter())
+        .find(|c| c.name == column)
+        .map_or(Better::Neither, |c| c.better)
 }
 
 fn f(v: Option<f64>) -> String {
@@ -106,11 +130,11 @@ fn stat(
 macro_rules! latency_columns {
     ($($metric:ident: $label:literal),*) => {
         [$(
-            Column { name: concat!(stringify!($metric), "_mean"), doc: concat!($label, ", mean (ms)"), get: |r| stat(r, |c| &c.$metric, |s| s.mean) },
-            Column { name: concat!(stringify!($metric), "_p50"), doc: concat!($label, ", median (ms)"), get: |r| stat(r, |c| &c.$metric, |s| s.p50) },
-            Column { name: concat!(stringify!($metric), "_p90"), doc: concat!($label, ", 90th percentile (ms)"), get: |r| stat(r, |c| &c.$metric, |s| s.p90) },
-            Column { name: concat!(stringify!($metric), "_p95"), doc: concat!($label, ", 95th percentile (ms)"), get: |r| stat(r, |c| &c.$metric, |s| s.p95) },
-            Column { name: concat!(stringify!($metric), "_p99"), doc: concat!($label, ", 99th percentile (ms)"), get: |r| stat(r, |c| &c.$metric, |s| s.p99) },
+            Column { name: concat!(stringify!($metric), "_mean"), better: Better::Lower, doc: concat!($label, ", mean (ms)"), get: |r| stat(r, |c| &c.$metric, |s| s.mean) },
+            Column { name: concat!(stringify!($metric), "_p50"), better: Better::Lower, doc: concat!($label, ", median (ms)"), get: |r| stat(r, |c| &c.$metric, |s| s.p50) },
+            Column { name: concat!(stringify!($metric), "_p90"), better: Better::Lower, doc: concat!($label, ", 90th percentile (ms)"), get: |r| stat(r, |c| &c.$metric, |s| s.p90) },
+            Column { name: concat!(stringify!($metric), "_p95"), better: Better::Lower, doc: concat!($label, ", 95th percentile (ms)"), get: |r| stat(r, |c| &c.$metric, |s| s.p95) },
+            Column { name: concat!(stringify!($metric), "_p99"), better: Better::Lower, doc: concat!($label, ", 99th percentile (ms)"), get: |r| stat(r, |c| &c.$metric, |s| s.p99) },
         )*]
     };
 }
@@ -119,21 +143,25 @@ macro_rules! latency_columns {
 pub const LEADING: &[Column] = &[
     Column {
         name: "run_name",
+        better: Better::Neither,
         doc: "Readable run name (explicit config name, or built from the swept values)",
         get: |r| r.run_name.clone(),
     },
     Column {
         name: "run_id",
+        better: Better::Neither,
         doc: "Stable id: hash of the resolved command, model, flags and environment",
         get: |r| r.run_id.clone(),
     },
     Column {
         name: "status",
+        better: Better::Neither,
         doc: "`ok`, `failed` or `interrupted`",
         get: |r| r.status.as_str().to_string(),
     },
     Column {
         name: "failure_kind",
+        better: Better::Neither,
         doc: "Why it failed: `oom`, `bad_flag`, `startup_error`, `crashed`, `ready_timeout`, `load_failed`, `launch_error`, `interrupted`",
         get: |r| {
             r.failure_kind
@@ -143,6 +171,7 @@ pub const LEADING: &[Column] = &[
     },
     Column {
         name: "failure_message",
+        better: Better::Neither,
         doc: "The decisive log line or what happened",
         get: |r| r.failure_message.clone().unwrap_or_default(),
     },
@@ -153,46 +182,55 @@ pub fn trailing() -> Vec<Column> {
     let mut cols = vec![
         Column {
             name: "concurrency",
+            better: Better::Neither,
             doc: "The load point: offered concurrency (closed loop: requests in flight; open loop: the cap on them)",
             get: |r| r.concurrency.to_string(),
         },
         Column {
             name: "request_rate",
+            better: Better::Neither,
             doc: "Open loop: the load point's arrival rate (requests/s, `request_rate:`); empty in a closed loop",
             get: |r| crate::plan::spec::rate_text(r.request_rate),
         },
         Column {
             name: "repeat",
+            better: Better::Neither,
             doc: "Repeat index, 1-based (`repeats:` in the spec)",
             get: |r| r.repeat.to_string(),
         },
         Column {
             name: "requests_completed",
+            better: Better::Higher,
             doc: "Measured requests that succeeded",
             get: |r| u(client(r, |c| c.completed)),
         },
         Column {
             name: "requests_failed",
+            better: Better::Lower,
             doc: "Measured requests that failed (any error class)",
             get: |r| u(client(r, |c| c.failed)),
         },
         Column {
             name: "duration_s",
+            better: Better::Neither,
             doc: "Measured window: first measured send to last completion (s)",
             get: |r| f(client(r, |c| c.duration_s)),
         },
         Column {
             name: "request_throughput",
+            better: Better::Higher,
             doc: "Completed requests / duration (req/s)",
             get: |r| f(r.client.as_ref().and_then(|c| c.request_throughput)),
         },
         Column {
             name: "output_tok_s",
+            better: Better::Higher,
             doc: "Client output tokens/s: Σ usage.completion_tokens of successful requests / duration",
             get: |r| f(r.client.as_ref().and_then(|c| c.output_tok_s)),
         },
         Column {
             name: "total_tok_s",
+            better: Better::Higher,
             doc: "Client (prompt + output) tokens/s over the same window",
             get: |r| f(r.client.as_ref().and_then(|c| c.total_tok_s)),
         },
@@ -206,94 +244,108 @@ pub fn trailing() -> Vec<Column> {
     cols.extend([
         Column {
             name: "ttft_vllm_ms_mean",
+            better: Better::Lower,
             doc: "TTFT in vLLM's convention: send → first chunk with choices, even empty (chat's role-only chunk counts), mean (ms)",
             get: |r| stat(r, |c| &c.ttft_first_choices_ms, |s| s.mean),
         },
         Column {
             name: "ttft_vllm_ms_p50",
+            better: Better::Lower,
             doc: "Same, median (ms)",
             get: |r| stat(r, |c| &c.ttft_first_choices_ms, |s| s.p50),
         },
         Column {
             name: "e2e_vllm_ms_mean",
+            better: Better::Lower,
             doc: "E2E in vLLM's convention: send → last content chunk (the usage chunk and [DONE] excluded), mean (ms)",
             get: |r| stat(r, |c| &c.e2e_last_content_ms, |s| s.mean),
         },
         Column {
             name: "e2e_vllm_ms_p50",
+            better: Better::Lower,
             doc: "Same, median (ms)",
             get: |r| stat(r, |c| &c.e2e_last_content_ms, |s| s.p50),
         },
         Column {
             name: "goodput_share",
+            better: Better::Higher,
             doc: "Share of measured requests meeting every `workload.slo` limit (empty: no SLO)",
             get: |r| f(r.client.as_ref().and_then(|c| c.goodput_share)),
         },
         Column {
             name: "goodput_req_s",
+            better: Better::Higher,
             doc: "Requests meeting every SLO per second of the measured window",
             get: |r| f(r.client.as_ref().and_then(|c| c.goodput_req_s)),
         },
         Column {
             name: "sched_lag_ms_p99",
+            better: Better::Lower,
             doc: "Open loop (`request_rate`): actual minus scheduled send, 99th percentile (ms); empty in closed loop",
             get: |r| stat(r, |c| &c.sched_lag_ms, |s| s.p99),
         },
         Column {
             name: "read_lag_ms_p99",
+            better: Better::Lower,
             doc: "How long streamed data waited in the socket before the client read it (kernel receive timestamp to read, per read), 99th percentile (ms); empty where the OS gives no timestamps",
             get: |r| stat(r, |c| &c.read_lag_ms, |s| s.p99),
         },
         Column {
             name: "cut_off",
+            better: Better::Lower,
             doc: "Requests abandoned at the `duration_s` deadline under `deadline: cut` (not failures, not in latencies)",
             get: |r| u(client(r, |c| c.cut_off)),
         },
         Column {
             name: "client_cpu_cores",
+            better: Better::Neither,
             doc: "CPU sgtune's client used during the measured window, in cores",
             get: |r| f(r.client.as_ref().and_then(|c| c.client_cpu_cores)),
         },
         Column {
             name: "client_bound",
+            better: Better::Neither,
             doc: "Why the client itself may have limited the load (scheduling lag p99 > 10 ms, CPU near the core count); empty when not",
             get: |r| r.client.as_ref().and_then(|c| c.client_bound.clone()).unwrap_or_default(),
         },
-        Column { name: "server_gen_tput_mean", doc: "Server `gen throughput (token/s)` from Decode lines in the window, mean (empty: no stats)", get: |r| f(server(r, |s| s.gen_throughput_mean)) },
-        Column { name: "server_gen_tput_median", doc: "Same, median", get: |r| f(server(r, |s| s.gen_throughput_median)) },
-        Column { name: "running_req_mean", doc: "Server `#running-req`, mean over Decode lines", get: |r| f(server(r, |s| s.running_req_mean)) },
-        Column { name: "running_req_max", doc: "Server `#running-req`, max", get: |r| u(server(r, |s| s.running_req_max)) },
-        Column { name: "queue_req_mean", doc: "Server `#queue-req`, mean", get: |r| f(server(r, |s| s.queue_req_mean)) },
-        Column { name: "queue_req_max", doc: "Server `#queue-req`, max", get: |r| u(server(r, |s| s.queue_req_max)) },
-        Column { name: "token_usage_mean", doc: "Server KV `token usage` (0-1), mean", get: |r| f(server(r, |s| s.token_usage_mean)) },
-        Column { name: "token_usage_max", doc: "Server KV `token usage`, max", get: |r| f(server(r, |s| s.token_usage_max)) },
-        Column { name: "server_stats_lines", doc: "Decode lines the server stats rest on (0: no stats; the columns above are then empty)", get: |r| r.server.as_ref().map(|s| s.stats_lines.to_string()).unwrap_or_default() },
+        Column { name: "server_gen_tput_mean", better: Better::Higher, doc: "Server `gen throughput (token/s)` from Decode lines in the window, mean (empty: no stats)", get: |r| f(server(r, |s| s.gen_throughput_mean)) },
+        Column { name: "server_gen_tput_median", better: Better::Higher, doc: "Same, median", get: |r| f(server(r, |s| s.gen_throughput_median)) },
+        Column { name: "running_req_mean", better: Better::Neither, doc: "Server `#running-req`, mean over Decode lines", get: |r| f(server(r, |s| s.running_req_mean)) },
+        Column { name: "running_req_max", better: Better::Neither, doc: "Server `#running-req`, max", get: |r| u(server(r, |s| s.running_req_max)) },
+        Column { name: "queue_req_mean", better: Better::Lower, doc: "Server `#queue-req`, mean", get: |r| f(server(r, |s| s.queue_req_mean)) },
+        Column { name: "queue_req_max", better: Better::Lower, doc: "Server `#queue-req`, max", get: |r| u(server(r, |s| s.queue_req_max)) },
+        Column { name: "token_usage_mean", better: Better::Neither, doc: "Server KV `token usage` (0-1), mean", get: |r| f(server(r, |s| s.token_usage_mean)) },
+        Column { name: "token_usage_max", better: Better::Neither, doc: "Server KV `token usage`, max", get: |r| f(server(r, |s| s.token_usage_max)) },
+        Column { name: "server_stats_lines", better: Better::Neither, doc: "Decode lines the server stats rest on (0: no stats; the columns above are then empty)", get: |r| r.server.as_ref().map(|s| s.stats_lines.to_string()).unwrap_or_default() },
         Column {
             name: "metrics_gen_tput",
+            better: Better::Higher,
             doc: "Server generated tokens/s from a `/metrics` counter's delta over the window: `sglang:realtime_tokens_total{mode=\"decode\"}` where exported, else `sglang:generation_tokens_total` (empty without `--enable-metrics`)",
             get: |r| f(r.metrics.as_ref().and_then(|m| m.gen_tput_from_counter)),
         },
         Column {
             name: "metrics_running_mean",
+            better: Better::Neither,
             doc: "`sglang:num_running_reqs` from `/metrics`, mean over ~1 s scrapes",
             get: |r| f(r.metrics.as_ref().and_then(|m| m.running_mean)),
         },
         Column {
             name: "metrics_queue_mean",
+            better: Better::Neither,
             doc: "`sglang:num_queue_reqs` from `/metrics`, mean over ~1 s scrapes",
             get: |r| f(r.metrics.as_ref().and_then(|m| m.queue_mean)),
         },
-        Column { name: "max_total_num_tokens", doc: "KV pool capacity in tokens (startup capacity line)", get: |r| u(server(r, |s| s.max_total_num_tokens)) },
-        Column { name: "max_running_requests", doc: "Effective running-request cap (startup capacity line)", get: |r| u(server(r, |s| s.max_running_requests)) },
-        Column { name: "kv_cache_dtype", doc: "KV cache dtype (`KV Cache is allocated` line)", get: |r| server(r, |s| s.kv_cache_dtype.clone()).unwrap_or_default() },
-        Column { name: "kv_cache_gb", doc: "KV cache size, K + V (GB)", get: |r| f(server(r, |s| s.kv_cache_gb)) },
-        Column { name: "retractions", doc: "KV-pool-full retraction events in the window", get: |r| u(r.server.as_ref().map(|s| s.retractions)) },
-        Column { name: "time_to_ready_s", doc: "Launch → ready line and HTTP answer (s)", get: |r| f(r.time_to_ready_s) },
-        Column { name: "verdict", doc: "What limited the run: `kv_cache_bound`, `retraction_churn`, `cuda_graph_limited`, `queue_with_spare_kv`, `client_bound`, `compute_bound`, `unknown`", get: |r| r.verdict.as_ref().map(|v| v.kind.as_str().to_string()).unwrap_or_default() },
-        Column { name: "verdict_evidence", doc: "The numbers behind the verdict", get: |r| r.verdict.as_ref().map(|v| v.evidence.clone()).unwrap_or_default() },
-        Column { name: "notes", doc: "Warnings that are not failures, `; `-separated (e.g. a GPU not back to its baseline memory)", get: |r| r.notes.join("; ") },
-        Column { name: "started_at", doc: "UTC start of the run (RFC 3339)", get: |r| r.started_at.clone() },
-        Column { name: "finished_at", doc: "UTC end of the run (RFC 3339)", get: |r| r.finished_at.clone() },
+        Column { name: "max_total_num_tokens", better: Better::Neither, doc: "KV pool capacity in tokens (startup capacity line)", get: |r| u(server(r, |s| s.max_total_num_tokens)) },
+        Column { name: "max_running_requests", better: Better::Neither, doc: "Effective running-request cap (startup capacity line)", get: |r| u(server(r, |s| s.max_running_requests)) },
+        Column { name: "kv_cache_dtype", better: Better::Neither, doc: "KV cache dtype (`KV Cache is allocated` line)", get: |r| server(r, |s| s.kv_cache_dtype.clone()).unwrap_or_default() },
+        Column { name: "kv_cache_gb", better: Better::Neither, doc: "KV cache size, K + V (GB)", get: |r| f(server(r, |s| s.kv_cache_gb)) },
+        Column { name: "retractions", better: Better::Lower, doc: "KV-pool-full retraction events in the window", get: |r| u(r.server.as_ref().map(|s| s.retractions)) },
+        Column { name: "time_to_ready_s", better: Better::Lower, doc: "Launch → ready line and HTTP answer (s)", get: |r| f(r.time_to_ready_s) },
+        Column { name: "verdict", better: Better::Neither, doc: "What limited the run: `kv_cache_bound`, `retraction_churn`, `cuda_graph_limited`, `queue_with_spare_kv`, `client_bound`, `compute_bound`, `unknown`", get: |r| r.verdict.as_ref().map(|v| v.kind.as_str().to_string()).unwrap_or_default() },
+        Column { name: "verdict_evidence", better: Better::Neither, doc: "The numbers behind the verdict", get: |r| r.verdict.as_ref().map(|v| v.evidence.clone()).unwrap_or_default() },
+        Column { name: "notes", better: Better::Neither, doc: "Warnings that are not failures, `; `-separated (e.g. a GPU not back to its baseline memory)", get: |r| r.notes.join("; ") },
+        Column { name: "started_at", better: Better::Neither, doc: "UTC start of this row's work (RFC 3339): its load point's start, or the server launch for a row that never reached its load", get: |r| r.started_at.clone() },
+        Column { name: "finished_at", better: Better::Neither, doc: "UTC end of this row's work (RFC 3339)", get: |r| r.finished_at.clone() },
     ]);
     cols
 }
@@ -320,15 +372,30 @@ pub fn row(r: &RunRecord) -> Vec<String> {
 
 /// Markdown table of every column and its meaning (the README's column reference).
 pub fn columns_markdown() -> String {
-    let mut s = String::from("| column | meaning |\n|---|---|\n");
+    let arrow = |b: Better| match b {
+        Better::Higher => "↑",
+        Better::Lower => "↓",
+        Better::Neither => "",
+    };
+    let mut s = String::from("| column | better | meaning |\n|---|---|---|\n");
     for c in LEADING {
-        s.push_str(&format!("| `{}` | {} |\n", c.name, c.doc));
+        s.push_str(&format!(
+            "| `{}` | {} | {} |\n",
+            c.name,
+            arrow(c.better),
+            c.doc
+        ));
     }
     s.push_str(
-        "| `param_<key>` | One per swept key (grid or explicit configs): the run's value |\n",
+        "| `param_<key>` |  | One per swept key (grid or explicit configs): the run's value |\n",
     );
     for c in trailing() {
-        s.push_str(&format!("| `{}` | {} |\n", c.name, c.doc));
+        s.push_str(&format!(
+            "| `{}` | {} | {} |\n",
+            c.name,
+            arrow(c.better),
+            c.doc
+        ));
     }
     s
 }

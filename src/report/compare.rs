@@ -3,6 +3,7 @@
 //! spread when both sides have repeats (|Δ| within two standard errors of the difference),
 //! else from a stated relative threshold.
 
+use crate::record::Better;
 use crate::record::rows::Row;
 use crate::report::table::mean_sd;
 use serde::Serialize;
@@ -17,20 +18,14 @@ pub const DEFAULT_METRICS: &[&str] = &[
     "server_gen_tput_mean",
 ];
 
-/// Whether a larger value is better: throughputs yes, latencies and failures no.
-pub fn higher_is_better(metric: &str) -> bool {
-    metric.ends_with("tok_s")
-        || metric.contains("throughput")
-        || metric.contains("tput")
-        || metric == "requests_completed"
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Judgement {
     Better,
     Worse,
     WithinNoise,
+    /// Beyond noise, on a column with no better direction (a capacity, a setting).
+    Changed,
     /// A value is missing on one side.
     NotComparable,
 }
@@ -41,6 +36,7 @@ impl Judgement {
             Judgement::Better => "better",
             Judgement::Worse => "worse",
             Judgement::WithinNoise => "within noise",
+            Judgement::Changed => "changed",
             Judgement::NotComparable => "n/a",
         }
     }
@@ -125,17 +121,17 @@ pub fn judge(metric: &str, a: Option<&Side>, b: Option<&Side>, threshold: f64) -
             }
         }
     };
-    let improved = if higher_is_better(metric) {
-        delta > 0.0
-    } else {
-        delta < 0.0
+    // The direction comes from the column's own definition (record::run_record).
+    let improved = match crate::record::better(metric) {
+        Better::Higher => Some(delta > 0.0),
+        Better::Lower => Some(delta < 0.0),
+        Better::Neither => None,
     };
-    cell.judgement = if within {
-        Judgement::WithinNoise
-    } else if improved {
-        Judgement::Better
-    } else {
-        Judgement::Worse
+    cell.judgement = match (within, improved) {
+        (true, _) => Judgement::WithinNoise,
+        (false, Some(true)) => Judgement::Better,
+        (false, Some(false)) => Judgement::Worse,
+        (false, None) => Judgement::Changed,
     };
     cell
 }
@@ -290,6 +286,40 @@ mod tests {
             m.insert(k.to_string(), v);
         }
         Row(m)
+    }
+
+    #[test]
+    fn direction_comes_from_the_column() {
+        let row = |g: f64, cap: f64| {
+            Row([
+                ("run_name", "x".to_string()),
+                ("status", "ok".to_string()),
+                ("concurrency", "8".to_string()),
+                ("repeat", "1".to_string()),
+                ("goodput_share", g.to_string()),
+                ("max_total_num_tokens", cap.to_string()),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect())
+        };
+        let metrics = vec![
+            "goodput_share".to_string(),
+            "max_total_num_tokens".to_string(),
+        ];
+        let c = compare(&[row(0.5, 1000.0)], &[row(0.9, 2000.0)], &metrics, 0.05);
+        assert_eq!(
+            c.joined[0].cells[0].judgement,
+            Judgement::Better,
+            "more requests within the SLO is better"
+        );
+        assert_eq!(
+            c.joined[0].cells[1].judgement,
+            Judgement::Changed,
+            "a capacity is neither better nor worse"
+        );
+        let c = compare(&[row(0.9, 1000.0)], &[row(0.5, 1000.0)], &metrics, 0.05);
+        assert_eq!(c.joined[0].cells[0].judgement, Judgement::Worse);
     }
 
     #[test]
