@@ -7,6 +7,7 @@
 //!
 //! Minimal HTTP/1.1 with keep-alive and chunked encoding; GET /v1/models answers for model
 //! lookups. Requests are read (to honour Content-Length) and otherwise ignored.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test may panic: that is its failure
 
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};

@@ -1,5 +1,6 @@
 //! `sgtune load` against a fake SGLang that is already running: the standalone front door of
 //! the same load engine.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test may panic: that is its failure
 
 mod common;
 use common::*;

@@ -6,6 +6,7 @@
 //! A change in the output fails here until the snapshot is reviewed: `cargo insta review`, or
 //! `INSTA_UPDATE=always cargo test --test rendered_outputs` and read the diff in git. CI (CI=true)
 //! never writes snapshots, it only compares.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test may panic: that is its failure
 
 mod common;
 use common::*;

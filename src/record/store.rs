@@ -84,7 +84,7 @@ impl CsvFile {
         };
         let mut res = w.write_record(fields).map_err(csv_io);
         self.rows += 1;
-        if res.is_ok() && self.rows % 64 == 0 {
+        if res.is_ok() && self.rows.is_multiple_of(64) {
             res = w.flush();
         }
         if let Err(source) = res {
