@@ -441,4 +441,235 @@ mod tests {
         assert_eq!(f(Some(2.0)), "2");
         assert_eq!(f(None), "");
     }
+
+    /// Latency stats whose every part is its own number: `mean`..`p99` as given, `max` and
+    /// `count` set too (no column shows them, so a getter reading them shows a stray value).
+    fn stats(mean: f64, p50: f64, p90: f64, p95: f64, p99: f64, max: f64) -> Stats {
+        Stats {
+            count: max as usize + 1000,
+            mean: Some(mean),
+            p50: Some(p50),
+            p90: Some(p90),
+            p95: Some(p95),
+            p99: Some(p99),
+            max: Some(max),
+        }
+    }
+
+    /// A record with every field a column reads set to its own recognisable value, and the
+    /// fields no column reads set to other values (9xxx), so no two getters can agree.
+    fn full_record() -> RunRecord {
+        use crate::observe::diagnose::VerdictKind;
+        use crate::observe::prom::MetricsSummary;
+        RunRecord {
+            run_name: "name-of-run".into(),
+            run_id: "id-of-run".into(),
+            status: RunStatus::Failed,
+            failure_kind: Some(FailureKind::LoadFailed),
+            failure_message: Some("message of failure".into()),
+            params: vec![
+                ("mem_fraction_static".into(), Some(ParamValue::Float(0.875))),
+                ("chunked_prefill_size".into(), Some(ParamValue::Int(4096))),
+                ("schedule_policy".into(), None),
+            ],
+            concurrency: 11,
+            request_rate: Some(12.5),
+            repeat: 3,
+            client: Some(ClientSummary {
+                completed: 13,
+                failed: 14,
+                duration_s: 15.25,
+                request_throughput: Some(16.5),
+                output_tok_s: Some(17.75),
+                total_tok_s: Some(18.125),
+                input_tokens: 9001,
+                output_tokens: 9002,
+                ttft_ms: stats(101.0, 102.0, 103.0, 104.0, 105.0, 109.0),
+                itl_ms: stats(201.0, 202.0, 203.0, 204.0, 205.0, 209.0),
+                tpot_ms: stats(301.0, 302.0, 303.0, 304.0, 305.0, 309.0),
+                e2e_ms: stats(401.0, 402.0, 403.0, 404.0, 405.0, 409.0),
+                ttft_first_choices_ms: stats(501.0, 502.0, 503.0, 504.0, 505.0, 509.0),
+                e2e_last_content_ms: stats(601.0, 602.0, 603.0, 604.0, 605.0, 609.0),
+                goodput_share: Some(0.0625),
+                goodput_req_s: Some(19.5),
+                client_cpu_cores: Some(1.375),
+                sched_lag_ms: stats(701.0, 702.0, 703.0, 704.0, 705.0, 709.0),
+                read_lag_ms: stats(801.0, 802.0, 803.0, 804.0, 805.0, 809.0),
+                cut_off: 21,
+                client_bound: Some("reason the client bound".into()),
+                usage_missing: 9003,
+                retries: 9004,
+                errors: [("timeout".to_string(), 9005)].into_iter().collect(),
+                first_error: Some("first error 9006".into()),
+            }),
+            server: Some(ServerSummary {
+                stats_lines: 41,
+                prefill_lines: 9011,
+                excluded_decode_lines: 9012,
+                gen_throughput_mean: Some(901.5),
+                gen_throughput_median: Some(902.5),
+                running_req_mean: Some(31.5),
+                running_req_max: Some(32),
+                queue_req_mean: Some(33.5),
+                queue_req_max: Some(34),
+                token_usage_mean: Some(0.61),
+                token_usage_max: Some(0.97),
+                max_total_num_tokens: Some(123456),
+                max_running_requests: Some(48),
+                context_len: Some(9013),
+                kv_cache_dtype: Some("fp8_e5m2".into()),
+                kv_cache_gb: Some(7.5),
+                hicache_host_gb: Some(9014.5),
+                retractions: 5,
+                retracted_requests: 9015,
+                gen_throughput_p10: Some(9016.5),
+                gen_throughput_p90: Some(9017.5),
+                offered_estimate: Some(9018),
+                token_usage_p90: Some(0.9019),
+                ..Default::default()
+            }),
+            verdict: Some(Verdict {
+                kind: VerdictKind::QueueWithSpareKv,
+                evidence: "evidence of verdict".into(),
+                hint: "hint of verdict".into(),
+            }),
+            time_to_ready_s: Some(42.25),
+            metrics: Some(MetricsSummary {
+                scrapes: 9021,
+                gen_tput_from_counter: Some(951.25),
+                gen_tput_source: Some("source 9022".into()),
+                prompt_tput_from_counter: Some(9023.5),
+                running_mean: Some(35.5),
+                queue_mean: Some(36.5),
+                token_usage_max: Some(0.9924),
+                retractions: Some(9025.0),
+            }),
+            notes: vec!["first note".into(), "second note".into()],
+            started_at: "2026-01-02T03:04:05Z".into(),
+            finished_at: "2026-01-02T03:09:55Z".into(),
+        }
+    }
+
+    /// Every column's cell of `full_record`, written out from the field its doc names: a getter
+    /// reading another field (two swapped, a copy-paste slip) shows another field's value.
+    #[test]
+    fn every_column_reads_its_own_field() {
+        let expected: &[(&str, &str)] = &[
+            ("run_name", "name-of-run"),
+            ("run_id", "id-of-run"),
+            ("status", "failed"),
+            ("failure_kind", "load_failed"),
+            ("failure_message", "message of failure"),
+            ("param_mem_fraction_static", "0.875"),
+            ("param_chunked_prefill_size", "4096"),
+            ("param_schedule_policy", ""),
+            ("concurrency", "11"),
+            ("request_rate", "12.5"),
+            ("repeat", "3"),
+            ("requests_completed", "13"),
+            ("requests_failed", "14"),
+            ("duration_s", "15.25"),
+            ("request_throughput", "16.5"),
+            ("output_tok_s", "17.75"),
+            ("total_tok_s", "18.125"),
+            ("ttft_ms_mean", "101"),
+            ("ttft_ms_p50", "102"),
+            ("ttft_ms_p90", "103"),
+            ("ttft_ms_p95", "104"),
+            ("ttft_ms_p99", "105"),
+            ("itl_ms_mean", "201"),
+            ("itl_ms_p50", "202"),
+            ("itl_ms_p90", "203"),
+            ("itl_ms_p95", "204"),
+            ("itl_ms_p99", "205"),
+            ("tpot_ms_mean", "301"),
+            ("tpot_ms_p50", "302"),
+            ("tpot_ms_p90", "303"),
+            ("tpot_ms_p95", "304"),
+            ("tpot_ms_p99", "305"),
+            ("e2e_ms_mean", "401"),
+            ("e2e_ms_p50", "402"),
+            ("e2e_ms_p90", "403"),
+            ("e2e_ms_p95", "404"),
+            ("e2e_ms_p99", "405"),
+            ("ttft_vllm_ms_mean", "501"),
+            ("ttft_vllm_ms_p50", "502"),
+            ("e2e_vllm_ms_mean", "601"),
+            ("e2e_vllm_ms_p50", "602"),
+            ("goodput_share", "0.0625"),
+            ("goodput_req_s", "19.5"),
+            ("sched_lag_ms_p99", "705"),
+            ("read_lag_ms_p99", "805"),
+            ("cut_off", "21"),
+            ("client_cpu_cores", "1.375"),
+            ("client_bound", "reason the client bound"),
+            ("server_gen_tput_mean", "901.5"),
+            ("server_gen_tput_median", "902.5"),
+            ("running_req_mean", "31.5"),
+            ("running_req_max", "32"),
+            ("queue_req_mean", "33.5"),
+            ("queue_req_max", "34"),
+            ("token_usage_mean", "0.61"),
+            ("token_usage_max", "0.97"),
+            ("server_stats_lines", "41"),
+            ("metrics_gen_tput", "951.25"),
+            ("metrics_running_mean", "35.5"),
+            ("metrics_queue_mean", "36.5"),
+            ("max_total_num_tokens", "123456"),
+            ("max_running_requests", "48"),
+            ("kv_cache_dtype", "fp8_e5m2"),
+            ("kv_cache_gb", "7.5"),
+            ("retractions", "5"),
+            ("time_to_ready_s", "42.25"),
+            ("verdict", "queue_with_spare_kv"),
+            ("verdict_evidence", "evidence of verdict"),
+            ("notes", "first note; second note"),
+            ("started_at", "2026-01-02T03:04:05Z"),
+            ("finished_at", "2026-01-02T03:09:55Z"),
+        ];
+
+        // The values themselves are distinct (bar the one unset param), so a swap cannot go
+        // unseen.
+        let mut texts: Vec<&str> = expected
+            .iter()
+            .map(|(_, t)| *t)
+            .filter(|t| !t.is_empty())
+            .collect();
+        texts.sort_unstable();
+        let n = texts.len();
+        texts.dedup();
+        assert_eq!(texts.len(), n, "two expected cells share a text");
+
+        let r = full_record();
+        let keys: Vec<String> = r.params.iter().map(|(k, _)| k.clone()).collect();
+        let h = header(&keys);
+        let cells = row(&r);
+        assert_eq!(h.len(), cells.len(), "header and row differ in length");
+
+        // Every header column has an expectation and no expectation names a missing column.
+        let mut want_names: Vec<&str> = expected.iter().map(|(n, _)| *n).collect();
+        want_names.sort_unstable();
+        let mut have_names: Vec<&str> = h.iter().map(String::as_str).collect();
+        have_names.sort_unstable();
+        assert_eq!(
+            want_names, have_names,
+            "the columns checked here differ from the header: add an expectation for a new column"
+        );
+
+        let got: std::collections::HashMap<&str, &str> = h
+            .iter()
+            .map(String::as_str)
+            .zip(cells.iter().map(String::as_str))
+            .collect();
+        let wrong: Vec<String> = expected
+            .iter()
+            .filter(|(name, want)| got[name] != *want)
+            .map(|(name, want)| format!("column `{name}`: expected {want:?}, got {:?}", got[name]))
+            .collect();
+        assert!(
+            wrong.is_empty(),
+            "cells read the wrong field:\n{}",
+            wrong.join("\n")
+        );
+    }
 }
