@@ -16,6 +16,11 @@ impl Drop for Fake {
 }
 
 fn start_fake() -> (Fake, u16) {
+    start_fake_with(0.002)
+}
+
+/// A fake whose every decode step takes `token_s` seconds.
+fn start_fake_with(token_s: f64) -> (Fake, u16) {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -31,6 +36,7 @@ fn start_fake() -> (Fake, u16) {
         ])
         .arg(port.to_string())
         .env("FAKE_SGLANG_STARTUP_S", "0.1")
+        .env("FAKE_SGLANG_TOKEN_S", token_s.to_string())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -417,4 +423,69 @@ fn dataset_prompts_and_shared_prefixes() {
     ]));
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("/nonexistent.jsonl"));
+}
+
+/// Start `sgtune load` on requests that take ~20 s each, wait until they are in flight, send
+/// SIGINT `signals` times (1 s apart), and return (exit status, seconds from the first signal
+/// to exit, stderr).
+fn interrupt_load(signals: usize) -> (Option<i32>, f64, String) {
+    let (_fake, port) = start_fake_with(0.1);
+    let child = sgtune()
+        .args(["load", "--url", &format!("http://127.0.0.1:{port}")])
+        .args([
+            "-w",
+            "endpoint=chat",
+            "-w",
+            "concurrency=2",
+            "-w",
+            "requests=4",
+            "-w",
+            "warmup_requests=0",
+            "-w",
+            "input_tokens=8",
+            "-w",
+            "output_tokens=200",
+            "-w",
+            "ignore_eos=true",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("sgtune load starts");
+    std::thread::sleep(Duration::from_secs(2));
+    let t0 = std::time::Instant::now();
+    for i in 0..signals {
+        if i > 0 {
+            std::thread::sleep(Duration::from_secs(1));
+        }
+        // SAFETY: kill(2) on the child we started.
+        unsafe {
+            libc::kill(child.id() as i32, libc::SIGINT);
+        }
+    }
+    let out = child.wait_with_output().expect("sgtune load exits");
+    (
+        out.status.code(),
+        t0.elapsed().as_secs_f64(),
+        text(&out.stderr),
+    )
+}
+
+#[test]
+fn a_first_ctrl_c_waits_for_requests_in_flight_and_a_second_quits_now() {
+    // One signal: stop sending, give the requests in flight the 10 s grace, then report.
+    let (code, secs, err) = interrupt_load(1);
+    assert_eq!(code, Some(130), "{err}");
+    assert!(err.contains("interrupted"), "{err}");
+    assert!(
+        secs >= 9.0,
+        "the first Ctrl-C lets requests in flight finish for up to 10 s; exited after {secs:.1} s"
+    );
+    // Two signals: exit at once, not after the grace.
+    let (code, secs, err) = interrupt_load(2);
+    assert_eq!(code, Some(130), "{err}");
+    assert!(
+        secs < 5.0,
+        "a second Ctrl-C must exit at once; exited after {secs:.1} s: {err}"
+    );
 }
