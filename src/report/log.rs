@@ -165,21 +165,51 @@ fn window_text(r: &FileReport) -> String {
     t
 }
 
-/// The human-readable block for one file.
+/// The human-readable block for one file: one section after another, each appending its rows.
 pub fn render_table(r: &FileReport) -> String {
     let s = &r.summary;
     let mut o = String::new();
+    render_title(&mut o, r);
+    render_version(&mut o, s);
+    render_capacity(&mut o, s);
+    render_kv_cache(&mut o, s);
+    render_server_args(&mut o, s);
+    render_window(&mut o, r);
+    if s.has_stats() {
+        render_decode_stats(&mut o, s);
+        render_graph(&mut o, s);
+        render_garbled(&mut o, s);
+    } else {
+        render_no_stats(&mut o, s);
+    }
+    render_prefill(&mut o, s);
+    render_verdict(&mut o, r);
+    render_failure(&mut o, r);
+    o
+}
+
+/// The title line: `== file (N lines, size)`.
+fn render_title(o: &mut String, r: &FileReport) {
     let _ = writeln!(
         o,
         "== {} ({} lines, {})",
         r.file,
-        s.lines,
+        r.summary.lines,
         human_bytes(r.bytes)
     );
-    row(&mut o, "version", &s.version.one_line());
+}
+
+/// The `version` row, and the hints it was inferred from when there are any.
+fn render_version(o: &mut String, s: &ServerSummary) {
+    row(o, "version", &s.version.one_line());
     if !s.version.hints.is_empty() {
-        row(&mut o, "", &format!("from: {}", s.version.hints.join("; ")));
+        row(o, "", &format!("from: {}", s.version.hints.join("; ")));
     }
+}
+
+/// The `capacity` row: the token pool, request and context limits, chunked prefill and the
+/// memory left, as far as the log printed them.
+fn render_capacity(o: &mut String, s: &ServerSummary) {
     let mut cap = Vec::new();
     if let Some(v) = s.max_total_num_tokens {
         cap.push(format!("max_total_num_tokens {v}"));
@@ -197,7 +227,7 @@ pub fn render_table(r: &FileReport) -> String {
         cap.push(format!("available mem {v:.2} GB"));
     }
     row(
-        &mut o,
+        o,
         "capacity",
         &if cap.is_empty() {
             "no capacity line".to_string()
@@ -205,6 +235,10 @@ pub fn render_table(r: &FileReport) -> String {
             format!("{} (per DP rank)", cap.join(", "))
         },
     );
+}
+
+/// The `kv cache` row: dtype, K+V size and the hierarchical cache's host pool.
+fn render_kv_cache(o: &mut String, s: &ServerSummary) {
     let kv = format!(
         "{}, {}; {}",
         s.kv_cache_dtype.as_deref().unwrap_or("dtype not printed"),
@@ -216,133 +250,161 @@ pub fn render_table(r: &FileReport) -> String {
                 "hierarchical cache host pool {g:.2} GB per rank"
             ))
     );
-    row(&mut o, "kv cache", &kv);
+    row(o, "kv cache", &kv);
+}
+
+/// The `server args` row (the launch arguments as `key=value`), when the log has them.
+fn render_server_args(o: &mut String, s: &ServerSummary) {
     if !s.launch_args.is_empty() {
         let args: Vec<String> = s
             .launch_args
             .iter()
             .map(|(k, v)| format!("{k}={v}"))
             .collect();
-        row(&mut o, "server args", &args.join(" "));
+        row(o, "server args", &args.join(" "));
     }
-    row(&mut o, "window", &window_text(r));
-    if s.has_stats() {
-        let dp = if s.dp_ranks > 1 {
-            format!(", summed over {} DP ranks per interval", s.dp_ranks)
-        } else {
-            String::new()
-        };
-        row(
-            &mut o,
-            "decode",
-            &format!(
-                "{} lines kept in {} intervals{dp}{}",
-                s.stats_lines,
-                s.intervals,
-                if s.percentiles_approx {
-                    "; percentiles from a histogram (±0.2%)"
-                } else {
-                    ""
-                }
-            ),
-        );
-        row(
-            &mut o,
-            "gen tok/s",
-            &format!(
-                "mean {}, median {}, p10 {}, p90 {}",
-                num(s.gen_throughput_mean, 1),
-                num(s.gen_throughput_median, 1),
-                num(s.gen_throughput_p10, 1),
-                num(s.gen_throughput_p90, 1)
-            ),
-        );
-        row(
-            &mut o,
-            "running",
-            &format!(
-                "#running-req mean {}, max {}",
-                num(s.running_req_mean, 1),
-                int(s.running_req_max)
-            ),
-        );
-        row(
-            &mut o,
-            "queue",
-            &format!(
-                "#queue-req mean {}, max {}, > 0 in {} of intervals",
-                num(s.queue_req_mean, 1),
-                int(s.queue_req_max),
-                pct(s.queue_nonzero_share)
-            ),
-        );
-        row(
-            &mut o,
-            "kv usage",
-            &format!(
-                "token usage mean {}, p90 {}, max {}",
-                num(s.token_usage_mean, 2),
-                num(s.token_usage_p90, 2),
-                num(s.token_usage_max, 2)
-            ),
-        );
-        row(
-            &mut o,
-            "retractions",
-            &format!(
-                "{} ({} requests retracted)",
-                s.retractions, s.retracted_requests
-            ),
-        );
-        let graph = match &s.graph_label {
-            Some(l) => {
-                let mut g = format!("{l} on in {} of Decode lines", pct(s.graph_on_share));
-                if s.graphs_disabled {
-                    g.push_str(" (the log says graphs are disabled)");
-                }
-                if let Some(bs) = s.cuda_graph_max_bs {
-                    let _ = write!(g, "; captured batch sizes up to {bs}");
-                }
-                g
-            }
-            None => "no graph field".to_string(),
-        };
-        row(&mut o, "graph", &graph);
-        if s.garbled_stats_lines > 0 {
-            row(
-                &mut o,
-                "garbled",
-                &format!(
-                    "{} Decode lines without numbers skipped",
-                    s.garbled_stats_lines
-                ),
-            );
-        }
+}
+
+/// The `window` row: which lines and times the stats come from, and what was excluded.
+fn render_window(o: &mut String, r: &FileReport) {
+    row(o, "window", &window_text(r));
+}
+
+/// The decode stats rows (`decode`, `gen tok/s`, `running`, `queue`, `kv usage`,
+/// `retractions`), for a log with Decode lines in the window.
+fn render_decode_stats(o: &mut String, s: &ServerSummary) {
+    let dp = if s.dp_ranks > 1 {
+        format!(", summed over {} DP ranks per interval", s.dp_ranks)
     } else {
+        String::new()
+    };
+    row(
+        o,
+        "decode",
+        &format!(
+            "{} lines kept in {} intervals{dp}{}",
+            s.stats_lines,
+            s.intervals,
+            if s.percentiles_approx {
+                "; percentiles from a histogram (±0.2%)"
+            } else {
+                ""
+            }
+        ),
+    );
+    row(
+        o,
+        "gen tok/s",
+        &format!(
+            "mean {}, median {}, p10 {}, p90 {}",
+            num(s.gen_throughput_mean, 1),
+            num(s.gen_throughput_median, 1),
+            num(s.gen_throughput_p10, 1),
+            num(s.gen_throughput_p90, 1)
+        ),
+    );
+    row(
+        o,
+        "running",
+        &format!(
+            "#running-req mean {}, max {}",
+            num(s.running_req_mean, 1),
+            int(s.running_req_max)
+        ),
+    );
+    row(
+        o,
+        "queue",
+        &format!(
+            "#queue-req mean {}, max {}, > 0 in {} of intervals",
+            num(s.queue_req_mean, 1),
+            int(s.queue_req_max),
+            pct(s.queue_nonzero_share)
+        ),
+    );
+    row(
+        o,
+        "kv usage",
+        &format!(
+            "token usage mean {}, p90 {}, max {}",
+            num(s.token_usage_mean, 2),
+            num(s.token_usage_p90, 2),
+            num(s.token_usage_max, 2)
+        ),
+    );
+    row(
+        o,
+        "retractions",
+        &format!(
+            "{} ({} requests retracted)",
+            s.retractions, s.retracted_requests
+        ),
+    );
+}
+
+/// The `graph` row: how often CUDA graphs (or the log's graph field) were on, and the
+/// captured batch sizes.
+fn render_graph(o: &mut String, s: &ServerSummary) {
+    let graph = match &s.graph_label {
+        Some(l) => {
+            let mut g = format!("{l} on in {} of Decode lines", pct(s.graph_on_share));
+            if s.graphs_disabled {
+                g.push_str(" (the log says graphs are disabled)");
+            }
+            if let Some(bs) = s.cuda_graph_max_bs {
+                let _ = write!(g, "; captured batch sizes up to {bs}");
+            }
+            g
+        }
+        None => "no graph field".to_string(),
+    };
+    row(o, "graph", &graph);
+}
+
+/// The `garbled` row, when Decode lines without numbers were skipped.
+fn render_garbled(o: &mut String, s: &ServerSummary) {
+    if s.garbled_stats_lines > 0 {
         row(
-            &mut o,
-            "stats",
+            o,
+            "garbled",
             &format!(
-                "{}{}",
-                if s.prefill_lines > 0 {
-                    "no Decode lines"
-                } else {
-                    "no stats lines"
-                },
-                if s.warmup_stats_lines > 0 {
-                    format!(
-                        " ({} warmup stats lines before the ready line)",
-                        s.warmup_stats_lines
-                    )
-                } else {
-                    String::new()
-                }
+                "{} Decode lines without numbers skipped",
+                s.garbled_stats_lines
             ),
         );
     }
+}
+
+/// The `stats` row that stands in for the decode stats when the window has no Decode lines.
+fn render_no_stats(o: &mut String, s: &ServerSummary) {
+    row(
+        o,
+        "stats",
+        &format!(
+            "{}{}",
+            if s.prefill_lines > 0 {
+                "no Decode lines"
+            } else {
+                "no stats lines"
+            },
+            if s.warmup_stats_lines > 0 {
+                format!(
+                    " ({} warmup stats lines before the ready line)",
+                    s.warmup_stats_lines
+                )
+            } else {
+                String::new()
+            }
+        ),
+    );
+}
+
+/// The `prefill` row: input throughput and the cached share of prefill tokens, when the log
+/// has Prefill lines.
+fn render_prefill(o: &mut String, s: &ServerSummary) {
     if s.prefill_lines > 0 {
         row(
-            &mut o,
+            o,
             "prefill",
             &format!(
                 "{} lines, input tok/s mean {}, cached tokens {} of {} prefill tokens",
@@ -353,12 +415,16 @@ pub fn render_table(r: &FileReport) -> String {
             ),
         );
     }
+}
+
+/// The `verdict` row (with the offered concurrency it used) and its `hint`.
+fn render_verdict(o: &mut String, r: &FileReport) {
     let offered = match r.offered {
         Some(c) => format!(" [offered concurrency {c}: {}]", r.offered_source),
         None => String::new(),
     };
     row(
-        &mut o,
+        o,
         "verdict",
         &format!(
             "{}: {}{offered}",
@@ -367,17 +433,20 @@ pub fn render_table(r: &FileReport) -> String {
         ),
     );
     if !r.verdict.hint.is_empty() {
-        row(&mut o, "hint", &r.verdict.hint);
+        row(o, "hint", &r.verdict.hint);
     }
+}
+
+/// The `failure` and `direction` rows, when the log ends in a failure.
+fn render_failure(o: &mut String, r: &FileReport) {
     if let Some(f) = &r.failure {
         row(
-            &mut o,
+            o,
             "failure",
             &format!("{} failure ({}): {}", f.phase, f.kind.as_str(), f.message),
         );
-        row(&mut o, "direction", &f.direction);
+        row(o, "direction", &f.direction);
     }
-    o
 }
 
 const CSV_HEADER: [&str; 44] = [

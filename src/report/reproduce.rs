@@ -19,54 +19,8 @@ pub fn verdict(
     let new_ok = new.iter().any(|r| r.is_ok());
     let mut differs: Vec<String> = Vec::new();
     match (rec_ok, new_ok) {
-        (true, true) => {
-            let metrics: Vec<String> = REPRODUCE_METRICS.iter().map(|m| m.to_string()).collect();
-            let c = compare::compare(recorded, new, &metrics, tolerance);
-            report.push_str(&compare::render(&c, compare::Format::Table));
-            report.push('\n');
-            for j in &c.joined {
-                for cell in &j.cells {
-                    if matches!(
-                        cell.judgement,
-                        compare::Judgement::Better | compare::Judgement::Worse
-                    ) {
-                        differs.push(format!(
-                            "{} @{}: {} {} ({})",
-                            j.run_name,
-                            j.concurrency,
-                            cell.metric,
-                            cell.relative
-                                .map_or("-".into(), |r| format!("{:+.1}%", r * 100.0)),
-                            cell.judgement.as_str()
-                        ));
-                    }
-                }
-            }
-            differs.extend(c.only_a.iter().map(|x| format!("not measured again: {x}")));
-        }
-        (false, false) => {
-            let kinds = |rs: &[rows::Row]| {
-                let mut k: Vec<String> = rs
-                    .iter()
-                    .map(|r| r.get("failure_kind").to_string())
-                    .collect();
-                k.sort();
-                k.dedup();
-                k
-            };
-            if kinds(recorded) != kinds(new) {
-                differs.push(format!(
-                    "failed again, but as {:?} instead of {:?}",
-                    kinds(new),
-                    kinds(recorded)
-                ));
-            } else {
-                report.push_str(&format!(
-                    "Failed again, as recorded ({}).\n\n",
-                    kinds(new).join(", ")
-                ));
-            }
-        }
+        (true, true) => render_comparison(&mut report, &mut differs, recorded, new, tolerance),
+        (false, false) => render_failed_again(&mut report, &mut differs, recorded, new),
         (true, false) => differs.push(format!(
             "the recorded run was ok; this time it failed: {}",
             new.first()
@@ -77,6 +31,79 @@ pub fn verdict(
             differs.push("the recorded run failed; this time it succeeded".to_string())
         }
     }
+    render_provenance(&mut report, context, notes);
+    let reproduced = differs.is_empty();
+    render_verdict_line(&mut report, &differs, tolerance);
+    (reproduced, report)
+}
+
+/// Both runs ok: the compare table of the key metrics, and each metric beyond noise (or load
+/// point not measured again) noted as a difference.
+fn render_comparison(
+    report: &mut String,
+    differs: &mut Vec<String>,
+    recorded: &[rows::Row],
+    new: &[rows::Row],
+    tolerance: f64,
+) {
+    let metrics: Vec<String> = REPRODUCE_METRICS.iter().map(|m| m.to_string()).collect();
+    let c = compare::compare(recorded, new, &metrics, tolerance);
+    report.push_str(&compare::render(&c, compare::Format::Table));
+    report.push('\n');
+    for j in &c.joined {
+        for cell in &j.cells {
+            if matches!(
+                cell.judgement,
+                compare::Judgement::Better | compare::Judgement::Worse
+            ) {
+                differs.push(format!(
+                    "{} @{}: {} {} ({})",
+                    j.run_name,
+                    j.concurrency,
+                    cell.metric,
+                    cell.relative
+                        .map_or("-".into(), |r| format!("{:+.1}%", r * 100.0)),
+                    cell.judgement.as_str()
+                ));
+            }
+        }
+    }
+    differs.extend(c.only_a.iter().map(|x| format!("not measured again: {x}")));
+}
+
+/// Both runs failed: `Failed again, as recorded` when the failure kinds match, else a
+/// difference naming both.
+fn render_failed_again(
+    report: &mut String,
+    differs: &mut Vec<String>,
+    recorded: &[rows::Row],
+    new: &[rows::Row],
+) {
+    let kinds = |rs: &[rows::Row]| {
+        let mut k: Vec<String> = rs
+            .iter()
+            .map(|r| r.get("failure_kind").to_string())
+            .collect();
+        k.sort();
+        k.dedup();
+        k
+    };
+    if kinds(recorded) != kinds(new) {
+        differs.push(format!(
+            "failed again, but as {:?} instead of {:?}",
+            kinds(new),
+            kinds(recorded)
+        ));
+    } else {
+        report.push_str(&format!(
+            "Failed again, as recorded ({}).\n\n",
+            kinds(new).join(", ")
+        ));
+    }
+}
+
+/// The provenance differences that may explain a difference, when there are any.
+fn render_provenance(report: &mut String, context: &[String], notes: &[String]) {
     if !context.is_empty() || !notes.is_empty() {
         report.push_str("Provenance differences that may explain a difference:\n");
         for d in context.iter().chain(notes) {
@@ -84,17 +111,19 @@ pub fn verdict(
         }
         report.push('\n');
     }
-    let reproduced = differs.is_empty();
-    if reproduced {
+}
+
+/// The closing `Verdict:` line: reproduced, or not reproduced with each difference listed.
+fn render_verdict_line(report: &mut String, differs: &[String], tolerance: f64) {
+    if differs.is_empty() {
         report.push_str(&format!(
             "Verdict: reproduced (key metrics within {:.0}% or the repeats' noise).\n",
             tolerance * 100.0
         ));
     } else {
         report.push_str("Verdict: not reproduced:\n");
-        for d in &differs {
+        for d in differs {
             report.push_str(&format!("- {d}\n"));
         }
     }
-    (reproduced, report)
 }

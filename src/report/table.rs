@@ -80,19 +80,116 @@ pub fn render_plain(header: &[String], rows: &[Vec<String>]) -> String {
 /// The table plus the failures and the verdict evidence.
 pub fn render(rows: &[Row], param_keys: &[String]) -> String {
     let groups = groups(rows);
-    let many_points = {
-        let mut c: Vec<String> = rows.iter().map(Row::load_point).collect();
-        c.sort();
-        c.dedup();
-        c.len() > 1
-    };
-    let best = groups
+    let aggregates: Vec<GroupAggregate> = groups
+        .iter()
+        .filter_map(|g| GroupAggregate::of(g))
+        .collect();
+    let best = best_group(&aggregates);
+    let many_points = many_load_points(rows);
+    let header = header(rows, param_keys, many_points);
+    let lines: Vec<Vec<String>> = aggregates
         .iter()
         .enumerate()
-        .filter_map(|(i, g)| mean_of(g, "output_tok_s").map(|t| (i, t)))
-        .max_by(|a, b| a.1.total_cmp(&b.1))
-        .map(|(i, _)| i);
+        .map(|(i, a)| format_line(a, Some(i) == best, many_points, param_keys))
+        .collect();
+    let mut out = render_plain(&header, &lines);
+    render_failures(&mut out, rows);
+    render_verdict_evidence(&mut out, &groups, many_points);
+    out
+}
 
+/// What the table shows of one (run, load point) group before it is formatted: its rows'
+/// counts and, over its ok rows, the means (mean and sd for output tok/s) and the most common
+/// verdict.
+struct GroupAggregate<'a> {
+    first: &'a Row,
+    last: &'a Row,
+    n: usize,
+    n_ok: usize,
+    output_tok_s: Option<(f64, Option<f64>)>,
+    ttft_p50: Option<f64>,
+    tpot_p50: Option<f64>,
+    e2e_p50: Option<f64>,
+    /// None when the group's rows carry no server stats.
+    server: Option<ServerMeans>,
+    /// The most common verdict of the ok rows ("-" when there is none).
+    verdict: &'a str,
+}
+
+/// Means of the server-side stats columns over a group's ok rows.
+struct ServerMeans {
+    gen_tput: Option<f64>,
+    running_mean: Option<f64>,
+    running_max: Option<f64>,
+    queue_mean: Option<f64>,
+    queue_max: Option<f64>,
+    usage_max: Option<f64>,
+}
+
+impl<'a> GroupAggregate<'a> {
+    /// Aggregation: one group's rows → counts, means and verdict (None for an empty group).
+    fn of(g: &'a [&'a Row]) -> Option<Self> {
+        let first = *g.first()?;
+        let server = (mean_of(g, "server_stats_lines").unwrap_or(0.0) > 0.0).then(|| ServerMeans {
+            gen_tput: mean_of(g, "server_gen_tput_mean"),
+            running_mean: mean_of(g, "running_req_mean"),
+            running_max: mean_of(g, "running_req_max"),
+            queue_mean: mean_of(g, "queue_req_mean"),
+            queue_max: mean_of(g, "queue_req_max"),
+            usage_max: mean_of(g, "token_usage_max"),
+        });
+        Some(GroupAggregate {
+            first,
+            last: g.last().copied().unwrap_or(first),
+            n: g.len(),
+            n_ok: g.iter().filter(|r| r.is_ok()).count(),
+            output_tok_s: mean_sd(&ok_values(g, "output_tok_s")),
+            ttft_p50: mean_of(g, "ttft_ms_p50"),
+            tpot_p50: mean_of(g, "tpot_ms_p50"),
+            e2e_p50: mean_of(g, "e2e_ms_p50"),
+            server,
+            verdict: common_verdict(g),
+        })
+    }
+}
+
+/// The most common verdict among a group's ok rows (ties: the last in sorted order), "-" when
+/// no row is ok.
+fn common_verdict<'a>(g: &[&'a Row]) -> &'a str {
+    let mut verdicts: Vec<&str> = g
+        .iter()
+        .filter(|r| r.is_ok())
+        .map(|r| r.get("verdict"))
+        .collect();
+    verdicts.sort();
+    verdicts
+        .iter()
+        .max_by_key(|v| verdicts.iter().filter(|x| x == v).count())
+        .copied()
+        .unwrap_or("-")
+}
+
+/// Best-run selection: the index of the group with the highest mean output tok/s (the last
+/// of equals), None when no group has one.
+fn best_group(aggregates: &[GroupAggregate]) -> Option<usize> {
+    aggregates
+        .iter()
+        .enumerate()
+        .filter_map(|(i, a)| a.output_tok_s.map(|(m, _)| (i, m)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(i, _)| i)
+}
+
+/// Whether the rows span more than one load point (then the table has a load point column).
+fn many_load_points(rows: &[Row]) -> bool {
+    let mut c: Vec<String> = rows.iter().map(Row::load_point).collect();
+    c.sort();
+    c.dedup();
+    c.len() > 1
+}
+
+/// The header row: run, the load point column if any, status, the swept keys, the metrics.
+fn header(rows: &[Row], param_keys: &[String], many_points: bool) -> Vec<String> {
     let mut header: Vec<String> = vec!["run".into()];
     if many_points {
         let open_loop = rows.iter().any(|r| !r.get("request_rate").is_empty());
@@ -121,91 +218,94 @@ pub fn render(rows: &[Row], param_keys: &[String]) -> String {
         ]
         .map(String::from),
     );
-    let mut lines = Vec::new();
-    for (i, g) in groups.iter().enumerate() {
-        let Some(first) = g.first() else { continue };
-        let name = if Some(i) == best {
-            format!("★ {} (best)", first.get("run_name"))
-        } else {
-            first.get("run_name").to_string()
-        };
-        let n_ok = g.iter().filter(|r| r.is_ok()).count();
-        let status = match (n_ok, g.len()) {
-            (k, n) if k == n && n == 1 => "ok".to_string(),
-            (k, n) if k == n => format!("ok ×{n}"),
-            (0, _) => {
-                let last = g.last().copied().unwrap_or(first);
-                let kind = last.get("failure_kind");
-                if kind.is_empty() {
-                    last.get("status").to_string()
-                } else {
-                    format!("{} ({kind})", last.get("status"))
-                }
-            }
-            (k, n) => format!("{k}/{n} ok"),
-        };
-        let mut line = vec![name];
-        if many_points {
-            line.push(first.load_point());
-        }
-        line.push(status);
-        line.extend(param_keys.iter().map(|k| {
-            let v = first.get(&format!("param_{k}"));
-            if v.is_empty() {
-                "-".to_string()
-            } else {
-                v.to_string()
-            }
-        }));
-        line.push(match mean_sd(&ok_values(g, "output_tok_s")) {
-            None => "-".into(),
-            Some((m, None)) => format!("{m:.1}"),
-            Some((m, Some(sd))) => format!(
-                "{m:.1} ± {sd:.1} (CV {:.1}%)",
-                if m > 0.0 { sd / m * 100.0 } else { 0.0 }
-            ),
-        });
-        line.push(num(mean_of(g, "ttft_ms_p50"), 1));
-        line.push(num(mean_of(g, "tpot_ms_p50"), 2));
-        line.push(num(mean_of(g, "e2e_ms_p50"), 1));
-        let stats = mean_of(g, "server_stats_lines").unwrap_or(0.0) > 0.0;
-        if stats {
-            line.push(num(mean_of(g, "server_gen_tput_mean"), 1));
-            line.push(format!(
-                "{}/{}",
-                num(mean_of(g, "running_req_mean"), 1),
-                num(mean_of(g, "running_req_max"), 0)
-            ));
-            line.push(format!(
-                "{}/{}",
-                num(mean_of(g, "queue_req_mean"), 1),
-                num(mean_of(g, "queue_req_max"), 0)
-            ));
-            line.push(num(mean_of(g, "token_usage_max"), 2));
-        } else if n_ok > 0 {
-            line.extend(["no stats", "-", "-", "-"].map(String::from));
-        } else {
-            line.extend(["-", "-", "-", "-"].map(String::from));
-        }
-        let mut verdicts: Vec<&str> = g
-            .iter()
-            .filter(|r| r.is_ok())
-            .map(|r| r.get("verdict"))
-            .collect();
-        verdicts.sort();
-        let common = verdicts
-            .iter()
-            .max_by_key(|v| verdicts.iter().filter(|x| x == v).count())
-            .copied()
-            .unwrap_or("-");
-        line.push(if common.is_empty() {
-            "-".into()
-        } else {
-            common.to_string()
-        });
-        lines.push(line);
+    header
+}
+
+/// Row formatting: one group's line of the table, in the header's column order.
+fn format_line(
+    a: &GroupAggregate,
+    best: bool,
+    many_points: bool,
+    param_keys: &[String],
+) -> Vec<String> {
+    let name = if best {
+        format!("★ {} (best)", a.first.get("run_name"))
+    } else {
+        a.first.get("run_name").to_string()
+    };
+    let mut line = vec![name];
+    if many_points {
+        line.push(a.first.load_point());
     }
-    let mut out = render_plain(&header, &lines);
+    line.push(status_cell(a));
+    line.extend(param_keys.iter().map(|k| {
+        let v = a.first.get(&format!("param_{k}"));
+        if v.is_empty() {
+            "-".to_string()
+        } else {
+            v.to_string()
+        }
+    }));
+    line.push(output_cell(a.output_tok_s));
+    line.push(num(a.ttft_p50, 1));
+    line.push(num(a.tpot_p50, 2));
+    line.push(num(a.e2e_p50, 1));
+    line.extend(server_cells(a));
+    line.push(if a.verdict.is_empty() {
+        "-".into()
+    } else {
+        a.verdict.to_string()
+    });
+    line
+}
+
+/// The status cell: `ok`, `ok ×n`, `k/n ok`, or the last row's status and failure kind when
+/// none is ok.
+fn status_cell(a: &GroupAggregate) -> String {
+    match (a.n_ok, a.n) {
+        (k, n) if k == n && n == 1 => "ok".to_string(),
+        (k, n) if k == n => format!("ok ×{n}"),
+        (0, _) => {
+            let kind = a.last.get("failure_kind");
+            if kind.is_empty() {
+                a.last.get("status").to_string()
+            } else {
+                format!("{} ({kind})", a.last.get("status"))
+            }
+        }
+        (k, n) => format!("{k}/{n} ok"),
+    }
+}
+
+/// The out tok/s cell: the mean, with ± sd and the coefficient of variation over repeats.
+fn output_cell(v: Option<(f64, Option<f64>)>) -> String {
+    match v {
+        None => "-".into(),
+        Some((m, None)) => format!("{m:.1}"),
+        Some((m, Some(sd))) => format!(
+            "{m:.1} ± {sd:.1} (CV {:.1}%)",
+            if m > 0.0 { sd / m * 100.0 } else { 0.0 }
+        ),
+    }
+}
+
+/// The four server-stats cells (srv gen tok/s, running, queue, usage max); `no stats` when ok
+/// rows carry none, dashes when no row is ok.
+fn server_cells(a: &GroupAggregate) -> [String; 4] {
+    match &a.server {
+        Some(s) => [
+            num(s.gen_tput, 1),
+            format!("{}/{}", num(s.running_mean, 1), num(s.running_max, 0)),
+            format!("{}/{}", num(s.queue_mean, 1), num(s.queue_max, 0)),
+            num(s.usage_max, 2),
+        ],
+        None if a.n_ok > 0 => ["no stats", "-", "-", "-"].map(String::from),
+        None => ["-", "-", "-", "-"].map(String::from),
+    }
+}
+
+/// The `Failures:` section: one item per failed row, with which way to turn the knobs.
+fn render_failures(out: &mut String, rows: &[Row]) {
     let failures: Vec<&Row> = rows.iter().filter(|r| !r.is_ok()).collect();
     if !failures.is_empty() {
         out.push_str("\nFailures:\n");
@@ -225,6 +325,10 @@ pub fn render(rows: &[Row], param_keys: &[String]) -> String {
             ));
         }
     }
+}
+
+/// The `Verdicts:` section: each group's first ok row with verdict evidence.
+fn render_verdict_evidence(out: &mut String, groups: &[Vec<&Row>], many_points: bool) {
     let evidence: Vec<&Row> = groups
         .iter()
         .filter_map(|g| {
@@ -249,7 +353,6 @@ pub fn render(rows: &[Row], param_keys: &[String]) -> String {
             ));
         }
     }
-    out
 }
 
 #[cfg(test)]
