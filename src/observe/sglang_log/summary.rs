@@ -1,7 +1,7 @@
 //! Folding a server log into one [`ServerSummary`], streaming.
 //!
 //! [`Summarizer`] takes one line at a time and keeps only running aggregates, the open
-//! logging interval, a bounded percentile sketch per percentile stat, and the last few
+//! logging interval, a bounded [`Quantiles`] per percentile stat, and the last few
 //! non-stats lines (for start-up failures): memory stays constant however long the log.
 //! [`LineReader`] feeds it from any reader in 1 MiB chunks without copying lines.
 
@@ -12,9 +12,10 @@ use std::path::Path;
 use memchr::memchr_iter;
 use serde::{Deserialize, Serialize};
 
+use crate::observe::quantiles::Quantiles;
+
 use super::line::{LogEvent, StatsKind, Timestamp};
 use super::scan::{RankTags, Scanned, StatsRef, parse_prefix_bytes, scan_with};
-use super::sketch::Quantiles;
 use super::version::{self, VersionHints};
 
 /// A Decode line more than this many seconds after the previous Decode line of the same
