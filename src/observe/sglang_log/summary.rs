@@ -14,8 +14,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::observe::quantiles::Quantiles;
 
-use super::line::{LogEvent, StatsKind, Timestamp};
-use super::scan::{RankTags, Scanned, StatsRef, parse_prefix_bytes, scan_with};
+use super::line::{LogEvent, StatsKind};
+use super::prefix::{RankTags, Timestamp, parse_prefix_bytes};
+use super::scan::{Scanned, StatsRef, scan_with};
 use super::version::{self, VersionHints};
 
 /// A Decode line more than this many seconds after the previous Decode line of the same
@@ -700,7 +701,7 @@ impl Summarizer {
                 "kv_cache_dtype" if !v.is_empty() && v != "auto" && v != "None" => {
                     self.kv_dtype_arg = Some(v.clone());
                 }
-                "cuda_graph_max_bs" => self.graph_bs_arg = super::line::parse_u64(&v),
+                "cuda_graph_max_bs" => self.graph_bs_arg = super::fields::parse_u64(&v),
                 "disable_cuda_graph" if v == "True" => self.graphs_disabled = true,
                 _ => {}
             }
@@ -912,7 +913,8 @@ pub fn summarize_text(text: &str, window: Option<LogWindow>) -> ServerSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::observe::sglang_log::line::{parse_line, parse_prefix};
+    use crate::observe::sglang_log::prefix::parse_prefix;
+    use crate::observe::sglang_log::scan::parse_line;
 
     fn close(a: Option<f64>, b: f64) -> bool {
         a.is_some_and(|a| (a - b).abs() < 1e-6)
@@ -1203,7 +1205,7 @@ decode out of memory happened, #retracted_reqs: 3, #new_token_ratio: 0.5000 -> 0
     fn time_scope() {
         let ts = |t: &str| Timestamp {
             date: Some((2026, 11, 30)),
-            secs_of_day: crate::observe::sglang_log::scan::parse_datetime(
+            secs_of_day: crate::observe::sglang_log::prefix::parse_datetime(
                 format!("{t}]").as_bytes(),
                 0,
                 false,
