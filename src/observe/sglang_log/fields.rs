@@ -369,18 +369,27 @@ mod tests {
         assert_eq!(parse_bool_bytes(b"fals"), None);
     }
 
-    #[test]
-    fn one_pass_numbers_match_str_parse() {
-        // The one-pass readers against the plain definition: the numeric prefix, then
-        // `str::parse` (finite only) / its leading digits.
-        let reference_f = |v: &[u8]| {
+    mod props {
+        use super::*;
+        use proptest::collection::vec;
+        use proptest::prelude::*;
+        use proptest::sample::select;
+
+        /// What values in the log start with, and what may follow their number.
+        const NUMERIC: &[u8] = b"0123456789..+-eE %xfull= ,";
+
+        /// The plain definition of [`parse_f64_bytes`]: the numeric prefix through
+        /// `str::parse`, finite only.
+        fn reference_f(v: &[u8]) -> Option<f64> {
             std::str::from_utf8(num_text(v))
                 .ok()?
                 .parse::<f64>()
                 .ok()
                 .filter(|x| x.is_finite())
-        };
-        let reference_u = |v: &[u8]| {
+        }
+
+        /// The plain definition of [`parse_u64_bytes`]: the numeric prefix's leading digits.
+        fn reference_u(v: &[u8]) -> Option<u64> {
             let t = num_text(v);
             let t = t.strip_prefix(b"+").unwrap_or(t);
             let end = t
@@ -388,29 +397,24 @@ mod tests {
                 .position(|c| !c.is_ascii_digit())
                 .unwrap_or(t.len());
             std::str::from_utf8(t.get(..end)?).ok()?.parse::<u64>().ok()
-        };
-        let alphabet = b"0123456789..+-eE %xfull= ,";
-        let mut x: u64 = 0x1234_5678_9abc_def1;
-        for _ in 0..20000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let len = (x % 12) as usize;
-            let v: Vec<u8> = (0..len)
-                .map(|k| alphabet[((x >> (k * 5)) % alphabet.len() as u64) as usize])
-                .collect();
-            assert_eq!(
-                parse_f64_bytes(&v),
-                reference_f(&v),
-                "{:?}",
-                String::from_utf8_lossy(&v)
-            );
-            assert_eq!(
-                parse_u64_bytes(&v),
-                reference_u(&v),
-                "{:?}",
-                String::from_utf8_lossy(&v)
-            );
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(20000))]
+
+            /// The one-pass readers agree with the plain definition, on short values of the
+            /// numeric alphabet and on long digit runs (mantissas past 2^53, u64 overflow).
+            #[test]
+            fn one_pass_numbers_match_str_parse(
+                v in prop_oneof![
+                    vec(select(NUMERIC), 0..12),
+                    vec(select(b"0123456789.".as_slice()), 0..26),
+                ],
+            ) {
+                let shown = String::from_utf8_lossy(&v).into_owned();
+                prop_assert_eq!(parse_f64_bytes(&v), reference_f(&v), "{:?}", shown);
+                prop_assert_eq!(parse_u64_bytes(&v), reference_u(&v), "{:?}", shown);
+            }
         }
     }
 
