@@ -15,7 +15,7 @@ use std::time::Duration;
 use crate::cmd::cli::{EventsFormat, LogArgs};
 use crate::cmd::{CmdError, ExitCode};
 use crate::observe::sglang_log::jsonl::line_event;
-use crate::observe::sglang_log::scan::parse_datetime;
+use crate::observe::sglang_log::prefix::parse_datetime;
 use crate::observe::sglang_log::{
     LineReader, LogWindow, Scope, Summarizer, Timestamp, cmp_ts, summarize_reader,
 };

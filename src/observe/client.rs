@@ -5,11 +5,12 @@
 //! percentiles with numpy's linear interpolation, throughputs over the measured window.
 //!
 //! Memory stays flat with run length: samples are folded into an `Accumulator` as they
-//! arrive (never kept), and each latency keeps its exact values only up to `EXACT_CAP`; past
-//! that it moves to an HDR histogram (3 significant digits, so percentiles within 0.1%) and
-//! the mean stays exact.
+//! arrive (never kept), and each latency goes into a [`Quantiles`], which keeps its exact
+//! values only up to [`EXACT_CAP`](crate::observe::quantiles::EXACT_CAP); past that percentiles come from a histogram
+//! (within [`REL_ERROR`](crate::observe::quantiles::REL_ERROR), under 0.1%) and count, mean and max stay exact.
 
 use crate::load::driver::{Phase, RequestSample};
+use crate::observe::quantiles::{Quantiles, percentile};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -23,18 +24,6 @@ pub struct Stats {
     pub p95: Option<f64>,
     pub p99: Option<f64>,
     pub max: Option<f64>,
-}
-
-/// numpy.percentile(..., method="linear") on sorted data; q in [0, 100].
-pub fn percentile(sorted: &[f64], q: f64) -> Option<f64> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let pos = (q / 100.0).clamp(0.0, 1.0) * (sorted.len() - 1) as f64;
-    let lo = pos.floor() as usize;
-    let hi = pos.ceil() as usize;
-    let (a, b) = (sorted.get(lo)?, sorted.get(hi)?);
-    Some(a + (b - a) * (pos - lo as f64))
 }
 
 impl Stats {
@@ -55,67 +44,23 @@ impl Stats {
             max: values.last().copied(),
         }
     }
-}
 
-/// Values kept exactly per latency before switching to a histogram.
-pub const EXACT_CAP: usize = 100_000;
-
-/// The histogram's range: 1 µs to one day, 3 significant digits.
-const HIST_MAX_US: u64 = 86_400_000_000;
-
-/// One latency's distribution in bounded memory.
-#[derive(Debug, Clone, Default)]
-pub struct Dist {
-    exact: Vec<f64>,
-    /// Microseconds, from the moment `exact` would pass `EXACT_CAP`.
-    hist: Option<hdrhistogram::Histogram<u64>>,
-    count: usize,
-    sum: f64,
-    max: f64,
-}
-
-impl Dist {
-    fn record_hist(h: &mut hdrhistogram::Histogram<u64>, v: f64) {
-        // Saturates at the histogram's top (one day): never panics.
-        h.saturating_record((v.max(0.0) * 1000.0).round() as u64);
-    }
-
-    pub fn push(&mut self, v: f64) {
-        if !v.is_finite() {
-            return;
+    /// Of a bounded distribution: as [`Stats::of`] while it holds every value, else from its
+    /// histogram (count, mean and max exact, percentiles within [`REL_ERROR`](crate::observe::quantiles::REL_ERROR)).
+    pub fn from_quantiles(q: &Quantiles) -> Stats {
+        if let Some(values) = q.exact_values() {
+            return Stats::of(values.to_vec());
         }
-        self.count += 1;
-        self.sum += v;
-        self.max = if self.count == 1 { v } else { self.max.max(v) };
-        if let Some(h) = self.hist.as_mut() {
-            Self::record_hist(h, v);
-        } else if self.exact.len() < EXACT_CAP {
-            self.exact.push(v);
-        } else if let Ok(mut h) = hdrhistogram::Histogram::<u64>::new_with_bounds(1, HIST_MAX_US, 3)
-        {
-            for x in self.exact.drain(..) {
-                Self::record_hist(&mut h, x);
-            }
-            Self::record_hist(&mut h, v);
-            self.hist = Some(h);
-        }
-    }
-
-    pub fn stats(&self) -> Stats {
-        match &self.hist {
-            None => Stats::of(self.exact.clone()),
-            Some(h) => {
-                let q = |p: f64| Some(h.value_at_quantile(p) as f64 / 1000.0);
-                Stats {
-                    count: self.count,
-                    mean: Some(self.sum / self.count as f64),
-                    p50: q(0.50),
-                    p90: q(0.90),
-                    p95: q(0.95),
-                    p99: q(0.99),
-                    max: Some(self.max),
-                }
-            }
+        let p = q.percentiles(&[50.0, 90.0, 95.0, 99.0]);
+        let at = |i: usize| p.get(i).copied().flatten();
+        Stats {
+            count: usize::try_from(q.len()).unwrap_or(usize::MAX),
+            mean: q.mean(),
+            p50: at(0),
+            p90: at(1),
+            p95: at(2),
+            p99: at(3),
+            max: q.max(),
         }
     }
 }
@@ -124,14 +69,14 @@ impl Dist {
 #[derive(Debug, Clone, Default)]
 pub struct Accumulator {
     s: ClientSummary,
-    ttft: Dist,
-    itl: Dist,
-    tpot: Dist,
-    e2e: Dist,
-    ttft_v: Dist,
-    e2e_v: Dist,
-    lag: Dist,
-    read_lag: Dist,
+    ttft: Quantiles,
+    itl: Quantiles,
+    tpot: Quantiles,
+    e2e: Quantiles,
+    ttft_v: Quantiles,
+    e2e_v: Quantiles,
+    lag: Quantiles,
+    read_lag: Quantiles,
     measured: u64,
     good: u64,
     requested_input: u64,
@@ -183,7 +128,7 @@ impl Accumulator {
         if r.usage_missing() {
             s.usage_missing += 1;
         }
-        let push = |d: &mut Dist, v: Option<f64>| {
+        let push = |d: &mut Quantiles, v: Option<f64>| {
             if let Some(v) = v {
                 d.push(v);
             }
@@ -213,14 +158,14 @@ impl Accumulator {
                 s.goodput_req_s = Some(self.good as f64 / duration_s);
             }
         }
-        s.sched_lag_ms = self.lag.stats();
-        s.read_lag_ms = self.read_lag.stats();
-        s.ttft_first_choices_ms = self.ttft_v.stats();
-        s.e2e_last_content_ms = self.e2e_v.stats();
-        s.ttft_ms = self.ttft.stats();
-        s.itl_ms = self.itl.stats();
-        s.tpot_ms = self.tpot.stats();
-        s.e2e_ms = self.e2e.stats();
+        s.sched_lag_ms = Stats::from_quantiles(&self.lag);
+        s.read_lag_ms = Stats::from_quantiles(&self.read_lag);
+        s.ttft_first_choices_ms = Stats::from_quantiles(&self.ttft_v);
+        s.e2e_last_content_ms = Stats::from_quantiles(&self.e2e_v);
+        s.ttft_ms = Stats::from_quantiles(&self.ttft);
+        s.itl_ms = Stats::from_quantiles(&self.itl);
+        s.tpot_ms = Stats::from_quantiles(&self.tpot);
+        s.e2e_ms = Stats::from_quantiles(&self.e2e);
         s
     }
 }
@@ -344,17 +289,12 @@ mod tests {
     }
 
     #[test]
-    fn numpy_linear_percentiles() {
-        let v = [1.0, 2.0, 3.0, 4.0];
-        assert_eq!(percentile(&v, 50.0), Some(2.5));
-        assert_eq!(percentile(&v, 90.0), Some(3.7));
-        assert!((percentile(&v, 99.0).unwrap_or(0.0) - 3.97).abs() < 1e-12);
-        // numpy.percentile([1, 2, 3, 4], 95) == 3.85
-        assert!((Stats::of(v.to_vec()).p95.unwrap_or(0.0) - 3.85).abs() < 1e-12);
-        assert_eq!(percentile(&v, 0.0), Some(1.0));
-        assert_eq!(percentile(&v, 100.0), Some(4.0));
-        assert_eq!(percentile(&[], 50.0), None);
-        assert_eq!(percentile(&[5.0], 99.0), Some(5.0));
+    fn stats_take_numpy_linear_percentiles() {
+        // numpy.percentile([1, 2, 3, 4], [50, 95]) == [2.5, 3.85]
+        let s = Stats::of(vec![4.0, 1.0, f64::NAN, 3.0, 2.0]);
+        assert_eq!((s.count, s.p50, s.max), (4, Some(2.5), Some(4.0)));
+        assert!((s.p95.unwrap_or(0.0) - 3.85).abs() < 1e-12);
+        assert_eq!(Stats::of(vec![]), Stats::default());
     }
 
     #[test]
@@ -410,32 +350,42 @@ mod tests {
     }
 
     #[test]
-    fn dist_is_exact_then_bounded() {
-        let mut d = Dist::default();
+    fn stats_are_exact_then_bounded() {
+        let mut d = Quantiles::default();
         for i in 0..1000 {
             d.push(i as f64);
         }
-        assert_eq!(d.stats(), Stats::of((0..1000).map(|i| i as f64).collect()));
-        let mut big = Dist::default();
-        let n = EXACT_CAP + 50_000;
+        assert_eq!(
+            Stats::from_quantiles(&d),
+            Stats::of((0..1000).map(|i| i as f64).collect())
+        );
+        let mut big = Quantiles::default();
+        // Whole cycles of 0.5 .. 999.5, past the cap: mean 500.
+        let n = (crate::observe::quantiles::EXACT_CAP / 1000 + 50) * 1000;
         for i in 0..n {
             big.push((i % 1000) as f64 + 0.5);
         }
-        assert!(
-            big.exact.is_empty() && big.hist.is_some(),
-            "moved to the histogram"
-        );
-        let st = big.stats();
+        assert!(!big.is_exact(), "moved to the histogram");
+        let st = Stats::from_quantiles(&big);
         assert_eq!(st.count, n);
         assert!(
             (st.mean.unwrap_or(0.0) - 500.0).abs() < 1e-6,
             "mean stays exact"
         );
+        assert_eq!(st.max, Some(999.5));
         let p50 = st.p50.unwrap_or(0.0);
         assert!((p50 - 500.0).abs() / 500.0 < 0.002, "p50 {p50}");
         assert!((st.p99.unwrap_or(0.0) - 990.5).abs() / 990.5 < 0.002);
         d.push(f64::NAN);
-        assert_eq!(d.stats().count, 1000, "non-finite values are ignored");
+        assert_eq!(
+            Stats::from_quantiles(&d).count,
+            1000,
+            "non-finite values are ignored"
+        );
+        assert_eq!(
+            Stats::from_quantiles(&Quantiles::default()),
+            Stats::default()
+        );
     }
 
     #[test]

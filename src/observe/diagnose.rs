@@ -458,11 +458,11 @@ mod tests {
     fn verdict_names_are_one_list() {
         let names: Vec<&str> = VerdictKind::ALL.iter().map(|k| k.as_str()).collect();
         assert_eq!(names.len(), 7);
-        let columns = crate::record::columns_markdown();
+        // That the results.csv column reference lists them is tested in record, the layer
+        // that owns the columns.
         for k in VerdictKind::ALL {
             let json = serde_json::to_string(&k).unwrap_or_default();
             assert_eq!(json, format!("\"{}\"", k.as_str()));
-            assert!(columns.contains(&format!("`{}`", k.as_str())), "{k:?}");
         }
     }
 

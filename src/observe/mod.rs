@@ -1,7 +1,9 @@
 //! Observe: what a run looked like from both sides. The server's log (`sglang_log`) and its
 //! `/metrics` (`prom`), the client's samples folded into a summary (`client`), and the verdict
-//! drawn from both (`diagnose`).
+//! drawn from both (`diagnose`). `quantiles` is the one bounded percentile structure that
+//! `client` and `sglang_log` share.
 pub mod client;
 pub mod diagnose;
 pub mod prom;
+pub mod quantiles;
 pub mod sglang_log;

@@ -672,4 +672,20 @@ mod tests {
             wrong.join("\n")
         );
     }
+
+    #[test]
+    fn verdict_column_names_exactly_the_verdicts() {
+        let md = columns_markdown();
+        let row = md
+            .lines()
+            .find(|l| l.starts_with("| `verdict` |"))
+            .unwrap_or_default();
+        // The backticked names in the column's meaning.
+        let named: Vec<&str> = row.split('`').skip(3).step_by(2).collect::<Vec<_>>();
+        let want: Vec<&str> = crate::observe::diagnose::VerdictKind::ALL
+            .iter()
+            .map(|k| k.as_str())
+            .collect();
+        assert_eq!(named, want, "{row}");
+    }
 }

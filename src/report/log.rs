@@ -286,7 +286,7 @@ fn render_decode_stats(o: &mut String, s: &ServerSummary) {
             s.stats_lines,
             s.intervals,
             if s.percentiles_approx {
-                "; percentiles from a histogram (±0.2%)"
+                "; percentiles from a histogram (within 0.1%)"
             } else {
                 ""
             }

@@ -16,8 +16,10 @@
 
 use serde_json::{Map, Number, Value};
 
-use super::line::{LogEvent, Timestamp, split_fields};
-use super::scan::{Scanned, parse_prefix_bytes, scan_with};
+use super::fields::split_fields;
+use super::line::LogEvent;
+use super::prefix::{Timestamp, parse_prefix_bytes};
+use super::scan::{Scanned, scan_with};
 
 /// An event line, ready to be written.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,4 +1,4 @@
-//! Byte-level scanning of one log line: the fast path behind [`super::parse_line`] and the
+//! Byte-level scanning of one log line: the fast path behind [`parse_line`] and the
 //! streaming summary.
 //!
 //! A line is looked at in this order:
@@ -16,9 +16,11 @@
 
 use std::sync::OnceLock;
 
-use memchr::{memchr, memchr_iter, memchr3, memmem};
+use memchr::{memchr, memchr3, memmem};
 
-use super::line::{LogEvent, StatsKind, StatsLine, Timestamp, parse_other, parse_server_args};
+use super::fields::{parse_bool_bytes, parse_f64_bytes, parse_u64_bytes, visit_fields};
+use super::line::{LogEvent, StatsKind, StatsLine, parse_other, parse_server_args};
+use super::prefix::{Prefix, Timestamp, parse_bracket, parse_prefix_bytes};
 
 /// What one line is.
 // Built once per line and handed to a closure; events are rare, so their size does not matter.
@@ -33,560 +35,6 @@ pub enum Scanned<'a> {
     Skip,
     /// Nothing recognised (tracebacks, warnings, start-up chatter, garbage).
     Nothing,
-}
-
-// ---------------------------------------------------------------------------------------------
-// Rank tags without allocation
-
-/// Most rank tags kept: the 2026 prefix has at most six (`DP PP ATTN_CP MOE_DP TP EP`); old
-/// logs have one `gpu_id`/`gpu` tag. Further tags are dropped.
-pub const MAX_RANKS: usize = 6;
-/// Longest rank tag name kept (`ATTN_CP`); longer ones are dropped.
-const TAG_NAME: usize = 7;
-
-#[derive(Debug, Clone, Copy, Default)]
-struct Tag {
-    name: [u8; TAG_NAME],
-    len: u8,
-    n: u32,
-}
-
-/// Rank tags of a prefix (`DP3`, `TP0`, `ATTN_CP1`, `gpu_id=0`), inline in 12 bytes a tag, so
-/// a stats line is cheap to move around.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct RankTags {
-    len: u8,
-    tags: [Tag; MAX_RANKS],
-}
-
-impl RankTags {
-    fn push(&mut self, name: &[u8], n: u32) {
-        let (Some(slot), Ok(len)) = (
-            self.tags.get_mut(usize::from(self.len)),
-            u8::try_from(name.len()),
-        ) else {
-            return;
-        };
-        let Some(dst) = slot.name.get_mut(..name.len()) else {
-            return;
-        };
-        dst.copy_from_slice(name);
-        slot.len = len;
-        slot.n = n;
-        self.len += 1;
-    }
-
-    /// (name, number) pairs in prefix order.
-    pub fn iter(&self) -> impl Iterator<Item = (&[u8], u32)> {
-        self.tags
-            .get(..usize::from(self.len))
-            .unwrap_or(&[])
-            .iter()
-            .map(|t| (t.name.get(..usize::from(t.len)).unwrap_or(&[]), t.n))
-    }
-
-    /// Value of the tag `name` (exact, e.g. `b"DP"`).
-    pub fn get(&self, name: &[u8]) -> Option<u32> {
-        self.iter().find(|(n, _)| *n == name).map(|(_, r)| r)
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    pub fn to_owned_vec(&self) -> Vec<(String, u32)> {
-        self.iter()
-            .map(|(n, r)| (String::from_utf8_lossy(n).into_owned(), r))
-            .collect()
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Timestamps and prefixes
-
-/// Exactly `n` ASCII digits at `b[j..]`.
-fn digits(b: &[u8], j: usize, n: usize) -> Option<u32> {
-    let mut v: u32 = 0;
-    for k in 0..n {
-        let c = *b.get(j + k)?;
-        if !c.is_ascii_digit() {
-            return None;
-        }
-        v = v * 10 + u32::from(c - b'0');
-    }
-    Some(v)
-}
-
-/// `[YYYY-MM-DD ]HH:MM:SS[.fff]` at `b[j..]` (date required when `need_date`). Returns the
-/// timestamp, the offset after it, and whether it had a fraction of a second.
-pub(crate) fn parse_datetime(
-    b: &[u8],
-    j: usize,
-    need_date: bool,
-) -> Option<(Timestamp, usize, bool)> {
-    let mut j = j;
-    let mut date = None;
-    if let (Some(y), Some(b'-'), Some(mo), Some(b'-'), Some(d), Some(b' ')) = (
-        digits(b, j, 4),
-        b.get(j + 4),
-        digits(b, j + 5, 2),
-        b.get(j + 7),
-        digits(b, j + 8, 2),
-        b.get(j + 10),
-    ) {
-        if !(1..=12).contains(&mo) || !(1..=31).contains(&d) {
-            return None;
-        }
-        date = Some((i32::try_from(y).ok()?, mo, d));
-        j += 11;
-    } else if need_date {
-        return None;
-    }
-    let (h, m, s) = match (
-        digits(b, j, 2),
-        b.get(j + 2),
-        digits(b, j + 3, 2),
-        b.get(j + 5),
-        digits(b, j + 6, 2),
-    ) {
-        (Some(h), Some(b':'), Some(m), Some(b':'), Some(s)) => (h, m, s),
-        _ => return None,
-    };
-    if h > 23 || m > 59 || s > 60 {
-        return None;
-    }
-    j += 8;
-    let mut secs = f64::from(h * 3600 + m * 60 + s);
-    let mut frac_seen = false;
-    if let Some(b'.' | b',') = b.get(j) {
-        let mut frac = 0.0;
-        let mut scale = 0.1;
-        let mut k = j + 1;
-        while let Some(c) = b.get(k).filter(|c| c.is_ascii_digit()) {
-            if k - j <= 6 {
-                frac += f64::from(c - b'0') * scale;
-                scale /= 10.0;
-            }
-            k += 1;
-        }
-        if k > j + 1 {
-            secs += frac;
-            j = k;
-            frac_seen = true;
-        }
-    }
-    // Reject a longer digit run such as `12:34:567`.
-    if b.get(j).is_some_and(|c| c.is_ascii_digit()) {
-        return None;
-    }
-    Some((
-        Timestamp {
-            date,
-            secs_of_day: secs,
-        },
-        j,
-        frac_seen,
-    ))
-}
-
-/// `[A-Z_]+[0-9]+` → (letters, number).
-fn parse_rank_token(tok: &[u8]) -> Option<(&[u8], u32)> {
-    let split = tok.iter().position(|c| c.is_ascii_digit())?;
-    let (name, num) = tok.split_at(split);
-    if name.is_empty() || !name.iter().all(|c| c.is_ascii_uppercase() || *c == b'_') {
-        return None;
-    }
-    Some((name, parse_u32_exact(num)?))
-}
-
-fn parse_u32_exact(num: &[u8]) -> Option<u32> {
-    if num.is_empty() {
-        return None;
-    }
-    let mut v: u32 = 0;
-    for &c in num {
-        if !c.is_ascii_digit() {
-            return None;
-        }
-        v = v.checked_mul(10)?.checked_add(u32::from(c - b'0'))?;
-    }
-    Some(v)
-}
-
-/// A bracketed prefix's content.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Prefix {
-    pub ts: Option<Timestamp>,
-    pub ranks: RankTags,
-    /// The timestamp had milliseconds (`SGLANG_LOG_MS=1`, since 2025-12).
-    pub ms: bool,
-}
-
-/// Inside `[`: a timestamp then space-separated tokens up to `]`. Tokens like `DP3`, `TP0`,
-/// `ATTN_CP1`, `MOE_DP2` become ranks; other tokens are ignored. Fills `out` (left as it was
-/// when there is no valid bracket) and returns the index of the closing `]`.
-fn parse_bracket(b: &[u8], j: usize, out: &mut Prefix) -> Option<usize> {
-    let (ts, mut j, ms) = parse_datetime(b, j, false)?;
-    // The time must end the first token (rejects tqdm's `[10:02:03<00:00, 1.2it/s]`).
-    if !matches!(b.get(j), Some(b' ' | b']')) {
-        return None;
-    }
-    let mut ranks = RankTags::default();
-    let limit = j + 200;
-    loop {
-        match *b.get(j)? {
-            b']' => {
-                out.ts = Some(ts);
-                out.ranks = ranks;
-                out.ms = ms;
-                return Some(j);
-            }
-            b' ' => j += 1,
-            _ => {
-                let start = j;
-                while let Some(&c) = b.get(j) {
-                    if c == b' ' || c == b']' || c == b'[' {
-                        break;
-                    }
-                    j += 1;
-                }
-                if b.get(j) == Some(&b'[') {
-                    return None;
-                }
-                if let Some((name, n)) = b.get(start..j).and_then(parse_rank_token) {
-                    ranks.push(name, n);
-                }
-            }
-        }
-        if j > limit {
-            return None;
-        }
-    }
-}
-
-/// Find the timestamp and rank tags in `text` (normally the part of a line before its
-/// marker). The last bracketed timestamp wins (the one closest to the message); a bare
-/// `YYYY-MM-DD HH:MM:SS` is used only when there is no bracketed one. `[gpu_id=N]`/`[gpu=N]`
-/// tags are appended to the ranks.
-pub fn parse_prefix_bytes(text: &[u8]) -> Prefix {
-    let mut prefix = Prefix::default();
-    for i in memchr_iter(b'[', text) {
-        let mut p = Prefix::default();
-        if parse_bracket(text, i + 1, &mut p).is_some() {
-            prefix = p;
-        }
-    }
-    if prefix.ts.is_none() {
-        for i in 0..text.len() {
-            if text.get(i).is_some_and(u8::is_ascii_digit) {
-                if let Some((t, _, ms)) = parse_datetime(text, i, true) {
-                    prefix.ts = Some(t);
-                    prefix.ms = ms;
-                }
-            }
-        }
-    }
-    for (tag, name) in [
-        (&b"[gpu_id="[..], &b"gpu_id"[..]),
-        (&b"[gpu="[..], &b"gpu"[..]),
-    ] {
-        let n = memmem::rfind(text, tag).and_then(|p| {
-            let rest = text.get(p + tag.len()..)?;
-            let close = memchr(b']', rest)?;
-            parse_u32_exact(rest.get(..close)?.trim_ascii())
-        });
-        if let Some(n) = n {
-            prefix.ranks.push(name, n);
-        }
-    }
-    prefix
-}
-
-// ---------------------------------------------------------------------------------------------
-// Numbers and booleans
-
-/// The numeric text a value starts with; `full=X, swa=Y` gives X.
-fn num_text(v: &[u8]) -> &[u8] {
-    let v = v.trim_ascii();
-    let v = v.strip_prefix(b"full=").unwrap_or(v);
-    let end = v
-        .iter()
-        .position(|c| !(c.is_ascii_digit() || matches!(c, b'.' | b'-' | b'+' | b'e' | b'E')))
-        .unwrap_or(v.len());
-    v.get(..end).unwrap_or(&[])
-}
-
-/// Exact powers of ten (all representable in f64).
-const POW10: [f64; 23] = [
-    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
-    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
-];
-
-/// `123` / `123.45`: an integer mantissa below 2^53 divided by an exact power of ten, which
-/// is correctly rounded, i.e. the same as `str::parse`. None for anything else.
-fn fast_decimal(t: &[u8]) -> Option<f64> {
-    let mut mant: u64 = 0;
-    let mut int_digits = 0usize;
-    let mut frac_digits = 0usize;
-    let mut in_frac = false;
-    for &c in t {
-        match c {
-            b'0'..=b'9' => {
-                mant = mant.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
-                if in_frac {
-                    frac_digits += 1;
-                } else {
-                    int_digits += 1;
-                }
-            }
-            b'.' if !in_frac => in_frac = true,
-            _ => return None,
-        }
-    }
-    if int_digits == 0 || mant >= (1u64 << 53) {
-        return None;
-    }
-    let p = *POW10.get(frac_digits)?;
-    Some(mant as f64 / p)
-}
-
-/// Where a value's number starts: leading whitespace and a `full=` (SWA pools) skipped.
-fn num_start(v: &[u8]) -> &[u8] {
-    let v = v.trim_ascii_start();
-    v.strip_prefix(b"full=").unwrap_or(v)
-}
-
-/// Leading number of a value (`0.84`, `12.50%`, `0.02 GB`, `0.0980 -> 0.7047` gives 0.098).
-/// The usual `123.45` is read in one pass; anything else goes through `str::parse`.
-pub fn parse_f64_bytes(v: &[u8]) -> Option<f64> {
-    let t = num_start(v);
-    let mut mant: u64 = 0;
-    let mut int_digits = 0usize;
-    let mut frac_digits = 0usize;
-    let mut in_frac = false;
-    let mut simple = true;
-    for &c in t {
-        match c {
-            b'0'..=b'9' => {
-                match mant
-                    .checked_mul(10)
-                    .and_then(|m| m.checked_add(u64::from(c - b'0')))
-                {
-                    Some(m) => mant = m,
-                    None => simple = false,
-                }
-                if in_frac {
-                    frac_digits += 1;
-                } else {
-                    int_digits += 1;
-                }
-            }
-            b'.' if !in_frac => in_frac = true,
-            b'.' | b'+' | b'-' | b'e' | b'E' => {
-                simple = false;
-                break;
-            }
-            _ => break,
-        }
-    }
-    if simple && int_digits > 0 && mant < (1u64 << 53) {
-        if let Some(p) = POW10.get(frac_digits) {
-            return Some(mant as f64 / p);
-        }
-    }
-    let t = num_text(v);
-    fast_decimal(t)
-        .or_else(|| std::str::from_utf8(t).ok()?.parse::<f64>().ok())
-        .filter(|x| x.is_finite())
-}
-
-/// Leading unsigned integer of a value (`3`, `+3`, `full=165376, swa=768` gives 165376;
-/// `-3`, `x` and overflow give None).
-pub fn parse_u64_bytes(v: &[u8]) -> Option<u64> {
-    let t = num_start(v);
-    let t = t.strip_prefix(b"+").unwrap_or(t);
-    let mut n: u64 = 0;
-    let mut any = false;
-    for &c in t {
-        if !c.is_ascii_digit() {
-            break;
-        }
-        n = n.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
-        any = true;
-    }
-    any.then_some(n)
-}
-
-/// Leading signed integer (`-1`).
-pub fn parse_i64_bytes(v: &[u8]) -> Option<i64> {
-    let t = num_text(v);
-    let (neg, t) = match t.strip_prefix(b"-") {
-        Some(r) => (true, r),
-        None => (false, t.strip_prefix(b"+").unwrap_or(t)),
-    };
-    let n = i64::try_from(parse_u64_bytes(t)?).ok()?;
-    Some(if neg { -n } else { n })
-}
-
-/// `True`/`False` (any case).
-pub fn parse_bool_bytes(v: &[u8]) -> Option<bool> {
-    let v = v.trim_ascii();
-    let starts = |w: &[u8]| v.get(..w.len()).is_some_and(|p| p.eq_ignore_ascii_case(w));
-    if starts(b"true") {
-        Some(true)
-    } else if starts(b"false") {
-        Some(false)
-    } else {
-        None
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// key: value pieces
-
-#[derive(Clone, Copy, PartialEq)]
-enum Sep {
-    Comma,
-    DotSpace,
-    End,
-}
-
-fn is_key_trim(c: u8) -> bool {
-    c.is_ascii_whitespace() || matches!(c, b'.' | b',' | b';')
-}
-
-/// `s[a..b]` without leading and trailing whitespace.
-fn trim_range(s: &[u8], mut a: usize, mut b: usize) -> (usize, usize) {
-    while a < b && s.get(a).is_some_and(u8::is_ascii_whitespace) {
-        a += 1;
-    }
-    while b > a && s.get(b - 1).is_some_and(u8::is_ascii_whitespace) {
-        b -= 1;
-    }
-    (a, b)
-}
-
-/// A key without surrounding whitespace and `.,;`.
-fn clean_key_range(s: &[u8], mut a: usize, mut b: usize) -> (usize, usize) {
-    while a < b && s.get(a).is_some_and(|c| is_key_trim(*c)) {
-        a += 1;
-    }
-    while b > a && s.get(b - 1).is_some_and(|c| is_key_trim(*c)) {
-        b -= 1;
-    }
-    (a, b)
-}
-
-/// A value without surrounding whitespace and without trailing `.,;`.
-fn clean_val_range(s: &[u8], a: usize, b: usize) -> (usize, usize) {
-    let (a, mut b) = trim_range(s, a, b);
-    while b > a && s.get(b - 1).is_some_and(|c| is_key_trim(*c)) {
-        b -= 1;
-    }
-    (a, b)
-}
-
-/// The bytes [`visit_fields`] stops at: `,`, `.` and `:`.
-static SEPARATOR: [bool; 256] = {
-    let mut t = [false; 256];
-    t[b',' as usize] = true;
-    t[b'.' as usize] = true;
-    t[b':' as usize] = true;
-    t
-};
-
-/// The field being assembled by [`visit_fields`]: (key start, key end, value start, value end)
-/// of the field not yet handed out, and a pending key prefix (start, end).
-struct FieldState {
-    cur: Option<(usize, usize, usize, usize)>,
-    pending: Option<(usize, usize)>,
-}
-
-impl FieldState {
-    /// One piece `s[start..end]`, followed by `sep`; `colon` is its first `:`.
-    fn piece<'a>(
-        &mut self,
-        s: &'a [u8],
-        (start, end): (usize, usize),
-        sep: Sep,
-        colon: Option<usize>,
-        f: &mut impl FnMut(&'a [u8], &'a [u8]),
-    ) {
-        let (ps, pe) = trim_range(s, start, end);
-        if ps >= pe {
-            return;
-        }
-        if let Some(colon) = colon {
-            let (ks, ke) = clean_key_range(s, ps, colon);
-            let key = match self.pending.take() {
-                Some((p, pend)) => Some((p, if ke > ks { ke } else { pend })),
-                None if ke > ks => Some((ks, ke)),
-                None => None,
-            };
-            if let Some((ks, ke)) = key {
-                let (vs, ve) = clean_val_range(s, colon + 1, pe);
-                self.flush(s, f);
-                self.cur = Some((ks, ke, vs, ve));
-            }
-        } else if sep == Sep::DotSpace {
-            self.pending = Some(match self.pending {
-                Some((p, _)) => (p, pe),
-                None => (ps, pe),
-            });
-        } else if self.pending.is_none() {
-            if let Some(c) = self.cur.as_mut() {
-                let (xs, xe) = clean_val_range(s, ps, pe);
-                if xs < xe {
-                    c.3 = xe;
-                }
-            }
-        }
-    }
-
-    fn flush<'a>(&mut self, s: &'a [u8], f: &mut impl FnMut(&'a [u8], &'a [u8])) {
-        if let Some(c) = self.cur.take() {
-            if let (Some(k), Some(v)) = (s.get(c.0..c.1), s.get(c.2..c.3)) {
-                f(k, v);
-            }
-        }
-    }
-}
-
-/// Call `f(key, value)` for every `key: value` pair of a message tail, in order.
-///
-/// Pieces are split on `,` and on `. ` (v0.1 used `. ` between fields). A piece without `:`
-/// that is followed by `. ` is the start of the next key (`est. decode TFLOPS/s (per GPU): X`);
-/// one followed by `,` or the end continues the previous value (`#token: full=1, swa=2`).
-/// Keys and values are slices of `s`, trimmed. One plain pass over the bytes: the pieces are
-/// short, so this beats both a `memchr` call per piece and `memchr3_iter` (measured).
-pub fn visit_fields<'a>(s: &'a [u8], f: &mut impl FnMut(&'a [u8], &'a [u8])) {
-    let mut st = FieldState {
-        cur: None,
-        pending: None,
-    };
-    let mut start = 0;
-    let mut colon = None;
-    for (i, &c) in s.iter().enumerate() {
-        if !SEPARATOR[usize::from(c)] {
-            continue;
-        }
-        match c {
-            b':' if colon.is_none() => colon = Some(i),
-            b',' => {
-                st.piece(s, (start, i), Sep::Comma, colon, f);
-                start = i + 1;
-                colon = None;
-            }
-            b'.' if s.get(i + 1) == Some(&b' ') => {
-                st.piece(s, (start, i), Sep::DotSpace, colon, f);
-                start = i + 2;
-                colon = None;
-            }
-            _ => {}
-        }
-    }
-    st.piece(s, (start.min(s.len()), s.len()), Sep::End, colon, f);
-    st.flush(s, f);
 }
 
 /// Fields of a stats line from `region` on: an optional ` [N]` iteration tag, an optional
@@ -1030,124 +478,28 @@ pub fn scan_owned(line: &[u8]) -> Option<LogEvent> {
     })
 }
 
+/// Parse one log line. Returns None for lines of no interest (and never panics).
+///
+/// The work is done by [`scan_with`] on bytes; this owned form is for callers that
+/// keep events. The streaming summary uses the borrowed form directly.
+pub fn parse_line(line: &str) -> Option<LogEvent> {
+    scan_owned(line.as_bytes())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::observe::sglang_log::line::{Capacity, rank_of};
 
-    fn fields(s: &str) -> Vec<(String, String)> {
-        let mut out = Vec::new();
-        visit_fields(s.as_bytes(), &mut |k, v| {
-            out.push((
-                String::from_utf8_lossy(k).into_owned(),
-                String::from_utf8_lossy(v).into_owned(),
-            ))
-        });
-        out
-    }
-
-    #[test]
-    fn fast_decimal_matches_std() {
-        for t in [
-            "0",
-            "0.84",
-            "566.12",
-            "12.50",
-            "1707904",
-            "0.0980",
-            "9007199254740991",
-            "1.",
-            "00.5",
-            "123456789012.345678",
-        ] {
-            assert_eq!(
-                fast_decimal(t.as_bytes()).or_else(|| t.parse().ok()),
-                t.parse::<f64>().ok(),
-                "{t}"
-            );
-        }
-        assert_eq!(fast_decimal(b".5"), None);
-        assert_eq!(fast_decimal(b"1e5"), None);
-        assert_eq!(parse_f64_bytes(b"1e5"), Some(1e5));
-        assert_eq!(parse_f64_bytes(b"99999999999999999999.5"), Some(1e20));
-        assert_eq!(parse_u64_bytes(b"99999999999999999999999"), None);
-        assert_eq!(parse_i64_bytes(b"-17"), Some(-17));
-        assert_eq!(parse_bool_bytes(b" TRUE,"), Some(true));
-        assert_eq!(parse_bool_bytes(b"fals"), None);
-    }
-
-    #[test]
-    fn one_pass_numbers_match_str_parse() {
-        // The one-pass readers against the plain definition: the numeric prefix, then
-        // `str::parse` (finite only) / its leading digits.
-        let reference_f = |v: &[u8]| {
-            std::str::from_utf8(num_text(v))
-                .ok()?
-                .parse::<f64>()
-                .ok()
-                .filter(|x| x.is_finite())
-        };
-        let reference_u = |v: &[u8]| {
-            let t = num_text(v);
-            let t = t.strip_prefix(b"+").unwrap_or(t);
-            let end = t
-                .iter()
-                .position(|c| !c.is_ascii_digit())
-                .unwrap_or(t.len());
-            std::str::from_utf8(t.get(..end)?).ok()?.parse::<u64>().ok()
-        };
-        let alphabet = b"0123456789..+-eE %xfull= ,";
-        let mut x: u64 = 0x1234_5678_9abc_def1;
-        for _ in 0..20000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let len = (x % 12) as usize;
-            let v: Vec<u8> = (0..len)
-                .map(|k| alphabet[((x >> (k * 5)) % alphabet.len() as u64) as usize])
-                .collect();
-            assert_eq!(
-                parse_f64_bytes(&v),
-                reference_f(&v),
-                "{:?}",
-                String::from_utf8_lossy(&v)
-            );
-            assert_eq!(
-                parse_u64_bytes(&v),
-                reference_u(&v),
-                "{:?}",
-                String::from_utf8_lossy(&v)
-            );
+    fn stats(line: &str) -> StatsLine {
+        match parse_line(line) {
+            Some(LogEvent::Stats(s)) => s,
+            other => panic!("not a stats line: {other:?} <- {line}"),
         }
     }
 
-    #[test]
-    fn fields_split_like_the_reference() {
-        assert_eq!(
-            fields(", #token: full=1000, swa=200, token usage: full=0.10, swa=0.02, x: 1"),
-            vec![
-                ("#token".into(), "full=1000, swa=200".into()),
-                ("token usage".into(), "full=0.10, swa=0.02".into()),
-                ("x".into(), "1".into()),
-            ]
-        );
-        assert_eq!(
-            fields(", #queue-req: 0, est. decode TFLOPS/s (per GPU): 12.34, "),
-            vec![
-                ("#queue-req".into(), "0".into()),
-                ("est. decode TFLOPS/s (per GPU)".into(), "12.34".into()),
-            ]
-        );
-        assert_eq!(
-            fields(". #seq: 1. #cached_token: 0. tree_cache_hit_rate: 12.50%. t: 0.01s."),
-            vec![
-                ("#seq".into(), "1".into()),
-                ("#cached_token".into(), "0".into()),
-                ("tree_cache_hit_rate".into(), "12.50%".into()),
-                ("t".into(), "0.01s".into()),
-            ]
-        );
-        assert!(fields("").is_empty());
-        assert!(fields(": : ,,. . :").iter().all(|(k, _)| !k.is_empty()));
+    fn close(a: Option<f64>, b: f64) -> bool {
+        a.is_some_and(|a| (a - b).abs() < 1e-9)
     }
 
     #[test]
@@ -1189,6 +541,528 @@ mod tests {
         assert_eq!(
             scan_owned(b"[2026-11-30 15:53:28] Decode batch, #running-req: 1[2026-11-30 15:53:28] The server is fired up and ready to roll!"),
             Some(LogEvent::Ready)
+        );
+    }
+    #[test]
+    fn decode_v01_bare_running_req() {
+        let s = stats("#running-req: 5, #token: 1234, token usage: 0.12, #queue-req: 0");
+        assert_eq!(s.kind, StatsKind::Decode);
+        assert_eq!(s.ts, None);
+        assert!(s.ranks.is_empty());
+        assert_eq!(s.running_req, Some(5));
+        assert_eq!(s.num_tokens, Some(1234));
+        assert!(close(s.token_usage, 0.12));
+        assert_eq!(s.queue_req, Some(0));
+        assert_eq!(s.gen_throughput, None);
+        assert_eq!(s.fields.len(), 4);
+
+        let s = stats(
+            "#running-req: 5, #token: 1234, token usage: 0.12, gen throughput (token/s): 345.67, #queue-req: 2",
+        );
+        assert!(close(s.gen_throughput, 345.67));
+        assert_eq!(s.queue_req, Some(2));
+    }
+
+    #[test]
+    fn prefill_v01_new_fill_batch() {
+        let s = stats(
+            "new fill batch. #seq: 1. #cached_token: 0. #new_token: 11. #remaining_req: 3. #running_req: 2. tree_cache_hit_rate: 12.50%. fsm_cache_hit_rate: 0.00%. fsm_cache_avg_init_time: 0.01s.",
+        );
+        assert_eq!(s.kind, StatsKind::Prefill);
+        assert_eq!(s.new_seq, Some(1));
+        assert_eq!(s.cached_token, Some(0));
+        assert_eq!(s.new_token, Some(11));
+        assert_eq!(s.queue_req, Some(3));
+        assert_eq!(s.running_req, Some(2));
+        assert_eq!(s.field("tree_cache_hit_rate"), Some("12.50%"));
+        assert_eq!(s.field("fsm_cache_avg_init_time"), Some("0.01s"));
+        assert_eq!(s.fields.len(), 8);
+    }
+
+    #[test]
+    fn gpu_id_and_gpu_tags() {
+        let s = stats(
+            "[gpu_id=0] Decode batch. #running-req: 8, #token: 2048, token usage: 0.05, gen throughput (token/s): 512.30, #queue-req: 0",
+        );
+        assert_eq!(s.kind, StatsKind::Decode);
+        assert_eq!(s.ranks, vec![("gpu_id".to_string(), 0)]);
+        assert!(close(s.gen_throughput, 512.3));
+
+        let s = stats(
+            "[gpu_id=1] Prefil batch. #new-seq: 1, #new-token: 7, #cached-token: 1, cache hit rate: 12.50%, #running-req: 0, #queue-req: 0",
+        );
+        assert_eq!(s.kind, StatsKind::Prefill);
+        assert_eq!(s.ranks, vec![("gpu_id".to_string(), 1)]);
+        assert_eq!(s.new_token, Some(7));
+        assert_eq!(s.field("cache hit rate"), Some("12.50%"));
+
+        let s = stats(
+            "[gpu=2] Prefill batch. #new-seq: 3, #new-token: 300, #cached-token: 12, cache hit rate: 3.85%, #running-req: 4, #queue-req: 1",
+        );
+        assert_eq!(s.ranks, vec![("gpu".to_string(), 2)]);
+        assert_eq!(s.new_seq, Some(3));
+        assert_eq!(s.running_req, Some(4));
+    }
+
+    #[test]
+    fn hhmmss_tp0_prefix() {
+        let s = stats(
+            "[12:34:56 TP0] Decode batch. #running-req: 16, #token: 9000, token usage: 0.44, gen throughput (token/s): 1200.50, #queue-req: 0",
+        );
+        let ts = s.ts.unwrap();
+        assert_eq!(ts.date, None);
+        assert!((ts.secs_of_day - 45296.0).abs() < 1e-9);
+        assert_eq!(s.ranks, vec![("TP".to_string(), 0)]);
+        assert_eq!(s.tp_rank(), Some(0));
+        assert_eq!(s.dp_rank(), None);
+    }
+
+    #[test]
+    fn mixed_chunk_prefill() {
+        let s = stats(
+            "[2024-10-20 12:34:56 TP0] Prefill batch(mixed #running-req: 3). #new-seq: 1, #new-token: 512, #cached-token: 0, cache hit rate: 0.00%, token usage: 0.10, #queue-req: 5",
+        );
+        assert_eq!(s.kind, StatsKind::Prefill);
+        assert_eq!(s.ts.unwrap().date, Some((2024, 10, 20)));
+        assert_eq!(s.running_req, Some(3));
+        assert_eq!(s.new_token, Some(512));
+        assert_eq!(s.queue_req, Some(5));
+        assert!(close(s.token_usage, 0.10));
+    }
+
+    #[test]
+    fn largest_len_and_trailing_comma_space() {
+        let s = stats(
+            "[2025-03-10 08:00:01 TP0] Decode batch. #running-req: 16, #token: 9000, token usage: 0.44, gen throughput (token/s): 1200.50, largest-len: 512, #queue-req: 0, ",
+        );
+        assert_eq!(s.queue_req, Some(0));
+        assert_eq!(s.field("largest-len"), Some("512"));
+        assert_eq!(s.fields.len(), 6);
+        // Right-trimmed paste.
+        let s = stats(
+            "[2025-03-10 08:00:01 TP0] Prefill batch. #new-seq: 2, #new-token: 64, #cached-token: 0, token usage: 0.01, #running-req: 0, #queue-req: 7,",
+        );
+        assert_eq!(s.queue_req, Some(7));
+        assert_eq!(s.fields.len(), 6);
+    }
+
+    #[test]
+    fn speculative_and_pd_fields() {
+        let s = stats(
+            "[2025-05-20 10:00:00 DP0 TP0] Decode batch. #running-req: 4, #token: 100, token usage: 0.01, accept len: 3.21, pre-allocated usage: 0.05, #retracted-req: 0, cuda graph: True, gen throughput (token/s): 88.00, #queue-req: 0",
+        );
+        assert_eq!(s.field("accept len"), Some("3.21"));
+        assert_eq!(s.field("pre-allocated usage"), Some("0.05"));
+        assert_eq!(s.graph, Some(true));
+        assert_eq!(s.dp_rank(), Some(0));
+        assert!(close(s.gen_throughput, 88.0));
+        // v0.5.3.post2 accept rate, cpu graph label.
+        let s = stats(
+            "[2025-10-20 10:00:00] Decode batch. #running-req: 1, #token: 10, token usage: 0.00, accept len: 5.30, accept rate: 0.86, cpu graph: False, gen throughput (token/s): 167.04, #queue-req: 0, ",
+        );
+        assert_eq!(s.field("accept rate"), Some("0.86"));
+        assert_eq!(s.graph, Some(false));
+    }
+
+    #[test]
+    fn swa_allocator_and_timestamp_field() {
+        let s = stats(
+            "[2025-07-08 01:02:03 TP0] Decode batch. #running-req: 2, #token: full=1000, swa=200, token usage: full=0.10, swa=0.02, gen throughput (token/s): 50.00, #queue-req: 0, timestamp: 2025-07-08T01:02:03.456789",
+        );
+        assert_eq!(s.num_tokens, Some(1000));
+        assert!(close(s.token_usage, 0.10));
+        assert_eq!(s.field("#token"), Some("full=1000, swa=200"));
+        assert_eq!(s.field("timestamp"), Some("2025-07-08T01:02:03.456789"));
+        assert_eq!(s.queue_req, Some(0));
+    }
+
+    #[test]
+    fn hybrid_full_swa_and_mamba() {
+        let s = stats(
+            "[2026-08-23 09:05:37 TP0 EP0] Decode batch, #running-req: 1, #full token: 165376, full token usage: 0.02, #swa token: 768, swa token usage: 0.00, accept len: 5.30, accept rate: 0.86, cuda graph: True, gen throughput (token/s): 167.04, #queue-req: 0",
+        );
+        assert_eq!(s.num_tokens, Some(165376));
+        assert!(close(s.token_usage, 0.02));
+        assert_eq!(s.field("swa token usage"), Some("0.00"));
+        assert_eq!(s.ranks, vec![("TP".to_string(), 0), ("EP".to_string(), 0)]);
+        let s = stats(
+            "[2025-11-01 00:00:00] Decode batch, #running-req: 9, #full token: 4000, full token usage: 0.31, mamba num: 9, mamba usage: 0.05, cuda graph: True, gen throughput (token/s): 700.10, #queue-req: 1, ",
+        );
+        assert!(close(s.token_usage, 0.31));
+        assert_eq!(s.field("mamba usage"), Some("0.05"));
+    }
+
+    #[test]
+    fn forward_iter_tag_v054() {
+        let s = stats(
+            "[2025-10-24 11:11:11] Decode batch [7], #running-req: 3, #token: 300, token usage: 0.03, cuda graph: True, gen throughput (token/s): 99.99, #queue-req: 0, ",
+        );
+        assert_eq!(s.running_req, Some(3));
+        assert_eq!(s.fields.first().map(|f| f.0.as_str()), Some("#running-req"));
+        let s = stats(
+            "[2025-10-24 11:11:11] Prefill batch [12], #new-seq: 1, #new-token: 20, #cached-token: 4, token usage: 0.00, #running-req: 0, #queue-req: 0, ",
+        );
+        assert_eq!(s.cached_token, Some(4));
+    }
+
+    #[test]
+    fn ms_and_dp_tp_ep_ranks() {
+        let s = stats(
+            "[2026-09-24 01:47:50.615 DP3 TP3 EP3] Decode batch, #running-req: 12, #token: 5000, token usage: 0.20, cuda graph: True, gen throughput (token/s): 1500.25, #queue-req: 0",
+        );
+        let ts = s.ts.unwrap();
+        assert_eq!(ts.date, Some((2026, 9, 24)));
+        assert!((ts.secs_of_day - (3600.0 + 47.0 * 60.0 + 50.615)).abs() < 1e-6);
+        assert_eq!(s.dp_rank(), Some(3));
+        assert_eq!(s.tp_rank(), Some(3));
+        assert_eq!(rank_of(&s.ranks, "EP"), Some(3));
+        assert_eq!(s.queue_req, Some(0));
+        // 2026 rank parts.
+        let s = stats(
+            "[2026-04-01 00:00:00 DP1 PP0 ATTN_CP1 MOE_DP2 TP5 EP5] Decode batch, #running-req: 1, #token: 1, token usage: 0.00, cuda graph: True, gen throughput (token/s): 1.00, #queue-req: 0",
+        );
+        assert_eq!(rank_of(&s.ranks, "ATTN_CP"), Some(1));
+        assert_eq!(rank_of(&s.ranks, "MOE_DP"), Some(2));
+        assert_eq!(s.ranks.len(), 6);
+    }
+
+    #[test]
+    fn ray_wrapper_and_tqdm_glued() {
+        let s = stats(
+            "(head, rank=0, pid=18260) [2025-02-14 10:11:12 TP0] Decode batch. #running-req: 64, #token: 30000, token usage: 0.75, gen throughput (token/s): 2400.00, #queue-req: 10",
+        );
+        assert_eq!(s.ts.unwrap().date, Some((2025, 2, 14)));
+        assert_eq!(s.ranks, vec![("TP".to_string(), 0)]);
+        assert_eq!(s.running_req, Some(64));
+
+        let s = stats(
+            "Capturing batches (bs=1 avail_mem=10.20 GB): 100%|██████████| 35/35 [00:05<00:00,  6.61it/s][2026-01-02 03:04:05] Decode batch, #running-req: 2, #token: 44, token usage: 0.00, cuda graph: True, gen throughput (token/s): 10.50, #queue-req: 0",
+        );
+        let ts = s.ts.unwrap();
+        assert_eq!(ts.date, Some((2026, 1, 2)));
+        assert!((ts.secs_of_day - (3.0 * 3600.0 + 4.0 * 60.0 + 5.0)).abs() < 1e-9);
+        assert!(close(s.gen_throughput, 10.5));
+
+        // Glued path in front, no space.
+        let s = stats(
+            "/opt/venv/lib/python3.12/site-packages/x.py:12: UserWarning: blah[2025-01-01 00:00:01 TP0] Prefill batch. #new-seq: 1, #new-token: 5, #cached-token: 0, token usage: 0.00, #running-req: 0, #queue-req: 0",
+        );
+        assert_eq!(s.new_token, Some(5));
+        assert!(s.ts.is_some());
+    }
+
+    #[test]
+    fn library_logger_format() {
+        let s = stats(
+            "2025-12-04 20:35:53 INFO 151972 [scheduler_metrics_mixin.py:287] Decode batch. #running-req: 7, #token: 700, token usage: 0.07, cuda graph: True, gen throughput (token/s): 321.00, #queue-req: 0, ",
+        );
+        assert_eq!(s.ts.unwrap().date, Some((2025, 12, 4)));
+        assert!(s.ranks.is_empty());
+        assert_eq!(s.running_req, Some(7));
+    }
+
+    #[test]
+    fn cpu_0_5_23_lines() {
+        let s = stats(
+            "[2026-11-30 15:45:05] Prefill batch, #new-seq: 1, #new-token: 11, #cached-token: 0, token usage: 0.00, #running-req: 0, #queue-req: 0, #pending-token: 0, cpu graph: False, input throughput (token/s): 9.44",
+        );
+        assert_eq!(s.kind, StatsKind::Prefill);
+        assert!(close(s.input_throughput, 9.44));
+        assert_eq!(s.graph, Some(false));
+        assert_eq!(s.field("#pending-token"), Some("0"));
+        assert_eq!(s.fields.len(), 9);
+
+        let s = stats(
+            "[2026-11-30 15:46:10] Decode batch, #running-req: 3, #token: 1725, token usage: 0.84, cpu graph: False, gen throughput (token/s): 566.12, #queue-req: 27",
+        );
+        assert_eq!(s.kind, StatsKind::Decode);
+        assert_eq!(s.running_req, Some(3));
+        assert_eq!(s.num_tokens, Some(1725));
+        assert!(close(s.token_usage, 0.84));
+        assert!(close(s.gen_throughput, 566.12));
+        assert_eq!(s.queue_req, Some(27));
+        assert_eq!(s.graph, Some(false));
+    }
+
+    #[test]
+    fn mfu_fields_and_pd_prefill() {
+        let s = stats(
+            "[2026-04-02 00:00:00] Decode batch, #running-req: 1, #token: 1, token usage: 0.00, cuda graph: True, gen throughput (token/s): 50.00, #queue-req: 0, est. decode TFLOPS/s (per GPU): 12.34, est. read BW (GB/s per GPU): 800.00, est. write BW (GB/s per GPU): 5.00",
+        );
+        assert_eq!(s.field("est. decode TFLOPS/s (per GPU)"), Some("12.34"));
+        assert_eq!(s.field("est. write BW (GB/s per GPU)"), Some("5.00"));
+        assert_eq!(s.queue_req, Some(0));
+        assert!(close(s.gen_throughput, 50.0));
+
+        let s = stats(
+            "[2025-06-20 00:00:00 TP0] Prefill batch. #new-seq: 1, #new-token: 8192, #cached-token: 0, token usage: 0.01, #unbootstrapped-req: 0, #queue-req: 0, #transferring-req: 1, input throughput (token/s): 20000.50 ",
+        );
+        assert!(close(s.input_throughput, 20000.5));
+        assert_eq!(s.field("#transferring-req"), Some("1"));
+        assert_eq!(s.running_req, None);
+    }
+
+    #[test]
+    fn not_stats() {
+        for l in [
+            "[2025-01-01 00:00:00] Decode batch size is 4",
+            "[2026-11-30 15:45:04] Memory pool end. avail mem=20.73 GB",
+            "",
+            "[",
+            "[2025-13-01 00:00:00] nothing",
+        ] {
+            assert_eq!(parse_line(l), None, "{l}");
+        }
+        // A runtime OOM is an error line, not a stats line.
+        assert_eq!(
+            parse_line("RuntimeError: Decode out of memory. Try to lower your batch size."),
+            Some(LogEvent::Error(
+                "RuntimeError: Decode out of memory. Try to lower your batch size.".into()
+            ))
+        );
+    }
+
+    #[test]
+    fn graph_and_error_lines() {
+        assert_eq!(
+            parse_line("[2025-05-01 00:00:00 TP0] Capture cuda graph bs [1, 2, 4, 8, 16, 160]"),
+            Some(LogEvent::GraphBatchSizes { max_bs: 160 })
+        );
+        assert_eq!(
+            parse_line("[2025-05-01 00:00:00 TP0] Capture cuda graph bs [1, 2, 4, 8, 1"),
+            Some(LogEvent::GraphBatchSizes { max_bs: 8 })
+        );
+        assert_eq!(
+            parse_line(
+                "[2026-11-30 15:56:00] Cuda graph is disabled because of using torch native attention backend"
+            ),
+            Some(LogEvent::GraphsDisabled)
+        );
+        // Prefill-only graphs being off says nothing about decode graphs.
+        assert_eq!(
+            parse_line(
+                "[2026-11-30 15:53:26] Disable prefill CUDA graph because cuda_graph_config resolved prefill.backend='disabled'"
+            ),
+            None
+        );
+        for l in [
+            "ValueError: CPU FP8 KV cache requires Intel AMX support.",
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 448.00 MiB.",
+            "Exception: Capture cuda graph failed: CUDA out of memory.",
+            "sglang serve: error: argument --kv-cache-dtype: invalid choice: 'fp9' (choose from 'auto', 'fp8_e5m2')",
+            "launch_server.py: error: unrecognized arguments: --enable_metrics",
+        ] {
+            assert_eq!(parse_line(l), Some(LogEvent::Error(l.into())), "{l}");
+        }
+        for l in [
+            "[2026-11-30 15:56:30] Scheduler hit an exception: Traceback (most recent call last):",
+            "  File \"/x/scheduler.py\", line 6362, in run_scheduler_process",
+            "    raise ValueError(\"CPU FP8 KV cache requires Intel AMX support.\")",
+        ] {
+            assert_eq!(parse_line(l), None, "{l}");
+        }
+    }
+
+    #[test]
+    fn truncated_stats_lines() {
+        let s = stats("[2026-01-01 00:00:00] Decode batch, #running-req: 3, #tok");
+        assert_eq!(s.running_req, Some(3));
+        assert_eq!(s.num_tokens, None);
+        let s = stats("[2026-01-01 00:00:00] Decode batch");
+        assert!(s.fields.is_empty());
+        let s = stats("Decode batch [12");
+        assert!(s.fields.is_empty());
+        let s = stats("Prefill batch(mixed #running-req: 4");
+        assert_eq!(s.running_req, Some(4));
+    }
+
+    #[test]
+    fn capacity_lines() {
+        let cap = |l: &str| match parse_line(l) {
+            Some(LogEvent::Capacity(c)) => c,
+            o => panic!("{o:?}"),
+        };
+        let c = cap(
+            "[gpu_id=0] max_total_num_tokens=123456, max_prefill_tokens=16384, context_len=4096, ",
+        );
+        assert_eq!(c.max_total_num_tokens, Some(123456));
+        assert_eq!(c.context_len, Some(4096));
+        assert_eq!(c.max_running_requests, None);
+
+        let c = cap(
+            "[2024-11-01 00:00:00 TP0] max_total_num_tokens=500000, max_prefill_tokens=16384, max_running_requests=4097, context_len=8192",
+        );
+        assert_eq!(c.max_running_requests, Some(4097));
+        assert_eq!(c.chunked_prefill_size, None);
+
+        let c = cap(
+            "[2025-02-01 00:00:00 TP0] max_total_num_tokens=500000, chunked_prefill_size=-1, max_prefill_tokens=16384, max_running_requests=2048, context_len=8192",
+        );
+        assert_eq!(c.chunked_prefill_size, Some(-1));
+
+        let c = cap(
+            "[2026-05-24 00:53:20] max_total_num_tokens=1707904, chunked_prefill_size=16384, max_prefill_tokens=16384, max_running_requests=4096, context_len=40960, available_gpu_mem=21.24 GB",
+        );
+        assert_eq!(c.max_total_num_tokens, Some(1707904));
+        assert_eq!(c.chunked_prefill_size, Some(16384));
+        assert!(close(c.available_mem_gb, 21.24));
+
+        let c = cap(
+            "[2026-11-30 15:45:04] max_total_num_tokens=16384, chunked_prefill_size=4096, max_prefill_tokens=16384, max_running_requests=2048, context_len=4096, available_cpu_mem=20.73 GB",
+        );
+        assert_eq!(
+            c,
+            Capacity {
+                max_total_num_tokens: Some(16384),
+                max_running_requests: Some(2048),
+                context_len: Some(4096),
+                chunked_prefill_size: Some(4096),
+                available_mem_gb: Some(20.73),
+            }
+        );
+        // The profiled-value warning is not a capacity line.
+        assert_eq!(
+            parse_line(
+                "max_total_tokens=131072 is larger than the profiled value -561981. Use the profiled value instead."
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn kv_alloc_lines() {
+        let kv = |l: &str| match parse_line(l) {
+            Some(LogEvent::KvAlloc(k)) => k,
+            o => panic!("{o:?}"),
+        };
+        let k = kv(
+            "[2025-01-20 00:00:00 TP0] KV Cache is allocated. K size: 10.50 GB, V size: 10.50 GB.",
+        );
+        assert_eq!(k.dtype, None);
+        assert_eq!(k.tokens, None);
+        assert!(close(k.k_gb, 10.5));
+        assert!(close(k.total_gb(), 21.0));
+
+        let k = kv(
+            "[2025-03-10 00:00:00 TP1] KV Cache is allocated. #tokens: 1707904, K size: 117.28 GB, V size: 117.28 GB",
+        );
+        assert_eq!(k.tokens, Some(1707904));
+        assert!(close(k.v_gb, 117.28));
+
+        let k = kv(
+            "[2025-05-01 00:00:00 DP2 TP2] KV Cache is allocated. #tokens: 600000, KV size: 39.12 GB",
+        );
+        assert_eq!(k.k_gb, None);
+        assert!(close(k.kv_gb, 39.12));
+        assert!(close(k.total_gb(), 39.12));
+
+        let k = kv(
+            "[2026-11-30 15:45:04] KV Cache is allocated. dtype: torch.bfloat16, #tokens: 16384, K size: 0.02 GB, V size: 0.02 GB",
+        );
+        assert_eq!(k.dtype.as_deref(), Some("torch.bfloat16"));
+        assert_eq!(k.tokens, Some(16384));
+        assert!(close(k.total_gb(), 0.04));
+
+        let k = kv(
+            "[2026-06-01 00:00:00] KV Cache is allocated. dtype: torch.float8_e4m3fn, #tokens: 900000, KV size: 20.00 GB",
+        );
+        assert_eq!(k.dtype.as_deref(), Some("torch.float8_e4m3fn"));
+        assert!(close(k.total_gb(), 20.0));
+    }
+
+    #[test]
+    fn hicache_lines() {
+        assert_eq!(
+            parse_line(
+                "[2026-11-30 15:45:04] Allocating 48.00 GB host memory for hierarchical KV cache."
+            ),
+            Some(LogEvent::HiCacheAlloc { gb: 48.0 })
+        );
+        assert_eq!(
+            parse_line(
+                "[2026-11-30 15:45:04] Allocating kv hierarchical KV host pool: 488282 tokens, 1.00 GB host memory."
+            ),
+            Some(LogEvent::HiCacheAlloc { gb: 1.0 })
+        );
+        assert_eq!(
+            parse_line(
+                "Allocating 3.00 GB host memory for hierarchical Mamba cache (layout=page_first)."
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn retraction_wordings() {
+        let r = |l: &str| match parse_line(l) {
+            Some(LogEvent::Retract(r)) => r.retracted_reqs,
+            o => panic!("{o:?}"),
+        };
+        assert_eq!(
+            r(
+                "decode out of memory happened, #retracted_reqs: 3, #new_token_ratio: 0.5000 -> 0.7000"
+            ),
+            3
+        );
+        assert_eq!(
+            r(
+                "[2024-09-01 00:00:00 TP1] Decode out of memory happened. #retracted_reqs: 2, #new_token_ratio: 0.4000 -> 0.8000"
+            ),
+            2
+        );
+        assert_eq!(
+            r(
+                "[2025-06-01 00:00:00] KV cache pool is full. Retract requests. #retracted_reqs: 5, #new_token_ratio: 0.1000 -> 0.6000"
+            ),
+            5
+        );
+        assert_eq!(
+            r(
+                "[2026-11-30 15:46:11] KV cache pool is full. Retract requests. #retracted_reqs: 1, #new_tokens_gained: 340, #new_token_ratio: 0.0980 -> 0.7047"
+            ),
+            1
+        );
+        assert_eq!(
+            r("[2026-11-30 15:46:11] KV cache pool is full. Retract requests. #retr"),
+            1
+        );
+    }
+
+    #[test]
+    fn ready_and_server_args() {
+        assert_eq!(
+            parse_line("[2026-11-30 15:45:05] The server is fired up and ready to roll!"),
+            Some(LogEvent::Ready)
+        );
+        let Some(LogEvent::ServerArgs(a)) = parse_line(
+            "[2026-11-30 15:44:30] server_args={'model_path': '/tmp/m', 'kv_cache_dtype': 'auto', 'mem_fraction_static': 0.716, 'cuda_graph_bs': [1, 2, 4], 'json_model_override_args': '{}', 'x': {'a': 1, 'b': \"it's\"}, 'lora_paths': None}",
+        ) else {
+            panic!()
+        };
+        assert_eq!(a.len(), 7);
+        assert_eq!(a[1], ("kv_cache_dtype".into(), "auto".into()));
+        assert_eq!(a[2], ("mem_fraction_static".into(), "0.716".into()));
+        assert_eq!(a[3].1, "[1, 2, 4]");
+        assert_eq!(a[4].1, "{}");
+        assert_eq!(a[6], ("lora_paths".into(), "None".into()));
+
+        let Some(LogEvent::ServerArgs(a)) = parse_line(
+            "[2025-05-01 00:00:00] server_args=ServerArgs(model_path='/m, x', kv_cache_dtype='fp8_e4m3', max_running_requests=None, chunked_prefill_size=8192, trunc='abc",
+        ) else {
+            panic!()
+        };
+        assert_eq!(
+            a,
+            vec![
+                ("model_path".to_string(), "/m, x".to_string()),
+                ("kv_cache_dtype".to_string(), "fp8_e4m3".to_string()),
+                ("max_running_requests".to_string(), "None".to_string()),
+                ("chunked_prefill_size".to_string(), "8192".to_string()),
+            ]
+        );
+        assert_eq!(
+            parse_line("Using KV cache dtype: torch.float8_e4m3fn"),
+            Some(LogEvent::KvCacheDtype("torch.float8_e4m3fn".into()))
         );
     }
 }

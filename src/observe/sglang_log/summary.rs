@@ -1,7 +1,7 @@
 //! Folding a server log into one [`ServerSummary`], streaming.
 //!
 //! [`Summarizer`] takes one line at a time and keeps only running aggregates, the open
-//! logging interval, a bounded percentile sketch per percentile stat, and the last few
+//! logging interval, a bounded [`Quantiles`] per percentile stat, and the last few
 //! non-stats lines (for start-up failures): memory stays constant however long the log.
 //! [`LineReader`] feeds it from any reader in 1 MiB chunks without copying lines.
 
@@ -12,9 +12,11 @@ use std::path::Path;
 use memchr::memchr_iter;
 use serde::{Deserialize, Serialize};
 
-use super::line::{LogEvent, StatsKind, Timestamp};
-use super::scan::{RankTags, Scanned, StatsRef, parse_prefix_bytes, scan_with};
-use super::sketch::Quantiles;
+use crate::observe::quantiles::Quantiles;
+
+use super::line::{LogEvent, StatsKind};
+use super::prefix::{RankTags, Timestamp, parse_prefix_bytes};
+use super::scan::{Scanned, StatsRef, scan_with};
 use super::version::{self, VersionHints};
 
 /// A Decode line more than this many seconds after the previous Decode line of the same
@@ -699,7 +701,7 @@ impl Summarizer {
                 "kv_cache_dtype" if !v.is_empty() && v != "auto" && v != "None" => {
                     self.kv_dtype_arg = Some(v.clone());
                 }
-                "cuda_graph_max_bs" => self.graph_bs_arg = super::line::parse_u64(&v),
+                "cuda_graph_max_bs" => self.graph_bs_arg = super::fields::parse_u64(&v),
                 "disable_cuda_graph" if v == "True" => self.graphs_disabled = true,
                 _ => {}
             }
@@ -911,7 +913,8 @@ pub fn summarize_text(text: &str, window: Option<LogWindow>) -> ServerSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::observe::sglang_log::line::{parse_line, parse_prefix};
+    use crate::observe::sglang_log::prefix::parse_prefix;
+    use crate::observe::sglang_log::scan::parse_line;
 
     fn close(a: Option<f64>, b: f64) -> bool {
         a.is_some_and(|a| (a - b).abs() < 1e-6)
@@ -1202,7 +1205,7 @@ decode out of memory happened, #retracted_reqs: 3, #new_token_ratio: 0.5000 -> 0
     fn time_scope() {
         let ts = |t: &str| Timestamp {
             date: Some((2026, 11, 30)),
-            secs_of_day: crate::observe::sglang_log::scan::parse_datetime(
+            secs_of_day: crate::observe::sglang_log::prefix::parse_datetime(
                 format!("{t}]").as_bytes(),
                 0,
                 false,
@@ -1229,176 +1232,169 @@ decode out of memory happened, #retracted_reqs: 3, #new_token_ratio: 0.5000 -> 0
         assert!(close(sum.window.seconds, 1.0));
     }
 
-    /// xorshift64* pseudo-random numbers (no external crates).
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-        }
-        fn below(&mut self, n: usize) -> usize {
-            if n == 0 {
-                0
-            } else {
-                (self.next() % n as u64) as usize
-            }
-        }
-    }
+    mod props {
+        use super::*;
+        use crate::observe::sglang_log::jsonl;
+        use crate::observe::sglang_log::scan::scan_owned;
+        use proptest::collection::vec;
+        use proptest::prelude::*;
+        use proptest::sample::{Index, select};
 
-    #[test]
-    fn never_panics_on_garbage() {
-        let seeds: Vec<String> = synthetic()
-            .lines()
-            .map(str::to_string)
-            .chain(
-                [
-                    "[2026-09-24 01:47:50.615 DP3 TP3 EP3] Decode batch, #running-req: 12, #token: 5000, token usage: 0.20, cuda graph: True, gen throughput (token/s): 1500.25, #queue-req: 0",
-                    "new fill batch. #seq: 1. #cached_token: 0. #new_token: 11. #remaining_req: 0. #running_req: 0. tree_cache_hit_rate: 0.00%.",
-                    "[gpu_id=0] Prefil batch. #new-seq: 1, #new-token: 7, #cached-token: 1, cache hit rate: 12.50%, #running-req: 0, #queue-req: 0",
-                    "[2024-10-20 12:34:56 TP0] Prefill batch(mixed #running-req: 3). #new-seq: 1",
-                    "server_args=ServerArgs(model_path='/m', x=[1, (2, 3)], y={'a': \"b\\\"\"})",
-                    "Allocating kv hierarchical KV host pool: 488282 tokens, 1.00 GB host memory.",
-                    "[12:34:56 TP0] Decode batch [7], #token: full=1, swa=2, token usage: full=0.1, swa=0.2, est. x: 1",
-                ]
-                .iter()
-                .map(|s| s.to_string()),
-            )
-            .collect();
-        let alphabet: &[u8] =
+        /// The bytes log lines are made of, so that random edits get deep into the parsers.
+        const ALPHABET: &[u8] =
             b"[]():,.=# -_0123456789TPDEGBabcdefghijklmnopqrstuvwxyz'\"{}\\\n\r\t%>";
-        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-        let mut corpus = String::new();
-        for round in 0..4000 {
-            let seed = seeds
-                .get(rng.below(seeds.len()))
-                .cloned()
-                .unwrap_or_default();
-            let mut bytes = seed.into_bytes();
-            let edits = 1 + rng.below(6);
-            for _ in 0..edits {
-                match rng.below(6) {
-                    0 => {
-                        let cut = rng.below(bytes.len() + 1);
-                        bytes.truncate(cut);
-                    }
-                    1 => {
-                        let at = rng.below(bytes.len() + 1);
-                        let c = alphabet
-                            .get(rng.below(alphabet.len()))
-                            .copied()
-                            .unwrap_or(b'x');
-                        bytes.insert(at, c);
-                    }
-                    2 => {
+
+        /// Lines of every format the parsers know, for the edits to start from.
+        fn seeds() -> Vec<String> {
+            synthetic()
+                .lines()
+                .map(str::to_string)
+                .chain(
+                    [
+                        "[2026-09-24 01:47:50.615 DP3 TP3 EP3] Decode batch, #running-req: 12, #token: 5000, token usage: 0.20, cuda graph: True, gen throughput (token/s): 1500.25, #queue-req: 0",
+                        "new fill batch. #seq: 1. #cached_token: 0. #new_token: 11. #remaining_req: 0. #running_req: 0. tree_cache_hit_rate: 0.00%.",
+                        "[gpu_id=0] Prefil batch. #new-seq: 1, #new-token: 7, #cached-token: 1, cache hit rate: 12.50%, #running-req: 0, #queue-req: 0",
+                        "[2024-10-20 12:34:56 TP0] Prefill batch(mixed #running-req: 3). #new-seq: 1",
+                        "server_args=ServerArgs(model_path='/m', x=[1, (2, 3)], y={'a': \"b\\\"\"})",
+                        "Allocating kv hierarchical KV host pool: 488282 tokens, 1.00 GB host memory.",
+                        "[12:34:56 TP0] Decode batch [7], #token: full=1, swa=2, token usage: full=0.1, swa=0.2, est. x: 1",
+                    ]
+                    .iter()
+                    .map(|s| s.to_string()),
+                )
+                .collect()
+        }
+
+        /// A byte from the alphabet or any byte (invalid UTF-8, NUL, `\r` included).
+        fn byte() -> impl Strategy<Value = u8> {
+            prop_oneof![select(ALPHABET), any::<u8>()]
+        }
+
+        #[derive(Debug, Clone)]
+        enum Edit {
+            Cut(Index),
+            Insert(Index, u8),
+            Remove(Index),
+            /// Another whole line glued in front (true) or behind.
+            Glue(String, bool),
+            Splice(Index, Vec<u8>),
+        }
+
+        fn edit() -> impl Strategy<Value = Edit> {
+            prop_oneof![
+                any::<Index>().prop_map(Edit::Cut),
+                (any::<Index>(), byte()).prop_map(|(i, b)| Edit::Insert(i, b)),
+                any::<Index>().prop_map(Edit::Remove),
+                (select(seeds()), any::<bool>()).prop_map(|(s, front)| Edit::Glue(s, front)),
+                (
+                    any::<Index>(),
+                    prop_oneof![vec(select(ALPHABET), 0..40), vec(any::<u8>(), 0..40)]
+                )
+                    .prop_map(|(i, junk)| Edit::Splice(i, junk)),
+            ]
+        }
+
+        fn apply(mut bytes: Vec<u8>, edits: &[Edit]) -> Vec<u8> {
+            for e in edits {
+                match e {
+                    Edit::Cut(i) => bytes.truncate(i.index(bytes.len() + 1)),
+                    Edit::Insert(i, b) => bytes.insert(i.index(bytes.len() + 1), *b),
+                    Edit::Remove(i) => {
                         if !bytes.is_empty() {
-                            let at = rng.below(bytes.len());
-                            bytes.remove(at);
+                            bytes.remove(i.index(bytes.len()));
                         }
                     }
-                    3 => {
-                        let at = rng.below(bytes.len() + 1);
-                        bytes.insert(at, (rng.next() & 0xff) as u8);
+                    Edit::Glue(other, true) => {
+                        let mut o = other.clone().into_bytes();
+                        o.extend_from_slice(&bytes);
+                        bytes = o;
                     }
-                    4 => {
-                        // Glue another seed in front or behind.
-                        let other = seeds
-                            .get(rng.below(seeds.len()))
-                            .cloned()
-                            .unwrap_or_default();
-                        if rng.below(2) == 0 {
-                            let mut o = other.into_bytes();
-                            o.extend_from_slice(&bytes);
-                            bytes = o;
-                        } else {
-                            bytes.extend_from_slice(other.as_bytes());
-                        }
-                    }
-                    _ => {
-                        let len = rng.below(40);
-                        let mut junk: Vec<u8> =
-                            (0..len).map(|_| (rng.next() & 0xff) as u8).collect();
-                        if round % 2 == 0 {
-                            junk = (0..len)
-                                .map(|_| {
-                                    alphabet
-                                        .get(rng.below(alphabet.len()))
-                                        .copied()
-                                        .unwrap_or(b' ')
-                                })
-                                .collect();
-                        }
-                        let at = rng.below(bytes.len() + 1);
-                        bytes.splice(at..at, junk);
+                    Edit::Glue(other, false) => bytes.extend_from_slice(other.as_bytes()),
+                    Edit::Splice(i, junk) => {
+                        let at = i.index(bytes.len() + 1);
+                        bytes.splice(at..at, junk.iter().copied());
                     }
                 }
             }
-            let line = String::from_utf8_lossy(&bytes).into_owned();
-            let _ = parse_line(&line);
-            let _ = parse_prefix(&line);
-            corpus.push_str(&line);
-            corpus.push('\n');
+            bytes
         }
-        // Pure random bytes, too: through the owned parser (as text), and raw through the
-        // byte scanner, the JSONL encoder and the streaming summary (invalid UTF-8, NULs and
-        // `\r` included, no lossy conversion on the way in).
-        let mut raw: Vec<u8> = Vec::new();
-        for round in 0..3000 {
-            let len = rng.below(200);
-            let mut bytes: Vec<u8> = (0..len).map(|_| (rng.next() & 0xff) as u8).collect();
-            if round % 3 == 0 {
-                // A valid stats line with raw garbage spliced in.
-                let seed = seeds
-                    .get(rng.below(seeds.len()))
-                    .cloned()
-                    .unwrap_or_default()
-                    .into_bytes();
-                let at = rng.below(seed.len() + 1);
-                let mut b = seed;
-                b.splice(at..at, bytes);
-                bytes = b;
-            }
-            let line = String::from_utf8_lossy(&bytes).into_owned();
-            let _ = parse_line(&line);
-            let _ = crate::observe::sglang_log::jsonl::line_event(&bytes)
-                .map(|e| e.to_json(round, Some("f")));
-            let _ = crate::observe::sglang_log::scan::scan_owned(&bytes);
-            raw.extend_from_slice(&bytes);
-            raw.push(if round % 7 == 0 { b'\r' } else { b'\n' });
+
+        /// A real line after a few random edits, pure random bytes, or a real line with
+        /// random bytes spliced in.
+        fn line() -> impl Strategy<Value = Vec<u8>> {
+            prop_oneof![
+                3 => (select(seeds()), vec(edit(), 1..7))
+                    .prop_map(|(s, e)| apply(s.into_bytes(), &e)),
+                1 => vec(any::<u8>(), 0..200),
+                1 => (select(seeds()), any::<Index>(), vec(any::<u8>(), 0..200)).prop_map(
+                    |(s, i, junk)| apply(s.into_bytes(), &[Edit::Splice(i, junk)])
+                ),
+            ]
         }
-        // A line longer than the reader's buffer, in the middle.
-        raw.extend(std::iter::repeat_n(b'[', READ_CHUNK + 17));
-        raw.extend_from_slice(corpus.as_bytes());
-        for step in [1, 97, READ_CHUNK] {
-            let r = summarize_reader(Trickle { data: &raw, step }, Scope::default());
-            let _ = r.map(|s| (s.summary(), s.tail()));
-        }
-        let _ = summarize_text(&corpus, None);
-        // The streaming path, in odd chunk sizes, with and without a time window.
-        for step in [1, 13, 4096] {
-            let r = summarize_reader(
-                Trickle {
-                    data: corpus.as_bytes(),
-                    step,
-                },
-                Scope {
-                    lines: None,
-                    since: Some(Timestamp {
-                        date: None,
-                        secs_of_day: 100.0,
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(128))]
+
+            /// Every parser path, on random-ish lines: the owned parsers (through lossy
+            /// UTF-8), the byte scanner and the JSONL encoder (raw bytes), and the streaming
+            /// summary in odd chunk sizes, with `\r` line ends, a line longer than the
+            /// reader's buffer, a line window and a time window. None may panic.
+            #[test]
+            fn no_parser_path_panics(
+                lines in vec(line(), 1..64),
+                cr_every in 2usize..9,
+                overlong_at in proptest::option::weighted(0.08, any::<Index>()),
+                window in (0usize..80, 0usize..80),
+            ) {
+                let mut raw: Vec<u8> = Vec::new();
+                let mut text = String::new();
+                for (n, bytes) in lines.iter().enumerate() {
+                    let lossy = String::from_utf8_lossy(bytes);
+                    let _ = parse_line(&lossy);
+                    let _ = parse_prefix(&lossy);
+                    let _ = jsonl::line_event(bytes).map(|e| e.to_json(n, Some("f")));
+                    let _ = scan_owned(bytes);
+                    if overlong_at.is_some_and(|i| i.index(lines.len()) == n) {
+                        raw.extend(std::iter::repeat_n(b'[', READ_CHUNK + 17));
+                        raw.push(b'\n');
+                    }
+                    raw.extend_from_slice(bytes);
+                    raw.push(if n % cr_every == 0 { b'\r' } else { b'\n' });
+                    text.push_str(&lossy);
+                    text.push('\n');
+                }
+                // Byte by byte, except through the 1 MiB line (too slow unoptimised).
+                let first_step = if overlong_at.is_some() { 4096 } else { 1 };
+                for step in [first_step, 97, READ_CHUNK] {
+                    let r = summarize_reader(Trickle { data: &raw, step }, Scope::default());
+                    let _ = r.map(|s| (s.summary(), s.tail()));
+                }
+                let _ = summarize_text(&text, None);
+                let _ = summarize_text(
+                    &text,
+                    Some(LogWindow {
+                        start_line: window.0,
+                        end_line: window.1,
                     }),
-                    until: None,
-                },
-            );
-            let _ = r.map(|s| (s.summary(), s.tail()));
+                );
+                for step in [13, 4096] {
+                    let r = summarize_reader(
+                        Trickle {
+                            data: text.as_bytes(),
+                            step,
+                        },
+                        Scope {
+                            lines: None,
+                            since: Some(Timestamp {
+                                date: None,
+                                secs_of_day: 100.0,
+                            }),
+                            until: None,
+                        },
+                    );
+                    let _ = r.map(|s| (s.summary(), s.tail()));
+                }
+            }
         }
-        let _ = summarize_text(
-            &corpus,
-            Some(LogWindow {
-                start_line: 100,
-                end_line: 3000,
-            }),
-        );
     }
 }
