@@ -27,6 +27,21 @@ pub struct Prepared {
 
 pub fn load_checked(path: &Path) -> Result<(SweepSpec, String, RunPlan, Prepared), CmdError> {
     let (s, text) = spec::load(path)?;
+    if let Some(o) = &s.objective {
+        // The names are checked against the column list here (record is a later layer than
+        // the spec), and the error is placed on the offending key.
+        crate::record::objective::check(o, s.workload.slo.is_some()).map_err(
+            |(key, message)| {
+                let (line, column) = spec::locate_objective(&text, &key);
+                spec::SpecError {
+                    file: path.display().to_string(),
+                    line,
+                    column,
+                    message,
+                }
+            },
+        )?;
+    }
     let plan = expand::expand(&s);
     let vocab =
         resolve_vocab(&s).map_err(|e| CmdError::input(format!("{}: {e}", path.display())))?;
@@ -92,6 +107,19 @@ pub fn print_plan(s: &SweepSpec, plan: &RunPlan) {
         w.output_tokens,
         w.seed
     ));
+    if let Some(o) = &s.objective {
+        let one_repeat = if s.repeats < 2 {
+            format!(
+                " (one repeat: no interval, so a difference under {}% is noise)",
+                o.noise * 100.0
+            )
+        } else {
+            String::new()
+        };
+        out(&format!(
+            "objective: {o}; per load point, on the repeats' mean (the SLO on their median); a winner only when the 95% intervals separate{one_repeat}"
+        ));
+    }
     for (i, r) in plan.runs.iter().enumerate() {
         let cmd = command::build(&s.server, r, s.server.port);
         out(&format!(
@@ -128,6 +156,7 @@ fn write_plan(s: &SweepSpec, plan: &RunPlan, root: &Path) -> Result<(), store::S
             "workload": s.workload,
             "repeats": s.repeats,
             "reuse_server": s.reuse_server,
+            "objective": s.objective,
             "runs": plan.runs,
             "commands": commands,
         }),
