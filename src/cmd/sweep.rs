@@ -7,6 +7,7 @@ use crate::plan::spec::{self, Endpoint, SweepSpec};
 use crate::record::provenance::{self, Manifest};
 use crate::record::rows;
 use crate::record::store::{self, ResultsDir};
+use crate::report::decision;
 use crate::report::progress::Progress;
 use crate::report::table;
 use crate::run::{self as runner, RunContext, signals};
@@ -298,6 +299,57 @@ pub async fn resume_sweep(
     execute(input, &results, &launches, &mut recorded).await
 }
 
+/// With an objective: write decision.md and decision.json from every row the folder holds and
+/// print the summary. An interrupted sweep is not decided (its rows are incomplete), and an
+/// earlier decision in the folder is removed rather than left to contradict the rows.
+fn decide(
+    o: &spec::Objective,
+    sweep: &str,
+    rows: &[rows::Row],
+    results: &ResultsDir,
+    manifest: &Manifest,
+    interrupted: bool,
+) {
+    let (md_path, json_path) = (
+        results.root.join("decision.md"),
+        results.root.join("decision.json"),
+    );
+    if interrupted {
+        for p in [&md_path, &json_path] {
+            if let Err(e) = std::fs::remove_file(p) {
+                if e.kind() != std::io::ErrorKind::NotFound {
+                    say(&format!("warning: cannot remove {}: {e}", p.display()));
+                }
+            }
+        }
+        say("no decision: the sweep was interrupted; `sgtune resume` finishes it and decides");
+        return;
+    }
+    let mut commands = decision::commands(manifest);
+    for r in rows {
+        let name = r.get("run_name");
+        if commands.contains_key(name) {
+            continue;
+        }
+        // A folder from before the manifest recorded commands: the launch's own file.
+        let found = [name.to_string(), format!("{name}.r1")]
+            .iter()
+            .find_map(|d| {
+                std::fs::read_to_string(results.root.join("runs").join(d).join("command.txt")).ok()
+            });
+        if let Some(c) = found {
+            commands.insert(name.to_string(), c.trim_end().to_string());
+        }
+    }
+    let d = decision::decide(sweep, o, rows, &commands, decision::cost(manifest));
+    let written = store::write_atomic(&md_path, decision::render_md(&d).as_bytes())
+        .and_then(|_| store::write_json(&json_path, &d));
+    if let Err(e) = written {
+        say(&format!("warning: cannot write the decision: {e}"));
+    }
+    out(&format!("{}\n", d.summary));
+}
+
 /// Run the launches into `results`, then print and save the table of every row the folder
 /// holds, and map the outcome to an exit code.
 pub async fn execute(
@@ -353,6 +405,16 @@ pub async fn execute(
         say(&format!("warning: cannot write results.md: {e}"));
     }
     out(&format!("\n{table}"));
+    if let Some(o) = &input.spec.objective {
+        decide(
+            o,
+            &input.plan.sweep_name,
+            &all,
+            results,
+            manifest,
+            outcome.interrupted,
+        );
+    }
     out(&format!("results: {}", results.root.display()));
     if outcome.interrupted {
         say(&format!(
