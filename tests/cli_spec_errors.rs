@@ -222,7 +222,10 @@ fn validate_prints_the_objective() {
         ),
         "{plan}"
     );
-    assert!(plan.contains("the 95% intervals separate"), "{plan}");
+    assert!(
+        plan.contains("a winner only when the 95% intervals of its margins (3 repeats)"),
+        "{plan}"
+    );
     assert!(!marker.exists());
 }
 

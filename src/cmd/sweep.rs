@@ -109,16 +109,19 @@ pub fn print_plan(s: &SweepSpec, plan: &RunPlan) {
         w.seed
     ));
     if let Some(o) = &s.objective {
-        let one_repeat = if s.repeats < 2 {
+        let rule = if s.repeats < 2 {
             format!(
-                " (one repeat: no interval, so a difference under {}% is noise)",
+                "one repeat, so no interval: a winner needs a margin over {}% (objective.noise)",
                 o.noise * 100.0
             )
         } else {
-            String::new()
+            format!(
+                "a winner only when the 95% intervals of its margins ({} repeats) lie above zero",
+                s.repeats
+            )
         };
         out(&format!(
-            "objective: {o}; per load point, on the repeats' mean (the SLO on their median); a winner only when the 95% intervals separate{one_repeat}"
+            "objective: {o}; decided per load point (decision.md), {rule}"
         ));
     }
     for (i, r) in plan.runs.iter().enumerate() {
