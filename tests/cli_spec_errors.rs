@@ -14,6 +14,12 @@ fn spec_with_marker(marker: &std::path::Path, body: &str) -> String {
 }
 
 fn check_rejected(body: &str, expect_line: usize, expect_in_msg: &str) {
+    check_rejected_at(body, &format!("{expect_line}:"), expect_in_msg);
+}
+
+/// As `check_rejected`, with the position after the file name given as `line:` or
+/// `line:column:`.
+fn check_rejected_at(body: &str, expect_place: &str, expect_in_msg: &str) {
     let dir = tempfile::tempdir().expect("tempdir");
     let marker = dir.path().join("launched");
     let spec = dir.path().join("bad.yaml");
@@ -22,7 +28,7 @@ fn check_rejected(body: &str, expect_line: usize, expect_in_msg: &str) {
     let out = run_sweep(&spec, &results);
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "stderr: {err}");
-    let place = format!("{}:{expect_line}:", spec.display());
+    let place = format!("{}:{expect_place}", spec.display());
     assert!(err.contains(&place), "expected {place} in: {err}");
     assert!(
         err.contains(expect_in_msg),
@@ -64,6 +70,50 @@ fn bad_value() {
         6,
         "(0, 1]",
     );
+}
+
+#[test]
+fn bad_objectives() {
+    // The objective starts at line 11, after the workload.
+    for (objective, place, says) in [
+        (
+            "objective: {maximize: output_tokps}\n",
+            "11:23:",
+            "objective: `output_tokps` is not a results.csv column (did you mean `output_tok_s`?",
+        ),
+        (
+            "objective:\n  maximize: output_tok_s\n  slo:\n    ttft_ms_p999: 2000\n",
+            "14:5:",
+            "objective.slo: `ttft_ms_p999` is not a results.csv column (did you mean `ttft_ms_p99`?",
+        ),
+        (
+            "objective: {maximize: ttft_ms_p99}\n",
+            "11:23:",
+            "contradicts the column: lower ttft_ms_p99 is better (write `minimize: ttft_ms_p99`)",
+        ),
+        (
+            "objective: {maximize: output_tok_s, slo: {goodput_share: 0.9}}\n",
+            "11:43:",
+            "where higher is better",
+        ),
+        (
+            "objective:\n  maximize: output_tok_s\n  slo:\n    ttft_ms_p99: -2000\n",
+            "14:18:",
+            "objective.slo: `ttft_ms_p99`: the bound must be a number > 0, got -2000",
+        ),
+        (
+            "objective: {maximize: output_tok_s, slo: {tpot_ms_p99: 0}}\n",
+            "11:56:",
+            "the bound must be a number > 0, got 0",
+        ),
+        (
+            "objective: {maximize: output_tok_s, minimize: ttft_ms_p99}\n",
+            "11:47:",
+            "give `maximize` or `minimize`, not both",
+        ),
+    ] {
+        check_rejected_at(&format!("{WORKLOAD}{objective}"), place, says);
+    }
 }
 
 /// Run a sweep on a file holding exactly `bytes`; check it was refused (exit 2, one error
@@ -152,6 +202,31 @@ fn validate_and_dry_run_print_the_plan_and_start_nothing() {
     }
     assert!(!marker.exists());
     assert!(!dir.path().join("results").exists());
+}
+
+#[test]
+fn validate_prints_the_objective() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let marker = dir.path().join("launched");
+    let spec = dir.path().join("ok.yaml");
+    let body = format!(
+        "{WORKLOAD}repeats: 3\nobjective:\n  maximize: output_tok_s\n  slo: {{ttft_ms_p99: 2000, tpot_ms_p99: 100}}\n"
+    );
+    std::fs::write(&spec, spec_with_marker(&marker, &body)).expect("write");
+    let out = run(sgtune().arg("validate").arg(&spec).current_dir(dir.path()));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let plan = text(&out.stdout);
+    assert!(
+        plan.contains(
+            "objective: maximize output_tok_s subject to ttft_ms_p99 ≤ 2000, tpot_ms_p99 ≤ 100;"
+        ),
+        "{plan}"
+    );
+    assert!(
+        plan.contains("a winner only when the 95% intervals of its margins (3 repeats)"),
+        "{plan}"
+    );
+    assert!(!marker.exists());
 }
 
 #[test]

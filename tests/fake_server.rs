@@ -358,3 +358,131 @@ fn metrics_endpoint_is_scraped_as_a_second_source() {
     assert!(!folder.join("runs/without/metrics.csv").exists());
     assert_no_leftovers(&tag);
 }
+
+#[test]
+fn an_objective_ends_the_sweep_with_a_decision() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tag = unique_tag("decision");
+    // A 100-token pool holds 2 of the 8 requests (40 tokens each): a quarter of the roomy
+    // pool's throughput, same TPOT. slow_stream decodes 10x slower: over the TPOT bound.
+    let body = r#"configs:
+  - {name: kv-small, max_total_tokens: 100}
+  - {name: roomy, max_total_tokens: 16384}
+  - {name: slow, max_total_tokens: 16384, fake_fault: slow_stream}
+  - {name: oom, fake_fault: oom_at_start}
+repeats: 3
+workload:
+  concurrency: 8
+  requests: 16
+  warmup_requests: 2
+  input_tokens: 20
+  output_tokens: 20
+  vocab_size: 1000
+objective:
+  maximize: output_tok_s
+  slo: {tpot_ms_p50: 25}
+"#;
+    let spec_text = spec(&tag, "", body).replace(
+        "    FAKE_SGLANG_SPAWN_CHILD: \"1\"\n",
+        "    FAKE_SGLANG_TOKEN_S: \"0.005\"\n",
+    );
+    let spec_path = write_spec(dir.path(), &spec_text);
+    let results = dir.path().join("results");
+    let out = run_sweep(&spec_path, &results);
+    assert_eq!(out.status.code(), Some(1), "oom failed: {}", text_of(&out));
+    let folder = only_results_folder(&results);
+    let stdout = text(&out.stdout);
+    let summary_at = stdout
+        .find("Decision (maximize output_tok_s subject to tpot_ms_p50 ≤ 25): At concurrency 8, roomy wins")
+        .unwrap_or_else(|| panic!("{}", text_of(&out)));
+    assert!(
+        stdout.find("| run").is_some_and(|table| table < summary_at),
+        "the summary follows the table: {stdout}"
+    );
+
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(folder.join("decision.json")).expect("decision.json"),
+    )
+    .expect("decision.json is JSON");
+    let point = &json["points"][0];
+    assert_eq!(point["outcome"], "winner", "{point:#}");
+    assert_eq!(point["winner"], "roomy");
+    assert_eq!(point["runner_up"], "kv-small");
+    let configs = point["configurations"].as_array().expect("configurations");
+    let config = |name: &str| {
+        configs
+            .iter()
+            .find(|c| c["run_name"] == name)
+            .unwrap_or_else(|| panic!("{name} in {point:#}"))
+    };
+    let winner = config("roomy");
+    assert_eq!(winner["standing"], "winner");
+    assert!(
+        winner["slo"]
+            .as_array()
+            .expect("slo")
+            .iter()
+            .all(|c| c["holds"] == true && c["median"].as_f64().is_some_and(|m| m <= 25.0)),
+        "the winner's SLO holds: {winner:#}"
+    );
+    let margin = &point["margin"];
+    assert!(
+        margin["separated"] == true
+            && margin["ci"]["low"].as_f64().is_some_and(|l| l > 0.0)
+            && margin["basis"] == "welch",
+        "{margin:#}"
+    );
+    assert_eq!(config("kv-small")["standing"], "behind");
+    assert_eq!(config("kv-small")["verdict"], "kv_cache_bound");
+    assert_eq!(config("slow")["standing"], "slo_not_met");
+    assert!(
+        config("slow")["why"]
+            .as_str()
+            .is_some_and(|w| w.starts_with("SLO violated: tpot_ms_p50 median ")),
+        "{:#}",
+        config("slow")
+    );
+    assert_eq!(config("oom")["standing"], "failed");
+    assert!(
+        config("oom")["why"]
+            .as_str()
+            .is_some_and(|w| w.starts_with("failed in 3 of 3 repeats (oom)")),
+        "{:#}",
+        config("oom")
+    );
+    let command = point["command"].as_str().expect("the winner's command");
+    let recorded =
+        std::fs::read_to_string(folder.join("runs/roomy.r1/command.txt")).expect("command.txt");
+    assert_eq!(command, recorded.trim_end(), "the exact launch command");
+    assert!(command.contains("--max-total-tokens 16384"), "{command}");
+    assert_eq!(json["cost"]["launches"], 12, "4 configurations x 3 repeats");
+    assert!(
+        json["cost"]["server_hours"]
+            .as_f64()
+            .is_some_and(|h| h > 0.0)
+    );
+
+    let md = std::fs::read_to_string(folder.join("decision.md")).expect("decision.md");
+    for part in [
+        "**Winner: roomy**: ahead of the runner-up kv-small by ",
+        "## Rule",
+        "only when every one of these intervals lies entirely above zero",
+        "The winner's (roomy) exact launch command:",
+        "behind the winner by ",
+        "## Cost\n\n12 server launch(es)",
+    ] {
+        assert!(md.contains(part), "{part:?} in:\n{md}");
+    }
+    assert_no_leftovers(&tag);
+
+    // A resume with nothing left to run decides again from the same rows.
+    std::fs::remove_file(folder.join("decision.md")).expect("remove");
+    let out = run(sgtune().arg("resume").arg(&folder));
+    assert_eq!(out.status.code(), Some(1), "{}", text_of(&out));
+    assert!(
+        text(&out.stdout).contains("roomy wins"),
+        "{}",
+        text_of(&out)
+    );
+    assert!(folder.join("decision.md").exists());
+}

@@ -7,6 +7,7 @@ use crate::plan::spec::{self, Endpoint, SweepSpec};
 use crate::record::provenance::{self, Manifest};
 use crate::record::rows;
 use crate::record::store::{self, ResultsDir};
+use crate::report::decision;
 use crate::report::progress::Progress;
 use crate::report::table;
 use crate::run::{self as runner, RunContext, signals};
@@ -27,6 +28,21 @@ pub struct Prepared {
 
 pub fn load_checked(path: &Path) -> Result<(SweepSpec, String, RunPlan, Prepared), CmdError> {
     let (s, text) = spec::load(path)?;
+    if let Some(o) = &s.objective {
+        // The names are checked against the column list here (record is a later layer than
+        // the spec), and the error is placed on the offending key.
+        crate::record::objective::check(o, s.workload.slo.is_some()).map_err(
+            |(key, message)| {
+                let (line, column) = spec::locate_objective(&text, &key);
+                spec::SpecError {
+                    file: path.display().to_string(),
+                    line,
+                    column,
+                    message,
+                }
+            },
+        )?;
+    }
     let plan = expand::expand(&s);
     let vocab =
         resolve_vocab(&s).map_err(|e| CmdError::input(format!("{}: {e}", path.display())))?;
@@ -92,6 +108,22 @@ pub fn print_plan(s: &SweepSpec, plan: &RunPlan) {
         w.output_tokens,
         w.seed
     ));
+    if let Some(o) = &s.objective {
+        let rule = if s.repeats < 2 {
+            format!(
+                "one repeat, so no interval: a winner needs a margin over {}% (objective.noise)",
+                o.noise * 100.0
+            )
+        } else {
+            format!(
+                "a winner only when the 95% intervals of its margins ({} repeats) lie above zero",
+                s.repeats
+            )
+        };
+        out(&format!(
+            "objective: {o}; decided per load point (decision.md), {rule}"
+        ));
+    }
     for (i, r) in plan.runs.iter().enumerate() {
         let cmd = command::build(&s.server, r, s.server.port);
         out(&format!(
@@ -128,6 +160,7 @@ fn write_plan(s: &SweepSpec, plan: &RunPlan, root: &Path) -> Result<(), store::S
             "workload": s.workload,
             "repeats": s.repeats,
             "reuse_server": s.reuse_server,
+            "objective": s.objective,
             "runs": plan.runs,
             "commands": commands,
         }),
@@ -269,6 +302,57 @@ pub async fn resume_sweep(
     execute(input, &results, &launches, &mut recorded).await
 }
 
+/// With an objective: write decision.md and decision.json from every row the folder holds and
+/// print the summary. An interrupted sweep is not decided (its rows are incomplete), and an
+/// earlier decision in the folder is removed rather than left to contradict the rows.
+fn decide(
+    o: &spec::Objective,
+    sweep: &str,
+    rows: &[rows::Row],
+    results: &ResultsDir,
+    manifest: &Manifest,
+    interrupted: bool,
+) {
+    let (md_path, json_path) = (
+        results.root.join("decision.md"),
+        results.root.join("decision.json"),
+    );
+    if interrupted {
+        for p in [&md_path, &json_path] {
+            if let Err(e) = std::fs::remove_file(p) {
+                if e.kind() != std::io::ErrorKind::NotFound {
+                    say(&format!("warning: cannot remove {}: {e}", p.display()));
+                }
+            }
+        }
+        say("no decision: the sweep was interrupted; `sgtune resume` finishes it and decides");
+        return;
+    }
+    let mut commands = decision::commands(manifest);
+    for r in rows {
+        let name = r.get("run_name");
+        if commands.contains_key(name) {
+            continue;
+        }
+        // A folder from before the manifest recorded commands: the launch's own file.
+        let found = [name.to_string(), format!("{name}.r1")]
+            .iter()
+            .find_map(|d| {
+                std::fs::read_to_string(results.root.join("runs").join(d).join("command.txt")).ok()
+            });
+        if let Some(c) = found {
+            commands.insert(name.to_string(), c.trim_end().to_string());
+        }
+    }
+    let d = decision::decide(sweep, o, rows, &commands, decision::cost(manifest));
+    let written = store::write_atomic(&md_path, decision::render_md(&d).as_bytes())
+        .and_then(|_| store::write_json(&json_path, &d));
+    if let Err(e) = written {
+        say(&format!("warning: cannot write the decision: {e}"));
+    }
+    out(&format!("{}\n", d.summary));
+}
+
 /// Run the launches into `results`, then print and save the table of every row the folder
 /// holds, and map the outcome to an exit code.
 pub async fn execute(
@@ -324,6 +408,16 @@ pub async fn execute(
         say(&format!("warning: cannot write results.md: {e}"));
     }
     out(&format!("\n{table}"));
+    if let Some(o) = &input.spec.objective {
+        decide(
+            o,
+            &input.plan.sweep_name,
+            &all,
+            results,
+            manifest,
+            outcome.interrupted,
+        );
+    }
     out(&format!("results: {}", results.root.display()));
     if outcome.interrupted {
         say(&format!(

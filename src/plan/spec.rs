@@ -74,6 +74,10 @@ pub struct SweepSpec {
     /// Site-specific pause or cleanup after each server is stopped.
     #[serde(default)]
     pub between_runs: Option<BetweenRuns>,
+    /// What the decision optimizes, and the SLO a winner must hold (None: no decision, only
+    /// the table).
+    #[serde(default)]
+    pub objective: Option<Objective>,
 }
 
 fn default_repeats() -> u64 {
@@ -82,6 +86,314 @@ fn default_repeats() -> u64 {
 
 fn positive_u64<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
     Positive::deserialize(d).map(|p| p.0)
+}
+
+/// `objective: {maximize: output_tok_s, slo: {ttft_ms_p99: 2000}}`: the column the decision
+/// ranks configurations by, and the bounds a configuration must meet to be eligible. The
+/// structure is checked here; whether the names are results.csv columns, and which way each
+/// improves, is checked against the column list (a later layer) before anything launches.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Objective {
+    pub goal: Goal,
+    /// A results.csv column.
+    pub metric: String,
+    /// Every bound, in the order written.
+    pub slo: Vec<SloBound>,
+    /// Relative difference that counts as noise when a side has one repeat (no interval).
+    pub noise: f64,
+}
+
+/// Which way the objective's column should go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Goal {
+    Maximize,
+    Minimize,
+}
+
+impl Goal {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Goal::Maximize => "maximize",
+            Goal::Minimize => "minimize",
+        }
+    }
+}
+
+/// One SLO bound on a results.csv column, judged on the median of a configuration's repeats.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SloBound {
+    pub column: String,
+    pub bound: Bound,
+    pub limit: f64,
+}
+
+/// `at_most`: `column: 2000` or `column: {max: 2000}`; `at_least`: `column: {min: 0.9}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Bound {
+    AtMost,
+    AtLeast,
+}
+
+impl Bound {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Bound::AtMost => "≤",
+            Bound::AtLeast => "≥",
+        }
+    }
+    /// Whether `value` meets a bound of `limit`.
+    pub fn holds(self, value: f64, limit: f64) -> bool {
+        match self {
+            Bound::AtMost => value <= limit,
+            Bound::AtLeast => value >= limit,
+        }
+    }
+}
+
+impl fmt::Display for SloBound {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {} {}", self.column, self.bound.symbol(), self.limit)
+    }
+}
+
+impl fmt::Display for Objective {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.goal.as_str(), self.metric)?;
+        if !self.slo.is_empty() {
+            let bounds: Vec<String> = self.slo.iter().map(SloBound::to_string).collect();
+            write!(f, " subject to {}", bounds.join(", "))?;
+        }
+        Ok(())
+    }
+}
+
+/// The default `objective.noise`: compare's default threshold.
+pub const DEFAULT_NOISE: f64 = 0.05;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawObjective {
+    #[serde(default)]
+    maximize: Option<String>,
+    #[serde(default)]
+    minimize: Option<String>,
+    #[serde(default)]
+    slo: Option<SloMap>,
+    #[serde(default)]
+    noise: Option<f64>,
+}
+
+impl<'de> Deserialize<'de> for Objective {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let r = RawObjective::deserialize(d)?;
+        let (goal, metric) = match (r.maximize, r.minimize) {
+            (Some(m), None) => (Goal::Maximize, m),
+            (None, Some(m)) => (Goal::Minimize, m),
+            (Some(_), Some(_)) => {
+                return Err(de::Error::custom(tag_key(
+                    "objective.minimize",
+                    "objective: give `maximize` or `minimize`, not both",
+                )));
+            }
+            (None, None) => {
+                return Err(de::Error::custom(tag_key(
+                    "objective",
+                    "objective: give `maximize: COLUMN` or `minimize: COLUMN` (a results.csv column, e.g. output_tok_s)",
+                )));
+            }
+        };
+        if metric.trim().is_empty() {
+            return Err(de::Error::custom(tag_key(
+                &format!("objective.{}", goal.as_str()),
+                "objective: name a results.csv column",
+            )));
+        }
+        let noise = r.noise.unwrap_or(DEFAULT_NOISE);
+        if !(noise.is_finite() && noise > 0.0 && noise < 1.0) {
+            return Err(de::Error::custom(tag_key(
+                "objective.noise",
+                &format!(
+                    "objective.noise must be a fraction in (0, 1), e.g. 0.05 for 5%; got {noise}"
+                ),
+            )));
+        }
+        Ok(Objective {
+            goal,
+            metric,
+            slo: r.slo.map(|s| s.0).unwrap_or_default(),
+            noise,
+        })
+    }
+}
+
+/// `slo:` under `objective:`: column → bound, in the order written.
+struct SloMap(Vec<SloBound>);
+
+impl<'de> Deserialize<'de> for SloMap {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = SloMap;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str(
+                    "a mapping of results.csv column to bound, e.g. `{ttft_ms_p99: 2000, goodput_share: {min: 0.95}}`",
+                )
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<SloMap, A::Error> {
+                let mut out: Vec<SloBound> = Vec::new();
+                while let Some(column) = map.next_key::<String>()? {
+                    if out.iter().any(|b| b.column == column) {
+                        return Err(de::Error::custom(format!("`{column}` is given twice")));
+                    }
+                    let (bound, limit) = map.next_value_seed(SloValueSeed { column: &column })?;
+                    out.push(SloBound {
+                        column,
+                        bound,
+                        limit,
+                    });
+                }
+                if out.is_empty() {
+                    return Err(de::Error::custom(
+                        "objective.slo is empty: give at least one bound, or leave `slo` out",
+                    ));
+                }
+                Ok(SloMap(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// One SLO bound: a number (at most), or `{max: N}` / `{min: N}`.
+struct SloValueSeed<'a> {
+    column: &'a str,
+}
+
+impl<'de> de::DeserializeSeed<'de> for SloValueSeed<'_> {
+    type Value = (Bound, f64);
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(Bound, f64), D::Error> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Explicit {
+            #[serde(default)]
+            max: Option<f64>,
+            #[serde(default)]
+            min: Option<f64>,
+        }
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Number(f64),
+            Explicit(Explicit),
+        }
+        let column = self.column;
+        let bad = |m: String| de::Error::custom(tag_key(column, &m));
+        let raw = Raw::deserialize(d).map_err(|_| {
+            bad(format!(
+                "`{column}`: expected a number (an upper bound), or {{max: N}} or {{min: N}}"
+            ))
+        })?;
+        let (bound, limit) = match raw {
+            Raw::Number(v) => (Bound::AtMost, v),
+            Raw::Explicit(Explicit {
+                max: Some(v),
+                min: None,
+            }) => (Bound::AtMost, v),
+            Raw::Explicit(Explicit {
+                max: None,
+                min: Some(v),
+            }) => (Bound::AtLeast, v),
+            Raw::Explicit(_) => {
+                return Err(bad(format!(
+                    "`{column}`: give one bound, {{max: N}} or {{min: N}}"
+                )));
+            }
+        };
+        if !(limit.is_finite() && limit > 0.0) {
+            return Err(bad(format!(
+                "`{column}`: the bound must be a number > 0, got {limit}"
+            )));
+        }
+        Ok((bound, limit))
+    }
+}
+
+/// A key of `objective:` that a check after parsing can point at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ObjectiveKey {
+    /// The column after `maximize:` or `minimize:`.
+    Metric,
+    /// The key of this column under `slo:`.
+    Slo(String),
+}
+
+/// 1-based (line, column) of an objective key in the spec text, for checks made after
+/// parsing (against the results.csv column list, which lives in a later layer). Falls back to
+/// the `objective:` line, then to 1:1.
+pub fn locate_objective(text: &str, key: &ObjectiveKey) -> (usize, usize) {
+    let Some(start) = text.lines().position(|l| l.starts_with("objective:")) else {
+        return (1, 1);
+    };
+    // The section: its own line and every following line that is indented, blank or a
+    // comment, up to the next top-level key.
+    let section: Vec<(usize, &str)> = text
+        .lines()
+        .enumerate()
+        .skip(start)
+        .take_while(|(i, l)| {
+            *i == start || l.is_empty() || l.starts_with([' ', '\t', '#', '}', ']'])
+        })
+        .collect();
+    let find_word = |word: &str, from: (usize, usize)| -> Option<(usize, usize)> {
+        section
+            .iter()
+            .filter(|(i, _)| *i >= from.0)
+            .find_map(|(i, l)| {
+                let code = l.split(" #").next().unwrap_or(l);
+                let skip = if *i == from.0 { from.1 } else { 0 };
+                find_whole_word(code, word, skip).map(|c| (*i, c))
+            })
+    };
+    let found = match key {
+        ObjectiveKey::Metric => ["maximize", "minimize"]
+            .iter()
+            .find_map(|k| find_word(k, (start, 0)))
+            .and_then(|(i, c)| {
+                // The value after `maximize:`.
+                let line = section.iter().find(|(j, _)| *j == i)?.1;
+                let rest = &line[c..];
+                let colon = rest.find(':')?;
+                let after = &rest[colon + 1..];
+                let value = after.len() - after.trim_start_matches([' ', '"', '\'']).len();
+                Some((i, c + colon + 1 + value))
+            }),
+        ObjectiveKey::Slo(column) => {
+            find_word("slo", (start, 0)).and_then(|(i, c)| find_word(column, (i, c + 3)))
+        }
+    };
+    match found {
+        Some((i, c)) => (i + 1, c + 1),
+        None => (start + 1, 1),
+    }
+}
+
+/// Byte offset of `word` in `line` at or after `from`, not part of a longer identifier.
+fn find_whole_word(line: &str, word: &str, from: usize) -> Option<usize> {
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut at = from;
+    while let Some(pos) = line.get(at..).and_then(|r| r.find(word)) {
+        let begin = at + pos;
+        let end = begin + word.len();
+        let before_ok = !line[..begin].chars().next_back().is_some_and(ident);
+        let after_ok = !line[end..].chars().next().is_some_and(ident);
+        if before_ok && after_ok {
+            return Some(begin);
+        }
+        at = end;
+    }
+    None
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -1075,32 +1387,144 @@ fn tag_key(key: &str, msg: &str) -> String {
 }
 
 /// Move an error reported at a mapping's start onto the line of `key` inside that mapping.
+/// `key` may be a dotted path (`objective.minimize`): each further part is looked for inside
+/// the value of the part before it, in block or flow style.
 fn relocate_to_key(text: &str, line: usize, column: usize, key: &str) -> (usize, usize) {
-    let needle = format!("{key}:");
-    for (i, l) in text.lines().enumerate().skip(line.saturating_sub(1)) {
-        let body = l.trim_start();
-        let indent = l.len() - body.len();
-        let (body, indent) = match body.strip_prefix("- ") {
-            Some(rest) => (rest.trim_start(), l.len() - rest.trim_start().len()),
-            None => (body, indent),
+    let lines: Vec<&str> = text.lines().collect();
+    let mut parts = key.split('.');
+    let Some(first) = parts.next() else {
+        return (line, column);
+    };
+    let Some(mut at) =
+        block_key(&lines, line, column, first).or_else(|| flow_key(&lines, line, column, first))
+    else {
+        return (line, column);
+    };
+    for part in parts {
+        let inner = match at.value_column {
+            Some(vc) => flow_key(&lines, at.line, vc, part),
+            None => block_child(&lines, &at, part),
         };
+        match inner {
+            Some(found) => at = found,
+            None => break,
+        }
+    }
+    (at.line, at.value_column.unwrap_or(at.column))
+}
+
+/// A key found in the text: 1-based line and column, and the column of its value when the
+/// value starts on the same line.
+struct KeyAt {
+    line: usize,
+    column: usize,
+    value_column: Option<usize>,
+}
+
+/// The parts of a line of a block mapping: indent (0-based column of the key) and the text
+/// from the key on, past a leading `- `.
+fn key_body(l: &str) -> (usize, &str) {
+    let body = l.trim_start();
+    match body.strip_prefix("- ") {
+        Some(rest) => (l.len() - rest.trim_start().len(), rest.trim_start()),
+        None => (l.len() - body.len(), body),
+    }
+}
+
+/// `key: value` on `line` (0-based index) at `indent`, if that line holds it.
+fn key_on_line(lines: &[&str], i: usize, key: &str) -> Option<KeyAt> {
+    let (indent, body) = key_body(lines.get(i)?);
+    let after = body.strip_prefix(key)?.strip_prefix(':')?;
+    let value_column = (!after.trim().is_empty() && !after.trim_start().starts_with('#'))
+        .then(|| indent + key.len() + 1 + (after.len() - after.trim_start().len()) + 1);
+    Some(KeyAt {
+        line: i + 1,
+        column: indent + 1,
+        value_column,
+    })
+}
+
+/// `key:` in the block mapping whose first key is at (line, column).
+fn block_key(lines: &[&str], line: usize, column: usize, key: &str) -> Option<KeyAt> {
+    for i in line.saturating_sub(1)..lines.len() {
+        let (indent, _) = key_body(lines[i]);
         if indent + 1 < column && i + 1 > line {
             break; // left the mapping
         }
-        if indent + 1 == column && body.starts_with(&needle) {
-            let after = &body[needle.len()..];
-            let value_col = indent + needle.len() + (after.len() - after.trim_start().len()) + 1;
-            return (
-                i + 1,
-                if after.trim().is_empty() {
-                    indent + 1
-                } else {
-                    value_col
-                },
-            );
+        if indent + 1 == column {
+            if let Some(k) = key_on_line(lines, i, key) {
+                return Some(k);
+            }
         }
     }
-    (line, column)
+    None
+}
+
+/// `key:` among the children of a block key (the lines below it, indented deeper).
+fn block_child(lines: &[&str], parent: &KeyAt, key: &str) -> Option<KeyAt> {
+    for i in parent.line..lines.len() {
+        let l = lines[i];
+        let t = l.trim_start();
+        if t.is_empty() || t.starts_with('#') {
+            continue;
+        }
+        let (indent, _) = key_body(l);
+        if indent < parent.column {
+            break;
+        }
+        if let Some(k) = key_on_line(lines, i, key) {
+            return Some(k);
+        }
+    }
+    None
+}
+
+/// `key:` directly inside the flow mapping that opens at (line, column) with `{`.
+fn flow_key(lines: &[&str], line: usize, column: usize, key: &str) -> Option<KeyAt> {
+    let first = lines.get(line.checked_sub(1)?)?;
+    if first.as_bytes().get(column.checked_sub(1)?) != Some(&b'{') {
+        return None;
+    }
+    let ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let mut depth = 0usize;
+    for (i, l) in lines.iter().enumerate().skip(line - 1) {
+        let b = l.as_bytes();
+        let from = if i + 1 == line { column - 1 } else { 0 };
+        for j in from..b.len() {
+            match b[j] {
+                b'{' | b'[' => depth += 1,
+                b'}' | b']' => {
+                    depth = depth.saturating_sub(1);
+                    if depth == 0 {
+                        return None;
+                    }
+                }
+                b'#' if j == 0 || b[j - 1] == b' ' => break,
+                _ if depth == 1 && b[j..].starts_with(key.as_bytes()) => {
+                    let before = j.checked_sub(1).map(|k| b[k]);
+                    let end = j + key.len();
+                    let mut k = end;
+                    if matches!(before, Some(b'"' | b'\''))
+                        && matches!(b.get(k), Some(b'"' | b'\''))
+                    {
+                        k += 1;
+                    }
+                    let boundary =
+                        !before.is_some_and(ident) && !b.get(end).is_some_and(|&c| ident(c));
+                    if boundary && b.get(k) == Some(&b':') {
+                        let value = k + 1 + (b.len() - k - 1 - l[k + 1..].trim_start().len());
+                        return Some(KeyAt {
+                            line: i + 1,
+                            column: j + 1,
+                            value_column: (value < b.len()).then_some(value + 1),
+                        });
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    None
 }
 
 /// Position of the first `${NAME` in the text.
@@ -1532,6 +1956,137 @@ workload:
         assert!(bad.contains("invalid UTF-8 at byte offset 6"), "{bad}");
         let e = SpecError::whole_file("s.yaml", bad.clone());
         assert_eq!(e.to_string(), format!("s.yaml: {bad}"));
+    }
+
+    #[test]
+    fn objective_parses_in_block_and_flow_style() {
+        let text = format!(
+            "{GOOD}objective: {{maximize: output_tok_s, slo: {{ttft_ms_p99: 2000, tpot_ms_p99: 100}}}}\n"
+        );
+        let s = parse(&text, "s.yaml").expect("parses");
+        let o = s.objective.expect("an objective");
+        assert_eq!(
+            (o.goal, o.metric.as_str()),
+            (Goal::Maximize, "output_tok_s")
+        );
+        assert_eq!(o.noise, DEFAULT_NOISE);
+        assert_eq!(
+            o.to_string(),
+            "maximize output_tok_s subject to ttft_ms_p99 ≤ 2000, tpot_ms_p99 ≤ 100"
+        );
+        let text = format!(
+            "{GOOD}objective:\n  minimize: ttft_ms_p99\n  noise: 0.1\n  slo:\n    goodput_share: {{min: 0.9}}\n    e2e_ms_p50: {{max: 5000}}\n"
+        );
+        let o = parse(&text, "s.yaml")
+            .expect("parses")
+            .objective
+            .expect("an objective");
+        assert_eq!((o.goal, o.noise), (Goal::Minimize, 0.1));
+        assert_eq!(
+            o.slo,
+            vec![
+                SloBound {
+                    column: "goodput_share".into(),
+                    bound: Bound::AtLeast,
+                    limit: 0.9
+                },
+                SloBound {
+                    column: "e2e_ms_p50".into(),
+                    bound: Bound::AtMost,
+                    limit: 5000.0
+                },
+            ]
+        );
+        assert!(parse(GOOD, "s.yaml").expect("parses").objective.is_none());
+    }
+
+    #[test]
+    fn bad_objectives_are_located() {
+        // GOOD has 28 lines; `objective:` is line 29.
+        let block = |body: &str| format!("{GOOD}objective:\n{body}");
+        for (text, at, says) in [
+            (
+                block("  maximize: output_tok_s\n  minimize: ttft_ms_p99\n"),
+                (31, 13),
+                "not both",
+            ),
+            (
+                block("  slo: {ttft_ms_p99: 5}\n"),
+                (29, 1),
+                "`maximize: COLUMN`",
+            ),
+            (
+                block("  maximize: output_tok_s\n  slo:\n    ttft_ms_p99: -5\n"),
+                (32, 18),
+                "number > 0, got -5",
+            ),
+            (
+                block("  maximize: output_tok_s\n  slo:\n    ttft_ms_p99: .inf\n"),
+                (32, 18),
+                "number > 0",
+            ),
+            (
+                block("  maximize: output_tok_s\n  slo:\n    ttft_ms_p99: {max: 1, min: 2}\n"),
+                (32, 18),
+                "one bound",
+            ),
+            (
+                block("  maximize: output_tok_s\n  slo:\n    ttft_ms_p99: {below: 1}\n"),
+                (32, 18),
+                "{max: N} or {min: N}",
+            ),
+            (
+                block("  maximize: output_tok_s\n  goal: fast\n"),
+                (31, 3),
+                "unknown field `goal`",
+            ),
+            (
+                block("  maximize: output_tok_s\n  noise: 5\n"),
+                (31, 10),
+                "fraction in (0, 1)",
+            ),
+            (
+                format!("{GOOD}objective: {{maximize: output_tok_s, minimize: e2e_ms_p99}}\n"),
+                (29, 47),
+                "not both",
+            ),
+            (
+                format!("{GOOD}objective: {{maximize: output_tok_s, slo: {{ttft_ms_p99: -5}}}}\n"),
+                (29, 56),
+                "number > 0, got -5",
+            ),
+        ] {
+            let e = err_of(&text);
+            assert!(e.message.contains(says), "{says}: {e}");
+            assert_eq!((e.line, e.column), at, "{says}: {e}");
+        }
+    }
+
+    #[test]
+    fn objective_keys_are_located_for_later_checks() {
+        let text = "name: x\nobjective: {maximize: output_tokps, slo: {ttft_ms_p99: 1, \"tpot\": 2}}\nworkload: {}\n";
+        assert_eq!(locate_objective(text, &ObjectiveKey::Metric), (2, 23));
+        assert_eq!(
+            locate_objective(text, &ObjectiveKey::Slo("ttft_ms_p99".into())),
+            (2, 43)
+        );
+        assert_eq!(
+            locate_objective(text, &ObjectiveKey::Slo("tpot".into())),
+            (2, 60)
+        );
+        // Block style; the same column as the metric and as an SLO key.
+        let text = "name: x\nobjective:\n  # ttft_ms_p99 is in a comment\n  minimize: ttft_ms_p99\n  slo:\n    ttft_ms_p99: 9   # ttft\nworkload:\n  slo: {ttft_ms_p99: 1}\n";
+        assert_eq!(locate_objective(text, &ObjectiveKey::Metric), (4, 13));
+        assert_eq!(
+            locate_objective(text, &ObjectiveKey::Slo("ttft_ms_p99".into())),
+            (6, 5)
+        );
+        // Not found: the objective line.
+        assert_eq!(
+            locate_objective(text, &ObjectiveKey::Slo("e2e_ms_p99".into())),
+            (2, 1)
+        );
+        assert_eq!(locate_objective("name: x\n", &ObjectiveKey::Metric), (1, 1));
     }
 
     #[test]

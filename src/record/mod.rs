@@ -1,7 +1,8 @@
 //! Record: the one row per run (`run_record`, with the one column list), the results folder
 //! (`store`), results.csv read back (`rows`), the provenance manifest and the GPU checks it
-//! records.
+//! records, and whether a spec's objective names those columns the right way (`objective`).
 pub mod gpu;
+pub mod objective;
 pub mod provenance;
 pub mod rows;
 pub mod run_record;

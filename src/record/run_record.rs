@@ -100,6 +100,28 @@ pub fn better(column: &str) -> Better {
         .map_or(Better::Neither, |c| c.better)
 }
 
+/// The direction of a results.csv column, or None when no such column exists (`param_<key>`
+/// columns exist for any key, and have no direction).
+pub fn column_direction(column: &str) -> Option<Better> {
+    if column.strip_prefix("param_").is_some_and(|k| !k.is_empty()) {
+        return Some(Better::Neither);
+    }
+    LEADING
+        .iter()
+        .chain(trailing().iter())
+        .find(|c| c.name == column)
+        .map(|c| c.better)
+}
+
+/// Every fixed column's name, in order.
+pub fn column_names() -> Vec<&'static str> {
+    LEADING
+        .iter()
+        .map(|c| c.name)
+        .chain(trailing().iter().map(|c| c.name))
+        .collect()
+}
+
 fn f(v: Option<f64>) -> String {
     match v {
         Some(x) if x.is_finite() => {

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! results/<sweep>-<UTC timestamp>/
-//!   spec.yaml  plan.json  results.csv  results.md
+//!   spec.yaml  plan.json  results.csv  results.md  (decision.md decision.json: cmd::sweep)
 //!   runs/<run>/config.json command.txt server.log requests.csv summary.json
 //! ```
 
