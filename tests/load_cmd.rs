@@ -4,50 +4,8 @@
 
 mod common;
 use common::*;
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
-
-struct Fake(Child);
-impl Drop for Fake {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn start_fake() -> (Fake, u16) {
-    start_fake_with(0.002)
-}
-
-/// A fake whose every decode step takes `token_s` seconds.
-fn start_fake_with(token_s: f64) -> (Fake, u16) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port");
-    let child = Command::new("python3")
-        .arg(fake_server())
-        .args([
-            "--model-path",
-            "/nonexistent",
-            "--served-model-name",
-            "fake",
-            "--port",
-        ])
-        .arg(port.to_string())
-        .env("FAKE_SGLANG_STARTUP_S", "0.1")
-        .env("FAKE_SGLANG_TOKEN_S", token_s.to_string())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start fake");
-    let up = wait_until(Duration::from_secs(20), || {
-        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-    });
-    assert!(up, "fake server did not listen");
-    std::thread::sleep(Duration::from_millis(500)); // past its warmup
-    (Fake(child), port)
-}
 
 #[test]
 fn load_measures_a_running_server_with_both_conventions_and_goodput() {

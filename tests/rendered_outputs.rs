@@ -12,8 +12,6 @@ mod common;
 use common::*;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
 
 fn fixtures(sub: &str) -> PathBuf {
     repo().join("tests/fixtures").join(sub)
@@ -230,43 +228,6 @@ fn log_report_for_every_fixture() {
     let mut args = vec!["--format", "csv"];
     args.extend(names.iter().map(String::as_str));
     insta::assert_snapshot!("log_csv_all_fixtures", log(&args));
-}
-
-struct Fake(Child);
-impl Drop for Fake {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn start_fake() -> (Fake, u16) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port");
-    let child = Command::new("python3")
-        .arg(fake_server())
-        .args([
-            "--model-path",
-            "/nonexistent",
-            "--served-model-name",
-            "fake",
-            "--port",
-        ])
-        .arg(port.to_string())
-        .env("FAKE_SGLANG_STARTUP_S", "0.1")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start fake");
-    let fake = Fake(child);
-    let up = wait_until(Duration::from_secs(20), || {
-        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-    });
-    assert!(up, "fake server did not listen");
-    std::thread::sleep(Duration::from_millis(500)); // past its warmup
-    (fake, port)
 }
 
 fn load(port: u16, keys: &[&str], out_dir: &Path) -> String {

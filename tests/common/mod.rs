@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 pub fn sgtune() -> Command {
@@ -124,4 +124,48 @@ pub fn num(row: &HashMap<String, String>, col: &str) -> f64 {
     row.get(col)
         .and_then(|v| v.parse::<f64>().ok())
         .unwrap_or_else(|| panic!("column {col} is not a number: {:?}", row.get(col)))
+}
+
+/// A running fake SGLang (tests/fake_sglang), killed when dropped.
+pub struct Fake(Child);
+impl Drop for Fake {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A fake SGLang already past its start-up, on a free port.
+pub fn start_fake() -> (Fake, u16) {
+    start_fake_with(0.002)
+}
+
+/// A fake whose every decode step takes `token_s` seconds.
+pub fn start_fake_with(token_s: f64) -> (Fake, u16) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port");
+    let child = Command::new("python3")
+        .arg(fake_server())
+        .args([
+            "--model-path",
+            "/nonexistent",
+            "--served-model-name",
+            "fake",
+            "--port",
+        ])
+        .arg(port.to_string())
+        .env("FAKE_SGLANG_STARTUP_S", "0.1")
+        .env("FAKE_SGLANG_TOKEN_S", token_s.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start fake");
+    let up = wait_until(Duration::from_secs(20), || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    assert!(up, "fake server did not listen");
+    std::thread::sleep(Duration::from_millis(500)); // past its warmup
+    (Fake(child), port)
 }
