@@ -1,4 +1,4 @@
-//! RequestSample → ClientSummary. Definitions follow ../shared/reference/metrics-conventions.md:
+//! RequestSample → ClientSummary. Definitions (docs/methodology.md, "Client metrics"):
 //! TTFT at the first non-empty content chunk and E2E to the end of the stream (SGLang's
 //! bench_serving), TPOT = (E2E − TTFT)/(output tokens − 1) per request, ITL pooled over the
 //! gaps between content chunks of all successful requests, output tokens from `usage`,

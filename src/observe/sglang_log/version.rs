@@ -1,9 +1,9 @@
 //! SGLang version hints from format features.
 //!
 //! SGLang does not print its version. Its log format, though, changed often enough that the
-//! features a log shows bound the version it came from (dates and versions from
-//! `../shared/reference/sglang-log-format.md`). Each feature seen gives a "since" and/or an
-//! "until" date; the log is newer than the latest "since" and older than the earliest "until".
+//! features a log shows bound the version it came from (dates and versions from the team's
+//! SGLang log-format reference; docs/cpu-sglang.md summarises it). Each feature seen gives a
+//! "since" and/or an "until" date; the log is newer than the latest "since" and older than the earliest "until".
 
 use serde::{Deserialize, Serialize};
 
