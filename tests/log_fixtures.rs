@@ -1,6 +1,7 @@
 //! The log parser against one small log per SGLang format era and variant (written from the
 //! team's SGLang log-format reference, summarised in `docs/cpu-sglang.md`), and against three
-//! real logs of SGLang 0.5.23 on CPU (a sweep of 32 concurrent requests of 64 + 256 tokens), with exact expectations.
+//! real logs of SGLang 0.5.23 on CPU (a sweep of 32 concurrent requests of 64 + 256 tokens),
+//! with exact expectations.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test may panic: that is its failure
 
 use std::collections::BTreeMap;
