@@ -110,25 +110,31 @@ fn distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
+/// An objective for tests (here and in `report::decision`): `slo` as (column, bound, limit),
+/// noise 5%.
+#[cfg(test)]
+pub(crate) fn test_objective(goal: Goal, metric: &str, slo: &[(&str, Bound, f64)]) -> Objective {
+    Objective {
+        goal,
+        metric: metric.into(),
+        slo: slo
+            .iter()
+            .map(|(c, b, l)| crate::plan::spec::SloBound {
+                column: c.to_string(),
+                bound: *b,
+                limit: *l,
+            })
+            .collect(),
+        noise: 0.05,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::spec::SloBound;
 
     fn obj(goal: Goal, metric: &str, slo: &[(&str, Bound, f64)]) -> Objective {
-        Objective {
-            goal,
-            metric: metric.into(),
-            slo: slo
-                .iter()
-                .map(|(c, b, l)| SloBound {
-                    column: c.to_string(),
-                    bound: *b,
-                    limit: *l,
-                })
-                .collect(),
-            noise: 0.05,
-        }
+        test_objective(goal, metric, slo)
     }
 
     fn refused(o: &Objective, goodput: bool) -> (ObjectiveKey, String) {

@@ -914,19 +914,7 @@ mod tests {
     use crate::load::prompts::{SplitMix64, unit};
 
     fn objective(goal: Goal, metric: &str, slo: &[(&str, Bound, f64)]) -> Objective {
-        Objective {
-            goal,
-            metric: metric.into(),
-            slo: slo
-                .iter()
-                .map(|(c, b, l)| SloBound {
-                    column: c.to_string(),
-                    bound: *b,
-                    limit: *l,
-                })
-                .collect(),
-            noise: 0.05,
-        }
+        crate::record::objective::test_objective(goal, metric, slo)
     }
 
     fn row(name: &str, repeat: u64, cells: &[(&str, &str)]) -> Row {
