@@ -63,7 +63,7 @@ pub async fn run(
         prep: &prep,
     };
     let (results, mut manifest) = create_results(&input, results_dir, &one.sweep_name)?;
-    let launches = runner::plan_launches(&s, &one, &|_, _| false);
+    let launches = runner::plan_launches(&s, &one, &|_, _| false, &|_| Vec::new());
     let code = execute(&input, &results, &launches, &mut manifest).await?;
     if code == ExitCode::Interrupted {
         return Ok(code);

@@ -124,6 +124,33 @@ pub fn print_plan(s: &SweepSpec, plan: &RunPlan) {
             "objective: {o}; decided per load point (decision.md), {rule}"
         ));
     }
+    if let Some(ml) = &s.search.max_load {
+        let unit = match ml.axis {
+            crate::plan::search::Axis::Concurrency => "",
+            crate::plan::search::Axis::RequestRate => " requests/s",
+        };
+        out(&format!(
+            "search max_load: per configuration, on one server, the highest {} within the SLO: ramp from {}{unit} doubling to {}{unit}, then bisect to {}{unit}; a probe near a bound is repeated up to {} times",
+            ml.axis.as_str(),
+            ml.range.from,
+            ml.range.to,
+            ml.range.resolution,
+            ml.repeats
+        ));
+    }
+    if let Some(p) = &s.search.preflight {
+        out(&format!(
+            "search preflight: the highest {} in [{}, {}] (step {}) that launches and survives {} s of the worst-case burst (longest inputs, highest load, ignore_eos; at most {} retractions); at most {} launches (a bisection needs {})",
+            p.knob,
+            p.range.from,
+            p.range.to,
+            p.range.resolution,
+            p.burst_s,
+            p.max_retractions,
+            p.max_attempts,
+            crate::plan::search::bisection_launches(&p.range)
+        ));
+    }
     for (i, r) in plan.runs.iter().enumerate() {
         let cmd = command::build(&s.server, r, s.server.port);
         out(&format!(
@@ -170,7 +197,7 @@ fn write_plan(s: &SweepSpec, plan: &RunPlan, root: &Path) -> Result<(), store::S
 /// A new results folder, its spec copy, plan, manifest and CSV header; then the sweep.
 pub async fn new_sweep(input: &SweepInput<'_>, results_dir: &Path) -> Result<ExitCode, CmdError> {
     let (results, mut manifest) = create_results(input, results_dir, &input.plan.sweep_name)?;
-    let launches = runner::plan_launches(input.spec, input.plan, &|_, _| false);
+    let launches = runner::plan_launches(input.spec, input.plan, &|_, _| false, &|_| Vec::new());
     execute(input, &results, &launches, &mut manifest).await
 }
 
@@ -255,14 +282,35 @@ pub async fn resume_sweep(
         .append_superseded(&table.header, &redo_raw)
         .and_then(|_| results.rewrite_csv(&keep_raw))
         .map_err(|e| CmdError::input(format!("cannot update the results folder: {e}")))?;
-    let launches = runner::plan_launches(input.spec, input.plan, &|run, m| {
-        kept.contains(&(
-            run.name.clone(),
-            m.point.concurrency,
-            crate::plan::spec::rate_text(m.point.request_rate),
-            m.repeat,
-        ))
-    });
+    // A search continues from the probes already kept: replayed, not redone.
+    let kept_rows: Vec<&rows::Row> = table
+        .rows
+        .iter()
+        .filter(|r| kept.contains(&r.key()) && r.get("phase") == "probe")
+        .collect();
+    let probes = |run: &crate::plan::expand::RunConfig| -> Vec<runner::search::ProbeRun> {
+        match (&input.spec.search.max_load, &input.spec.objective) {
+            (Some(ml), Some(o)) => kept_rows
+                .iter()
+                .filter(|r| r.get("run_name") == run.name)
+                .map(|r| runner::search::ProbeRun::of_row(r, ml.axis, &o.slo))
+                .collect(),
+            _ => Vec::new(),
+        }
+    };
+    let launches = runner::plan_launches(
+        input.spec,
+        input.plan,
+        &|run, m| {
+            kept.contains(&(
+                run.name.clone(),
+                m.point.concurrency,
+                crate::plan::spec::rate_text(m.point.request_rate),
+                m.repeat,
+            ))
+        },
+        &probes,
+    );
     // A launch folder left by an earlier attempt is kept, renamed, as evidence.
     for l in &launches {
         let d = dir.join("runs").join(&l.dir_name);

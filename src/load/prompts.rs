@@ -31,6 +31,19 @@ impl SplitMix64 {
     }
 }
 
+/// The seed of one measurement: the workload's seed mixed with the measurement's identity
+/// (its load point and repeat), so that every measurement on a server gets prompts no earlier
+/// one sent, and a missed cache flush cannot make one point run on the previous point's cache;
+/// while every configuration still gets the same prompts at the same point and repeat.
+pub fn measurement_seed(seed: u64, parts: &[u64]) -> u64 {
+    let mut rng = SplitMix64::new(seed);
+    let mut out = rng.next_u64();
+    for &p in parts {
+        out = SplitMix64::new(out ^ p.wrapping_mul(0xD1B5_4A32_D192_ED03)).next_u64();
+    }
+    out
+}
+
 /// The stream for request `index` of phase `stream` (0 measured, 1 warmup).
 fn rng_for(seed: u64, stream: u64, index: u64) -> SplitMix64 {
     let mut mix = SplitMix64::new(seed ^ stream.wrapping_mul(0xD1B5_4A32_D192_ED03));
@@ -129,6 +142,16 @@ pub fn text(seed: u64, stream: u64, index: u64, len: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_measurement_gets_its_own_seed() {
+        // Measurements differ from each other and from the plain seed.
+        let a = measurement_seed(1, &[8, 0, 1]);
+        assert_ne!(a, measurement_seed(1, &[8, 0, 2]));
+        assert_ne!(a, measurement_seed(1, &[16, 0, 1]));
+        assert_ne!(a, measurement_seed(2, &[8, 0, 1]));
+        assert_eq!(a, measurement_seed(1, &[8, 0, 1]));
+    }
 
     #[test]
     fn splitmix_reference_values() {

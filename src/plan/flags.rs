@@ -86,6 +86,11 @@ pub fn check_value(key: &str, value: &ParamValue) -> Result<(), String> {
         _ => None,
     };
     let need_num = |what: &str| format!("`{key}` must be {what}, got `{value}`");
+    // `mem_fraction_static: [preflight]`: the pre-flight decides it (checked against
+    // `search.preflight` once the whole spec is read).
+    if matches!(value, ParamValue::Str(s) if s == super::search::PREFLIGHT_VALUE) {
+        return Ok(());
+    }
     match key {
         "mem_fraction_static" => match num {
             Some(x) if x > 0.0 && x <= 1.0 => Ok(()),

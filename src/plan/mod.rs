@@ -2,4 +2,5 @@
 //! explicit configurations into runs (`expand`). Pure: nothing here starts a process.
 pub mod expand;
 pub mod flags;
+pub mod search;
 pub mod spec;

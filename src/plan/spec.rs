@@ -78,6 +78,9 @@ pub struct SweepSpec {
     /// the table).
     #[serde(default)]
     pub objective: Option<Objective>,
+    /// The max-load search per configuration and the memory pre-flight (default: neither).
+    #[serde(default)]
+    pub search: super::search::Search,
 }
 
 fn default_repeats() -> u64 {
@@ -1382,7 +1385,7 @@ impl<'de> Deserialize<'de> for ConfigSpec {
 /// `parse` can move the position onto the key's own line.
 const KEY_TAG: char = '\u{1}';
 
-fn tag_key(key: &str, msg: &str) -> String {
+pub(crate) fn tag_key(key: &str, msg: &str) -> String {
     format!("{KEY_TAG}{key}{KEY_TAG}{msg}")
 }
 
@@ -1625,7 +1628,90 @@ fn check_cross_fields(spec: &SweepSpec, text: &str, origin: &str) -> Result<(), 
         }
         names.push(&c.name);
     }
+    check_search(spec, text, &err)
+}
+
+/// What `search:` needs from the rest of the spec.
+fn check_search(
+    spec: &SweepSpec,
+    text: &str,
+    err: &dyn Fn(&str, String) -> SpecError,
+) -> Result<(), SpecError> {
+    use super::search::PREFLIGHT_VALUE;
+    if spec.search.max_load.is_some() {
+        let has_slo = spec.objective.as_ref().is_some_and(|o| !o.slo.is_empty());
+        if !has_slo {
+            return Err(err(
+                "max_load",
+                "search.max_load looks for the highest load within the SLO: give an `objective:` with an `slo:`, e.g. {maximize: output_tok_s, slo: {ttft_ms_p99: 2000}}".into(),
+            ));
+        }
+        if spec.workload.load_points.len() > 1 {
+            return Err(err(
+                "concurrency",
+                "search.max_load chooses the load points itself: give workload.concurrency (and request_rate) a single value, not a list".into(),
+            ));
+        }
+        if spec.repeats > 1 {
+            return Err(err(
+                "repeats",
+                "with search.max_load, a probe is repeated where it is close to the SLO: set search.max_load.repeats instead of `repeats`".into(),
+            ));
+        }
+    }
+    let placeholders = spec
+        .sweep
+        .0
+        .iter()
+        .flat_map(|(k, vs)| vs.iter().map(move |v| (k, v)))
+        .chain(
+            spec.configs
+                .iter()
+                .flat_map(|c| c.params.0.iter().map(|(k, v)| (k, v))),
+        )
+        .chain(spec.server.args.0.iter().map(|(k, v)| (k, v)))
+        .filter(|(_, v)| matches!(v, ParamValue::Str(s) if s == PREFLIGHT_VALUE));
+    for (k, _) in placeholders {
+        // The placeholder's own place (often inside a flow mapping: `{name: x, k: preflight}`).
+        let err = |_: &str, message: String| {
+            let mut e = err(k, message);
+            if let Some((line, column)) = locate_text(text, &format!("{k}: {PREFLIGHT_VALUE}"))
+                .or_else(|| locate_text(text, PREFLIGHT_VALUE))
+            {
+                (e.line, e.column) = (line, column);
+            }
+            e
+        };
+        match &spec.search.preflight {
+            Some(p) if &p.knob == k => {}
+            Some(p) => {
+                return Err(err(
+                    k,
+                    format!(
+                        "`{k}: {PREFLIGHT_VALUE}` but search.preflight searches `{}`: only that knob can take the pre-flight's value",
+                        p.knob
+                    ),
+                ));
+            }
+            None => {
+                return Err(err(
+                    k,
+                    format!(
+                        "`{k}: {PREFLIGHT_VALUE}` needs a search.preflight section for `{k}`, e.g. {k}: {{from: .., to: .., resolution: ..}}"
+                    ),
+                ));
+            }
+        }
+    }
     Ok(())
+}
+
+/// 1-based (line, column) of the first occurrence of `needle` outside comments.
+fn locate_text(text: &str, needle: &str) -> Option<(usize, usize)> {
+    text.lines().enumerate().find_map(|(i, l)| {
+        let code = l.split(" #").next().unwrap_or(l);
+        code.find(needle).map(|c| (i + 1, c + 1))
+    })
 }
 
 /// 1-based (line, column) of the first `key:` in the text, for errors found after parsing.

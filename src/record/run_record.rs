@@ -26,6 +26,50 @@ impl RunStatus {
     }
 }
 
+/// What a row measured: a fixed load point, a probe of the max-load search, or an attempt of
+/// the memory pre-flight.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    #[default]
+    Measure,
+    Probe,
+    Preflight,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Measure => "measure",
+            Phase::Probe => "probe",
+            Phase::Preflight => "preflight",
+        }
+    }
+}
+
+/// How a probe of the max-load search (all its repeats together) stands against the SLO, or
+/// whether a pre-flight attempt survived its burst.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProbeResult {
+    /// The median of its repeats meets every bound, and no repeat falls on the other side.
+    Pass,
+    /// A bound is missed by the median and no repeat falls on the other side (or it failed).
+    Fail,
+    /// Too close to call: its repeats straddle a bound (or one repeat lies within the noise).
+    Uncertain,
+}
+
+impl ProbeResult {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProbeResult::Pass => "pass",
+            ProbeResult::Fail => "fail",
+            ProbeResult::Uncertain => "uncertain",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct RunRecord {
     pub run_name: String,
@@ -41,6 +85,10 @@ pub struct RunRecord {
     pub request_rate: Option<f64>,
     /// 1-based repeat index.
     pub repeat: u64,
+    pub phase: Phase,
+    /// The probe's standing against the SLO (a `probe` row), or whether the attempt survived
+    /// (a `preflight` row).
+    pub probe: Option<ProbeResult>,
     pub client: Option<ClientSummary>,
     pub server: Option<ServerSummary>,
     pub verdict: Option<Verdict>,
@@ -221,6 +269,18 @@ pub fn trailing() -> Vec<Column> {
             get: |r| r.repeat.to_string(),
         },
         Column {
+            name: "phase",
+            better: Better::Neither,
+            doc: "`measure` (a load point of the spec), `probe` (the max-load search's), `preflight` (a memory pre-flight attempt)",
+            get: |r| r.phase.as_str().to_string(),
+        },
+        Column {
+            name: "probe",
+            better: Better::Neither,
+            doc: "A probe's standing against the objective's SLO over its repeats: `pass`, `fail` or `uncertain` (its repeats straddle a bound); a pre-flight attempt's: `pass` (survived the burst) or `fail`",
+            get: |r| r.probe.map(|p| p.as_str().to_string()).unwrap_or_default(),
+        },
+        Column {
             name: "requests_completed",
             better: Better::Higher,
             doc: "Measured requests that succeeded",
@@ -361,6 +421,7 @@ pub fn trailing() -> Vec<Column> {
         Column { name: "max_running_requests", better: Better::Neither, doc: "Effective running-request cap (startup capacity line)", get: |r| u(server(r, |s| s.max_running_requests)) },
         Column { name: "kv_cache_dtype", better: Better::Neither, doc: "KV cache dtype (`KV Cache is allocated` line)", get: |r| server(r, |s| s.kv_cache_dtype.clone()).unwrap_or_default() },
         Column { name: "kv_cache_gb", better: Better::Neither, doc: "KV cache size, K + V (GB)", get: |r| f(server(r, |s| s.kv_cache_gb)) },
+        Column { name: "cache_hit_rate", better: Better::Neither, doc: "Prefix-cache hit rate in the window: Σ `#cached-token` / Σ (`#new-token` + `#cached-token`) over Prefill lines", get: |r| f(server(r, |s| s.cached_token_share)) },
         Column { name: "retractions", better: Better::Lower, doc: "KV-pool-full retraction events in the window", get: |r| u(r.server.as_ref().map(|s| s.retractions)) },
         Column { name: "time_to_ready_s", better: Better::Lower, doc: "Launch → ready line and HTTP answer (s)", get: |r| f(r.time_to_ready_s) },
         Column { name: "verdict", better: Better::Neither, doc: "What limited the run: `kv_cache_bound`, `retraction_churn`, `cuda_graph_limited`, `queue_with_spare_kv`, `client_bound`, `compute_bound`, `unknown`", get: |r| r.verdict.as_ref().map(|v| v.kind.as_str().to_string()).unwrap_or_default() },
@@ -444,6 +505,8 @@ mod tests {
             concurrency: 8,
             request_rate: None,
             repeat: 1,
+            phase: Phase::Measure,
+            probe: None,
             client: None,
             server: None,
             verdict: None,
@@ -497,6 +560,8 @@ mod tests {
             concurrency: 11,
             request_rate: Some(12.5),
             repeat: 3,
+            phase: Phase::Probe,
+            probe: Some(ProbeResult::Uncertain),
             client: Some(ClientSummary {
                 completed: 13,
                 failed: 14,
@@ -548,6 +613,7 @@ mod tests {
                 gen_throughput_p90: Some(9017.5),
                 offered_estimate: Some(9018),
                 token_usage_p90: Some(0.9019),
+                cached_token_share: Some(0.3125),
                 ..Default::default()
             }),
             verdict: Some(Verdict {
@@ -588,6 +654,8 @@ mod tests {
             ("concurrency", "11"),
             ("request_rate", "12.5"),
             ("repeat", "3"),
+            ("phase", "probe"),
+            ("probe", "uncertain"),
             ("requests_completed", "13"),
             ("requests_failed", "14"),
             ("duration_s", "15.25"),
@@ -641,6 +709,7 @@ mod tests {
             ("max_running_requests", "48"),
             ("kv_cache_dtype", "fp8_e5m2"),
             ("kv_cache_gb", "7.5"),
+            ("cache_hit_rate", "0.3125"),
             ("retractions", "5"),
             ("time_to_ready_s", "42.25"),
             ("verdict", "queue_with_spare_kv"),

@@ -114,6 +114,14 @@ pub struct ConfigResult {
     pub verdict_evidence: String,
     /// In words: why it won, or why it lost.
     pub why: String,
+    /// With a max-load search: the highest load whose probe passed (as results.csv writes the
+    /// load: a concurrency, or `<rate>/s`), or None when not even the lowest did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_load_at_slo: Option<String>,
+    /// With a max-load search: the median `goodput_req_s` (else `request_throughput`) of the
+    /// repeats at that load.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub goodput_at_max_load: Option<f64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -454,19 +462,28 @@ pub fn decide(
     commands: &BTreeMap<String, String>,
     cost: Cost,
 ) -> Decision {
-    // Load points in first-appearance order; configurations likewise within each.
+    // Load points in first-appearance order; configurations likewise within each. Probes of
+    // a max-load search are decided together, each configuration at its own highest load
+    // within the SLO; pre-flight attempts are not candidates.
     let mut points: Vec<(String, Vec<&Row>)> = Vec::new();
-    for r in rows {
+    let probes: Vec<&Row> = rows.iter().filter(|r| r.get("phase") == "probe").collect();
+    for r in rows
+        .iter()
+        .filter(|r| !matches!(r.get("phase"), "probe" | "preflight"))
+    {
         let lp = r.load_point();
         match points.iter_mut().find(|(k, _)| *k == lp) {
             Some((_, v)) => v.push(r),
             None => points.push((lp, vec![r])),
         }
     }
-    let points: Vec<PointDecision> = points
+    let mut points: Vec<PointDecision> = points
         .iter()
         .map(|(lp, rows)| decide_point(objective, lp, rows, commands))
         .collect();
+    if !probes.is_empty() {
+        points.push(decide_at_max_load(objective, &probes, commands));
+    }
     let mut summary = format!("Decision ({objective}): ");
     let sentences: Vec<String> = points.iter().map(|p| p.sentence.clone()).collect();
     if sentences.is_empty() {
@@ -624,6 +641,101 @@ fn decide_point(
     }
 }
 
+/// The decision of a max-load search: each configuration at the highest load whose probe
+/// passed (the `probe` column), compared there by the same rule as a load point. A
+/// configuration with no passing probe is not eligible: no load within the SLO was shown.
+fn decide_at_max_load(
+    o: &Objective,
+    rows: &[&Row],
+    commands: &BTreeMap<String, String>,
+) -> PointDecision {
+    let mut by_config: Vec<(&str, Vec<&Row>)> = Vec::new();
+    for r in rows {
+        let name = r.get("run_name");
+        match by_config.iter_mut().find(|(k, _)| *k == name) {
+            Some((_, v)) => v.push(r),
+            None => by_config.push((name, vec![r])),
+        }
+    }
+    // The searched load of a row: its rate in an open loop, else its concurrency.
+    let load = |r: &Row| r.f64("request_rate").or_else(|| r.f64("concurrency"));
+    let mut at_max: Vec<&Row> = Vec::new();
+    let mut found: BTreeMap<String, (String, Option<f64>)> = BTreeMap::new();
+    let mut none_passed: Vec<ConfigResult> = Vec::new();
+    for (name, rs) in &by_config {
+        let best = rs
+            .iter()
+            .filter(|r| r.get("probe") == "pass")
+            .filter_map(|r| load(r))
+            .max_by(f64::total_cmp);
+        match best {
+            Some(l) => {
+                let there: Vec<&Row> = rs.iter().copied().filter(|r| load(r) == Some(l)).collect();
+                let goodput: Vec<f64> = there
+                    .iter()
+                    .filter_map(|r| {
+                        r.f64("goodput_req_s")
+                            .or_else(|| r.f64("request_throughput"))
+                    })
+                    .collect();
+                let lp = there.first().map(|r| r.load_point()).unwrap_or_default();
+                found.insert(name.to_string(), (lp, median(&goodput)));
+                at_max.extend(there);
+            }
+            None => {
+                // Judged at its lowest probe, for its verdict and failure; never eligible.
+                let lowest = rs.iter().filter_map(|r| load(r)).min_by(f64::total_cmp);
+                let there: Vec<&Row> = rs.iter().copied().filter(|r| load(r) == lowest).collect();
+                let mut c = judge_alone(o, name, &there);
+                let at = there.first().map(|r| label(r)).unwrap_or_default();
+                let standing = there.first().map(|r| r.get("probe")).unwrap_or_default();
+                if c.standing != Standing::Failed {
+                    c.standing = Standing::SloNotMet;
+                    c.why = format!(
+                        "no load within the SLO: the lowest probe ({at}) was {}{}",
+                        if standing.is_empty() {
+                            "not judged"
+                        } else {
+                            standing
+                        },
+                        if c.why.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" ({})", c.why)
+                        }
+                    );
+                } else {
+                    c.why = format!("no load within the SLO: {}", c.why);
+                }
+                none_passed.push(c);
+            }
+        }
+    }
+    let mut p = decide_point(o, "max_load_at_slo", &at_max, commands);
+    for c in &mut p.configurations {
+        if let Some((lp, g)) = found.get(&c.run_name) {
+            c.max_load_at_slo = Some(lp.clone());
+            c.goodput_at_max_load = *g;
+        }
+    }
+    p.configurations.extend(none_passed);
+    p.label = "each configuration's highest load within the SLO (max-load search)".to_string();
+    p.sentence = sentence(
+        o,
+        &p.label,
+        p.outcome,
+        p.configurations
+            .iter()
+            .find(|c| Some(&c.run_name) == p.leader.as_ref()),
+        p.configurations
+            .iter()
+            .find(|c| Some(&c.run_name) == p.runner_up.as_ref()),
+        &p.tied_with,
+        &p.configurations,
+    );
+    p
+}
+
 /// A configuration judged on its own rows: failed, no value, SLO not met, or eligible
 /// (`Behind` until compared with the leader).
 fn judge_alone(o: &Objective, name: &str, rows: &[&Row]) -> ConfigResult {
@@ -655,6 +767,8 @@ fn judge_alone(o: &Objective, name: &str, rows: &[&Row]) -> ConfigResult {
         verdict,
         verdict_evidence,
         why: String::new(),
+        max_load_at_slo: None,
+        goodput_at_max_load: None,
     };
     if !failed.is_empty() {
         let message = failed
@@ -843,6 +957,11 @@ pub fn render_md(d: &Decision) -> String {
         for b in &d.objective.slo {
             header.push(format!("{b} (median)"));
         }
+        let search = p.load_point == "max_load_at_slo";
+        if search {
+            header.push("max load within SLO".into());
+            header.push("goodput there (req/s)".into());
+        }
         header.extend(["verdict".to_string(), "why it won or lost".to_string()]);
         let mut rows: Vec<Vec<String>> = Vec::new();
         for c in &p.configurations {
@@ -871,6 +990,10 @@ pub fn render_md(d: &Decision) -> String {
                     Some(m) => format!("{} {}", num(m), if check.holds { "✓" } else { "✗" }),
                     None => "- ✗".into(),
                 });
+            }
+            if search {
+                row.push(c.max_load_at_slo.clone().unwrap_or_else(|| "none".into()));
+                row.push(c.goodput_at_max_load.map_or("-".into(), num));
             }
             row.push(c.verdict.clone());
             row.push(c.why.clone());

@@ -7,9 +7,11 @@
 //! status per measurement) → summaries written. Whatever fails at a stage becomes the rows'
 //! failure; nothing is dropped.
 
+use super::search::{self, ProbeRun};
 use super::session::{self, SessionOutcome, StopReason, Watch};
 use super::{Launch, Measurement, RunContext, suffix};
 use crate::load::driver::{self, LoadTarget};
+use crate::load::prompts::measurement_seed as mix_seed;
 use crate::load::requests_csv;
 use crate::observe::diagnose;
 use crate::observe::prom::{self, MetricsSummary, Scrape};
@@ -18,7 +20,7 @@ use crate::plan::expand::RunConfig;
 use crate::plan::spec::LoadPoint;
 use crate::record::provenance::{LaunchRecord, now_rfc3339};
 use crate::record::store::{self, CsvFile, StoreError};
-use crate::record::{RunRecord, RunStatus};
+use crate::record::{Phase, RunRecord, RunStatus};
 use crate::report::events::RunEvent;
 use crate::server::command::{self, LaunchCommand};
 use crate::server::control::Control;
@@ -39,6 +41,10 @@ pub struct LaunchOutcome {
 
 /// How long to wait for an idle server to accept a prefix-cache flush between load points.
 const FLUSH_PATIENCE: Duration = Duration::from_secs(30);
+/// What SGLang's scheduler logs once the cache is really cleared (scheduler.py, 0.4 to 0.5.x).
+const FLUSHED_LINE: &str = "Cache flushed successfully";
+/// How long after the flush's HTTP answer its log line may take to appear.
+const FLUSH_LOG_WAIT: Duration = Duration::from_secs(3);
 
 /// Everything recorded about one measurement, written to `summary[.suffix].json`.
 #[derive(Serialize)]
@@ -95,6 +101,12 @@ impl LaunchState<'_, '_> {
             concurrency: m.point.concurrency,
             request_rate: m.point.request_rate,
             repeat: m.repeat,
+            phase: if self.launch.search.is_some() {
+                Phase::Probe
+            } else {
+                Phase::Measure
+            },
+            probe: None,
             client: None,
             server: None,
             verdict: None,
@@ -370,23 +382,95 @@ async fn measure(
             .await
             .unwrap_or_else(|| ctx.spec.server.model_path.0.clone()),
     };
-    for (i, m) in st.launch.measurements.iter().enumerate() {
-        if ctx.cancel.is_cancelled() {
-            break;
-        }
-        if i > 0 {
-            if let Some(n) = control.flush_cache(FLUSH_PATIENCE).await {
-                st.notes.push(n);
+    match &st.launch.search {
+        None => {
+            for (i, m) in st.launch.measurements.iter().enumerate() {
+                if ctx.cancel.is_cancelled() {
+                    break;
+                }
+                if i > 0 {
+                    flush(st, handle, &control).await;
+                }
+                let measured = measure_point(st, handle, &control, &model, *m, emit).await;
+                let go_on = measured.session.stop.is_completed();
+                loads.push(measured);
+                if !go_on {
+                    break;
+                }
             }
         }
-        let measured = measure_point(st, handle, &control, &model, *m, emit).await;
-        let go_on = measured.session.stop.is_completed();
-        loads.push(measured);
-        if !go_on {
-            break;
+        Some(recorded) => {
+            let mut history = recorded.clone();
+            search_max_load(st, handle, &control, &model, &mut history, &mut loads, emit).await;
         }
     }
     loads
+}
+
+/// The max-load search on this server: probe after probe as `search::next_step` says,
+/// continuing from the probes an earlier attempt recorded, until the search is done, the
+/// server dies or the sweep is interrupted.
+async fn search_max_load(
+    st: &mut LaunchState<'_, '_>,
+    handle: &mut ServerHandle,
+    control: &Control,
+    model: &str,
+    history: &mut Vec<ProbeRun>,
+    loads: &mut Vec<Measured>,
+    emit: &mut dyn FnMut(RunEvent<'_>),
+) {
+    let spec = st.ctx.spec;
+    let (Some(ml), Some(o)) = (&spec.search.max_load, &spec.objective) else {
+        return;
+    };
+    let log_path = st.dir.join("server.log");
+    loop {
+        if st.ctx.cancel.is_cancelled() {
+            return;
+        }
+        let (load, repeat) = match search::next_step(ml, &o.slo, o.noise, history) {
+            search::Step::Done { .. } => return,
+            search::Step::Probe { load, repeat } => (load, repeat),
+        };
+        if !loads.is_empty() {
+            flush(st, handle, control).await;
+        }
+        let m = Measurement {
+            repeat,
+            point: search::point(ml.axis, load, &spec.workload),
+        };
+        let measured = measure_point(st, handle, control, model, m, emit).await;
+        let go_on = measured.session.stop.is_completed();
+        // The probe's row as it will be written, judged through the same column getters.
+        let (record, _) = record_of(st, &measured, &log_path, &handle.log, None);
+        history.push(ProbeRun::of(&record, ml.axis, &o.slo));
+        loads.push(measured);
+        if !go_on {
+            return;
+        }
+    }
+}
+
+/// Clear the prefix cache between measurements, and check that it took effect: SGLang logs
+/// "Cache flushed successfully!" when it did. Anything else is a note on the rows.
+async fn flush(st: &mut LaunchState<'_, '_>, handle: &ServerHandle, control: &Control) {
+    let mark = handle.log.line_count();
+    if let Some(n) = control.flush_cache(FLUSH_PATIENCE).await {
+        st.notes.push(n);
+        return;
+    }
+    // The scheduler logs it right after the HTTP answer; give the line a moment to arrive.
+    let deadline = Instant::now() + FLUSH_LOG_WAIT;
+    while !handle.log.seen_since(mark, FLUSHED_LINE) {
+        if Instant::now() >= deadline {
+            st.notes.push(format!(
+                "the prefix-cache flush was answered, but server.log shows no \"{FLUSHED_LINE}\" within {} s (log level above info?): this point may have started on a warm cache",
+                FLUSH_LOG_WAIT.as_secs()
+            ));
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// What the runner watches during one load point: the server process, its log (the window's
@@ -437,6 +521,7 @@ async fn measure_point(
     let mut w = ctx.spec.workload.clone();
     w.concurrency = m.point.concurrency;
     w.request_rate = m.point.request_rate;
+    w.seed = measurement_seed(ctx.spec.workload.seed, m);
     let target = LoadTarget {
         model: model.to_string(),
         base_url: handle.base_url(),
@@ -540,6 +625,19 @@ async fn measure_point(
     }
 }
 
+/// The prompts' seed for one measurement: the workload's seed mixed with the load point and
+/// the repeat (`load::prompts::measurement_seed`).
+fn measurement_seed(seed: u64, m: Measurement) -> u64 {
+    mix_seed(
+        seed,
+        &[
+            m.point.concurrency,
+            m.point.request_rate.map_or(0, f64::to_bits),
+            m.repeat,
+        ],
+    )
+}
+
 /// metrics.csv: one row per series per scrape.
 fn write_metrics_csv(path: &Path, scrapes: &[Scrape]) -> Result<(), StoreError> {
     let mut f = CsvFile::create(path, ["t_s", "metric", "labels", "value"])?;
@@ -586,6 +684,93 @@ async fn shut_down(
     stop
 }
 
+/// The record of one measurement: the server's side from its log window, the verdict, and
+/// the status; plus how the server died, when it did. Used for the rows, and during a search
+/// to judge each probe by exactly what its row will say.
+fn record_of(
+    st: &LaunchState<'_, '_>,
+    l: &Measured,
+    log_path: &Path,
+    log: &LogSink,
+    time_to_ready: Option<f64>,
+) -> (RunRecord, Option<String>) {
+    let w = &st.ctx.spec.workload;
+    let mut record = st.record(l.m, &l.started_at);
+    record.time_to_ready_s = time_to_ready;
+    record.notes = st.notes.clone();
+    // Streamed from the file: constant memory whatever the log's size.
+    let scope = sglang_log::Scope {
+        lines: l.window.map(|(start_line, end_line)| LogWindow {
+            start_line,
+            end_line,
+        }),
+        ..Default::default()
+    };
+    let server = match sglang_log::summarize_file(log_path, scope) {
+        Ok(s) => s.summary(),
+        Err(e) => {
+            record
+                .notes
+                .push(format!("server.log could not be read back: {e}"));
+            Default::default()
+        }
+    };
+    let client = &l.session.client;
+    record.verdict = Some(diagnose::diagnose(
+        l.m.point.concurrency,
+        w.input_tokens + w.output_tokens,
+        Some(client),
+        Some(&server),
+    ));
+    if let (Some(log_tput), Some(m)) = (
+        server.gen_throughput_mean,
+        l.metrics.as_ref().and_then(|m| m.gen_tput_from_counter),
+    ) {
+        if log_tput > 0.0 && ((m - log_tput) / log_tput).abs() > 0.25 {
+            record.notes.push(format!(
+                "server gen throughput disagrees: log Decode lines {log_tput:.1} tok/s, /metrics counter {m:.1} tok/s"
+            ));
+        }
+    }
+    record.metrics = l.metrics.clone();
+    record.server = Some(server);
+    record.client = Some(client.clone());
+    let mut died = None;
+    let record = match &l.session.stop {
+        StopReason::Interrupted => fail(
+            record,
+            FailureKind::Interrupted,
+            &format!(
+                "interrupted during the load after {} completed requests",
+                client.completed
+            ),
+        ),
+        StopReason::ServerDied(how) => {
+            died = Some(how.clone());
+            let msg = format!(
+                "the server died during the load ({how}); last log line: {}",
+                log.last_line().trim()
+            );
+            fail(record, FailureKind::LoadFailed, &msg)
+        }
+        StopReason::Completed if client.completed == 0 => {
+            let msg = format!(
+                "no request succeeded ({} failed): {}",
+                client.failed,
+                client.first_error.as_deref().unwrap_or("")
+            );
+            fail(record, FailureKind::LoadFailed, &msg)
+        }
+        StopReason::Completed => {
+            let mut record = record;
+            record.status = RunStatus::Ok;
+            record.finished_at = now_rfc3339();
+            record
+        }
+    };
+    (record, died)
+}
+
 /// One record per load that ran: the server's side from its log window, the verdict, and the
 /// status; then the load points a dead server never reached.
 fn record_loads(
@@ -597,81 +782,38 @@ fn record_loads(
     time_to_ready: Option<f64>,
     loads: Vec<Measured>,
 ) -> Vec<RunRecord> {
-    let w = &st.ctx.spec.workload;
     let mut records = Vec::new();
     let mut died_at: Option<String> = None;
-    for l in &loads {
-        let mut record = st.record(l.m, &l.started_at);
-        record.time_to_ready_s = time_to_ready;
-        record.notes = st.notes.clone();
-        // Streamed from the file: constant memory whatever the log's size.
-        let scope = sglang_log::Scope {
-            lines: l.window.map(|(start_line, end_line)| LogWindow {
-                start_line,
-                end_line,
-            }),
-            ..Default::default()
-        };
-        let server = match sglang_log::summarize_file(log_path, scope) {
-            Ok(s) => s.summary(),
-            Err(e) => {
-                record
-                    .notes
-                    .push(format!("server.log could not be read back: {e}"));
-                Default::default()
+    // A search launch: every probe's standing over all its repeats (recorded before too).
+    let probe_verdicts = match (
+        &st.launch.search,
+        &st.ctx.spec.search.max_load,
+        &st.ctx.spec.objective,
+    ) {
+        (Some(recorded), Some(ml), Some(o)) => {
+            let mut history = recorded.clone();
+            for l in &loads {
+                let (r, _) = record_of(st, l, log_path, log, time_to_ready);
+                history.push(ProbeRun::of(&r, ml.axis, &o.slo));
             }
-        };
-        let client = &l.session.client;
-        record.verdict = Some(diagnose::diagnose(
-            l.m.point.concurrency,
-            w.input_tokens + w.output_tokens,
-            Some(client),
-            Some(&server),
-        ));
-        if let (Some(log_tput), Some(m)) = (
-            server.gen_throughput_mean,
-            l.metrics.as_ref().and_then(|m| m.gen_tput_from_counter),
-        ) {
-            if log_tput > 0.0 && ((m - log_tput) / log_tput).abs() > 0.25 {
-                record.notes.push(format!(
-                    "server gen throughput disagrees: log Decode lines {log_tput:.1} tok/s, /metrics counter {m:.1} tok/s"
-                ));
-            }
+            search::verdicts(ml, &o.slo, o.noise, &history)
         }
-        record.metrics = l.metrics.clone();
-        record.server = Some(server);
-        record.client = Some(client.clone());
-        record = match &l.session.stop {
-            StopReason::Interrupted => fail(
-                record,
-                FailureKind::Interrupted,
-                &format!(
-                    "interrupted during the load after {} completed requests",
-                    client.completed
-                ),
-            ),
-            StopReason::ServerDied(how) => {
-                died_at = Some(how.clone());
-                let msg = format!(
-                    "the server died during the load ({how}); last log line: {}",
-                    log.last_line().trim()
-                );
-                fail(record, FailureKind::LoadFailed, &msg)
-            }
-            StopReason::Completed if client.completed == 0 => {
-                let msg = format!(
-                    "no request succeeded ({} failed): {}",
-                    client.failed,
-                    client.first_error.as_deref().unwrap_or("")
-                );
-                fail(record, FailureKind::LoadFailed, &msg)
-            }
-            StopReason::Completed => {
-                record.status = RunStatus::Ok;
-                record.finished_at = now_rfc3339();
-                record
-            }
-        };
+        _ => Vec::new(),
+    };
+    for l in &loads {
+        let (mut record, died) = record_of(st, l, log_path, log, time_to_ready);
+        if died.is_some() {
+            died_at = died;
+        }
+        if let Some(v) = probe_verdicts.iter().find(|(load, _)| {
+            st.ctx.spec.search.max_load.as_ref().is_some_and(|ml| {
+                (search::load_of(ml.axis, l.m.point.concurrency, l.m.point.request_rate) - load)
+                    .abs()
+                    <= 1e-9 * load.abs().max(1.0)
+            })
+        }) {
+            record.probe = v.1;
+        }
         st.write_summary(
             &record,
             cmd,

@@ -4,6 +4,7 @@
 //! its own folder. The runner owns cancellation and never prints: it emits RunEvents.
 
 pub mod launch;
+pub mod search;
 pub mod session;
 pub mod signals;
 pub mod sweep;
@@ -60,16 +61,42 @@ pub struct Launch {
     /// server.
     pub dir_name: String,
     pub measurements: Vec<Measurement>,
+    /// A max-load search launch: the probes recorded for this configuration before (empty
+    /// in a new sweep). `measurements` then holds only the search's next probe, which is the
+    /// row a launch that fails gets.
+    pub search: Option<Vec<search::ProbeRun>>,
 }
 
 /// The launches for a plan, leaving out measurements for which `done` says a row exists.
+/// With a max-load search, `probes` gives each configuration's recorded probes, and a
+/// configuration whose search is finished gets no launch.
 pub fn plan_launches(
     spec: &SweepSpec,
     plan: &RunPlan,
     done: &dyn Fn(&RunConfig, Measurement) -> bool,
+    probes: &dyn Fn(&RunConfig) -> Vec<search::ProbeRun>,
 ) -> Vec<Launch> {
     let points = &spec.workload.load_points;
     let mut out = Vec::new();
+    if let (Some(ml), Some(o)) = (&spec.search.max_load, &spec.objective) {
+        for run in &plan.runs {
+            let history = probes(run);
+            if let search::Step::Probe { load, repeat } =
+                search::next_step(ml, &o.slo, o.noise, &history)
+            {
+                out.push(Launch {
+                    run: run.clone(),
+                    dir_name: run.name.clone(),
+                    measurements: vec![Measurement {
+                        repeat,
+                        point: search::point(ml.axis, load, &spec.workload),
+                    }],
+                    search: Some(history),
+                });
+            }
+        }
+        return out;
+    }
     for run in &plan.runs {
         let groups: Vec<(String, Vec<u64>)> = if spec.reuse_server || spec.repeats == 1 {
             vec![(run.name.clone(), (1..=spec.repeats).collect())]
@@ -93,6 +120,7 @@ pub fn plan_launches(
                     run: run.clone(),
                     dir_name,
                     measurements,
+                    search: None,
                 });
             }
         }
@@ -104,10 +132,12 @@ pub fn plan_launches(
 /// one thing, else `.c<concurrency>` (or `.rate<rate>`) and/or `.r<repeat>`.
 pub(crate) fn suffix(spec: &SweepSpec, m: Measurement) -> String {
     let mut s = String::new();
-    if spec.workload.load_points.len() > 1 {
+    let search = spec.search.max_load.is_some();
+    if spec.workload.load_points.len() > 1 || search {
         s.push_str(&format!(".{}", m.point.label()));
     }
-    if spec.reuse_server && spec.repeats > 1 {
+    // A search repeats a probe on the same server when it is close to the SLO.
+    if search || (spec.reuse_server && spec.repeats > 1) {
         s.push_str(&format!(".r{}", m.repeat));
     }
     s

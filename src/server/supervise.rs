@@ -92,6 +92,16 @@ impl LogSink {
             .unwrap_or_default()
     }
 
+    /// Whether a line containing `needle` was written after line mark `since` (looked for in
+    /// the in-memory tail; false when the tail no longer reaches back that far).
+    pub fn seen_since(&self, since: usize, needle: &str) -> bool {
+        let Ok(s) = self.state.lock() else {
+            return false;
+        };
+        let new = s.lines.saturating_sub(since).min(s.tail.len());
+        s.tail.iter().rev().take(new).any(|l| l.contains(needle))
+    }
+
     pub fn last_line(&self) -> String {
         self.state
             .lock()

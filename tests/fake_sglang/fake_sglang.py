@@ -30,6 +30,7 @@ Environment knobs:
     malformed_sse       the 3rd SSE event of a streamed response is `data: {not json`
     http_500, http_503  every POST answers that status with an OpenAI-style error body
     slow_stream         decode steps take 10x longer
+    flush_silently      /flush_cache answers 200 but logs no "Cache flushed successfully!"
   --enable-metrics           GET /metrics serves the sglang:* running/queue/usage gauges and the
                             generation/prompt token counters in the Prometheus text format
   --fake-fault NAME          the same faults as a flag, so one sweep can give each
@@ -409,6 +410,17 @@ class Handler(BaseHTTPRequestHandler):
             return self._error(code, f"Injected fault {FAULT}", "InternalServerError")
         path = self.path.split("?", 1)[0]
         if path == "/flush_cache":
+            # As the real scheduler: refused while requests run or wait, logged either way
+            # (flush_silently: answered but never done, to test that sgtune notices).
+            sched = S.sched
+            with sched.lock:
+                queued, running = len(sched.queue), sched.running
+            if queued or running:
+                log("Cache not flushed because there are pending requests. "
+                    f"#queue-req: {queued}, #running-req: {running}", sched=True)
+                return self._send(400, raw=b"Flush cache failed.\n", ctype="text/plain")
+            if FAULT != "flush_silently":
+                log("Cache flushed successfully!", sched=True)
             return self._send(200, raw=b"Cache flushed.\n", ctype="text/plain")
         if path not in ("/v1/completions", "/v1/chat/completions"):
             return self._send(404, {"detail": "Not Found"})

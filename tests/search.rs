@@ -1,0 +1,311 @@
+//! The max-load search against the fake SGLang, whose KV pool gives a known knee: a request
+//! reserves input + output tokens, so a pool of P tokens runs floor(P / 50) requests of 30 + 20
+//! tokens at once and the rest queue for a whole request's time (20 decode steps of 10 ms =
+//! 200 ms), which breaks a TTFT p99 bound of 100 ms as soon as the load passes the knee.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test may panic: that is its failure
+
+mod common;
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+fn spec(tag: &str, configs: &str, extra: &str) -> String {
+    format!(
+        r#"name: search
+server:
+  command: [python3, "{fake}"]
+  model_path: /nonexistent-model
+  env:
+    SGTUNE_TEST_TAG: {tag}
+    FAKE_SGLANG_STARTUP_S: "0.2"
+    FAKE_SGLANG_TOKEN_S: "0.01"
+  args:
+    served_model_name: fake
+  ready_timeout_s: 20
+  stop_timeout_s: 3
+configs:
+{configs}workload:
+  vocab_size: 100
+  concurrency: 1
+  duration_s: 2
+  input_tokens: 30
+  output_tokens: 20
+  warmup_requests: 0
+objective:
+  maximize: output_tok_s
+  slo: {{ttft_ms_p99: 100}}
+  noise: 0.05
+search:
+  max_load:
+    concurrency: {{from: 1, to: 32}}
+    repeats: 2
+{extra}"#,
+        fake = fake_server()
+    )
+}
+
+const TWO: &str =
+    "  - {name: small, max_total_tokens: 300}\n  - {name: large, max_total_tokens: 500}\n";
+
+fn write(dir: &Path, text: &str) -> PathBuf {
+    let p = dir.join("s.yaml");
+    std::fs::write(&p, text).expect("write");
+    p
+}
+
+fn max_load(d: &serde_json::Value, name: &str) -> Option<String> {
+    let p = d["points"]
+        .as_array()
+        .and_then(|ps| ps.iter().find(|p| p["load_point"] == "max_load_at_slo"))
+        .expect("a max-load decision");
+    p["configurations"]
+        .as_array()
+        .expect("configurations")
+        .iter()
+        .find(|c| c["run_name"] == name)
+        .and_then(|c| c["max_load_at_slo"].as_str().map(String::from))
+}
+
+#[test]
+fn the_search_finds_each_knee_and_the_decision_compares_there() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tag = unique_tag("search");
+    let spec_path = write(dir.path(), &spec(&tag, TWO, ""));
+    let results = dir.path().join("results");
+    let out = run_sweep(&spec_path, &results);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let folder = only_results_folder(&results);
+    let rows = read_rows(&folder.join("results.csv"));
+    assert!(rows.iter().all(|r| r["phase"] == "probe"), "{rows:?}");
+    for (name, knee) in [("small", 6u64), ("large", 10)] {
+        let mine: Vec<_> = rows.iter().filter(|r| r["run_name"] == name).collect();
+        // Every probe is a row with its standing; the knee passed, the next load did not.
+        let standing = |c: u64| {
+            mine.iter()
+                .filter(|r| r["concurrency"] == c.to_string())
+                .map(|r| r["probe"].clone())
+                .next()
+        };
+        assert_eq!(standing(knee).as_deref(), Some("pass"), "{name}: {mine:?}");
+        assert_ne!(
+            standing(knee + 1).as_deref(),
+            Some("pass"),
+            "{name}: {mine:?}"
+        );
+        assert!(
+            standing(knee + 1).is_some(),
+            "{name}: the search probed {}",
+            knee + 1
+        );
+        // No load above the knee passed.
+        for r in &mine {
+            let c: u64 = r["concurrency"].parse().unwrap();
+            if c > knee {
+                assert_ne!(r["probe"], "pass", "{name} at {c}: {r:?}");
+            }
+        }
+        // Ramp 1, 2, 4, 8, 16 and bisection: a handful of probes, not a grid of 32.
+        assert!(mine.len() <= 12, "{name}: {} probes", mine.len());
+        // Every probe had its own files and fresh prompts.
+        assert!(
+            folder
+                .join(format!("runs/{name}/requests.c1.r1.csv"))
+                .exists()
+        );
+    }
+    let d: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(folder.join("decision.json")).unwrap())
+            .unwrap();
+    assert_eq!(max_load(&d, "small").as_deref(), Some("6"));
+    assert_eq!(max_load(&d, "large").as_deref(), Some("10"));
+    let md = std::fs::read_to_string(folder.join("decision.md")).unwrap();
+    assert!(md.contains("max load within SLO"), "{md}");
+    // The flush between probes took effect each time (the fake logs it as SGLang does).
+    assert!(
+        rows.iter().all(|r| !r["notes"].contains("flush")),
+        "{rows:?}"
+    );
+    let log = std::fs::read_to_string(folder.join("runs/large/server.log")).unwrap();
+    assert!(log.contains("Cache flushed successfully!"));
+}
+
+#[test]
+fn a_flush_that_leaves_no_trace_in_the_log_is_noted() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tag = unique_tag("flush");
+    let configs = "  - {name: quiet, max_total_tokens: 300, fake_fault: flush_silently}\n";
+    let yaml = spec(&tag, configs, "").replace("to: 32", "to: 2");
+    let spec_path = write(dir.path(), &yaml);
+    let results = dir.path().join("results");
+    let out = run_sweep(&spec_path, &results);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let rows = read_rows(&only_results_folder(&results).join("results.csv"));
+    assert!(rows.len() >= 2, "{rows:?}");
+    assert!(
+        rows.iter()
+            .skip(1)
+            .all(|r| r["notes"].contains("shows no \"Cache flushed successfully\"")),
+        "{rows:?}"
+    );
+}
+
+#[test]
+fn an_interrupted_search_resumes_without_redoing_recorded_probes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tag = unique_tag("search-resume");
+    let configs = "  - {name: large, max_total_tokens: 500}\n";
+    let spec_path = write(dir.path(), &spec(&tag, configs, ""));
+    let results = dir.path().join("results");
+    let mut child = sgtune()
+        .arg("run")
+        .arg(&spec_path)
+        .arg("--results-dir")
+        .arg(&results)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    // Wait for the third probe's requests (c4), then interrupt.
+    assert!(
+        wait_until(Duration::from_secs(60), || {
+            std::fs::read_dir(&results)
+                .ok()
+                .and_then(|mut d| d.next())
+                .and_then(|e| e.ok())
+                .is_some_and(|e| e.path().join("runs/large/requests.c4.r1.csv").exists())
+        }),
+        "the search never reached c4"
+    );
+    let pid = nix_pid(&child);
+    unsafe_sigterm(pid);
+    let status = child.wait().expect("wait");
+    assert_eq!(status.code(), Some(130));
+    let folder = only_results_folder(&results);
+    let before = read_rows(&folder.join("results.csv"));
+    let done_before: Vec<(String, String)> = before
+        .iter()
+        .filter(|r| r["status"] == "ok")
+        .map(|r| (r["concurrency"].clone(), r["repeat"].clone()))
+        .collect();
+    assert!(done_before.len() >= 2, "{before:?}");
+
+    let out = run(sgtune().arg("resume").arg(&folder));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let after = read_rows(&folder.join("results.csv"));
+    // Each (load, repeat) once: the recorded probes were kept, not measured again.
+    let mut keys: Vec<(String, String)> = after
+        .iter()
+        .map(|r| (r["concurrency"].clone(), r["repeat"].clone()))
+        .collect();
+    let n = keys.len();
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), n, "a probe was measured twice: {after:?}");
+    for k in &done_before {
+        assert!(keys.contains(k), "{k:?} lost");
+    }
+    // The resumed server's log starts at the next probe, not at c1.
+    let log = std::fs::read_to_string(folder.join("runs/large/server.log")).unwrap();
+    let first_prefill = log.lines().filter(|l| l.contains("Prefill batch")).nth(1);
+    assert!(first_prefill.is_some());
+    assert!(!folder.join("runs/large/requests.c1.r1.csv").exists());
+    let d: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(folder.join("decision.json")).unwrap())
+            .unwrap();
+    assert_eq!(max_load(&d, "large").as_deref(), Some("10"));
+}
+
+fn nix_pid(child: &std::process::Child) -> i32 {
+    child.id() as i32
+}
+
+fn unsafe_sigterm(pid: i32) {
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status();
+}
+
+#[test]
+fn search_spec_mistakes_are_errors_with_their_place_and_launch_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cases: &[(&str, &str, &str, &str)] = &[
+        // (what to replace, with what, expected message part, text on the line it names)
+        (
+            "  slo: {ttft_ms_p99: 100}\n",
+            "",
+            "give an `objective:` with an `slo:`",
+            "max_load:",
+        ),
+        (
+            "concurrency: {from: 1, to: 32}",
+            "concurrency: {from: 32, to: 1}",
+            "must be below `to`",
+            "from: 32",
+        ),
+        (
+            "concurrency: {from: 1, to: 32}",
+            "concurrency: {from: 1.5, to: 32}",
+            "whole numbers",
+            "from: 1.5",
+        ),
+        (
+            "    repeats: 2\n",
+            "    repeats: 0\n",
+            "at least 1",
+            "repeats: 0",
+        ),
+        (
+            "  concurrency: 1\n",
+            "  concurrency: [1, 2]\n",
+            "chooses the load points itself",
+            "concurrency: [1, 2]",
+        ),
+        (
+            "    concurrency: {from: 1, to: 32}\n",
+            "    concurrency: {from: 1, to: 32}\n    request_rate: {from: 1, to: 4}\n",
+            "not both",
+            "request_rate:",
+        ),
+        (
+            "  - {name: large, max_total_tokens: 500}\n",
+            "  - {name: large, mem_fraction_static: preflight}\n",
+            "needs a search.preflight section",
+            "mem_fraction_static: preflight",
+        ),
+        (
+            "    repeats: 2\n",
+            "    repeats: 2\n  preflight:\n    mem_fraction_static: {from: 0.9, to: 1.2}\n",
+            "`to` must be at most 1",
+            "from: 0.9",
+        ),
+        (
+            "    repeats: 2\n",
+            "    repeats: 2\n  preflight:\n    max_batch: {from: 1, to: 8}\n",
+            "not a memory knob",
+            "max_batch",
+        ),
+    ];
+    for (from, to, want, on_line) in cases {
+        let base = spec("t", "  - {name: large, max_total_tokens: 500}\n", "");
+        assert!(base.contains(from), "case {want}: `{from}` not in the spec");
+        let yaml = base.replace(from, to);
+        let p = write(dir.path(), &yaml);
+        let out = run(sgtune().arg("validate").arg(&p));
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{want}: {err}");
+        assert!(err.contains(want), "expected `{want}` in: {err}");
+        // file:line:column, on a real line.
+        eprintln!("{err}");
+        let place = err
+            .trim_start_matches("error: ")
+            .split(": ")
+            .next()
+            .unwrap_or("");
+        let parts: Vec<&str> = place.rsplitn(3, ':').collect();
+        assert_eq!(parts.len(), 3, "no line:column in {err}");
+        let line: usize = parts[1].parse().unwrap_or(0);
+        let named = yaml.lines().nth(line.saturating_sub(1)).unwrap_or("");
+        assert!(named.contains(on_line), "{err}\nline {line} is `{named}`");
+    }
+}
