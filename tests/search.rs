@@ -309,3 +309,134 @@ fn search_spec_mistakes_are_errors_with_their_place_and_launch_nothing() {
         assert!(named.contains(on_line), "{err}\nline {line} is `{named}`");
     }
 }
+
+fn preflight_spec(tag: &str, launch_max: f64, burst_max: f64) -> String {
+    format!(
+        r#"name: preflight
+server:
+  command: [python3, "{fake}"]
+  model_path: /nonexistent-model
+  env:
+    SGTUNE_TEST_TAG: {tag}
+    FAKE_SGLANG_STARTUP_S: "0.2"
+  args:
+    served_model_name: fake
+    fake_max_mfs_launch: {launch_max}
+    fake_max_mfs_burst: {burst_max}
+  ready_timeout_s: 20
+  stop_timeout_s: 3
+sweep:
+  mem_fraction_static: [preflight]
+workload:
+  vocab_size: 100
+  concurrency: 4
+  requests: 8
+  input_tokens: 10
+  output_tokens: 20
+  warmup_requests: 0
+objective:
+  maximize: output_tok_s
+search:
+  preflight:
+    mem_fraction_static: {{from: 0.80, to: 0.95, resolution: 0.01}}
+    burst_s: 1
+"#,
+        fake = fake_server()
+    )
+}
+
+#[test]
+fn the_preflight_finds_the_highest_value_that_survives_the_burst() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tag = unique_tag("preflight");
+    // Start-up fails above 0.93; above 0.88 the server dies of a CUDA OOM under the burst.
+    let spec_path = write(dir.path(), &preflight_spec(&tag, 0.93, 0.88));
+    let results = dir.path().join("results");
+    let out = run_sweep(&spec_path, &results);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let folder = only_results_folder(&results);
+    let rows = read_rows(&folder.join("results.csv"));
+    let attempts: Vec<(String, String, String)> = rows
+        .iter()
+        .filter(|r| r["phase"] == "preflight")
+        .map(|r| {
+            (
+                r["param_mem_fraction_static"].clone(),
+                r["probe"].clone(),
+                r["failure_kind"].clone(),
+            )
+        })
+        .collect();
+    let want: Vec<(String, String, String)> = [
+        ("0.95", "fail", "oom"), // start-up out of memory
+        ("0.8", "pass", ""),
+        ("0.87", "pass", ""),
+        ("0.91", "fail", "oom"), // started, then died under the burst
+        ("0.89", "fail", "oom"),
+        ("0.88", "pass", ""),
+    ]
+    .iter()
+    .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
+    .collect();
+    assert_eq!(attempts, want);
+    // ceil(log2(15)) + 2 = 6 launches at most.
+    assert!(attempts.len() <= 6);
+    // The sweep's configuration ran with the value found.
+    let main: Vec<_> = rows.iter().filter(|r| r["phase"] == "measure").collect();
+    assert_eq!(main.len(), 1, "{rows:?}");
+    assert_eq!(main[0]["param_mem_fraction_static"], "0.88");
+    assert_eq!(main[0]["status"], "ok");
+    let cmd = std::fs::read_to_string(folder.join("runs/mfspreflight/command.txt"))
+        .or_else(|_| std::fs::read_to_string(folder.join("runs/default/command.txt")))
+        .unwrap_or_default();
+    assert!(cmd.contains("--mem-fraction-static 0.88"), "{cmd}");
+    // preflight.json: the value and its margin.
+    let pf: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(folder.join("preflight.json")).unwrap())
+            .unwrap();
+    assert_eq!(pf["found"], 0.88);
+    assert_eq!(pf["next_up"], 0.89);
+    assert!(
+        pf["next_up_failure"].as_str().unwrap_or("").contains("oom"),
+        "{pf}"
+    );
+    // The decision states it with its margin, and judges only the sweep's own run.
+    let md = std::fs::read_to_string(folder.join("decision.md")).unwrap();
+    assert!(md.contains("## Memory pre-flight"), "{md}");
+    assert!(
+        md.contains("`mem_fraction_static = 0.88` is the highest value"),
+        "{md}"
+    );
+    assert!(md.contains("The next step up, 0.89, failed: oom"), "{md}");
+    assert!(
+        !md.contains("preflight-mfs"),
+        "attempts are not candidates: {md}"
+    );
+    no_leftover_servers(&tag);
+}
+
+#[test]
+fn a_preflight_with_no_safe_value_records_the_waiting_runs_as_failed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tag = unique_tag("preflight-none");
+    let spec_path = write(dir.path(), &preflight_spec(&tag, 0.5, 0.5));
+    let results = dir.path().join("results");
+    let out = run_sweep(&spec_path, &results);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let rows = read_rows(&only_results_folder(&results).join("results.csv"));
+    let pre = rows.iter().filter(|r| r["phase"] == "preflight").count();
+    assert_eq!(pre, 2, "the top and the bottom of the range: {rows:?}");
+    let main: Vec<_> = rows.iter().filter(|r| r["phase"] == "measure").collect();
+    assert_eq!(main.len(), 1);
+    assert_eq!(main[0]["failure_kind"], "preflight_failed");
+    assert!(main[0]["failure_message"].contains("no mem_fraction_static in [0.8, 0.95]"));
+    no_leftover_servers(&tag);
+}
+
+fn no_leftover_servers(tag: &str) {
+    assert!(
+        wait_until(Duration::from_secs(10), || procs_with_tag(tag).is_empty()),
+        "processes left: {:?}",
+        procs_with_tag(tag)
+    );
+}

@@ -12,6 +12,7 @@ use crate::report::progress::Progress;
 use crate::report::table;
 use crate::run::{self as runner, RunContext, signals};
 use crate::server::command;
+use crate::server::failure::FailureKind;
 use crate::util::say;
 use std::path::Path;
 use std::sync::Arc;
@@ -360,6 +361,7 @@ fn decide(
     results: &ResultsDir,
     manifest: &Manifest,
     interrupted: bool,
+    preflight_knob: Option<&str>,
 ) {
     let (md_path, json_path) = (
         results.root.join("decision.md"),
@@ -392,13 +394,88 @@ fn decide(
             commands.insert(name.to_string(), c.trim_end().to_string());
         }
     }
-    let d = decision::decide(sweep, o, rows, &commands, decision::cost(manifest));
+    let mut d = decision::decide(sweep, o, rows, &commands, decision::cost(manifest));
+    d.preflight = preflight_knob.and_then(|k| decision::preflight_summary(rows, k));
     let written = store::write_atomic(&md_path, decision::render_md(&d).as_bytes())
         .and_then(|_| store::write_json(&json_path, &d));
     if let Err(e) = written {
         say(&format!("warning: cannot write the decision: {e}"));
     }
     out(&format!("{}\n", d.summary));
+}
+
+/// The memory pre-flight, before the sweep: continue it from the attempts results.csv holds,
+/// write preflight.json, and put the value found into the launches that wait for it (or
+/// record them as failed rows when there is none). Returns whether it was interrupted.
+async fn run_preflight(
+    ctx: &RunContext<'_>,
+    p: &crate::plan::search::Preflight,
+    plan: &RunPlan,
+    results: &ResultsDir,
+    manifest: &mut Manifest,
+    launches: &mut Vec<runner::Launch>,
+    progress: &mut Progress,
+) -> Result<bool, CmdError> {
+    use runner::preflight;
+    let Some(base) = plan.runs.first() else {
+        return Ok(false);
+    };
+    let recorded: Vec<(preflight::Attempt, String)> = rows::read(&results.results_csv())
+        .map(|t| t.rows)
+        .unwrap_or_default()
+        .iter()
+        .filter(|r| r.get("phase") == "preflight" && r.get("status") != "interrupted")
+        .filter_map(|r| {
+            let why = format!("{}: {}", r.get("failure_kind"), r.get("failure_message"));
+            preflight::Attempt::of_row(r, &p.knob).map(|a| (a, why))
+        })
+        .collect();
+    let out = preflight::run(ctx, base, recorded, results, manifest, &mut |ev| {
+        progress.handle(&ev)
+    })
+    .await?;
+    if let Err(e) = store::write_json(&results.root.join("preflight.json"), &out) {
+        say(&format!("warning: cannot write preflight.json: {e}"));
+    }
+    if out.interrupted {
+        return Ok(true);
+    }
+    let margin = match (out.next_up, &out.next_up_failure) {
+        (Some(n), Some(w)) => format!("; the next step up, {n}, failed ({w})"),
+        _ => String::new(),
+    };
+    match out.found {
+        Some(v) => {
+            say(&format!(
+                "preflight: {} = {v} launches and survives the burst ({} attempt(s)){margin}",
+                p.knob,
+                out.attempts.len()
+            ));
+            for l in launches.iter_mut() {
+                preflight::substitute(l, p, v);
+            }
+        }
+        None => {
+            let msg = format!(
+                "the memory pre-flight found no {} in [{}, {}] that launches and survives the burst ({} attempt(s)){margin}",
+                p.knob,
+                p.range.from,
+                p.range.to,
+                out.attempts.len()
+            );
+            say(&format!("preflight: {msg}"));
+            for l in launches.iter().filter(|l| preflight::needs_value(l, p)) {
+                for r in runner::launch::unlaunched(ctx, l, FailureKind::PreflightFailed, &msg) {
+                    results
+                        .append(&r)
+                        .map_err(|e| CmdError::input(format!("cannot write results.csv: {e}")))?;
+                }
+            }
+        }
+    }
+    // Without a value, the launches waiting for one are rows already; the others go on.
+    launches.retain(|l| !preflight::needs_value(l, p));
+    Ok(false)
 }
 
 /// Run the launches into `results`, then print and save the table of every row the folder
@@ -425,10 +502,31 @@ pub async fn execute(
         current_pgid: &pgid,
     };
     let mut progress = Progress::new();
-    let outcome = runner::run_sweep(&ctx, launches, results, manifest, &mut |ev| {
-        progress.handle(&ev)
-    })
-    .await;
+    let mut launches = launches.to_vec();
+    let mut preflight_interrupted = false;
+    if let Some(p) = &input.spec.search.preflight {
+        preflight_interrupted = run_preflight(
+            &ctx,
+            p,
+            input.plan,
+            results,
+            manifest,
+            &mut launches,
+            &mut progress,
+        )
+        .await?;
+    }
+    let outcome = if preflight_interrupted {
+        Ok(runner::SweepOutcome {
+            records: Vec::new(),
+            interrupted: true,
+        })
+    } else {
+        runner::run_sweep(&ctx, &launches, results, manifest, &mut |ev| {
+            progress.handle(&ev)
+        })
+        .await
+    };
     progress.finish();
     let outcome = outcome?;
     if !outcome.interrupted {
@@ -464,6 +562,12 @@ pub async fn execute(
             results,
             manifest,
             outcome.interrupted,
+            input
+                .spec
+                .search
+                .preflight
+                .as_ref()
+                .map(|p| p.knob.as_str()),
         );
     }
     out(&format!("results: {}", results.root.display()));
@@ -473,7 +577,11 @@ pub async fn execute(
             results.root.display()
         ));
         Ok(ExitCode::Interrupted)
-    } else if all.iter().any(|r| !r.is_ok()) {
+    } else if all
+        .iter()
+        .any(|r| !r.is_ok() && r.get("phase") != "preflight")
+    {
+        // A pre-flight attempt that failed is the search working, not a failed run.
         Ok(ExitCode::RunsFailed)
     } else {
         Ok(ExitCode::Ok)

@@ -343,6 +343,9 @@ pub fn failure_direction(kind: FailureKind, message: &str) -> String {
             "the server died or failed every request under load: see its log tail".into()
         }
         FailureKind::Interrupted => String::new(),
+        FailureKind::PreflightFailed => {
+            "widen search.preflight's range downwards (lower `from`), or look at the pre-flight attempts' rows".into()
+        }
         _ => "see the message and the log tail".into(),
     }
 }

@@ -115,6 +115,14 @@ pub fn expand(spec: &SweepSpec) -> RunPlan {
         }
     }
 
+    // The pre-flight's knob gets a column even when no configuration sweeps it: its
+    // attempts' rows differ in it, and resume reads it back from there.
+    if let Some(p) = &spec.search.preflight {
+        if !param_keys.contains(&p.knob) {
+            param_keys.push(p.knob.clone());
+        }
+    }
+
     let mut runs: Vec<RunConfig> = Vec::new();
     let grid_present = !spec.sweep.0.is_empty();
     if grid_present || spec.configs.is_empty() {

@@ -167,9 +167,54 @@ pub struct Cost {
     pub launches_without_times: usize,
 }
 
+/// The memory pre-flight's result, from its rows (phase `preflight`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PreflightSummary {
+    pub knob: String,
+    /// The highest value that launched and survived the burst.
+    pub found: Option<f64>,
+    /// The margin: the lowest failed value above it, and how it failed.
+    pub next_up: Option<f64>,
+    pub next_up_failure: Option<String>,
+    pub attempts: usize,
+}
+
+/// Summarize the pre-flight attempts among `rows` (None when there are none).
+pub fn preflight_summary(rows: &[Row], knob: &str) -> Option<PreflightSummary> {
+    let col = format!("param_{knob}");
+    let attempts: Vec<(&Row, f64)> = rows
+        .iter()
+        .filter(|r| r.get("phase") == "preflight")
+        .filter_map(|r| r.f64(&col).map(|v| (r, v)))
+        .collect();
+    if attempts.is_empty() {
+        return None;
+    }
+    let found = attempts
+        .iter()
+        .filter(|(r, _)| r.get("probe") == "pass")
+        .map(|(_, v)| *v)
+        .max_by(f64::total_cmp);
+    let above = attempts
+        .iter()
+        .filter(|(r, v)| r.get("probe") != "pass" && found.is_none_or(|f| *v > f))
+        .min_by(|a, b| a.1.total_cmp(&b.1));
+    Some(PreflightSummary {
+        knob: knob.to_string(),
+        found,
+        next_up: above.map(|(_, v)| *v),
+        next_up_failure: above
+            .map(|(r, _)| format!("{}: {}", r.get("failure_kind"), r.get("failure_message"))),
+        attempts: attempts.len(),
+    })
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Decision {
     pub sweep: String,
+    /// The memory pre-flight, when the sweep had one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub preflight: Option<PreflightSummary>,
     pub objective: Objective,
     /// The decision rule, in words.
     pub rule: String,
@@ -332,13 +377,17 @@ pub fn rule(o: &Objective) -> String {
         Goal::Minimize => "lowest",
     };
     let slo = if o.slo.is_empty() {
-        "(no SLO is given)".to_string()
+        " (no SLO is given)".to_string()
     } else {
         let bounds: Vec<String> = o.slo.iter().map(|b| format!("`{b}`")).collect();
-        format!("meets every SLO bound ({})", bounds.join(", "))
+        format!(
+            " and the median of its repeats meets every SLO bound ({})",
+            bounds.join(", ")
+        )
     };
     format!(
-        "At each load point, a configuration is eligible when none of its repeats failed and the median of its repeats {slo}. \
+        "At each load point, a configuration is eligible when none of its repeats failed{slo}. \
+         With a max-load search, each configuration is judged at the highest load whose probe passed (its repeats' median meets every bound and no repeat falls on the other side); one with no passing probe is not eligible. \
          Among the eligible configurations, the one with the {best} mean `{m}` leads. \
          Its margin over every other eligible configuration gets a 95% confidence interval: Welch's t-interval for the difference of two means, from the repeats. \
          The leader is claimed as the winner only when every one of these intervals lies entirely above zero (the intervals separate); \
@@ -498,6 +547,7 @@ pub fn decide(
     ));
     Decision {
         sweep: sweep.to_string(),
+        preflight: None,
         objective: objective.clone(),
         rule: rule(objective),
         points,
@@ -1013,6 +1063,23 @@ pub fn render_md(d: &Decision) -> String {
                     c.run_name, c.verdict, c.verdict_evidence
                 ));
             }
+        }
+    }
+    if let Some(p) = &d.preflight {
+        s.push_str("\n## Memory pre-flight\n\n");
+        let margin = match (p.next_up, &p.next_up_failure) {
+            (Some(n), Some(w)) => format!(" The next step up, {n}, failed: {w}."),
+            _ => String::new(),
+        };
+        match p.found {
+            Some(v) => s.push_str(&format!(
+                "`{} = {}` is the highest value that launched and survived the worst-case burst ({} attempt(s); rows with phase `preflight`).{margin}\n",
+                p.knob, v, p.attempts
+            )),
+            None => s.push_str(&format!(
+                "No value of `{}` launched and survived the burst ({} attempt(s)).{margin}\n",
+                p.knob, p.attempts
+            )),
         }
     }
     s.push_str(&format!(

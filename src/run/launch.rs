@@ -20,7 +20,7 @@ use crate::plan::expand::RunConfig;
 use crate::plan::spec::LoadPoint;
 use crate::record::provenance::{LaunchRecord, now_rfc3339};
 use crate::record::store::{self, CsvFile, StoreError};
-use crate::record::{Phase, RunRecord, RunStatus};
+use crate::record::{Phase, ProbeResult, RunRecord, RunStatus};
 use crate::report::events::RunEvent;
 use crate::server::command::{self, LaunchCommand};
 use crate::server::control::Control;
@@ -101,12 +101,9 @@ impl LaunchState<'_, '_> {
             concurrency: m.point.concurrency,
             request_rate: m.point.request_rate,
             repeat: m.repeat,
-            phase: if self.launch.search.is_some() {
-                Phase::Probe
-            } else {
-                Phase::Measure
-            },
-            probe: None,
+            phase: self.launch.phase,
+            // A pre-flight attempt fails unless its burst shows otherwise.
+            probe: (self.launch.phase == Phase::Preflight).then_some(ProbeResult::Fail),
             client: None,
             server: None,
             verdict: None,
@@ -747,11 +744,20 @@ fn record_of(
         ),
         StopReason::ServerDied(how) => {
             died = Some(how.clone());
-            let msg = format!(
-                "the server died during the load ({how}); last log line: {}",
-                log.last_line().trim()
-            );
-            fail(record, FailureKind::LoadFailed, &msg)
+            match failure::oom_in(&log.tail()) {
+                Some(oom) => {
+                    let msg =
+                        format!("the server died during the load ({how}) out of memory: {oom}");
+                    fail(record, FailureKind::Oom, &msg)
+                }
+                None => {
+                    let msg = format!(
+                        "the server died during the load ({how}); last log line: {}",
+                        log.last_line().trim()
+                    );
+                    fail(record, FailureKind::LoadFailed, &msg)
+                }
+            }
         }
         StopReason::Completed if client.completed == 0 => {
             let msg = format!(
@@ -769,6 +775,52 @@ fn record_of(
         }
     };
     (record, died)
+}
+
+/// A pre-flight attempt survived its burst when the server stayed up and did not fall into
+/// a retraction storm; its row says which (`probe`: pass or fail).
+fn preflight_standing(st: &LaunchState<'_, '_>, mut record: RunRecord) -> RunRecord {
+    let limit = st
+        .ctx
+        .spec
+        .search
+        .preflight
+        .as_ref()
+        .map_or(u64::MAX, |p| p.max_retractions);
+    let retractions = record.server.as_ref().map_or(0, |s| s.retractions);
+    if record.status == RunStatus::Ok && retractions > limit {
+        let msg = format!(
+            "retraction storm under the burst: {retractions} retractions (search.preflight.max_retractions is {limit})"
+        );
+        record = fail(record, FailureKind::LoadFailed, &msg);
+    }
+    record.probe = Some(if record.status == RunStatus::Ok {
+        ProbeResult::Pass
+    } else {
+        ProbeResult::Fail
+    });
+    record
+}
+
+/// Every measurement of a launch that is not made, as failed rows (e.g. its knob was to come
+/// from a pre-flight that found no safe value).
+pub fn unlaunched(
+    ctx: &RunContext<'_>,
+    launch: &Launch,
+    kind: FailureKind,
+    message: &str,
+) -> Vec<RunRecord> {
+    let st = LaunchState {
+        ctx,
+        launch,
+        dir: Path::new(""),
+        provenance: LaunchRecord {
+            started_at: now_rfc3339(),
+            ..Default::default()
+        },
+        notes: Vec::new(),
+    };
+    st.all_failed(kind, message)
 }
 
 /// One record per load that ran: the server's side from its log window, the verdict, and the
@@ -804,6 +856,9 @@ fn record_loads(
         let (mut record, died) = record_of(st, l, log_path, log, time_to_ready);
         if died.is_some() {
             died_at = died;
+        }
+        if st.launch.phase == Phase::Preflight {
+            record = preflight_standing(st, record);
         }
         if let Some(v) = probe_verdicts.iter().find(|(load, _)| {
             st.ctx.spec.search.max_load.as_ref().is_some_and(|ml| {

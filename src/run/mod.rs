@@ -4,6 +4,7 @@
 //! its own folder. The runner owns cancellation and never prints: it emits RunEvents.
 
 pub mod launch;
+pub mod preflight;
 pub mod search;
 pub mod session;
 pub mod signals;
@@ -14,7 +15,7 @@ pub use sweep::{SweepOutcome, run_sweep};
 
 use crate::plan::expand::{RunConfig, RunPlan};
 use crate::plan::spec::{LoadPoint, SweepSpec};
-use crate::record::RunRecord;
+use crate::record::{Phase, RunRecord};
 use serde::Serialize;
 use std::sync::Arc;
 use std::sync::atomic::AtomicI32;
@@ -65,6 +66,8 @@ pub struct Launch {
     /// in a new sweep). `measurements` then holds only the search's next probe, which is the
     /// row a launch that fails gets.
     pub search: Option<Vec<search::ProbeRun>>,
+    /// What its rows measure (results.csv `phase`).
+    pub phase: Phase,
 }
 
 /// The launches for a plan, leaving out measurements for which `done` says a row exists.
@@ -92,6 +95,7 @@ pub fn plan_launches(
                         point: search::point(ml.axis, load, &spec.workload),
                     }],
                     search: Some(history),
+                    phase: Phase::Probe,
                 });
             }
         }
@@ -121,6 +125,7 @@ pub fn plan_launches(
                     dir_name,
                     measurements,
                     search: None,
+                    phase: Phase::Measure,
                 });
             }
         }

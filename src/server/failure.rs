@@ -23,10 +23,13 @@ pub enum FailureKind {
     LaunchError,
     /// Interrupted by a signal (Ctrl-C, SIGTERM, SIGHUP) while this run was in progress.
     Interrupted,
+    /// Not launched: its knob was to come from the memory pre-flight, which found no value
+    /// that launches and survives the burst.
+    PreflightFailed,
 }
 
 impl FailureKind {
-    pub const ALL: [FailureKind; 8] = [
+    pub const ALL: [FailureKind; 9] = [
         FailureKind::Oom,
         FailureKind::BadFlag,
         FailureKind::StartupError,
@@ -35,6 +38,7 @@ impl FailureKind {
         FailureKind::LoadFailed,
         FailureKind::LaunchError,
         FailureKind::Interrupted,
+        FailureKind::PreflightFailed,
     ];
 
     /// The kind named by `as_str` (results.csv `failure_kind`).
@@ -52,6 +56,7 @@ impl FailureKind {
             FailureKind::LoadFailed => "load_failed",
             FailureKind::LaunchError => "launch_error",
             FailureKind::Interrupted => "interrupted",
+            FailureKind::PreflightFailed => "preflight_failed",
         }
     }
 }
@@ -136,6 +141,16 @@ fn is_exception_line(line: &str) -> bool {
 fn context(lines: &[String], idx: usize) -> Vec<String> {
     let from = idx.saturating_sub(3);
     lines[from..=idx].to_vec()
+}
+
+/// The out-of-memory line in a log tail and its hint, if any: a server that died under load
+/// of an OOM is an `oom` row, not a plain `load_failed` one.
+pub fn oom_in(tail: &[String]) -> Option<String> {
+    OOM_PATTERNS.iter().find_map(|(needle, hint)| {
+        tail.iter()
+            .find(|l| l.contains(needle))
+            .map(|l| format!("{} ({hint})", l.trim()))
+    })
 }
 
 /// Classify a start-up failure from the exit status (None: still running / unknown) and the

@@ -33,6 +33,10 @@ Environment knobs:
     flush_silently      /flush_cache answers 200 but logs no "Cache flushed successfully!"
   --enable-metrics           GET /metrics serves the sglang:* running/queue/usage gauges and the
                             generation/prompt token counters in the Prometheus text format
+  --fake-max-mfs-launch X    --mem-fraction-static above X: "Not enough memory" at start-up
+  --fake-max-mfs-burst Y     --mem-fraction-static above Y: starts, then dies of a CUDA OOM
+                            (traceback, SIGKILL) once 3 requests run at once (the pre-flight's
+                            burst)
   --fake-fault NAME          the same faults as a flag, so one sweep can give each
                             configuration its own (`fake_fault: oom_at_start` in a config)
 Flag-driven behaviour (as real 0.5.23 on a CPU without AMX):
@@ -126,6 +130,10 @@ def build_parser():
                  "--trust-remote-code", "--skip-server-warmup"):
         a(name, action="store_true")
     a("--fake-fault", default=None, help="test knob: a FAKE_SGLANG_FAULT value for this run")
+    # Memory thresholds for the pre-flight tests: above the first, start-up runs out of memory;
+    # above the second, the server starts but dies of a CUDA OOM once 3 requests run at once.
+    a("--fake-max-mfs-launch", type=float, default=None)
+    a("--fake-max-mfs-burst", type=float, default=None)
     return p
 
 
@@ -165,6 +173,17 @@ class Scheduler:
             self.queue.popleft()
             before = self.running
             self.running += 1
+            a = S.args
+            if (a.fake_max_mfs_burst is not None and a.mem_fraction_static is not None
+                    and a.mem_fraction_static > a.fake_max_mfs_burst + 1e-9 and self.running >= 3):
+                scheduler_traceback(
+                    ['  File "sglang/srt/model_executor/model_runner.py", line 2101, in forward',
+                     "    return self.forward_extend("],
+                    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. "
+                    "GPU 0 has a total capacity of 79.11 GiB of which 1.02 GiB is free.")
+                log("Received sigquit from a child process. It usually means the child failed.")
+                kill_child()
+                die_sigkill()
             self.used += need
             self.prompt_total += prompt
             now = time.monotonic()
@@ -657,7 +676,10 @@ def main():
               "    scheduler = Scheduler(",
               '  File "sglang/srt/model_executor/model_runner.py", line 612, in initialize',
               "    self.init_memory_pool(",]
-    if FAULT == "oom_at_start":
+    mfs = args.mem_fraction_static
+    if FAULT == "oom_at_start" or (
+            mfs is not None and args.fake_max_mfs_launch is not None
+            and mfs > args.fake_max_mfs_launch + 1e-9):
         startup_fail_sigkill(frames, (
             "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
             f"Current value: mem_fraction_static={server_args_dict()['mem_fraction_static']}"))
