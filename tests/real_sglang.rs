@@ -295,3 +295,68 @@ fn agrees_with_sglang_bench_serving() {
         );
     }
 }
+
+/// The tuning sweep in experiments/cpu-tuning.yaml, as a user runs it: on each KV pool's one
+/// server, the max-load search finds the highest concurrency within the TTFT objective, and
+/// the decision compares the pools there. A larger pool holds more requests before they queue,
+/// so its highest load within the SLO must be higher; the winner's SLO must hold.
+#[test]
+#[ignore = "needs real SGLang on CPU: run scripts/test.sh"]
+fn the_tuning_sweep_finds_more_load_within_the_slo_for_a_larger_kv_pool() {
+    let _env = real_env();
+    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = run_sweep(&repo().join("experiments/cpu-tuning.yaml"), dir.path());
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    let folder = only_results_folder(dir.path());
+    let rows = read_rows(&folder.join("results.csv"));
+    assert!(rows.iter().all(|r| r["phase"] == "probe"), "{rows:?}");
+    assert!(
+        rows.iter().all(|r| !r["probe"].is_empty()),
+        "every probe judged: {rows:?}"
+    );
+    let d: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(folder.join("decision.json")).unwrap())
+            .unwrap();
+    let point = d["points"]
+        .as_array()
+        .and_then(|ps| ps.iter().find(|p| p["load_point"] == "max_load_at_slo"))
+        .unwrap_or_else(|| panic!("no max-load decision: {d}"));
+    let configs = point["configurations"].as_array().expect("configurations");
+    let max_load = |name: &str| -> u64 {
+        configs
+            .iter()
+            .find(|c| c["run_name"] == name)
+            .and_then(|c| c["max_load_at_slo"].as_str())
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0)
+    };
+    let (small, large) = (max_load("mtt1024"), max_load("mtt4096"));
+    assert!(small >= 2, "the small pool holds some load: {point}");
+    assert!(
+        large > small,
+        "max_load_at_slo grows with the KV pool: {small} (1024 tokens) vs {large} (4096)\n{point}"
+    );
+    // Whoever leads, its SLO holds at its max load (medians of its repeats there).
+    let leader = point["leader"].as_str().expect("a leader");
+    let lead = configs
+        .iter()
+        .find(|c| c["run_name"] == leader)
+        .expect("the leader's entry");
+    for check in lead["slo"].as_array().expect("slo checks") {
+        assert_eq!(check["holds"], true, "{lead}");
+    }
+    // And the probes above the small pool's max load did not pass.
+    for r in rows.iter().filter(|r| r["run_name"] == "mtt1024") {
+        let c: u64 = r["concurrency"].parse().unwrap_or(0);
+        if c > small {
+            assert_ne!(r["probe"], "pass", "{r:?}");
+        }
+    }
+}

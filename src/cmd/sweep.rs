@@ -110,7 +110,12 @@ pub fn print_plan(s: &SweepSpec, plan: &RunPlan) {
         w.seed
     ));
     if let Some(o) = &s.objective {
-        let rule = if s.repeats < 2 {
+        let rule = if s.search.max_load.is_some() {
+            format!(
+                "a winner only when its margin separates from every other's: by 95% intervals where probes were repeated, else by more than {}% (objective.noise)",
+                o.noise * 100.0
+            )
+        } else if s.repeats < 2 {
             format!(
                 "one repeat, so no interval: a winner needs a margin over {}% (objective.noise)",
                 o.noise * 100.0
@@ -121,9 +126,12 @@ pub fn print_plan(s: &SweepSpec, plan: &RunPlan) {
                 s.repeats
             )
         };
-        out(&format!(
-            "objective: {o}; decided per load point (decision.md), {rule}"
-        ));
+        let per = if s.search.max_load.is_some() {
+            "decided at each configuration's highest load within the SLO"
+        } else {
+            "decided per load point"
+        };
+        out(&format!("objective: {o}; {per} (decision.md), {rule}"));
     }
     if let Some(ml) = &s.search.max_load {
         let unit = match ml.axis {
@@ -141,7 +149,8 @@ pub fn print_plan(s: &SweepSpec, plan: &RunPlan) {
     }
     if let Some(p) = &s.search.preflight {
         out(&format!(
-            "search preflight: the highest {} in [{}, {}] (step {}) that launches and survives {} s of the worst-case burst (longest inputs, highest load, ignore_eos; at most {} retractions); at most {} launches (a bisection needs {})",
+            "search preflight: on {}, the highest {} in [{}, {}] (step {}) that launches and survives {} s of the worst-case burst (longest inputs, highest load, ignore_eos; at most {} retractions); at most {} launches (a bisection needs {})",
+            plan.runs.first().map_or("-", |r| r.name.as_str()),
             p.knob,
             p.range.from,
             p.range.to,
@@ -493,6 +502,14 @@ pub async fn execute(
         pgid.clone(),
         "sgtune: interrupted; recording the current run and stopping its server (signal again to kill it now)",
     );
+    // A working set sized in an earlier session of this sweep keeps its size on resume.
+    let basis_path = results.root.join("working_set.json");
+    let basis = std::sync::Mutex::new(
+        std::fs::read_to_string(&basis_path)
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .and_then(|v| v["basis_tokens"].as_u64()),
+    );
     let ctx = RunContext {
         spec: input.spec,
         param_keys: &input.plan.param_keys,
@@ -500,6 +517,7 @@ pub async fn execute(
         dataset: input.prep.dataset.clone(),
         cancel: &cancel,
         current_pgid: &pgid,
+        working_set_basis: &basis,
     };
     let mut progress = Progress::new();
     let mut launches = launches.to_vec();
@@ -528,6 +546,20 @@ pub async fn execute(
         .await
     };
     progress.finish();
+    if let (Some(sp), Ok(Some(b))) = (&input.spec.workload.shared_prefix, basis.lock().map(|b| *b))
+    {
+        if let Some(ws) = sp.working_set {
+            let record = serde_json::json!({
+                "basis_tokens": b,
+                "working_set": ws,
+                "prefix_tokens": sp.prefix_tokens,
+                "groups": sp.groups_for(ws, b),
+            });
+            if let Err(e) = store::write_json(&basis_path, &record) {
+                say(&format!("warning: cannot write working_set.json: {e}"));
+            }
+        }
+    }
     let outcome = outcome?;
     if !outcome.interrupted {
         manifest.finished_at = Some(provenance::now_rfc3339());

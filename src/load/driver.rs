@@ -208,7 +208,8 @@ fn request_for(w: &WorkloadSpec, target: &LoadTarget, phase: Phase, index: u64) 
         return (p.to_prompt(w.endpoint), output);
     }
     let prefix = w.shared_prefix.as_ref();
-    let group = prefix.map(|sp| index % sp.groups);
+    // groups is ≥ 1 once a working set is sized; max(1) keeps an unsized one from dividing by 0.
+    let group = prefix.map(|sp| index % sp.groups.max(1));
     let prompt = match w.endpoint {
         Endpoint::Completions => {
             let mut ids = match (prefix, group) {

@@ -87,6 +87,9 @@ pub struct MetricsSummary {
     pub token_usage_max: Option<f64>,
     /// Δ sglang:num_retracted_requests_total (or total_retracted_reqs), when exported.
     pub retractions: Option<f64>,
+    /// Prefix-cache hit rate in the window: Δ sglang:cached_tokens_total /
+    /// Δ sglang:prompt_tokens_total (prompt tokens include the cached ones).
+    pub cache_hit_rate: Option<f64>,
 }
 
 pub fn summarize(scrapes: &[Scrape]) -> MetricsSummary {
@@ -113,6 +116,13 @@ pub fn summarize(scrapes: &[Scrape]) -> MetricsSummary {
             .map(|_| "sglang:generation_tokens_total".into());
     }
     m.prompt_tput_from_counter = rate("sglang:prompt_tokens_total");
+    let delta = |name: &str| Some(total(&last.samples, name)? - total(&first.samples, name)?);
+    if let (Some(c), Some(p)) = (
+        delta("sglang:cached_tokens_total"),
+        delta("sglang:prompt_tokens_total"),
+    ) {
+        m.cache_hit_rate = (p > 0.0).then(|| (c / p).clamp(0.0, 1.0));
+    }
     // Gauges: the scrapes inside the window (the last one is taken just after it ends).
     let inside = if scrapes.len() > 1 {
         &scrapes[..scrapes.len() - 1]
@@ -278,6 +288,21 @@ garbage line
             "the closing scrape is not in the gauge means"
         );
         assert_eq!(m.queue_mean, Some(26.0));
+        // The cache-hit rate: cached over prompt tokens, both as deltas over the window.
+        let hits = |c: f64, p: f64| {
+            format!("sglang:cached_tokens_total {c}\nsglang:prompt_tokens_total {p}\n")
+        };
+        let hit = summarize(&[
+            Scrape {
+                t_s: 0.0,
+                samples: parse(&hits(100.0, 1000.0)),
+            },
+            Scrape {
+                t_s: 3.0,
+                samples: parse(&hits(400.0, 2000.0)),
+            },
+        ]);
+        assert_eq!(hit.cache_hit_rate, Some(0.3));
         assert_eq!(m.token_usage_max, Some(0.88));
         assert_eq!(summarize(&[]).gen_tput_from_counter, None);
     }

@@ -180,6 +180,11 @@ pub fn flag_args(params: &[(String, ParamValue)]) -> Vec<String> {
                 out.push(flag_name(key));
                 out.extend(items.iter().map(|v| v.to_string()));
             }
+            // Not a value yet: the pre-flight decides it before this configuration launches.
+            ParamValue::Str(s) if s == super::search::PREFLIGHT_VALUE => {
+                out.push(flag_name(key));
+                out.push(format!("<{s}>"));
+            }
             other => {
                 out.push(flag_name(key));
                 out.push(other.to_string());

@@ -690,12 +690,27 @@ pub struct WorkloadSpec {
 }
 
 /// G groups of prompts, each group sharing a prefix of K tokens (then each prompt's own
-/// `input_tokens`).
+/// `input_tokens`). Or `working_set: W` instead of `groups`: G is then sized after launch so
+/// that G × K = W × the KV capacity the server reports (`max_total_num_tokens`).
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct SharedPrefix {
+    /// 0 until sized, when `working_set` is given.
+    #[serde(default)]
     pub groups: u64,
     pub prefix_tokens: u64,
+    /// The distinct prefixes' tokens as a multiple of the KV capacity.
+    #[serde(default)]
+    pub working_set: Option<f64>,
+}
+
+impl SharedPrefix {
+    /// The groups for a working set of `working_set` × `capacity` tokens (at least 1).
+    pub fn groups_for(&self, working_set: f64, capacity: u64) -> u64 {
+        ((working_set * capacity as f64) / self.prefix_tokens.max(1) as f64)
+            .ceil()
+            .max(1.0) as u64
+    }
 }
 
 /// Requests in flight when `duration_s` runs out.
@@ -997,10 +1012,24 @@ impl TryFrom<RawWorkload> for WorkloadSpec {
             }
         };
         if let Some(sp) = &r.shared_prefix {
-            if sp.groups == 0 || sp.prefix_tokens == 0 {
-                return Err(
-                    "workload.shared_prefix: `groups` and `prefix_tokens` must be >= 1".into(),
-                );
+            match (sp.groups, sp.working_set) {
+                (0, None) => {
+                    return Err("workload.shared_prefix: give `groups` (>= 1), or `working_set` (a multiple of the KV capacity, e.g. 1.5)".into());
+                }
+                (g, Some(_)) if g > 0 => {
+                    return Err(
+                        "workload.shared_prefix: give `groups` or `working_set`, not both".into(),
+                    );
+                }
+                (_, Some(w)) if !(w.is_finite() && w > 0.0) => {
+                    return Err(format!(
+                        "workload.shared_prefix.working_set must be a multiple of the KV capacity > 0, e.g. 1.5; got {w}"
+                    ));
+                }
+                _ => {}
+            }
+            if sp.prefix_tokens == 0 {
+                return Err("workload.shared_prefix: `prefix_tokens` must be >= 1".into());
             }
             if r.dataset.is_some() {
                 return Err("workload: `shared_prefix` and `dataset` cannot be combined".into());

@@ -68,6 +68,8 @@ struct LaunchState<'c, 'l> {
     provenance: LaunchRecord,
     /// Notes for every row of this launch (a file that could not be written, a slow stop).
     notes: Vec<String>,
+    /// `shared_prefix.working_set` sized for this launch: the number of prefix groups.
+    prefix_groups: Option<u64>,
 }
 
 /// One load point's measurement, before it becomes a record.
@@ -195,6 +197,7 @@ pub async fn run_launch(
             ..Default::default()
         },
         notes: Vec::new(),
+        prefix_groups: None,
     };
     let records = match prepare(&mut st) {
         Ok((cmd, port)) => start_and_measure(&mut st, &cmd, port, emit).await,
@@ -367,11 +370,13 @@ async fn measure(
             return loads;
         }
     };
-    if let Some(info) = control.server_info().await {
-        let res = store::write_json(&st.dir.join("server_info.json"), &info);
+    let info = control.server_info().await;
+    if let Some(info) = &info {
+        let res = store::write_json(&st.dir.join("server_info.json"), info);
         st.keep("server_info.json", res);
-        st.provenance.effective = Some(info);
+        st.provenance.effective = Some(info.clone());
     }
+    size_working_set(st, info.as_ref());
     let model = match &ctx.spec.workload.model {
         Some(m) => m.clone(),
         None => control
@@ -402,6 +407,55 @@ async fn measure(
         }
     }
     loads
+}
+
+/// `shared_prefix.working_set`: size the prefix groups against the KV capacity. The basis is
+/// the first configuration's capacity (from /server_info, else the log's capacity line), kept
+/// for the whole sweep so every configuration gets the same prompts.
+fn size_working_set(st: &mut LaunchState<'_, '_>, info: Option<&serde_json::Value>) {
+    let Some(sp) = &st.ctx.spec.workload.shared_prefix else {
+        return;
+    };
+    let Some(ws) = sp.working_set else {
+        return;
+    };
+    let own = info
+        .and_then(|i| i.get("max_total_num_tokens"))
+        .and_then(serde_json::Value::as_u64)
+        .or_else(|| {
+            let scope = sglang_log::Scope::default();
+            sglang_log::summarize_file(&st.dir.join("server.log"), scope)
+                .ok()
+                .and_then(|s| s.summary().max_total_num_tokens)
+        });
+    let basis = match st.ctx.working_set_basis.lock() {
+        Ok(mut b) => {
+            if b.is_none() {
+                *b = own;
+            }
+            *b
+        }
+        Err(_) => own,
+    };
+    match basis {
+        Some(b) => {
+            let groups = sp.groups_for(ws, b);
+            st.prefix_groups = Some(groups);
+            st.notes.push(format!(
+                "working set {ws} x {b} tokens (the first configuration's KV capacity): {groups} prefixes of {} tokens{}",
+                sp.prefix_tokens,
+                own.filter(|&o| o != b)
+                    .map(|o| format!("; this server's capacity is {o}, so {:.2}x its own", groups as f64 * sp.prefix_tokens as f64 / o as f64))
+                    .unwrap_or_default()
+            ));
+        }
+        None => {
+            st.prefix_groups = Some(1);
+            st.notes.push(
+                "working set not sized: the server reported no KV capacity (max_total_num_tokens); one shared prefix used".into(),
+            );
+        }
+    }
 }
 
 /// The max-load search on this server: probe after probe as `search::next_step` says,
@@ -519,6 +573,9 @@ async fn measure_point(
     w.concurrency = m.point.concurrency;
     w.request_rate = m.point.request_rate;
     w.seed = measurement_seed(ctx.spec.workload.seed, m);
+    if let (Some(sp), Some(g)) = (w.shared_prefix.as_mut(), st.prefix_groups) {
+        sp.groups = g;
+    }
     let target = LoadTarget {
         model: model.to_string(),
         base_url: handle.base_url(),
@@ -819,6 +876,7 @@ pub fn unlaunched(
             ..Default::default()
         },
         notes: Vec::new(),
+        prefix_groups: None,
     };
     st.all_failed(kind, message)
 }

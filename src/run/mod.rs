@@ -32,6 +32,10 @@ pub struct RunContext<'a> {
     pub cancel: &'a CancellationToken,
     /// Process group of the server now running (0: none), for the second-signal kill.
     pub current_pgid: &'a Arc<AtomicI32>,
+    /// `shared_prefix.working_set`: the KV capacity (tokens) the working set is sized against,
+    /// that of the first configuration measured, so that every configuration gets the same
+    /// prompts and a larger pool shows how much more of them it keeps. None until known.
+    pub working_set_basis: &'a std::sync::Mutex<Option<u64>>,
 }
 
 /// One measurement: a configuration at one load point, in one repeat.

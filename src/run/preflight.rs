@@ -228,6 +228,7 @@ pub async fn run(
         dataset: None,
         cancel: ctx.cancel,
         current_pgid: ctx.current_pgid,
+        working_set_basis: ctx.working_set_basis,
     };
     let mut history: Vec<(Attempt, String)> = recorded;
     loop {
