@@ -27,7 +27,7 @@ pre{white-space:pre-wrap;word-break:break-all;background:#f4f4f4;padding:6px 8px
 .grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(440px,1fr));gap:14px}
 .launches{display:grid;grid-template-columns:repeat(auto-fit,minmax(520px,1fr));gap:18px}
 .launch{border:1px solid var(--line);background:var(--card);padding:8px 12px;border-radius:4px}
-.two{display:grid;grid-template-columns:1fr 1fr;gap:18px}
+.two{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:18px}
 figure.chart{margin:0 0 10px;background:#fff;border:1px solid #eee;padding:6px}
 figure.chart svg{width:100%;height:auto;display:block}
 figcaption{font-weight:600}
@@ -506,7 +506,12 @@ fn timeline_charts(
     }
     o.push_str(&chart::render(&tput));
 
-    let mut reqs = base("reqs", "Requests: running, queued and offered", "requests");
+    let title = if t.windows.iter().any(|w| w.offered.is_some()) {
+        "Requests: running, queued and offered"
+    } else {
+        "Requests: running and queued"
+    };
+    let mut reqs = base("reqs", title, "requests");
     reqs.lines
         .push(Line::new("#running-req", t.running.clone(), 0).step());
     reqs.lines
