@@ -33,6 +33,49 @@ fn hex(i: usize) -> String {
     format!("#{:02X}{:02X}{:02X}", c.0, c.1, c.2)
 }
 
+/// The stroke colour a dashed line is drawn with: its palette colour with the lowest blue
+/// bit flipped, used by nothing else, so [`dash`] can find its strokes in the SVG and dash
+/// them (plotters' own dashed series writes every dash as an element of its own).
+fn dash_twin(i: usize) -> RGBColor {
+    let c = color(i);
+    RGBColor(c.0, c.1, c.2 ^ 1)
+}
+
+/// Dash the strokes drawn with [`dash_twin`] colours.
+fn dash(svg: &str) -> String {
+    let mut s = svg.to_string();
+    for i in 0..PALETTE.len() {
+        let t = dash_twin(i);
+        let twin = format!("stroke=\"#{:02X}{:02X}{:02X}\"", t.0, t.1, t.2);
+        if s.contains(&twin) {
+            s = s.replace(
+                &twin,
+                &format!("stroke=\"{}\" stroke-dasharray=\"6 4\"", hex(i)),
+            );
+        }
+    }
+    s
+}
+
+/// At most `max` marks: marks closer than 1/`max` of the span to the previous kept one are
+/// dropped. Returns the kept marks and how many were dropped.
+pub fn thin_marks(marks: &[f64], x0: f64, x1: f64, max: usize) -> (Vec<f64>, usize) {
+    let gap = (x1 - x0).abs() / max.max(1) as f64;
+    let mut m: Vec<f64> = marks.iter().copied().filter(|x| x.is_finite()).collect();
+    m.sort_by(f64::total_cmp);
+    let mut kept: Vec<f64> = Vec::new();
+    for x in &m {
+        if kept.last().is_none_or(|k| x - k >= gap) {
+            kept.push(*x);
+        }
+    }
+    let dropped = m.len() - kept.len();
+    (kept, dropped)
+}
+
+/// Most marks drawn on one chart.
+const MAX_MARKS: usize = 60;
+
 /// A point marker, so lines differ by more than colour.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Marker {
@@ -221,7 +264,7 @@ fn draw(root: &DrawingArea<SVGBackend<'_>, Shift>, c: &Chart) -> PlotResult {
             RGBColor(0x56, 0xB4, 0xE9).mix(0.12).filled(),
         )))?;
     }
-    for m in &c.marks {
+    for m in &thin_marks(&c.marks, x0, x1, MAX_MARKS).0 {
         ch.draw_series(std::iter::once(PathElement::new(
             vec![(*m, y0), (*m, y1)],
             RGBColor(0xD5, 0x5E, 0x00).mix(0.7).stroke_width(1),
@@ -229,21 +272,18 @@ fn draw(root: &DrawingArea<SVGBackend<'_>, Shift>, c: &Chart) -> PlotResult {
     }
     for l in &c.lines {
         let col = color(l.color);
+        let stroke = if l.dashed { dash_twin(l.color) } else { col };
         let style = if l.thin {
-            col.mix(0.6).stroke_width(1)
+            stroke.mix(0.6).stroke_width(1)
         } else {
-            col.stroke_width(2)
+            stroke.stroke_width(2)
         };
         let pts = if l.step {
             steps(&l.points)
         } else {
             l.points.clone()
         };
-        if l.dashed {
-            ch.draw_series(DashedLineSeries::new(pts, 6, 4, style))?;
-        } else {
-            ch.draw_series(LineSeries::new(pts, style))?;
-        }
+        ch.draw_series(LineSeries::new(pts, style))?;
         match l.marker {
             Marker::None => {}
             Marker::Circle => {
@@ -310,6 +350,7 @@ pub fn render(c: &Chart) -> String {
         }
         Ok(()) => {
             // Scale with the page: drop the fixed size, keep the viewBox.
+            let svg = dash(&svg).replace(" opacity=\"1\"", "");
             let svg = svg.replacen(
                 &format!("<svg width=\"{W}\" height=\"{H}\" "),
                 &format!(
@@ -334,10 +375,21 @@ pub fn render(c: &Chart) -> String {
         legend.push_str("<li><span class=\"sw win\"></span>measured window</li>");
     }
     if !c.marks.is_empty() {
+        let dropped =
+            ranges(c).map_or(0, |((x0, x1), _)| thin_marks(&c.marks, x0, x1, MAX_MARKS).1);
+        let more = if dropped > 0 {
+            format!(
+                " ({} in all; {dropped} too close to draw apart)",
+                c.marks.len()
+            )
+        } else {
+            String::new()
+        };
         let _ = write!(
             legend,
-            "<li><span class=\"sw mark\"></span>{}</li>",
-            esc(&c.marks_label)
+            "<li><span class=\"sw mark\"></span>{}{}</li>",
+            esc(&c.marks_label),
+            esc(&more)
         );
     }
     if !legend.is_empty() {
@@ -383,6 +435,30 @@ mod tests {
             ..Default::default()
         });
         assert!(empty.contains("no data"));
+    }
+
+    #[test]
+    fn dashed_lines_are_dashed_by_the_svg_not_by_segments() {
+        let c = Chart {
+            id: "d".into(),
+            lines: vec![Line::new("p99", vec![(0.0, 1.0), (1.0, 2.0), (2.0, 1.5)], 3).dashed()],
+            ..Default::default()
+        };
+        let h = render(&c);
+        assert!(
+            h.contains("stroke=\"#D55E00\" stroke-dasharray=\"6 4\""),
+            "{h}"
+        );
+        assert!(!h.contains("#D55E01"));
+    }
+
+    #[test]
+    fn marks_are_thinned_to_a_bound() {
+        let m: Vec<f64> = (0..1000).map(f64::from).collect();
+        let (kept, dropped) = thin_marks(&m, 0.0, 1000.0, 50);
+        assert_eq!(kept.len(), 50);
+        assert_eq!(dropped, 950);
+        assert_eq!(thin_marks(&[3.0, 1.0], 0.0, 10.0, 60), (vec![1.0, 3.0], 0));
     }
 
     #[test]

@@ -470,8 +470,6 @@ fn timeline_charts(
         x_label: "time since the log's first line (s)".into(),
         y_label: y.into(),
         spans: spans.clone(),
-        marks: t.retractions.clone(),
-        marks_label: "retraction".into(),
         x_from_data: true,
         ..Default::default()
     };
@@ -512,6 +510,8 @@ fn timeline_charts(
         "Requests: running and queued"
     };
     let mut reqs = base("reqs", title, "requests");
+    reqs.marks = t.retractions.clone();
+    reqs.marks_label = "retraction".into();
     reqs.lines
         .push(Line::new("#running-req", t.running.clone(), 0).step());
     reqs.lines
