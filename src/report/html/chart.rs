@@ -241,8 +241,8 @@ fn draw(root: &DrawingArea<SVGBackend<'_>, Shift>, c: &Chart) -> PlotResult {
     };
     let mut ch = ChartBuilder::on(root)
         .margin(10)
-        .x_label_area_size(36)
-        .y_label_area_size(52)
+        .x_label_area_size(40)
+        .y_label_area_size(58)
         .build_cartesian_2d(x0..x1, y0..y1)?;
     let fmt = |v: &f64| tick(*v);
     ch.configure_mesh()
@@ -251,8 +251,8 @@ fn draw(root: &DrawingArea<SVGBackend<'_>, Shift>, c: &Chart) -> PlotResult {
         .y_labels(5)
         .bold_line_style(BLACK.mix(0.08))
         .axis_style(BLACK.mix(0.5))
-        .label_style(("sans-serif", 12))
-        .axis_desc_style(("sans-serif", 13))
+        .label_style(("sans-serif", 14))
+        .axis_desc_style(("sans-serif", 15))
         .x_label_formatter(&fmt)
         .y_label_formatter(&fmt)
         .x_desc(c.x_label.as_str())
