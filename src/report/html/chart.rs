@@ -155,6 +155,8 @@ pub struct Chart {
     pub marks: Vec<f64>,
     /// What the marks mean, for the legend.
     pub marks_label: String,
+    /// Labelled grey vertical lines (e.g. when the server said it was ready).
+    pub events: Vec<(f64, String)>,
     /// Fixed y range (e.g. 0..1 for shares); otherwise from 0 to the data's max.
     pub y_range: Option<(f64, f64)>,
     /// Let x start at the data's minimum instead of 0.
@@ -187,6 +189,7 @@ fn ranges(c: &Chart) -> Option<((f64, f64), (f64, f64))> {
         .chain(c.bars.iter().map(|b| b.x))
         .chain(c.spans.iter().flat_map(|s| [s.0, s.1]))
         .chain(c.marks.iter().copied())
+        .chain(c.events.iter().map(|e| e.0))
         .filter(|x| x.is_finite());
     let ys = c
         .lines
@@ -258,10 +261,32 @@ fn draw(root: &DrawingArea<SVGBackend<'_>, Shift>, c: &Chart) -> PlotResult {
         .x_desc(c.x_label.as_str())
         .y_desc(c.y_label.as_str())
         .draw()?;
-    for (a, b, _) in &c.spans {
+    let small = ("sans-serif", 13).into_font().color(&BLACK.mix(0.7));
+    // Labels sit just right of their line or span's start; event labels one line lower, so a
+    // window that opens right after an event keeps both readable.
+    let nudge = (x1 - x0) * 0.006;
+    let line_down = (y1 - y0) * 0.08;
+    for (a, b, label) in &c.spans {
         ch.draw_series(std::iter::once(Rectangle::new(
             [(*a, y0), (*b, y1)],
             RGBColor(0x56, 0xB4, 0xE9).mix(0.12).filled(),
+        )))?;
+        // The load point's label inside its window, at the top.
+        ch.draw_series(std::iter::once(Text::new(
+            label.clone(),
+            (*a + nudge, y1),
+            small.clone(),
+        )))?;
+    }
+    for (x, label) in &c.events {
+        ch.draw_series(std::iter::once(PathElement::new(
+            vec![(*x, y0), (*x, y1)],
+            BLACK.mix(0.35).stroke_width(1),
+        )))?;
+        ch.draw_series(std::iter::once(Text::new(
+            label.clone(),
+            (*x + nudge, y1 - line_down),
+            small.clone(),
         )))?;
     }
     for m in &thin_marks(&c.marks, x0, x1, MAX_MARKS).0 {
@@ -373,6 +398,13 @@ pub fn render(c: &Chart) -> String {
     }
     if !c.spans.is_empty() {
         legend.push_str("<li><span class=\"sw win\"></span>measured window</li>");
+    }
+    for (_, label) in &c.events {
+        let _ = write!(
+            legend,
+            "<li><span class=\"sw ev\"></span>{}</li>",
+            esc(label)
+        );
     }
     if !c.marks.is_empty() {
         let dropped =

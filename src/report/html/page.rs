@@ -35,6 +35,7 @@ ul.legend{list-style:none;margin:2px 0 0;padding:0;display:flex;flex-wrap:wrap;g
 .sw{display:inline-block;width:18px;height:0;margin-right:5px;vertical-align:middle}
 .sw.win{height:10px;background:rgba(86,180,233,.25);border:0}
 .sw.mark{height:10px;width:0;border-left:2px solid #D55E00}
+.sw.ev{height:10px;width:0;border-left:2px solid #aaa}
 .better{background:#d9f0e3}.worse{background:#fbe0d2}.verdict{font-weight:600}
 .fail{color:#a33d00}
 @media print{body{max-width:none;padding:0;font-size:11px}.launches,.grid{grid-template-columns:1fr 1fr}.launch,figure.chart{break-inside:avoid}h2{break-after:avoid}}
@@ -366,8 +367,8 @@ fn client_offset(t: Option<&Timeline>, label: &str) -> Option<f64> {
     t?.windows.iter().find(|w| w.label == label).map(|w| w.t0)
 }
 
-fn launch_section(l: &Launch, rows: &[Row], budget: usize) -> String {
-    let id = format!("run-{}", slug(&l.name));
+fn launch_section(l: &Launch, rows: &[Row], budget: usize, prefix: &str) -> String {
+    let id = format!("{prefix}run-{}", slug(&l.name));
     let mut o = String::new();
     let _ = write!(
         o,
@@ -470,6 +471,10 @@ fn timeline_charts(
         x_label: "time since the log's first line (s)".into(),
         y_label: y.into(),
         spans: spans.clone(),
+        events: t
+            .ready
+            .map(|r| vec![(r, "ready".to_string())])
+            .unwrap_or_default(),
         x_from_data: true,
         ..Default::default()
     };
@@ -563,7 +568,7 @@ fn sweep_body(s: &Sweep, prefix: &str, shift: usize) -> String {
     o
 }
 
-fn launches(s: &Sweep, shift: usize) -> String {
+fn launches(s: &Sweep, shift: usize, prefix: &str) -> String {
     let mut o = String::new();
     let _ = write!(
         o,
@@ -573,7 +578,7 @@ fn launches(s: &Sweep, shift: usize) -> String {
     let budget = points_per_series(s.launches.len());
     o.push_str("<div class=\"launches\">");
     for l in &s.launches {
-        o.push_str(&launch_section(l, &s.rows, budget));
+        o.push_str(&launch_section(l, &s.rows, budget, prefix));
     }
     o.push_str("</div>");
     o
@@ -592,7 +597,7 @@ pub fn sweep_page(s: &Sweep) -> String {
         s.launches.len()
     );
     o.push_str(&sweep_body(s, "cfg-", 0));
-    o.push_str(&launches(s, 0));
+    o.push_str(&launches(s, 0, ""));
     o.push_str(FOOT);
     o
 }
@@ -672,11 +677,11 @@ pub fn compare_page(a: &Sweep, b: &Sweep, c: &Comparison) -> String {
     o.push_str("<div class=\"two\"><div>");
     let _ = write!(o, "<h2>A: {}</h2>", esc(&a.name));
     o.push_str(&sweep_body(a, "a-cfg-", 1));
-    o.push_str(&launches(a, 1));
+    o.push_str(&launches(a, 1, "a-"));
     o.push_str("</div><div>");
     let _ = write!(o, "<h2>B: {}</h2>", esc(&b.name));
     o.push_str(&sweep_body(b, "b-cfg-", 1));
-    o.push_str(&launches(b, 1));
+    o.push_str(&launches(b, 1, "b-"));
     o.push_str("</div></div>");
     o.push_str(FOOT);
     o
