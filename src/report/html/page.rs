@@ -38,7 +38,7 @@ ul.legend{list-style:none;margin:2px 0 0;padding:0;display:flex;flex-wrap:wrap;g
 .sw.ev{height:10px;width:0;border-left:2px solid #aaa}
 .better{background:#d9f0e3}.worse{background:#fbe0d2}.verdict{font-weight:600}
 .fail{color:#a33d00}
-@media print{body{max-width:none;padding:0;font-size:11px}.launches,.grid{grid-template-columns:1fr 1fr}.launch,figure.chart{break-inside:avoid}h2{break-after:avoid}}
+@media print{body{max-width:none;padding:0;font-size:11px}.scroll{overflow:visible}table{font-size:8.5px;width:100%}td,th{padding:1px 3px;overflow-wrap:anywhere}.launches,.grid{grid-template-columns:1fr 1fr}.launch,figure.chart{break-inside:avoid}h2{break-after:avoid}}
 @media (max-width:1100px){.two{grid-template-columns:1fr}}
 "#;
 
