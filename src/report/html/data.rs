@@ -231,6 +231,7 @@ pub fn read_timeline<R: Read>(mut r: R, windows: &[WindowLines]) -> io::Result<T
     let mut last: Option<f64> = None;
     // Per window: (first time inside, last time inside).
     let mut spans: Vec<(Option<f64>, Option<f64>)> = vec![(None, None); windows.len()];
+    let mut prefill_hit: Points = Vec::new();
     let mut feed = |line: &[u8]| {
         let i = idx;
         idx += 1;
@@ -276,9 +277,12 @@ pub fn read_timeline<R: Read>(mut r: R, windows: &[WindowLines]) -> io::Result<T
                     }
                 }
                 StatsKind::Prefill => {
+                    if let Some(h) = hit_rate_field(&s.fields) {
+                        t.cache_hit.push((now, h));
+                    }
                     if let (Some(c), Some(n)) = (s.cached_token, s.new_token) {
-                        if c + n > 0 && hit_rate_field(&s.fields).is_none() {
-                            t.cache_hit.push((now, c as f64 / (c + n) as f64));
+                        if c + n > 0 {
+                            prefill_hit.push((now, c as f64 / (c + n) as f64));
                         }
                     }
                     if let Some(v) = s.queue_req {
@@ -297,7 +301,11 @@ pub fn read_timeline<R: Read>(mut r: R, windows: &[WindowLines]) -> io::Result<T
     t.lines = idx;
     // Prefill and decode lines interleave: keep the queue in time order.
     t.queue.sort_by(|a, b| a.0.total_cmp(&b.0));
-    // Only the prefill-derived hit rates when the decode lines never carried one.
+    // One source per series: the prefill-derived hit rates only when the decode lines never
+    // carried one.
+    if t.cache_hit.is_empty() {
+        t.cache_hit = prefill_hit;
+    }
     t.windows = windows
         .iter()
         .zip(spans)
@@ -501,6 +509,16 @@ mod tests {
         assert_eq!(t.windows.len(), 1);
         assert_eq!((t.windows[0].t0, t.windows[0].t1), (2.0, 4.0));
         assert_eq!(t.lines, 6);
+    }
+
+    #[test]
+    fn a_printed_cache_hit_rate_wins_over_the_prefill_estimate() {
+        let log = "\
+[2026-12-01 14:24:02] Prefill batch, #new-seq: 1, #new-token: 30, #cached-token: 10, token usage: 0.01, #running-req: 0, #queue-req: 3
+[2026-12-01 14:24:03] Decode batch, #running-req: 2, #token: 194, token usage: 0.09, cache hit rate: 50.00%, gen throughput (token/s): 27.83, #queue-req: 1
+";
+        let t = read_timeline(log.as_bytes(), &[]).unwrap();
+        assert_eq!(t.cache_hit, vec![(1.0, 0.5)]);
     }
 
     #[test]
