@@ -146,6 +146,10 @@ workload:
 
     let md = std::fs::read_to_string(folder.join("results.md")).expect("results.md");
     assert!(md.contains("(best)") && md.contains("failed (oom)"), "{md}");
+    // The run ends with its pictures: one section per launch, the roomy one with a timeline.
+    let html = std::fs::read_to_string(folder.join("report.html")).expect("report.html");
+    assert!(html.contains("id=\"run-roomy\"") && html.contains("id=\"run-roomy-reqs\""));
+    assert!(html.contains("id=\"run-slow-stream\""));
     assert_no_leftovers(&tag);
 
     // The folder resumes: every row is finished (failed rows are kept without

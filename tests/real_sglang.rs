@@ -138,6 +138,7 @@ workload:
         "plan.json",
         "results.csv",
         "results.md",
+        "report.html",
         "manifest.json",
     ] {
         assert!(folder.join(f).is_file(), "missing {f}");

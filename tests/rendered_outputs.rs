@@ -1,7 +1,8 @@
 //! Snapshots (insta) of what sgtune prints and saves for people to read: the results.md table,
-//! `sgtune compare`, `sgtune log` and `sgtune load`. The inputs are fixed files in
-//! tests/fixtures, so the snapshots are exact; where a live server is needed (load), measured
-//! numbers are normalised to their printed shape. The snapshots live in tests/snapshots/.
+//! `sgtune compare`, `sgtune log`, `sgtune load` and the outline of `sgtune report`'s page. The
+//! inputs are fixed files in tests/fixtures, so the snapshots are exact; where a live server is
+//! needed (load), measured numbers are normalised to their printed shape. The snapshots live in
+//! tests/snapshots/.
 //!
 //! A change in the output fails here until the snapshot is reviewed: `cargo insta review`, or
 //! `INSTA_UPDATE=always cargo test --test rendered_outputs` and read the diff in git. CI (CI=true)
@@ -292,4 +293,71 @@ fn load_report_against_the_fake() {
         &dir.path().join("open"),
     );
     insta::assert_snapshot!("load_open_loop", open);
+}
+
+/// The report page's outline for the demo sweep: every heading and every chart (id, title, legend
+/// entries, or "no data"), in page order. The SVG itself is left out (plotters' pixel output is
+/// not the point); what a reader finds where is pinned.
+#[test]
+fn report_html_outline() {
+    let tmp = tempfile::tempdir().unwrap();
+    let page = tmp.path().join("report.html");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sgtune"))
+        .args(["report"])
+        .arg(fixtures("results/cpu-demo"))
+        .arg("-o")
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    let strip = |s: &str| {
+        let mut o = String::new();
+        let mut in_tag = false;
+        for ch in s.chars() {
+            match ch {
+                '<' => in_tag = true,
+                '>' => in_tag = false,
+                _ if !in_tag => o.push(ch),
+                _ => {}
+            }
+        }
+        o
+    };
+    let mut outline = Vec::new();
+    let mut rest = html.as_str();
+    while let Some(i) = rest.find('<') {
+        rest = &rest[i..];
+        let tag_end = rest.find('>').unwrap_or(rest.len());
+        let tag = &rest[..tag_end];
+        if let Some(level) = ["<h1", "<h2", "<h3", "<h4"].iter().position(|h| tag == *h) {
+            let end = rest.find("</h").unwrap();
+            outline.push(format!("{}{}", "  ".repeat(level), strip(&rest[..end])));
+        } else if tag.starts_with("<figure class=\"chart\" id=\"") {
+            let end = rest.find("</figure>").unwrap();
+            let fig = &rest[..end];
+            let id = tag.split('"').nth(3).unwrap_or("");
+            let caption = fig
+                .split("<figcaption>")
+                .nth(1)
+                .and_then(|c| c.split("</figcaption>").next())
+                .unwrap_or("");
+            let legend: Vec<String> = fig
+                .split("<li>")
+                .skip(1)
+                .map(|l| strip(l.split("</li>").next().unwrap_or("")))
+                .collect();
+            let drawn = if fig.contains("<svg") {
+                "svg"
+            } else {
+                "no data"
+            };
+            outline.push(format!(
+                "        [{id}] {caption} ({drawn}; legend: {})",
+                legend.join(" | ")
+            ));
+        }
+        rest = &rest[1..];
+    }
+    insta::assert_snapshot!("report_html_outline", outline.join("\n"));
 }

@@ -80,6 +80,23 @@ pub enum Command {
         #[arg(long, default_value_t = 0.2)]
         tolerance: f64,
     },
+    /// Write one self-contained HTML page (inline SVG and CSS, opens offline) of a sweep:
+    /// the overview, charts per configuration, and per run the server's timeline from
+    /// server.log beside the client's side. With DIR2: the two sweeps side by side, each change
+    /// judged as `compare` does.
+    Report {
+        /// The results folder (or its results.csv); with DIR2, the baseline A.
+        dir: PathBuf,
+        /// A second results folder: the candidate B.
+        dir2: Option<PathBuf>,
+        /// Where to write the page (default: DIR/report.html; with DIR2,
+        /// DIR2/report-compare.html).
+        #[arg(short = 'o', long, value_name = "FILE")]
+        output: Option<PathBuf>,
+        /// With DIR2: relative change counted as noise when there are no repeats to judge by.
+        #[arg(long, default_value_t = 0.05)]
+        noise: f64,
+    },
     /// Check a sweep file and print its plan; starts nothing.
     Validate {
         /// The sweep file (YAML).
@@ -144,6 +161,10 @@ pub struct LogArgs {
     /// `#running-req` + `#queue-req`).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub concurrency: Option<u64>,
+    /// Write the server's timeline (gen throughput, running and queued requests, token
+    /// usage, cache-hit rate, retractions) as a self-contained HTML page to OUT (one FILE).
+    #[arg(long, value_name = "OUT", conflicts_with_all = ["events", "follow"])]
+    pub html: Option<PathBuf>,
     /// --follow refresh interval in milliseconds.
     #[arg(long, default_value_t = 2000, hide = true)]
     pub refresh_ms: u64,

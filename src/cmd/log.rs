@@ -111,6 +111,12 @@ fn read_file(path: &Path, scope: Scope) -> io::Result<(Summarizer, u64)> {
 pub async fn run(args: LogArgs) -> Result<ExitCode, CmdError> {
     let scope =
         build_scope(args.since.as_deref(), args.until.as_deref()).map_err(CmdError::Input)?;
+    if let Some(out) = &args.html {
+        let [file] = args.files.as_slice() else {
+            return Err(CmdError::input("--html draws exactly one file"));
+        };
+        return crate::cmd::report::log_html(file, out);
+    }
     if args.follow {
         if args.files.len() != 1 {
             return Err(CmdError::input("--follow reads exactly one file"));

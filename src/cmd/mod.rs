@@ -6,6 +6,7 @@ pub mod cli;
 pub mod compare;
 pub mod load;
 pub mod log;
+pub mod report;
 pub mod reproduce;
 pub mod sweep;
 
@@ -103,6 +104,12 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
             load::run(&url, w, output.as_deref()).await
         }
         Command::Log(args) => log::run(args).await,
+        Command::Report {
+            dir,
+            dir2,
+            output,
+            noise,
+        } => report::run(&dir, dir2.as_deref(), output.as_deref(), noise),
         Command::Columns => {
             out(&crate::record::columns_markdown());
             Ok(ExitCode::Ok)

@@ -602,6 +602,12 @@ pub async fn execute(
                 .map(|p| p.knob.as_str()),
         );
     }
+    // The pictures: a report that cannot be written loses nothing (the rows are in
+    // results.csv); say so and carry on.
+    match crate::cmd::report::write_sweep_report(&results.root, None) {
+        Ok(p) => out(&format!("report: {}", p.display())),
+        Err(e) => say(&format!("warning: cannot write report.html: {e}")),
+    }
     out(&format!("results: {}", results.root.display()));
     if outcome.interrupted {
         say(&format!(

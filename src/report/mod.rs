@@ -2,6 +2,7 @@
 pub mod compare;
 pub mod decision;
 pub mod events;
+pub mod html;
 pub mod load;
 pub mod log;
 pub mod progress;

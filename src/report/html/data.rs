@@ -1,0 +1,538 @@
+//! The numbers that go into the report's charts, as pure functions with their own tests:
+//! min/max downsampling, CDFs, the Pareto frontier, requests in flight, token rates, and the
+//! server's timeline read from an SGLang log (streaming, constant memory per line).
+
+use std::io::{self, Read};
+
+use crate::observe::sglang_log::line::{LogEvent, StatsKind};
+use crate::observe::sglang_log::scan::scan_owned;
+use crate::observe::sglang_log::{LineReader, Timestamp};
+
+/// Points of one line on a chart, in x order.
+pub type Points = Vec<(f64, f64)>;
+
+/// At most about `max_points` points from `points` (in x order): the points are cut into
+/// buckets of consecutive points and each bucket keeps its lowest and its highest y (in their
+/// x order), so every peak and every trough survives. The first and last points are kept.
+pub fn downsample(points: &[(f64, f64)], max_points: usize) -> Points {
+    let max_points = max_points.max(4);
+    if points.len() <= max_points {
+        return points.to_vec();
+    }
+    let buckets = max_points / 2;
+    let size = points.len().div_ceil(buckets);
+    let mut out = Vec::with_capacity(buckets * 2 + 2);
+    for chunk in points.chunks(size) {
+        let mut lo = 0;
+        let mut hi = 0;
+        for (i, p) in chunk.iter().enumerate() {
+            if chunk.get(lo).is_some_and(|l| p.1 < l.1) {
+                lo = i;
+            }
+            if chunk.get(hi).is_some_and(|h| p.1 > h.1) {
+                hi = i;
+            }
+        }
+        let (a, b) = (lo.min(hi), lo.max(hi));
+        if let Some(p) = chunk.get(a) {
+            out.push(*p);
+        }
+        if b != a {
+            if let Some(p) = chunk.get(b) {
+                out.push(*p);
+            }
+        }
+    }
+    if let (Some(first), Some(o)) = (points.first(), out.first()) {
+        if first != o {
+            out.insert(0, *first);
+        }
+    }
+    if let (Some(last), Some(o)) = (points.last(), out.last()) {
+        if last != o {
+            out.push(*last);
+        }
+    }
+    out
+}
+
+/// The empirical CDF of the finite values: (value, share of values ≤ value), ascending.
+pub fn cdf(values: &[f64]) -> Points {
+    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+    v.sort_by(f64::total_cmp);
+    let n = v.len() as f64;
+    v.iter()
+        .enumerate()
+        .map(|(i, x)| (*x, (i + 1) as f64 / n))
+        .collect()
+}
+
+/// The points no other point beats on both axes (higher x and higher y are better), sorted
+/// by x ascending (so y descends along it).
+pub fn pareto_frontier(points: &[(f64, f64)]) -> Points {
+    let mut p: Vec<(f64, f64)> = points
+        .iter()
+        .copied()
+        .filter(|(x, y)| x.is_finite() && y.is_finite())
+        .collect();
+    // By x descending (ties: y descending); keep each point whose y beats all seen so far.
+    p.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.total_cmp(&a.1)));
+    let mut out: Points = Vec::new();
+    let mut best_y = f64::NEG_INFINITY;
+    for q in p {
+        if q.1 > best_y {
+            out.push(q);
+            best_y = q.1;
+        }
+    }
+    out.reverse();
+    out
+}
+
+/// Requests in flight over time from (start, end) intervals: a step function as points
+/// (t, count from t on), starting at the first start. An end at the same instant as a start
+/// is counted first.
+pub fn in_flight(intervals: &[(f64, f64)]) -> Points {
+    let mut ev: Vec<(f64, i64)> = Vec::with_capacity(intervals.len() * 2);
+    for &(s, e) in intervals {
+        if s.is_finite() && e.is_finite() && e >= s {
+            ev.push((s, 1));
+            ev.push((e, -1));
+        }
+    }
+    ev.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let mut out: Points = Vec::new();
+    let mut n = 0i64;
+    for (t, d) in ev {
+        n += d;
+        match out.last_mut() {
+            Some(last) if last.0 == t => last.1 = n as f64,
+            _ => out.push((t, n as f64)),
+        }
+    }
+    out
+}
+
+/// Tokens per second in bins of `bin_s` seconds from (time, tokens) events: (bin middle,
+/// tokens in the bin / bin_s), every bin from the first event's to the last's.
+pub fn rate(events: &[(f64, f64)], bin_s: f64) -> Points {
+    let finite = events.iter().filter(|(t, _)| t.is_finite());
+    let (lo, hi) = finite.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), (t, _)| {
+        (lo.min(*t), hi.max(*t))
+    });
+    if !(lo.is_finite() && hi.is_finite()) || bin_s <= 0.0 {
+        return Vec::new();
+    }
+    let n = (((hi - lo) / bin_s).floor() as usize + 1).min(100_000);
+    let mut bins = vec![0.0; n];
+    for (t, k) in events {
+        if t.is_finite() {
+            let i = (((t - lo) / bin_s).floor() as usize).min(n - 1);
+            if let Some(b) = bins.get_mut(i) {
+                *b += k;
+            }
+        }
+    }
+    bins.iter()
+        .enumerate()
+        .map(|(i, k)| (lo + (i as f64 + 0.5) * bin_s, k / bin_s))
+        .collect()
+}
+
+/// A bin width that gives about `target` bins over `span` seconds: 1, 2, 5, 10, ... s.
+pub fn bin_for(span: f64, target: usize) -> f64 {
+    let raw = span / target.max(1) as f64;
+    [
+        0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0,
+    ]
+    .into_iter()
+    .find(|b| *b >= raw)
+    .unwrap_or(900.0)
+}
+
+/// One measured window of a launch's server.log, as 0-based line numbers [start, end).
+#[derive(Debug, Clone, PartialEq)]
+pub struct WindowLines {
+    pub start_line: usize,
+    pub end_line: usize,
+    /// The load point's label (e.g. `c32`), shown on the chart.
+    pub label: String,
+    /// The offered concurrency, drawn as a line over the window.
+    pub offered: Option<f64>,
+}
+
+/// A window placed on the timeline's clock (seconds since the log's first timestamp).
+#[derive(Debug, Clone, PartialEq)]
+pub struct WindowSpan {
+    pub t0: f64,
+    pub t1: f64,
+    pub label: String,
+    pub offered: Option<f64>,
+}
+
+/// The server's own timeline from its log, in seconds since the log's first timestamp.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Timeline {
+    pub gen_tok_s: Points,
+    pub running: Points,
+    pub queue: Points,
+    pub token_usage: Points,
+    /// Prefix-cache hit rate: a decode line's own `cache hit rate` field when it has one, else
+    /// each prefill line's cached ÷ (cached + new) tokens.
+    pub cache_hit: Points,
+    pub retractions: Vec<f64>,
+    /// When the server said it was ready (stats before it are warm-up).
+    pub ready: Option<f64>,
+    pub windows: Vec<WindowSpan>,
+    /// The first timestamp of the log, the clock's zero.
+    pub origin: Option<Timestamp>,
+    pub lines: usize,
+}
+
+impl Timeline {
+    /// Downsample every series to about `max_points` points (extremes kept).
+    pub fn downsampled(mut self, max_points: usize) -> Timeline {
+        for s in [
+            &mut self.gen_tok_s,
+            &mut self.running,
+            &mut self.queue,
+            &mut self.token_usage,
+            &mut self.cache_hit,
+        ] {
+            *s = downsample(s, max_points);
+        }
+        self
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.gen_tok_s.is_empty() && self.running.is_empty() && self.queue.is_empty()
+    }
+
+    /// Seconds from the origin to `ts`.
+    pub fn at(&self, ts: &Timestamp) -> Option<f64> {
+        self.origin.map(|o| ts.seconds_since(&o))
+    }
+}
+
+fn hit_rate_field(fields: &[(String, String)]) -> Option<f64> {
+    fields
+        .iter()
+        .find(|(k, _)| k.to_ascii_lowercase().contains("cache hit rate"))
+        .and_then(|(_, v)| v.trim_end_matches('%').trim().parse::<f64>().ok())
+        .map(|v| if v > 1.0 { v / 100.0 } else { v })
+}
+
+/// Read a server log into its timeline. `windows` are the measured windows by line number;
+/// each becomes a span from the first timestamp at or after its start line to the last one
+/// before its end line.
+pub fn read_timeline<R: Read>(mut r: R, windows: &[WindowLines]) -> io::Result<Timeline> {
+    let mut t = Timeline::default();
+    let mut idx = 0usize;
+    let mut last: Option<f64> = None;
+    // Per window: (first time inside, last time inside).
+    let mut spans: Vec<(Option<f64>, Option<f64>)> = vec![(None, None); windows.len()];
+    let mut prefill_hit: Points = Vec::new();
+    let mut feed = |line: &[u8]| {
+        let i = idx;
+        idx += 1;
+        let ev = scan_owned(line);
+        let ts = match &ev {
+            Some(LogEvent::Stats(s)) => s.ts,
+            _ => crate::observe::sglang_log::prefix::parse_prefix_bytes(line).ts,
+        };
+        if let Some(ts) = ts {
+            if t.origin.is_none() {
+                t.origin = Some(ts);
+            }
+            last = t.at(&ts).or(last);
+        }
+        for (w, span) in windows.iter().zip(spans.iter_mut()) {
+            if w.start_line <= i && i < w.end_line {
+                if let Some(now) = ts.and_then(|ts| t.at(&ts)) {
+                    span.0.get_or_insert(now);
+                    span.1 = Some(now);
+                }
+            }
+        }
+        let Some(now) = last else {
+            return;
+        };
+        match ev {
+            Some(LogEvent::Stats(s)) => match s.kind {
+                StatsKind::Decode => {
+                    if let Some(g) = s.gen_throughput {
+                        t.gen_tok_s.push((now, g));
+                    }
+                    if let Some(v) = s.running_req {
+                        t.running.push((now, v as f64));
+                    }
+                    if let Some(v) = s.queue_req {
+                        t.queue.push((now, v as f64));
+                    }
+                    if let Some(v) = s.token_usage {
+                        t.token_usage.push((now, v));
+                    }
+                    if let Some(h) = hit_rate_field(&s.fields) {
+                        t.cache_hit.push((now, h));
+                    }
+                }
+                StatsKind::Prefill => {
+                    if let Some(h) = hit_rate_field(&s.fields) {
+                        t.cache_hit.push((now, h));
+                    }
+                    if let (Some(c), Some(n)) = (s.cached_token, s.new_token) {
+                        if c + n > 0 {
+                            prefill_hit.push((now, c as f64 / (c + n) as f64));
+                        }
+                    }
+                    if let Some(v) = s.queue_req {
+                        t.queue.push((now, v as f64));
+                    }
+                }
+            },
+            Some(LogEvent::Retract(_)) => t.retractions.push(now),
+            Some(LogEvent::Ready) => t.ready = t.ready.or(Some(now)),
+            _ => {}
+        }
+    };
+    let mut lr = LineReader::new();
+    lr.read_available(&mut r, &mut feed)?;
+    lr.finish(&mut feed);
+    t.lines = idx;
+    // Prefill and decode lines interleave: keep the queue in time order.
+    t.queue.sort_by(|a, b| a.0.total_cmp(&b.0));
+    // One source per series: the prefill-derived hit rates only when the decode lines never
+    // carried one.
+    if t.cache_hit.is_empty() {
+        t.cache_hit = prefill_hit;
+    }
+    t.windows = windows
+        .iter()
+        .zip(spans)
+        .filter_map(|(w, (a, b))| {
+            Some(WindowSpan {
+                t0: a?,
+                t1: b?,
+                label: w.label.clone(),
+                offered: w.offered,
+            })
+        })
+        .collect();
+    Ok(t)
+}
+
+/// One request as the client saw it (a measured row of requests.csv), times in seconds from
+/// the load point's start.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClientRequest {
+    pub send_s: f64,
+    pub ttft_ms: Option<f64>,
+    pub end_ms: Option<f64>,
+    pub completion_tokens: Option<f64>,
+    /// Arrival of each content chunk, ms after send (empty when not recorded).
+    pub chunk_ms: Vec<f64>,
+}
+
+/// The measured requests of one requests.csv (warm-up rows are left out). Rows that do not
+/// parse are skipped; a file that is not CSV at all is an error.
+pub fn read_requests<R: Read>(r: R) -> Result<Vec<ClientRequest>, csv::Error> {
+    let mut rd = csv::ReaderBuilder::new().flexible(true).from_reader(r);
+    let header = rd.headers()?.clone();
+    let col = |name: &str| header.iter().position(|h| h == name);
+    let (phase, send, ttft, end, toks, chunks) = (
+        col("phase"),
+        col("send_s"),
+        col("ttft_ms"),
+        col("end_ms"),
+        col("completion_tokens"),
+        col("chunk_ms"),
+    );
+    let mut out = Vec::new();
+    for rec in rd.records() {
+        let Ok(rec) = rec else { continue };
+        let get = |c: Option<usize>| c.and_then(|i| rec.get(i)).unwrap_or("");
+        let num = |c: Option<usize>| get(c).trim().parse::<f64>().ok();
+        if get(phase) == "warmup" {
+            continue;
+        }
+        let Some(send_s) = num(send) else { continue };
+        out.push(ClientRequest {
+            send_s,
+            ttft_ms: num(ttft),
+            end_ms: num(end),
+            completion_tokens: num(toks),
+            chunk_ms: get(chunks)
+                .split_ascii_whitespace()
+                .filter_map(|x| x.parse::<f64>().ok())
+                .collect(),
+        });
+    }
+    Ok(out)
+}
+
+/// The client's output tokens over time, as (time, tokens) events: each chunk carries an equal
+/// share of the request's completion tokens; without chunk times, the tokens are spread evenly
+/// from first token to end.
+pub fn token_events(reqs: &[ClientRequest], offset_s: f64) -> Points {
+    let mut ev = Vec::new();
+    for r in reqs {
+        let Some(tokens) = r.completion_tokens.filter(|t| t.is_finite() && *t > 0.0) else {
+            continue;
+        };
+        let base = offset_s + r.send_s;
+        if !r.chunk_ms.is_empty() {
+            let each = tokens / r.chunk_ms.len() as f64;
+            ev.extend(r.chunk_ms.iter().map(|ms| (base + ms / 1000.0, each)));
+        } else if let (Some(a), Some(b)) = (r.ttft_ms, r.end_ms) {
+            let n = tokens.clamp(1.0, 1000.0) as usize;
+            let each = tokens / n as f64;
+            ev.extend((0..n).map(|i| {
+                (
+                    base + (a + (b - a) * (i as f64 + 0.5) / n as f64) / 1000.0,
+                    each,
+                )
+            }));
+        }
+    }
+    ev
+}
+
+/// (start, end) in seconds of each request that has an end, shifted by `offset_s`.
+pub fn intervals(reqs: &[ClientRequest], offset_s: f64) -> Vec<(f64, f64)> {
+    reqs.iter()
+        .filter_map(|r| {
+            r.end_ms
+                .map(|e| (offset_s + r.send_s, offset_s + r.send_s + e / 1000.0))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn downsample_keeps_extremes_and_ends() {
+        let pts: Points = (0..10_000)
+            .map(|i| {
+                let y = match i {
+                    1234 => 1e6,
+                    8765 => -1e6,
+                    _ => (i as f64 * 0.01).sin(),
+                };
+                (i as f64, y)
+            })
+            .collect();
+        let d = downsample(&pts, 200);
+        assert!(d.len() <= 204, "{}", d.len());
+        assert!(d.contains(&(1234.0, 1e6)));
+        assert!(d.contains(&(8765.0, -1e6)));
+        assert_eq!(d.first(), pts.first());
+        assert_eq!(d.last(), pts.last());
+        assert!(d.windows(2).all(|w| w[0].0 < w[1].0), "x order kept");
+        let max = |p: &[(f64, f64)]| p.iter().map(|q| q.1).fold(f64::MIN, f64::max);
+        assert_eq!(max(&d), max(&pts));
+        // Short series pass through.
+        assert_eq!(downsample(&pts[..10], 200), pts[..10].to_vec());
+    }
+
+    #[test]
+    fn cdf_is_monotone_and_ends_at_one() {
+        let c = cdf(&[5.0, 1.0, f64::NAN, 3.0, 3.0, 2.0]);
+        assert_eq!(c.len(), 5);
+        assert!(c.windows(2).all(|w| w[0].0 <= w[1].0 && w[0].1 < w[1].1));
+        assert_eq!(c.last().unwrap().1, 1.0);
+        assert_eq!(c.first().unwrap(), &(1.0, 0.2));
+        assert!(cdf(&[]).is_empty());
+    }
+
+    #[test]
+    fn pareto_frontier_keeps_only_undominated_points() {
+        let pts = [
+            (100.0, 50.0),
+            (200.0, 40.0),
+            (150.0, 30.0), // dominated by (200, 40)
+            (300.0, 10.0),
+            (50.0, 50.0),  // dominated by (100, 50)
+            (250.0, 10.0), // dominated by (300, 10)
+        ];
+        assert_eq!(
+            pareto_frontier(&pts),
+            vec![(100.0, 50.0), (200.0, 40.0), (300.0, 10.0)]
+        );
+        assert!(pareto_frontier(&[]).is_empty());
+    }
+
+    #[test]
+    fn in_flight_counts_overlaps() {
+        let f = in_flight(&[(0.0, 2.0), (1.0, 3.0), (2.0, 4.0), (f64::NAN, 1.0)]);
+        assert_eq!(
+            f,
+            vec![(0.0, 1.0), (1.0, 2.0), (2.0, 2.0), (3.0, 1.0), (4.0, 0.0)]
+        );
+        assert!(f.iter().all(|p| p.1 >= 0.0));
+    }
+
+    #[test]
+    fn rate_bins_tokens_per_second() {
+        let r = rate(&[(0.1, 10.0), (0.9, 10.0), (2.5, 4.0)], 1.0);
+        assert_eq!(r, vec![(0.6, 20.0), (1.6, 0.0), (2.6, 4.0)]);
+        assert!(rate(&[], 1.0).is_empty());
+        assert_eq!(bin_for(100.0, 100), 1.0);
+        assert_eq!(bin_for(1000.0, 100), 10.0);
+    }
+
+    #[test]
+    fn timeline_from_a_log_with_window_and_retraction() {
+        let log = "\
+[2026-12-01 14:24:00] startup
+[2026-12-01 14:24:01] The server is fired up and ready to roll!
+[2026-12-01 14:24:02] Prefill batch, #new-seq: 1, #new-token: 30, #cached-token: 10, token usage: 0.01, #running-req: 0, #queue-req: 3
+[2026-12-01 14:24:03] Decode batch, #running-req: 2, #token: 194, token usage: 0.09, gen throughput (token/s): 27.83, #queue-req: 1
+[2026-12-01 14:24:04] KV cache pool is full. Retract requests. #retracted_reqs: 1, #new_token_ratio: 0.5
+[2026-12-01 14:24:05] Decode batch, #running-req: 3, #token: 294, token usage: 0.19, gen throughput (token/s): 40.0, #queue-req: 0
+";
+        let w = [WindowLines {
+            start_line: 2,
+            end_line: 5,
+            label: "c4".into(),
+            offered: Some(4.0),
+        }];
+        let t = read_timeline(log.as_bytes(), &w).unwrap();
+        assert_eq!(t.ready, Some(1.0));
+        assert_eq!(t.gen_tok_s, vec![(3.0, 27.83), (5.0, 40.0)]);
+        assert_eq!(t.running, vec![(3.0, 2.0), (5.0, 3.0)]);
+        assert_eq!(t.queue, vec![(2.0, 3.0), (3.0, 1.0), (5.0, 0.0)]);
+        assert_eq!(t.cache_hit, vec![(2.0, 0.25)]);
+        assert_eq!(t.retractions, vec![4.0]);
+        assert_eq!(t.windows.len(), 1);
+        assert_eq!((t.windows[0].t0, t.windows[0].t1), (2.0, 4.0));
+        assert_eq!(t.lines, 6);
+    }
+
+    #[test]
+    fn a_printed_cache_hit_rate_wins_over_the_prefill_estimate() {
+        let log = "\
+[2026-12-01 14:24:02] Prefill batch, #new-seq: 1, #new-token: 30, #cached-token: 10, token usage: 0.01, #running-req: 0, #queue-req: 3
+[2026-12-01 14:24:03] Decode batch, #running-req: 2, #token: 194, token usage: 0.09, cache hit rate: 50.00%, gen throughput (token/s): 27.83, #queue-req: 1
+";
+        let t = read_timeline(log.as_bytes(), &[]).unwrap();
+        assert_eq!(t.cache_hit, vec![(1.0, 0.5)]);
+    }
+
+    #[test]
+    fn requests_csv_rows_become_events() {
+        let csv = "phase,index,send_s,ttft_ms,end_ms,completion_tokens,chunk_ms\n\
+warmup,0,,5,10,2,\n\
+measured,0,0.0,100,1100,4,100 400 700 1100\n\
+measured,1,0.5,200,700,2,\n";
+        let r = read_requests(csv.as_bytes()).unwrap();
+        assert_eq!(r.len(), 2);
+        let ev = token_events(&r, 10.0);
+        assert_eq!(ev.len(), 4 + 2);
+        assert!((ev.iter().map(|e| e.1).sum::<f64>() - 6.0).abs() < 1e-9);
+        assert_eq!(ev[0], (10.1, 1.0));
+        assert_eq!(intervals(&r, 0.0), vec![(0.0, 1.1), (0.5, 1.2)]);
+    }
+}

@@ -1,0 +1,68 @@
+//! `report.html`: one self-contained page (inline SVG and CSS, no script, nothing fetched) with
+//! the sweep's overview, its per-configuration charts, and each launch's server timeline and
+//! client side. Pure: the caller reads the files into a [`Sweep`]; everything here turns data
+//! into a String. [`data`] has the numbers behind each chart, [`chart`] draws one chart.
+
+pub mod chart;
+pub mod data;
+mod page;
+
+pub use page::{compare_page, log_page, sweep_page};
+
+use crate::record::rows::Row;
+use data::{ClientRequest, Timeline};
+
+/// Escape text for HTML content and attribute values.
+pub fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            _ => o.push(c),
+        }
+    }
+    o
+}
+
+/// One load point (and repeat) of a launch, as the client saw it.
+#[derive(Debug, Clone, Default)]
+pub struct PointClient {
+    /// e.g. `c32`, `c32 r2`.
+    pub label: String,
+    pub requests: Vec<ClientRequest>,
+}
+
+/// One server launch (a `runs/<name>/` folder).
+#[derive(Debug, Clone, Default)]
+pub struct Launch {
+    pub name: String,
+    /// The server's timeline; None without a readable server.log.
+    pub timeline: Option<Timeline>,
+    pub points: Vec<PointClient>,
+    /// Files that could not be read, said on the page.
+    pub notes: Vec<String>,
+}
+
+/// Everything the page shows about one sweep.
+#[derive(Debug, Clone, Default)]
+pub struct Sweep {
+    pub name: String,
+    /// The results folder, as given.
+    pub dir: String,
+    pub rows: Vec<Row>,
+    pub param_keys: Vec<String>,
+    /// decision.md, when the sweep had an objective.
+    pub decision_md: Option<String>,
+    pub launches: Vec<Launch>,
+    pub notes: Vec<String>,
+}
+
+/// How many points each timeline series keeps: fewer when there are many launches, so the
+/// page stays small (about 2 MB for 20 launches of 10 load points).
+pub fn points_per_series(launches: usize) -> usize {
+    (6000 / launches.max(1)).clamp(120, 600)
+}

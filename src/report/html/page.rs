@@ -1,0 +1,779 @@
+//! The page: overview (comparison table with verdicts, failures with hints, decision), the
+//! per-configuration charts across load points, and per launch the server timeline beside
+//! the client's side. Also the two-sweep page and the one-log page.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use super::chart::{self, Bar, Chart, Line, Marker};
+use super::data::{self, Points, Timeline};
+use super::{Launch, Sweep, esc, points_per_series};
+use crate::record::rows::Row;
+use crate::report::compare::{Comparison, Judgement};
+use crate::report::table;
+
+const CSS: &str = r#"
+:root{--fg:#1b1b1b;--muted:#5a5a5a;--line:#d8d8d8;--bg:#fff;--card:#fafafa}
+*{box-sizing:border-box}
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:var(--bg);margin:0 auto;padding:16px 24px;max-width:1800px}
+h1{font-size:1.5rem;margin:.2em 0}h2{font-size:1.2rem;margin:1.4em 0 .4em;border-bottom:1px solid var(--line)}h3{font-size:1.05rem;margin:.8em 0 .3em}
+p.sub,.note,.nodata{color:var(--muted)}
+table{border-collapse:collapse;margin:.5em 0;font-variant-numeric:tabular-nums}
+td,th{border:1px solid var(--line);padding:3px 7px;text-align:left;vertical-align:top}
+th{background:#f0f0f0}
+.scroll{overflow-x:auto}
+code,pre{font:12px/1.4 ui-monospace,Menlo,Consolas,monospace}
+pre{white-space:pre-wrap;word-break:break-all;background:#f4f4f4;padding:6px 8px}
+.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(440px,1fr));gap:14px}
+.launches{display:grid;grid-template-columns:repeat(auto-fit,minmax(520px,1fr));gap:18px}
+.launch{border:1px solid var(--line);background:var(--card);padding:8px 12px;border-radius:4px}
+.two{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:18px}
+figure.chart{margin:0 0 10px;background:#fff;border:1px solid #eee;padding:6px}
+figure.chart svg{width:100%;height:auto;display:block}
+figcaption{font-weight:600}
+ul.legend{list-style:none;margin:2px 0 0;padding:0;display:flex;flex-wrap:wrap;gap:2px 14px;font-size:12px}
+.sw{display:inline-block;width:18px;height:0;margin-right:5px;vertical-align:middle}
+.sw.win{height:10px;background:rgba(86,180,233,.25);border:0}
+.sw.mark{height:10px;width:0;border-left:2px solid #D55E00}
+.sw.ev{height:10px;width:0;border-left:2px solid #aaa}
+.better{background:#d9f0e3}.worse{background:#fbe0d2}.verdict{font-weight:600}
+.fail{color:#a33d00}
+@media print{body{max-width:none;padding:0;font-size:11px}.scroll{overflow:visible}table{font-size:8.5px;width:100%}td,th{padding:1px 3px;overflow-wrap:anywhere}.launches,.grid{grid-template-columns:1fr 1fr}.launch,figure.chart{break-inside:avoid}h2{break-after:avoid}}
+@media (max-width:1100px){.two{grid-template-columns:1fr}}
+"#;
+
+fn head(title: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\
+<title>{}</title><style>{CSS}</style></head><body>\n",
+        esc(title)
+    )
+}
+
+const FOOT: &str = "</body></html>\n";
+
+/// Backticks to `<code>`, `**x**` to bold, on escaped text.
+fn inline(s: &str) -> String {
+    let e = esc(s);
+    let mut o = String::new();
+    for (i, part) in e.split('`').enumerate() {
+        if i % 2 == 1 {
+            let _ = write!(o, "<code>{part}</code>");
+        } else {
+            for (j, p) in part.split("**").enumerate() {
+                if j % 2 == 1 {
+                    let _ = write!(o, "<strong>{p}</strong>");
+                } else {
+                    o.push_str(p);
+                }
+            }
+        }
+    }
+    o
+}
+
+fn cells(line: &str) -> Vec<&str> {
+    let t = line.trim();
+    let t = t.strip_prefix('|').unwrap_or(t);
+    let t = t.strip_suffix('|').unwrap_or(t);
+    t.split('|').map(str::trim).collect()
+}
+
+/// The Markdown sgtune writes (results.md's table, decision.md) as HTML: headings, pipe
+/// tables, bullet lists with `→` continuation lines, fenced code and paragraphs.
+pub fn markdown(md: &str, heading_shift: usize) -> String {
+    let mut o = String::new();
+    let mut lines = md.lines().peekable();
+    while let Some(line) = lines.next() {
+        let t = line.trim_end();
+        if t.trim().is_empty() {
+            continue;
+        }
+        if let Some(level) = t
+            .find(|c| c != '#')
+            .filter(|l| *l > 0 && t[*l..].starts_with(' '))
+        {
+            let h = (level + heading_shift).min(6);
+            let _ = write!(o, "<h{h}>{}</h{h}>", inline(t[level..].trim()));
+        } else if t.starts_with("```") {
+            o.push_str("<pre>");
+            for l in lines.by_ref() {
+                if l.starts_with("```") {
+                    break;
+                }
+                o.push_str(&esc(l));
+                o.push('\n');
+            }
+            o.push_str("</pre>");
+        } else if t.starts_with('|') {
+            o.push_str("<div class=\"scroll\"><table>");
+            let header = cells(t);
+            o.push_str("<tr>");
+            for c in &header {
+                let _ = write!(o, "<th>{}</th>", inline(c));
+            }
+            o.push_str("</tr>");
+            while let Some(l) = lines.peek() {
+                if !l.trim_start().starts_with('|') {
+                    break;
+                }
+                let l = lines.next().unwrap_or_default();
+                let cs = cells(l);
+                if cs
+                    .iter()
+                    .all(|c| c.chars().all(|ch| ch == '-' || ch == ':'))
+                {
+                    continue;
+                }
+                o.push_str("<tr>");
+                for c in cs {
+                    let class = if c.contains("(best)") || c.contains('★') {
+                        " class=\"better\""
+                    } else if c.starts_with("failed") {
+                        " class=\"fail\""
+                    } else {
+                        ""
+                    };
+                    let _ = write!(o, "<td{class}>{}</td>", inline(c));
+                }
+                o.push_str("</tr>");
+            }
+            o.push_str("</table></div>");
+        } else if let Some(item) = t.strip_prefix("- ") {
+            o.push_str("<ul>");
+            let mut parts = vec![item.to_string()];
+            loop {
+                // Continuation lines (indented, e.g. `  → hint`) belong to the item.
+                while let Some(l) = lines.peek() {
+                    if l.starts_with("  ") && !l.trim().is_empty() {
+                        parts.push(l.trim().to_string());
+                        lines.next();
+                    } else {
+                        break;
+                    }
+                }
+                let html: Vec<String> = parts.iter().map(|p| inline(p)).collect();
+                let _ = write!(o, "<li>{}</li>", html.join("<br>"));
+                match lines.peek() {
+                    Some(l) if l.starts_with("- ") => {
+                        parts = vec![l.get(2..).unwrap_or_default().to_string()];
+                        lines.next();
+                    }
+                    _ => break,
+                }
+            }
+            o.push_str("</ul>");
+        } else {
+            let _ = write!(o, "<p>{}</p>", inline(t));
+        }
+    }
+    o
+}
+
+/// The x of a row on the load-point axis: its concurrency, else its request rate.
+fn load_x(r: &Row) -> Option<f64> {
+    r.f64("concurrency").or_else(|| r.f64("request_rate"))
+}
+
+fn load_axis(rows: &[Row]) -> &'static str {
+    if rows.iter().any(|r| !r.get("request_rate").is_empty()) {
+        "load point (concurrency, or request rate in req/s)"
+    } else {
+        "concurrency (requests)"
+    }
+}
+
+/// A configuration's name and, per load point, its repeats' values.
+pub type ConfigSeries = (String, Vec<(f64, Vec<f64>)>);
+
+/// Per configuration (in first-appearance order): per load point (x ascending) the ok
+/// repeats' values of `col`.
+pub fn by_config(rows: &[Row], col: &str) -> Vec<ConfigSeries> {
+    let mut out: Vec<ConfigSeries> = Vec::new();
+    for g in table::groups(rows) {
+        let Some(first) = g.first() else { continue };
+        let name = first.get("run_name").to_string();
+        let Some(x) = load_x(first) else { continue };
+        let vals: Vec<f64> = g
+            .iter()
+            .filter(|r| r.is_ok())
+            .filter_map(|r| r.f64(col))
+            .filter(|v| v.is_finite())
+            .collect();
+        let idx = match out.iter().position(|(n, _)| *n == name) {
+            Some(i) => i,
+            None => {
+                out.push((name, Vec::new()));
+                out.len() - 1
+            }
+        };
+        if let (Some(entry), false) = (out.get_mut(idx), vals.is_empty()) {
+            entry.1.push((x, vals));
+        }
+    }
+    for (_, pts) in &mut out {
+        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    out
+}
+
+fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len().max(1) as f64
+}
+
+/// One line per configuration: the mean of `col` at each load point, with the repeats'
+/// min..max as error bars when there is more than one.
+fn metric_lines(rows: &[Row], col: &str, suffix: &str, dashed: bool, c: &mut Chart) {
+    for (i, (name, pts)) in by_config(rows, col).into_iter().enumerate() {
+        if pts.is_empty() {
+            continue;
+        }
+        let line: Points = pts.iter().map(|(x, v)| (*x, mean(v))).collect();
+        for (x, v) in &pts {
+            if v.len() > 1 {
+                let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+                let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                c.bars.push(Bar {
+                    x: *x,
+                    lo,
+                    hi,
+                    color: i,
+                });
+            }
+        }
+        let marker = if dashed {
+            Marker::Triangle
+        } else {
+            Marker::nth(i / chart::PALETTE.len())
+        };
+        let mut l = Line::new(format!("{name}{suffix}"), line, i).marker(marker);
+        l.dashed = dashed;
+        c.lines.push(l);
+    }
+}
+
+/// (total output tok/s, output tok/s per user) for each configuration and load point.
+pub fn pareto_points(rows: &[Row]) -> Vec<(String, Points)> {
+    let tput = by_config(rows, "output_tok_s");
+    tput.into_iter()
+        .map(|(name, pts)| {
+            let p = pts
+                .iter()
+                .filter_map(|(x, v)| {
+                    let total = mean(v);
+                    // Per user: the total shared by the concurrent requests; for a rate, by the
+                    // requests in flight the rows say the server was running.
+                    let users = rows
+                        .iter()
+                        .find(|r| r.get("run_name") == name && load_x(r) == Some(*x))
+                        .and_then(|r| r.f64("concurrency").or_else(|| r.f64("running_req_mean")))
+                        .filter(|u| *u > 0.0)?;
+                    Some((total, total / users))
+                })
+                .collect();
+            (name, p)
+        })
+        .collect()
+}
+
+fn config_charts(s: &Sweep, prefix: &str) -> String {
+    let rows = &s.rows;
+    let axis = load_axis(rows);
+    let mut o = String::from("<div class=\"grid\">");
+    let mut tput = Chart {
+        id: format!("{prefix}tput"),
+        title: "Output throughput by load point (error bars: repeats' min–max)".into(),
+        x_label: axis.into(),
+        y_label: "output tok/s".into(),
+        x_from_data: true,
+        ..Default::default()
+    };
+    metric_lines(rows, "output_tok_s", "", false, &mut tput);
+    o.push_str(&chart::render(&tput));
+    for (col, what) in [("ttft_ms", "TTFT"), ("tpot_ms", "TPOT")] {
+        let mut c = Chart {
+            id: format!("{prefix}{}", what.to_lowercase()),
+            title: format!("{what} p50 (solid) and p99 (dashed) by load point"),
+            x_label: axis.into(),
+            y_label: format!("{what} (ms)"),
+            x_from_data: true,
+            ..Default::default()
+        };
+        metric_lines(rows, &format!("{col}_p50"), " p50", false, &mut c);
+        metric_lines(rows, &format!("{col}_p99"), " p99", true, &mut c);
+        o.push_str(&chart::render(&c));
+    }
+    let mut good = Chart {
+        id: format!("{prefix}goodput"),
+        title: "Goodput by load point".into(),
+        x_label: axis.into(),
+        y_label: "goodput (req/s meeting the SLO)".into(),
+        x_from_data: true,
+        ..Default::default()
+    };
+    metric_lines(rows, "goodput_req_s", "", false, &mut good);
+    if good.lines.is_empty() {
+        good.note = "No goodput recorded: the workload set no SLO (see docs/spec.md).".into();
+    }
+    o.push_str(&chart::render(&good));
+    let mut pareto = Chart {
+        id: format!("{prefix}pareto"),
+        title: "Pareto: output tok/s per user against total output tok/s".into(),
+        x_label: "total output tok/s".into(),
+        y_label: "output tok/s per user".into(),
+        note: "Each point is a configuration at one load point; the dashed black line joins \
+               the points no other beats on both axes."
+            .into(),
+        ..Default::default()
+    };
+    let pp = pareto_points(rows);
+    let all: Points = pp.iter().flat_map(|(_, p)| p.iter().copied()).collect();
+    for (i, (name, p)) in pp.into_iter().enumerate() {
+        if !p.is_empty() {
+            let mut l = Line::new(name, p, i).marker(Marker::nth(i / chart::PALETTE.len()));
+            l.thin = true;
+            pareto.lines.push(l);
+        }
+    }
+    let frontier = data::pareto_frontier(&all);
+    if !frontier.is_empty() {
+        pareto
+            .lines
+            .push(Line::new("Pareto frontier", frontier, 6).dashed());
+    }
+    o.push_str(&chart::render(&pareto));
+    o.push_str("</div>");
+    o
+}
+
+fn overview(s: &Sweep, shift: usize) -> String {
+    let mut o = String::new();
+    let _ = write!(o, "<h{}>Overview</h{}>", 2 + shift, 2 + shift);
+    if s.rows.is_empty() {
+        o.push_str("<p class=\"note\">results.csv has no rows yet.</p>");
+    } else {
+        o.push_str(&markdown(&table::render(&s.rows, &s.param_keys), 2 + shift));
+    }
+    if let Some(d) = &s.decision_md {
+        o.push_str(&markdown(d, 1 + shift));
+    }
+    o
+}
+
+/// Offset of each load point's requests on the launch's timeline clock: its measured
+/// window's start (matched by label).
+fn client_offset(t: Option<&Timeline>, label: &str) -> Option<f64> {
+    t?.windows.iter().find(|w| w.label == label).map(|w| w.t0)
+}
+
+fn launch_section(l: &Launch, rows: &[Row], budget: usize, prefix: &str) -> String {
+    let id = format!("{prefix}run-{}", slug(&l.name));
+    let mut o = String::new();
+    let _ = write!(
+        o,
+        "<section class=\"launch\" id=\"{}\"><h3>{}</h3>",
+        esc(&id),
+        esc(&l.name)
+    );
+    let mine: Vec<&Row> = rows
+        .iter()
+        .filter(|r| r.get("run_name") == l.name)
+        .collect();
+    for r in &mine {
+        if !r.is_ok() {
+            let _ = write!(
+                o,
+                "<p class=\"fail\">{} failed ({}): {}</p>",
+                esc(&r.load_point()),
+                esc(r.get("failure_kind")),
+                esc(r.get("failure_message"))
+            );
+        } else if !r.get("verdict").is_empty() {
+            let _ = write!(
+                o,
+                "<p><span class=\"verdict\">{} at {}</span>: {}</p>",
+                esc(r.get("verdict")),
+                esc(&r.load_point()),
+                esc(r.get("verdict_evidence"))
+            );
+        }
+    }
+    for n in &l.notes {
+        let _ = write!(o, "<p class=\"note\">{}</p>", esc(n));
+    }
+    let t = l.timeline.as_ref();
+    // The client's side on the server's clock: every load point shifted to its window.
+    let mut tokens = Vec::new();
+    let mut spans = Vec::new();
+    for p in &l.points {
+        if let Some(off) = client_offset(t, &p.label) {
+            tokens.extend(data::token_events(&p.requests, off));
+            spans.extend(data::intervals(&p.requests, off));
+        }
+    }
+    match t {
+        Some(t) if !t.is_empty() => {
+            let t = t.clone().downsampled(budget);
+            o.push_str(&timeline_charts(&id, &t, &tokens, &spans, budget));
+        }
+        _ => o.push_str("<p class=\"nodata\">No stats lines in server.log: no timeline.</p>"),
+    }
+    if !l.points.is_empty() && l.points.iter().any(|p| !p.requests.is_empty()) {
+        for (what, col, f) in [
+            (
+                "TTFT",
+                "ttft",
+                (|r: &data::ClientRequest| r.ttft_ms) as fn(&data::ClientRequest) -> Option<f64>,
+            ),
+            ("E2E latency", "e2e", |r: &data::ClientRequest| r.end_ms),
+        ] {
+            let mut c = Chart {
+                id: format!("{id}-{col}-cdf"),
+                title: format!("{what} CDF (client)"),
+                x_label: format!("{what} (ms)"),
+                y_label: "share of requests".into(),
+                y_range: Some((0.0, 1.0)),
+                ..Default::default()
+            };
+            for (i, p) in l.points.iter().enumerate() {
+                let v: Vec<f64> = p.requests.iter().filter_map(f).collect();
+                let cdf = data::downsample(&data::cdf(&v), (budget / 3).max(60));
+                if !cdf.is_empty() {
+                    c.lines.push(Line::new(p.label.clone(), cdf, i));
+                }
+            }
+            o.push_str(&chart::render(&c));
+        }
+    }
+    o.push_str("</section>");
+    o
+}
+
+/// The server's timeline as three charts on one clock: throughput (server gen tok/s and, when
+/// given, the client's tok/s), requests (running, queued, offered, client in flight), and KV
+/// cache (token usage, cache-hit rate). Windows shaded, retractions marked.
+fn timeline_charts(
+    id: &str,
+    t: &Timeline,
+    client_tokens: &[(f64, f64)],
+    client_spans: &[(f64, f64)],
+    budget: usize,
+) -> String {
+    let spans: Vec<(f64, f64, String)> = t
+        .windows
+        .iter()
+        .map(|w| (w.t0, w.t1, w.label.clone()))
+        .collect();
+    let base = |suffix: &str, title: &str, y: &str| Chart {
+        id: format!("{id}-{suffix}"),
+        title: title.into(),
+        x_label: "time since the log's first line (s)".into(),
+        y_label: y.into(),
+        spans: spans.clone(),
+        events: t
+            .ready
+            .map(|r| vec![(r, "ready".to_string())])
+            .unwrap_or_default(),
+        x_from_data: true,
+        ..Default::default()
+    };
+    let mut o = String::new();
+    let mut tput = base(
+        "tput",
+        "Throughput: server gen tok/s and client tok/s",
+        "tok/s",
+    );
+    tput.lines.push(Line::new(
+        "server gen throughput (log)",
+        t.gen_tok_s.clone(),
+        0,
+    ));
+    let span = t.gen_tok_s.last().map(|l| l.0).unwrap_or(0.0)
+        - t.gen_tok_s.first().map(|f| f.0).unwrap_or(0.0);
+    let client = data::downsample(&data::rate(client_tokens, data::bin_for(span, 120)), budget);
+    if !client.is_empty() {
+        let mut l = Line::new("client output tok/s (requests.csv)", client, 1).step();
+        l.thin = true;
+        tput.lines.push(l);
+    }
+    if !t.windows.is_empty() {
+        tput.note = format!(
+            "Shaded: measured windows ({}).",
+            t.windows
+                .iter()
+                .map(|w| w.label.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    o.push_str(&chart::render(&tput));
+
+    let title = if t.windows.iter().any(|w| w.offered.is_some()) {
+        "Requests: running, queued and offered"
+    } else {
+        "Requests: running and queued"
+    };
+    let mut reqs = base("reqs", title, "requests");
+    reqs.marks = t.retractions.clone();
+    reqs.marks_label = "retraction".into();
+    reqs.lines
+        .push(Line::new("#running-req", t.running.clone(), 0).step());
+    reqs.lines
+        .push(Line::new("#queue-req", t.queue.clone(), 3).step());
+    for (i, w) in t.windows.iter().enumerate() {
+        if let Some(c) = w.offered {
+            let name = if i == 0 { "offered concurrency" } else { "" };
+            reqs.lines
+                .push(Line::new(name, vec![(w.t0, c), (w.t1, c)], 6).dashed());
+        }
+    }
+    let inflight = data::downsample(&data::in_flight(client_spans), budget);
+    if !inflight.is_empty() {
+        let mut l = Line::new("client requests in flight", inflight, 2).step();
+        l.thin = true;
+        reqs.lines.push(l);
+    }
+    o.push_str(&chart::render(&reqs));
+
+    let mut kv = base(
+        "kv",
+        "KV cache: token usage and cache-hit rate",
+        "share (0–1)",
+    );
+    kv.y_range = Some((0.0, 1.0));
+    kv.lines
+        .push(Line::new("token usage", t.token_usage.clone(), 0));
+    if !t.cache_hit.is_empty() {
+        kv.lines
+            .push(Line::new("cache-hit rate", t.cache_hit.clone(), 2).marker(Marker::Circle));
+    }
+    o.push_str(&chart::render(&kv));
+    o
+}
+
+fn slug(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect()
+}
+
+fn sweep_body(s: &Sweep, prefix: &str, shift: usize) -> String {
+    let mut o = overview(s, shift);
+    let _ = write!(o, "<h{h}>By configuration</h{h}>", h = 2 + shift);
+    o.push_str(&config_charts(s, prefix));
+    for n in &s.notes {
+        let _ = write!(o, "<p class=\"note\">{}</p>", esc(n));
+    }
+    o
+}
+
+fn launches(s: &Sweep, shift: usize, prefix: &str) -> String {
+    let mut o = String::new();
+    let _ = write!(
+        o,
+        "<h{h}>Per run: the server's timeline and the client's side</h{h}>",
+        h = 2 + shift
+    );
+    let budget = points_per_series(s.launches.len());
+    o.push_str("<div class=\"launches\">");
+    for l in &s.launches {
+        o.push_str(&launch_section(l, &s.rows, budget, prefix));
+    }
+    o.push_str("</div>");
+    o
+}
+
+/// The report of one sweep.
+pub fn sweep_page(s: &Sweep) -> String {
+    let mut o = head(&format!("sgtune report: {}", s.name));
+    let _ = write!(
+        o,
+        "<h1>sgtune report: {}</h1><p class=\"sub\">Results folder: <code>{}</code>. \
+         {} rows, {} launches. Time axes are the server log's clock.</p>",
+        esc(&s.name),
+        esc(&s.dir),
+        s.rows.len(),
+        s.launches.len()
+    );
+    o.push_str(&sweep_body(s, "cfg-", 0));
+    o.push_str(&launches(s, 0, ""));
+    o.push_str(FOOT);
+    o
+}
+
+fn judgement_class(j: Judgement) -> &'static str {
+    match j {
+        Judgement::Better => "better",
+        Judgement::Worse => "worse",
+        _ => "",
+    }
+}
+
+fn fmt_side(s: Option<&crate::report::compare::Side>) -> String {
+    match s {
+        None => "-".into(),
+        Some(s) => match s.sd {
+            Some(sd) => format!("{:.1} ± {:.1} (n={})", s.mean, sd, s.n),
+            None => format!("{:.1}", s.mean),
+        },
+    }
+}
+
+/// Two sweeps side by side, every change judged as `sgtune compare` judges it.
+pub fn compare_page(a: &Sweep, b: &Sweep, c: &Comparison) -> String {
+    let mut o = head(&format!("sgtune report: {} vs {}", a.name, b.name));
+    let _ = write!(
+        o,
+        "<h1>sgtune report: A {} vs B {}</h1><p class=\"sub\">A: <code>{}</code><br>B: \
+         <code>{}</code></p>",
+        esc(&a.name),
+        esc(&b.name),
+        esc(&a.dir),
+        esc(&b.dir)
+    );
+    o.push_str("<h2>Changes from A to B</h2>");
+    for ctx in &c.context {
+        let _ = write!(o, "<p class=\"note\">{}</p>", esc(ctx));
+    }
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    o.push_str(
+        "<div class=\"scroll\"><table id=\"changes\"><tr><th>run</th><th>load point</th>\
+         <th>metric</th><th>A</th><th>B</th><th>change</th><th>judgement</th><th>noise \
+         judged by</th></tr>",
+    );
+    for j in &c.joined {
+        for cell in &j.cells {
+            *counts.entry(cell.judgement.as_str()).or_default() += 1;
+            let rel = cell
+                .relative
+                .map(|r| format!("{:+.1}%", r * 100.0))
+                .unwrap_or_else(|| "-".into());
+            let _ = write!(
+                o,
+                "<tr class=\"{}\"><td>{}</td><td>{}</td><td><code>{}</code></td><td>{}</td>\
+                 <td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                judgement_class(cell.judgement),
+                esc(&j.run_name),
+                esc(&j.concurrency),
+                esc(&cell.metric),
+                esc(&fmt_side(cell.a.as_ref())),
+                esc(&fmt_side(cell.b.as_ref())),
+                esc(&rel),
+                esc(cell.judgement.as_str()),
+                esc(&cell.noise_basis)
+            );
+        }
+    }
+    o.push_str("</table></div>");
+    let summary: Vec<String> = counts.iter().map(|(k, v)| format!("{v} {k}")).collect();
+    let _ = write!(o, "<p>{}</p>", esc(&summary.join(", ")));
+    if !c.only_a.is_empty() {
+        let _ = write!(o, "<p>Only in A: {}</p>", esc(&c.only_a.join(", ")));
+    }
+    if !c.only_b.is_empty() {
+        let _ = write!(o, "<p>Only in B: {}</p>", esc(&c.only_b.join(", ")));
+    }
+    o.push_str("<div class=\"two\"><div>");
+    let _ = write!(o, "<h2>A: {}</h2>", esc(&a.name));
+    o.push_str(&sweep_body(a, "a-cfg-", 1));
+    o.push_str(&launches(a, 1, "a-"));
+    o.push_str("</div><div>");
+    let _ = write!(o, "<h2>B: {}</h2>", esc(&b.name));
+    o.push_str(&sweep_body(b, "b-cfg-", 1));
+    o.push_str(&launches(b, 1, "b-"));
+    o.push_str("</div></div>");
+    o.push_str(FOOT);
+    o
+}
+
+/// `sgtune log FILE --html OUT`: the server timeline of any SGLang log.
+pub fn log_page(name: &str, t: &Timeline) -> String {
+    let mut o = head(&format!("sgtune log: {name}"));
+    let _ = write!(
+        o,
+        "<h1>SGLang log: {}</h1><p class=\"sub\">{} lines, {} decode stats lines, {} \
+         retractions.</p>",
+        esc(name),
+        t.lines,
+        t.gen_tok_s.len(),
+        t.retractions.len()
+    );
+    if t.is_empty() {
+        o.push_str("<p class=\"nodata\">No stats lines: nothing to draw.</p>");
+    } else {
+        let budget = 1500;
+        let t = t.clone().downsampled(budget);
+        o.push_str("<div class=\"grid\">");
+        o.push_str(&timeline_charts("log", &t, &[], &[], budget));
+        o.push_str("</div>");
+    }
+    o.push_str(FOOT);
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    fn row(pairs: &[(&str, &str)]) -> Row {
+        Row(pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect())
+    }
+
+    #[test]
+    fn markdown_tables_lists_and_code() {
+        let h = markdown(
+            "# T\n\n| a | b |\n|---|---|\n| ★ x (best) | `y` |\n\nFailures:\n- one\n  → hint\n- two\n\n```sh\ncmd <x>\n```\n",
+            1,
+        );
+        assert!(h.contains("<h2>T</h2>"));
+        assert!(h.contains("<th>a</th>"));
+        assert!(h.contains("<td class=\"better\">★ x (best)</td><td><code>y</code></td>"));
+        assert!(h.contains("<li>one<br>→ hint</li><li>two</li>"), "{h}");
+        assert!(h.contains("<pre>cmd &lt;x&gt;\n</pre>"));
+    }
+
+    #[test]
+    fn config_series_and_pareto_points() {
+        let rows = vec![
+            row(&[
+                ("run_name", "a"),
+                ("status", "ok"),
+                ("concurrency", "8"),
+                ("request_rate", ""),
+                ("output_tok_s", "80"),
+            ]),
+            row(&[
+                ("run_name", "a"),
+                ("status", "ok"),
+                ("concurrency", "8"),
+                ("request_rate", ""),
+                ("output_tok_s", "100"),
+            ]),
+            row(&[
+                ("run_name", "a"),
+                ("status", "ok"),
+                ("concurrency", "2"),
+                ("request_rate", ""),
+                ("output_tok_s", "40"),
+            ]),
+            row(&[
+                ("run_name", "b"),
+                ("status", "failed"),
+                ("concurrency", "2"),
+                ("request_rate", ""),
+                ("output_tok_s", ""),
+            ]),
+        ];
+        let s = by_config(&rows, "output_tok_s");
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[0].1, vec![(2.0, vec![40.0]), (8.0, vec![80.0, 100.0])]);
+        assert!(s[1].1.is_empty());
+        let p = pareto_points(&rows);
+        assert_eq!(p[0].1, vec![(40.0, 20.0), (90.0, 11.25)]);
+    }
+}

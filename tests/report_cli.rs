@@ -1,0 +1,111 @@
+//! `sgtune report` and `sgtune log --html` from the command line: where the page goes, that
+//! `report A B` judges every change exactly as `sgtune compare` does, and the errors.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test may panic: that is its failure
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/results");
+
+fn sgtune(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sgtune"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn report_defaults_to_the_folder_and_says_where() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cpu-demo");
+    let st = Command::new("cp")
+        .args(["-r", &format!("{FIXTURES}/cpu-demo"), s(&dir)])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    std::fs::remove_file(dir.join("report.html")).ok();
+    let out = sgtune(&["report", s(&dir)]);
+    assert!(out.status.success(), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("report.html"), "{stdout}");
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    assert!(html.contains("id=\"run-mtt2048-reqs\""));
+    // results.csv alone works too (no runs/ folder next to it is needed).
+    let out = sgtune(&[
+        "report",
+        &format!("{FIXTURES}/compare-a/results.csv"),
+        "-o",
+        s(&tmp.path().join("a.html")),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+}
+
+#[test]
+fn report_a_b_judges_changes_as_compare_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    let page = tmp.path().join("ab.html");
+    let (a, b) = (
+        format!("{FIXTURES}/compare-a"),
+        format!("{FIXTURES}/compare-b"),
+    );
+    let out = sgtune(&["report", &a, &b, "-o", s(&page)]);
+    assert!(out.status.success(), "{out:?}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    let out = sgtune(&["compare", &a, &b, "--format", "csv"]);
+    assert!(out.status.success());
+    let csv = String::from_utf8(out.stdout).unwrap();
+    let mut judged = 0;
+    for line in csv.lines().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        if f.len() < 8 {
+            continue; // the blank line at the end
+        }
+        let (run, lp, metric, judgement) = (f[0], f[1], f[2], f[f.len() - 1]);
+        let cell = format!("<td>{run}</td><td>{lp}</td><td><code>{metric}</code></td>");
+        let at = html
+            .find(&cell)
+            .unwrap_or_else(|| panic!("{run} @{lp} {metric} missing from the page"));
+        let row_end = at + html[at..].find("</tr>").unwrap();
+        assert!(
+            html[at..row_end].contains(&format!("<td>{judgement}</td>")),
+            "{run} @{lp} {metric}: compare says {judgement}; page row: {}",
+            &html[at..row_end]
+        );
+        judged += 1;
+    }
+    assert!(judged > 10, "{csv}");
+    assert!(html.contains("<tr class=\"better\">") && html.contains("<tr class=\"worse\">"));
+    // Both sweeps' pages are there, their ids apart.
+    assert!(html.contains("id=\"a-cfg-tput\"") && html.contains("id=\"b-cfg-tput\""));
+}
+
+#[test]
+fn log_html_draws_any_log() {
+    let tmp = tempfile::tempdir().unwrap();
+    let page = tmp.path().join("log.html");
+    let log = format!("{FIXTURES}/cpu-demo/runs/mtt2048/server.log");
+    let out = sgtune(&["log", &log, "--html", s(&page)]);
+    assert!(out.status.success(), "{out:?}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    for id in ["log-tput", "log-reqs", "log-kv"] {
+        assert!(html.contains(&format!("id=\"{id}\"")), "{id}");
+    }
+    assert!(html.contains("<polyline"));
+    // One file only; and it must exist.
+    let out = sgtune(&["log", &log, &log, "--html", s(&page)]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = sgtune(&["log", "/nonexistent/server.log", "--html", s(&page)]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn report_of_a_missing_folder_is_bad_input() {
+    let out = sgtune(&["report", "/nonexistent/sweep"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("error:"));
+}
