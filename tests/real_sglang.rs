@@ -361,3 +361,67 @@ fn the_tuning_sweep_finds_more_load_within_the_slo_for_a_larger_kv_pool() {
         }
     }
 }
+
+/// A working set sized against the KV capacity: 1.5 × the first pool's 1,024 tokens of shared
+/// prefixes (6 prefixes of 256 tokens, each used by every 6th request). The 8,192-token pool
+/// keeps them all and serves most prefix tokens from its cache; the 1,024-token pool cannot
+/// hold them next to the running requests, so its cache-hit rate falls.
+#[test]
+#[ignore = "needs real SGLang on CPU: run scripts/test.sh"]
+fn a_working_set_past_the_kv_capacity_lowers_the_cache_hit_rate() {
+    let env = real_env();
+    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tag = unique_tag("working-set");
+    let body = r#"sweep:
+  max_total_tokens: [1024, 8192]
+workload:
+  endpoint: completions
+  concurrency: 4
+  requests: 36
+  warmup_requests: 0
+  input_tokens: 32
+  output_tokens: 16
+  shared_prefix: {prefix_tokens: 256, working_set: 1.5}
+"#;
+    let spec_path = dir.path().join("ws.yaml");
+    std::fs::write(&spec_path, spec(&env, &tag, body)).expect("write spec");
+    let results = dir.path().join("results");
+    let out = run_sweep(&spec_path, &results);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let folder = only_results_folder(&results);
+    let rows = read_rows(&folder.join("results.csv"));
+    let hit = |name: &str| -> f64 {
+        let r = rows
+            .iter()
+            .find(|r| r["run_name"] == name)
+            .unwrap_or_else(|| panic!("no row for {name}: {rows:?}"));
+        assert!(
+            r["notes"].contains("working set 1.5 x 1024 tokens")
+                && r["notes"].contains("6 prefixes of 256 tokens"),
+            "{name}: {}",
+            r["notes"]
+        );
+        r["cache_hit_rate"]
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}: no cache_hit_rate in {r:?}"))
+    };
+    let (small, large) = (hit("mtt1024"), hit("mtt8192"));
+    assert!(
+        large > 0.3,
+        "the large pool keeps the prefixes: hit rate {large}"
+    );
+    assert!(
+        small < large - 0.2,
+        "past the capacity the hit rate falls: {small} (1024) vs {large} (8192)"
+    );
+    let ws: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(folder.join("working_set.json")).unwrap())
+            .unwrap();
+    assert_eq!(ws["basis_tokens"], 1024);
+    assert_eq!(ws["groups"], 6);
+    assert!(
+        wait_until(Duration::from_secs(10), || procs_with_tag(&tag).is_empty()),
+        "server processes left"
+    );
+}

@@ -1,7 +1,7 @@
 //! The max-load search against the fake SGLang, whose KV pool gives a known knee: a request
 //! reserves input + output tokens, so a pool of P tokens runs floor(P / 50) requests of 30 + 20
-//! tokens at once and the rest queue for a whole request's time (20 decode steps of 10 ms =
-//! 200 ms), which breaks a TTFT p99 bound of 100 ms as soon as the load passes the knee.
+//! tokens at once and the rest queue for a whole request's time (20 decode steps of 20 ms =
+//! 400 ms), which breaks a TTFT p99 bound of 250 ms as soon as the load passes the knee.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test may panic: that is its failure
 
 mod common;
@@ -19,7 +19,7 @@ server:
   env:
     SGTUNE_TEST_TAG: {tag}
     FAKE_SGLANG_STARTUP_S: "0.2"
-    FAKE_SGLANG_TOKEN_S: "0.01"
+    FAKE_SGLANG_TOKEN_S: "0.02"
   args:
     served_model_name: fake
   ready_timeout_s: 20
@@ -34,7 +34,7 @@ configs:
   warmup_requests: 0
 objective:
   maximize: output_tok_s
-  slo: {{ttft_ms_p99: 100}}
+  slo: {{ttft_ms_p99: 250}}
   noise: 0.05
 search:
   max_load:
@@ -128,6 +128,40 @@ fn the_search_finds_each_knee_and_the_decision_compares_there() {
     );
     let log = std::fs::read_to_string(folder.join("runs/large/server.log")).unwrap();
     assert!(log.contains("Cache flushed successfully!"));
+
+    // Re-check the decision: the leader and the runner-up again, ABBA, each at its max load.
+    let again = dir.path().join("again");
+    let out = run(sgtune()
+        .arg("reproduce")
+        .arg(&folder)
+        .arg("--decision")
+        .arg("--results-dir")
+        .arg(&again));
+    let t = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{t}\n{}", text(&out.stderr));
+    assert!(t.contains("The decision holds"), "{t}");
+    let recheck = only_results_folder(&again);
+    let rows = read_rows(&recheck.join("results.csv"));
+    let order: Vec<(String, String, String)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["run_name"].clone(),
+                r["concurrency"].clone(),
+                r["repeat"].clone(),
+            )
+        })
+        .collect();
+    let want = [
+        ("large", "10", "1"),
+        ("small", "6", "1"),
+        ("small", "6", "2"),
+        ("large", "10", "2"),
+    ]
+    .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()));
+    assert_eq!(order, want, "A B B A, each at its own max load");
+    assert!(recheck.join("recheck.md").exists());
+    no_leftover_servers(&tag);
 }
 
 #[test]
@@ -232,7 +266,7 @@ fn search_spec_mistakes_are_errors_with_their_place_and_launch_nothing() {
     let cases: &[(&str, &str, &str, &str)] = &[
         // (what to replace, with what, expected message part, text on the line it names)
         (
-            "  slo: {ttft_ms_p99: 100}\n",
+            "  slo: {ttft_ms_p99: 250}\n",
             "",
             "give an `objective:` with an `slo:`",
             "max_load:",

@@ -71,8 +71,16 @@ pub enum Command {
         /// The results folder that recorded the run.
         dir: PathBuf,
         /// The run's name (results.csv `run_name`).
+        #[arg(
+            long,
+            required_unless_present = "decision",
+            conflicts_with = "decision"
+        )]
+        run: Option<String>,
+        /// Re-check the sweep's decision instead: relaunch its leader and runner-up in ABBA
+        /// order (two launches each, at the loads they were judged at) and decide again.
         #[arg(long)]
-        run: String,
+        decision: bool,
         /// Folder that receives the new results folder.
         #[arg(long, default_value = "results")]
         results_dir: PathBuf,

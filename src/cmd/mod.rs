@@ -170,8 +170,12 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
         Command::Reproduce {
             dir,
             run,
+            decision,
             results_dir,
             tolerance,
-        } => reproduce::run(&dir, &run, &results_dir, tolerance).await,
+        } => match run {
+            Some(run) if !decision => reproduce::run(&dir, &run, &results_dir, tolerance).await,
+            _ => reproduce::decision(&dir, &results_dir).await,
+        },
     }
 }

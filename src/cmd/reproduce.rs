@@ -88,3 +88,156 @@ pub async fn run(
         ExitCode::RunsFailed
     })
 }
+
+/// `sgtune reproduce DIR --decision`: relaunch the decision's leader (A) and runner-up (B) in
+/// ABBA order (so a drift of the machine over the re-check weighs on both alike), each at the
+/// load it was judged at, and decide again between them by the same rule. The decision holds
+/// when the same configuration leads again, and is again separated when it was claimed as a
+/// winner.
+pub async fn decision(dir: &Path, results_dir: &Path) -> Result<ExitCode, CmdError> {
+    let spec_path = dir.join("spec.yaml");
+    let (s, text, plan, prep) = load_checked(&spec_path)?;
+    let Some(o) = s.objective.clone() else {
+        return Err(CmdError::input(format!(
+            "{} has no objective, so no decision to re-check (add `objective:` to the spec, or reproduce one run with --run NAME)",
+            spec_path.display()
+        )));
+    };
+    let recorded = rows::read(&dir.join("results.csv"))
+        .map_err(|e| CmdError::input(e.to_string()))?
+        .rows;
+    let before = crate::report::decision::decide(
+        &plan.sweep_name,
+        &o,
+        &recorded,
+        &Default::default(),
+        Default::default(),
+    );
+    use crate::report::decision::Outcome;
+    let point = before
+        .points
+        .iter()
+        .filter(|p| p.leader.is_some() && p.runner_up.is_some())
+        .max_by_key(|p| p.outcome == Outcome::Winner)
+        .ok_or_else(|| {
+            CmdError::input(format!(
+                "no decision in {} has a leader and a runner-up to re-check (fewer than two eligible configurations)",
+                dir.display()
+            ))
+        })?;
+    let (Some(a), Some(b)) = (point.leader.clone(), point.runner_up.clone()) else {
+        return Err(CmdError::input("no leader and runner-up"));
+    };
+    // Each at the load it was judged at: the point's, or (max-load search) its own max load.
+    let load_of = |name: &str| -> Option<crate::plan::spec::LoadPoint> {
+        let lp = point
+            .configurations
+            .iter()
+            .find(|c| c.run_name == name)
+            .and_then(|c| c.max_load_at_slo.clone())
+            .unwrap_or_else(|| point.load_point.clone());
+        let r = recorded
+            .iter()
+            .find(|r| r.get("run_name") == name && r.load_point() == lp)?;
+        Some(crate::plan::spec::LoadPoint {
+            concurrency: r.u64("concurrency")?,
+            request_rate: r.f64("request_rate"),
+        })
+    };
+    let mut runs = Vec::new();
+    for name in [&a, &b] {
+        let Some(run) = plan.runs.iter().find(|r| &r.name == name) else {
+            return Err(CmdError::input(format!(
+                "`{name}` is not in the spec's plan any more"
+            )));
+        };
+        let Some(lp) = load_of(name) else {
+            return Err(CmdError::input(format!(
+                "no recorded row of `{name}` at its decided load"
+            )));
+        };
+        let mut run = run.clone();
+        // A value the pre-flight decided is taken from the recorded row.
+        if let Some(p) = &s.search.preflight {
+            let v = recorded
+                .iter()
+                .find(|r| r.get("run_name") == name.as_str())
+                .and_then(|r| r.f64(&format!("param_{}", p.knob)));
+            if let Some(v) = v {
+                let mut l = runner::Launch {
+                    run,
+                    dir_name: String::new(),
+                    measurements: Vec::new(),
+                    search: None,
+                    phase: crate::record::Phase::Measure,
+                };
+                runner::preflight::substitute(&mut l, p, v);
+                run = l.run;
+            }
+        }
+        runs.push((run, lp));
+    }
+    // ABBA: A first and last, B in the middle, each launch its own server.
+    let order = [(0usize, 1u64), (1, 1), (1, 2), (0, 2)];
+    let launches: Vec<runner::Launch> = order
+        .iter()
+        .map(|&(i, k)| runner::Launch {
+            run: runs[i].0.clone(),
+            dir_name: format!("{}.r{k}", runs[i].0.name),
+            measurements: vec![runner::Measurement {
+                repeat: k,
+                point: runs[i].1,
+            }],
+            search: None,
+            phase: crate::record::Phase::Measure,
+        })
+        .collect();
+    let mut s2 = s.clone();
+    s2.objective = None; // judged below, pairwise, not per load point
+    s2.search = Default::default();
+    s2.repeats = 2;
+    s2.reuse_server = false;
+    let one = RunPlan {
+        sweep_name: format!("{}-recheck", plan.sweep_name),
+        param_keys: plan.param_keys.clone(),
+        runs: runs.iter().map(|(r, _)| r.clone()).collect(),
+    };
+    let input = SweepInput {
+        spec: &s2,
+        text: &text,
+        spec_path: &spec_path,
+        plan: &one,
+        prep: &prep,
+    };
+    out(&format!(
+        "re-checking the decision at {}: {a} (leader) against {b} (runner-up), order A B B A",
+        point.label
+    ));
+    let (results, mut manifest) = create_results(&input, results_dir, &one.sweep_name)?;
+    let code = execute(&input, &results, &launches, &mut manifest).await?;
+    if code == ExitCode::Interrupted {
+        return Ok(code);
+    }
+    let new_rows = rows::read(&results.results_csv())
+        .map_err(|e| CmdError::input(e.to_string()))?
+        .rows;
+    let refs: Vec<&rows::Row> = new_rows.iter().collect();
+    let after = crate::report::decision::decide_rows(
+        &o,
+        &format!("the re-check ({a} and {b}, 2 launches each, ABBA)"),
+        &refs,
+        &Default::default(),
+    );
+    let (holds, report) = reproduce::decision_verdict(&before, point, &after);
+    out(&report);
+    if let Err(e) = store::write_atomic(&results.root.join("recheck.md"), report.as_bytes()) {
+        say(&format!(
+            "warning: the report above could not be saved: {e}"
+        ));
+    }
+    Ok(if holds {
+        ExitCode::Ok
+    } else {
+        ExitCode::RunsFailed
+    })
+}

@@ -691,6 +691,19 @@ fn decide_point(
     }
 }
 
+/// Decide between the configurations of `rows` as if they were one load point, whatever load
+/// each row was measured at (a re-check measures each configuration at its own load).
+pub fn decide_rows(
+    o: &Objective,
+    label: &str,
+    rows: &[&Row],
+    commands: &BTreeMap<String, String>,
+) -> PointDecision {
+    let mut p = decide_point(o, label, rows, commands);
+    p.label = label.to_string();
+    p
+}
+
 /// The decision of a max-load search: each configuration at the highest load whose probe
 /// passed (the `probe` column), compared there by the same rule as a load point. A
 /// configuration with no passing probe is not eligible: no load within the SLO was shown.

@@ -127,3 +127,84 @@ fn render_verdict_line(report: &mut String, differs: &[String], tolerance: f64) 
         }
     }
 }
+
+/// Whether a re-check upholds a decision, and the report saying so. It holds when the same
+/// configuration leads again and, if it had been claimed the winner, is separated again.
+pub fn decision_verdict(
+    before: &crate::report::decision::Decision,
+    point: &crate::report::decision::PointDecision,
+    after: &crate::report::decision::PointDecision,
+) -> (bool, String) {
+    use crate::report::decision::{Outcome, num};
+    let was_winner = point.outcome == Outcome::Winner;
+    let same_leader = after.leader == point.leader;
+    let holds = same_leader && (!was_winner || after.outcome == Outcome::Winner);
+    let mut s = format!("# Re-check of the decision: {}\n\n", before.sweep);
+    s.push_str(&format!("Objective: {}.\n\n", before.objective));
+    let name = |o: &Option<String>| o.clone().unwrap_or_else(|| "-".into());
+    s.push_str(&format!(
+        "Recorded, at {}: {} {} (runner-up {}).\n\n",
+        point.label,
+        match point.outcome {
+            Outcome::Winner => "winner",
+            Outcome::TieWithinNoise => "leader, tie within noise with",
+            Outcome::NoEligibleConfiguration => "no eligible configuration",
+        },
+        name(&point.leader),
+        name(&point.runner_up),
+    ));
+    if point.outcome == Outcome::TieWithinNoise {
+        s.push_str(&format!("(tied with {})\n\n", point.tied_with.join(", ")));
+    }
+    s.push_str(&format!("Re-check: {}\n\n", after.sentence));
+    for c in &after.configurations {
+        let est = c
+            .estimate
+            .as_ref()
+            .map(|e| match &e.ci {
+                Some(ci) => format!("{} [{}, {}]", num(e.mean), num(ci.low), num(ci.high)),
+                None => num(e.mean),
+            })
+            .unwrap_or_else(|| "-".into());
+        s.push_str(&format!(
+            "- {}: {} {est} over {} launch(es){}\n",
+            c.run_name,
+            before.objective.metric,
+            c.repeats,
+            if c.why.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", c.why)
+            }
+        ));
+    }
+    let verdict = if holds {
+        if was_winner {
+            format!(
+                "**The decision holds**: {} wins again, separated from {}.",
+                name(&point.leader),
+                name(&point.runner_up)
+            )
+        } else {
+            format!(
+                "**The decision holds**: {} leads again (it was not claimed as a winner).",
+                name(&point.leader)
+            )
+        }
+    } else if same_leader {
+        format!(
+            "**The decision does not hold as claimed**: {} leads again, but no longer separates from {} ({}).",
+            name(&point.leader),
+            name(&point.runner_up),
+            after.sentence
+        )
+    } else {
+        format!(
+            "**The decision does not hold**: {} leads the re-check, not {}.",
+            name(&after.leader),
+            name(&point.leader)
+        )
+    };
+    s.push_str(&format!("\n{verdict}\n"));
+    (holds, s)
+}
