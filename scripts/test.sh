@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The project's test command (README, .ci/run): set up real SGLang on CPU and the peer servers
-# (vLLM on CPU, llama.cpp's llama-server) the load generator is tested against, all idempotent
+# The project's test command (README, .ci/run): set up real SGLang on CPU, the peer servers
+# (vLLM on CPU, llama.cpp's llama-server) the load generator is tested against, and Chromium for
+# the report's browser test (scripts/setup-all.sh, in parallel where it can), all idempotent
 # and cached in ~/.cache/sgtune (the first time downloads ~14 GB and builds llama-server for
 # ~10 minutes), then run every test, including the end-to-end tests against those real
 # servers. Those are #[ignore]d so that a bare `cargo test` cannot pass them without a server;
@@ -17,10 +18,11 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do
   shift
 done
 if [ $# -gt 0 ]; then shift; fi # the `--`: what follows goes to the test binaries
-env_file=$(scripts/setup-cpu-sglang.sh)
+files=$(scripts/setup-all.sh)
+env_file=$(echo "$files" | tail -n 2 | head -n 1)
+peers_file=$(echo "$files" | tail -n 1)
 # shellcheck disable=SC1090
 . "$env_file"
-peers_file=$(scripts/setup-peers.sh)
 # shellcheck disable=SC1090
 . "$peers_file"
 cargo test ${cargo_args[@]+"${cargo_args[@]}"} -- --include-ignored "$@"
