@@ -35,6 +35,8 @@ pub enum Command {
         /// (the differences are recorded in the manifest).
         #[arg(long, requires = "resume")]
         force: bool,
+        #[command(flatten)]
+        slots: SlotArgs,
     },
     /// Continue an interrupted sweep from its results folder (uses the folder's spec.yaml).
     Resume {
@@ -46,6 +48,8 @@ pub enum Command {
         /// Resume even though the plan, workload, versions or model changed.
         #[arg(long)]
         force: bool,
+        #[command(flatten)]
+        slots: SlotArgs,
     },
     /// Compare two sweeps (results folders or results.csv files) run by run.
     Compare {
@@ -115,6 +119,22 @@ pub enum Command {
     /// Internal: kill server process group PGID when sgtune (PARENT) dies.
     #[command(name = "__reap", hide = true)]
     Reap { parent: i32, pgid: i32 },
+}
+
+/// Several configurations at once on one machine.
+#[derive(Debug, Args, Clone, Default)]
+pub struct SlotArgs {
+    /// Run up to N configurations at the same time (CPU servers, or with --gpus), each with
+    /// its own port range (slots are 100 ports apart: SGLang uses ports above --port).
+    #[arg(long, value_name = "N")]
+    pub parallel: Option<usize>,
+    /// GPU ids to share out, e.g. 0,1,2,3: each run gets its own CUDA_VISIBLE_DEVICES, sized by
+    /// tp_size × dp_size of its configuration (or --gpus-per-run); no two runs share a GPU.
+    #[arg(long, value_name = "IDS")]
+    pub gpus: Option<String>,
+    /// GPUs per run, instead of tp_size × dp_size.
+    #[arg(long, value_name = "K")]
+    pub gpus_per_run: Option<usize>,
 }
 
 #[derive(Debug, Args)]

@@ -119,8 +119,10 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
             resume,
             retry_failed,
             force,
+            slots,
         } => {
             let (s, text, plan, prep) = sweep::load_checked(&spec)?;
+            let slots = sweep::slot_spec(&slots, &s, &plan)?;
             if dry_run {
                 sweep::print_plan(&s, &plan);
                 return Ok(ExitCode::Ok);
@@ -131,6 +133,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
                 spec_path: &spec,
                 plan: &plan,
                 prep: &prep,
+                slots: &slots,
             };
             match resume {
                 Some(dir) => sweep::resume_sweep(&input, &dir, retry_failed, force).await,
@@ -141,15 +144,18 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
             dir,
             retry_failed,
             force,
+            slots,
         } => {
             let spec = dir.join("spec.yaml");
             let (s, text, plan, prep) = sweep::load_checked(&spec)?;
+            let slots = sweep::slot_spec(&slots, &s, &plan)?;
             let input = sweep::SweepInput {
                 spec: &s,
                 text: &text,
                 spec_path: &spec,
                 plan: &plan,
                 prep: &prep,
+                slots: &slots,
             };
             sweep::resume_sweep(&input, &dir, retry_failed, force).await
         }

@@ -61,6 +61,7 @@ pub async fn run(
         spec_path: &spec_path,
         plan: &one,
         prep: &prep,
+        slots: &crate::run::slots::SlotSpec::serial(),
     };
     let (results, mut manifest) = create_results(&input, results_dir, &one.sweep_name)?;
     let launches = runner::plan_launches(&s, &one, &|_, _| false);

@@ -10,12 +10,12 @@ use crate::record::store::{self, ResultsDir};
 use crate::report::decision;
 use crate::report::progress::Progress;
 use crate::report::table;
+use crate::run::slots::SlotSpec;
 use crate::run::{self as runner, RunContext, signals};
 use crate::server::command;
 use crate::util::say;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::AtomicI32;
 use tokio_util::sync::CancellationToken;
 
 /// What a sweep needs besides its spec, read before anything is launched.
@@ -143,6 +143,22 @@ pub struct SweepInput<'a> {
     pub spec_path: &'a Path,
     pub plan: &'a RunPlan,
     pub prep: &'a Prepared,
+    /// One launch at a time, or several in slots.
+    pub slots: &'a SlotSpec,
+}
+
+/// `--parallel`, `--gpus`, `--gpus-per-run`, checked against the plan before anything starts.
+pub fn slot_spec(
+    a: &crate::cmd::cli::SlotArgs,
+    s: &SweepSpec,
+    plan: &RunPlan,
+) -> Result<SlotSpec, CmdError> {
+    let slots = SlotSpec::from_flags(a.parallel, a.gpus.as_deref(), a.gpus_per_run)
+        .map_err(CmdError::Input)?;
+    slots
+        .check(&plan.runs, s.server.port)
+        .map_err(CmdError::Input)?;
+    Ok(slots)
 }
 
 fn write_plan(s: &SweepSpec, plan: &RunPlan, root: &Path) -> Result<(), store::StoreError> {
@@ -362,10 +378,10 @@ pub async fn execute(
     manifest: &mut Manifest,
 ) -> Result<ExitCode, CmdError> {
     let cancel = CancellationToken::new();
-    let pgid = Arc::new(AtomicI32::new(0));
+    let groups = Arc::new(signals::Groups::default());
     signals::install(
         cancel.clone(),
-        pgid.clone(),
+        groups.clone(),
         "sgtune: interrupted; recording the current run and stopping its server (signal again to kill it now)",
     );
     let ctx = RunContext {
@@ -374,10 +390,11 @@ pub async fn execute(
         vocab_size: input.prep.vocab,
         dataset: input.prep.dataset.clone(),
         cancel: &cancel,
-        current_pgid: &pgid,
+        groups: &groups,
+        slot: None,
     };
     let mut progress = Progress::new();
-    let outcome = runner::run_sweep(&ctx, launches, results, manifest, &mut |ev| {
+    let outcome = runner::run_sweep(&ctx, input.slots, launches, results, manifest, &mut |ev| {
         progress.handle(&ev)
     })
     .await;

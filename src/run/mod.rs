@@ -6,6 +6,7 @@
 pub mod launch;
 pub mod session;
 pub mod signals;
+pub mod slots;
 pub mod sweep;
 
 pub use launch::{LaunchOutcome, run_launch};
@@ -15,11 +16,10 @@ use crate::plan::expand::{RunConfig, RunPlan};
 use crate::plan::spec::{LoadPoint, SweepSpec};
 use crate::record::RunRecord;
 use serde::Serialize;
-use std::sync::Arc;
-use std::sync::atomic::AtomicI32;
 use tokio_util::sync::CancellationToken;
 
 /// What a run needs besides its configuration.
+#[derive(Clone)]
 pub struct RunContext<'a> {
     pub spec: &'a SweepSpec,
     pub param_keys: &'a [String],
@@ -28,8 +28,11 @@ pub struct RunContext<'a> {
     /// `workload.dataset` prompts, loaded once.
     pub dataset: Option<std::sync::Arc<Vec<crate::load::dataset::DatasetPrompt>>>,
     pub cancel: &'a CancellationToken,
-    /// Process group of the server now running (0: none), for the second-signal kill.
-    pub current_pgid: &'a Arc<AtomicI32>,
+    /// Process groups of the servers now running, for the second-signal kill.
+    pub groups: &'a signals::Groups,
+    /// Where this launch runs when several share the machine (None: the whole machine, the
+    /// spec's port or a free one).
+    pub slot: Option<slots::Slot>,
 }
 
 /// One measurement: a configuration at one load point, in one repeat.
