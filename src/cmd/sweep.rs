@@ -219,6 +219,18 @@ pub async fn resume_sweep(
     retry_failed: bool,
     force: bool,
 ) -> Result<ExitCode, CmdError> {
+    let (results, launches, mut recorded) = prepare_resume(input, dir, retry_failed, force)?;
+    execute(input, &results, &launches, &mut recorded).await
+}
+
+/// What a resume keeps and what it redoes: results.csv rewritten with the kept rows (the others
+/// set aside in results.superseded.csv), earlier attempts' folders renamed, the launches to go.
+pub fn prepare_resume(
+    input: &SweepInput<'_>,
+    dir: &Path,
+    retry_failed: bool,
+    force: bool,
+) -> Result<(ResultsDir, Vec<runner::Launch>, Manifest), CmdError> {
     let mut recorded = provenance::read(dir).map_err(|e| {
         CmdError::input(format!(
             "cannot resume {}: {e} (is it a results folder written by sgtune run?)",
@@ -315,7 +327,7 @@ pub async fn resume_sweep(
         redo_raw.len(),
         launches.len()
     ));
-    execute(input, &results, &launches, &mut recorded).await
+    Ok((results, launches, recorded))
 }
 
 /// With an objective: write decision.md and decision.json from every row the folder holds and
@@ -400,7 +412,25 @@ pub async fn execute(
     .await;
     progress.finish();
     let outcome = outcome?;
-    if !outcome.interrupted {
+    Ok(conclude(
+        input.spec,
+        input.plan,
+        results,
+        manifest,
+        outcome.interrupted,
+    ))
+}
+
+/// After the runs (here, or the Slurm merge): the manifest, results.md and the table from every
+/// row the folder holds, the decision, and the exit code.
+pub fn conclude(
+    spec: &SweepSpec,
+    plan: &RunPlan,
+    results: &ResultsDir,
+    manifest: &mut Manifest,
+    interrupted: bool,
+) -> ExitCode {
+    if !interrupted {
         manifest.finished_at = Some(provenance::now_rfc3339());
     }
     if let Err(e) = store::write_json(&results.root.join(provenance::FILE), manifest) {
@@ -415,36 +445,29 @@ pub async fn execute(
             Vec::new()
         }
     };
-    let table = table::render(&all, &input.plan.param_keys);
+    let table = table::render(&all, &plan.param_keys);
     let md = format!(
         "# {}\n\nResults folder: `{}`\n\n{table}",
-        input.plan.sweep_name,
+        plan.sweep_name,
         results.root.display()
     );
     if let Err(e) = store::write_atomic(&results.root.join("results.md"), md.as_bytes()) {
         say(&format!("warning: cannot write results.md: {e}"));
     }
     out(&format!("\n{table}"));
-    if let Some(o) = &input.spec.objective {
-        decide(
-            o,
-            &input.plan.sweep_name,
-            &all,
-            results,
-            manifest,
-            outcome.interrupted,
-        );
+    if let Some(o) = &spec.objective {
+        decide(o, &plan.sweep_name, &all, results, manifest, interrupted);
     }
     out(&format!("results: {}", results.root.display()));
-    if outcome.interrupted {
+    if interrupted {
         say(&format!(
             "interrupted: every finished run is in results.csv; continue with `sgtune resume {}`",
             results.root.display()
         ));
-        Ok(ExitCode::Interrupted)
+        ExitCode::Interrupted
     } else if all.iter().any(|r| !r.is_ok()) {
-        Ok(ExitCode::RunsFailed)
+        ExitCode::RunsFailed
     } else {
-        Ok(ExitCode::Ok)
+        ExitCode::Ok
     }
 }
