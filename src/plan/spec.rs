@@ -78,6 +78,45 @@ pub struct SweepSpec {
     /// the table).
     #[serde(default)]
     pub objective: Option<Objective>,
+    /// How `--executor slurm` submits the sweep (flags override each key).
+    #[serde(default)]
+    pub slurm: Option<SlurmSpec>,
+}
+
+/// `slurm:`: the sbatch options of the job array (one task per server launch) and of the
+/// merge job, and what a task runs on its node before sgtune.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SlurmSpec {
+    #[serde(default)]
+    pub partition: Option<String>,
+    #[serde(default)]
+    pub account: Option<String>,
+    /// `--time` of each task, e.g. `2:00:00` (a timed-out task becomes a row that says so).
+    #[serde(default)]
+    pub time: Option<String>,
+    #[serde(default)]
+    pub qos: Option<String>,
+    /// At most this many tasks of the array at once (`--array=0-N%max_running`).
+    #[serde(default, deserialize_with = "opt_positive_u64")]
+    pub max_running: Option<u64>,
+    /// `--gres=gpu:N` per task; default tp_size × dp_size of the configuration; 0: no gres.
+    #[serde(default)]
+    pub gpus_per_run: Option<u64>,
+    /// More sbatch options, each as on the command line, e.g. `--constraint=h100`.
+    #[serde(default)]
+    pub extra: Vec<String>,
+    /// Shell lines run on the node before sgtune, e.g. `module load cuda`, `source venv/bin/activate`.
+    #[serde(default)]
+    pub setup: Vec<String>,
+    /// The sgtune binary on the nodes (default: this one's path, which must be on a shared
+    /// filesystem).
+    #[serde(default)]
+    pub sgtune: Option<String>,
+}
+
+fn opt_positive_u64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    Positive::deserialize(d).map(|p| Some(p.0))
 }
 
 fn default_repeats() -> u64 {

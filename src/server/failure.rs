@@ -23,10 +23,13 @@ pub enum FailureKind {
     LaunchError,
     /// Interrupted by a signal (Ctrl-C, SIGTERM, SIGHUP) while this run was in progress.
     Interrupted,
+    /// A Slurm task ended (failed, timed out, its node died, cancelled before it started)
+    /// without writing its rows; the message has its Slurm state.
+    SlurmTask,
 }
 
 impl FailureKind {
-    pub const ALL: [FailureKind; 8] = [
+    pub const ALL: [FailureKind; 9] = [
         FailureKind::Oom,
         FailureKind::BadFlag,
         FailureKind::StartupError,
@@ -35,6 +38,7 @@ impl FailureKind {
         FailureKind::LoadFailed,
         FailureKind::LaunchError,
         FailureKind::Interrupted,
+        FailureKind::SlurmTask,
     ];
 
     /// The kind named by `as_str` (results.csv `failure_kind`).
@@ -52,6 +56,7 @@ impl FailureKind {
             FailureKind::LoadFailed => "load_failed",
             FailureKind::LaunchError => "launch_error",
             FailureKind::Interrupted => "interrupted",
+            FailureKind::SlurmTask => "slurm_task",
         }
     }
 }
