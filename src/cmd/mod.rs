@@ -7,6 +7,7 @@ pub mod compare;
 pub mod load;
 pub mod log;
 pub mod reproduce;
+pub mod slurm;
 pub mod sweep;
 
 use crate::util::say;
@@ -120,9 +121,12 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
             retry_failed,
             force,
             slots,
+            executor,
+            slurm: slurm_flags,
         } => {
             let (s, text, plan, prep) = sweep::load_checked(&spec)?;
             let slots = sweep::slot_spec(&slots, &s, &plan)?;
+            let slurm_opts = on_slurm(executor, &slots, &s, &slurm_flags)?;
             if dry_run {
                 sweep::print_plan(&s, &plan);
                 return Ok(ExitCode::Ok);
@@ -135,9 +139,20 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
                 prep: &prep,
                 slots: &slots,
             };
-            match resume {
-                Some(dir) => sweep::resume_sweep(&input, &dir, retry_failed, force).await,
-                None => sweep::new_sweep(&input, &results_dir).await,
+            match (resume, slurm_opts) {
+                (Some(dir), None) => sweep::resume_sweep(&input, &dir, retry_failed, force).await,
+                (None, None) => sweep::new_sweep(&input, &results_dir).await,
+                (Some(dir), Some(o)) => {
+                    let (results, launches, _) =
+                        sweep::prepare_resume(&input, &dir, retry_failed, force)?;
+                    slurm::submit(&input, &results, &launches, &o)
+                }
+                (None, Some(o)) => {
+                    let (results, _) =
+                        sweep::create_results(&input, &results_dir, &plan.sweep_name)?;
+                    let launches = crate::run::plan_launches(&s, &plan, &|_, _| false);
+                    slurm::submit(&input, &results, &launches, &o)
+                }
             }
         }
         Command::Resume {
@@ -145,10 +160,13 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
             retry_failed,
             force,
             slots,
+            executor,
+            slurm: slurm_flags,
         } => {
             let spec = dir.join("spec.yaml");
             let (s, text, plan, prep) = sweep::load_checked(&spec)?;
             let slots = sweep::slot_spec(&slots, &s, &plan)?;
+            let slurm_opts = on_slurm(executor, &slots, &s, &slurm_flags)?;
             let input = sweep::SweepInput {
                 spec: &s,
                 text: &text,
@@ -157,8 +175,23 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
                 prep: &prep,
                 slots: &slots,
             };
-            sweep::resume_sweep(&input, &dir, retry_failed, force).await
+            match slurm_opts {
+                None => sweep::resume_sweep(&input, &dir, retry_failed, force).await,
+                Some(o) => {
+                    let (results, launches, _) =
+                        sweep::prepare_resume(&input, &dir, retry_failed, force)?;
+                    slurm::submit(&input, &results, &launches, &o)
+                }
+            }
         }
+        Command::Status { dir } => slurm::status(&dir),
+        Command::Cancel { dir } => slurm::cancel(&dir),
+        Command::RunOne {
+            dir,
+            launch,
+            marker,
+        } => slurm::run_one(&dir, &launch, &marker).await,
+        Command::Merge { dir } => slurm::merge(&dir),
         Command::Compare {
             a,
             b,
@@ -172,5 +205,21 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
             results_dir,
             tolerance,
         } => reproduce::run(&dir, &run, &results_dir, tolerance).await,
+    }
+}
+
+/// The Slurm options when the sweep goes to Slurm (None: it runs here).
+fn on_slurm(
+    executor: cli::Executor,
+    slots: &crate::run::slots::SlotSpec,
+    s: &crate::plan::spec::SweepSpec,
+    flags: &cli::SlurmArgs,
+) -> Result<Option<crate::plan::spec::SlurmSpec>, CmdError> {
+    match executor {
+        cli::Executor::Local => Ok(None),
+        cli::Executor::Slurm if slots.is_parallel() => Err(CmdError::input(
+            "--parallel/--gpus share out this machine; with --executor slurm each run is its own task with its own GPUs (slurm.gpus_per_run): drop one of them",
+        )),
+        cli::Executor::Slurm => Ok(Some(slurm::options(s.slurm.as_ref(), flags))),
     }
 }

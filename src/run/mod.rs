@@ -7,6 +7,7 @@ pub mod launch;
 pub mod session;
 pub mod signals;
 pub mod slots;
+pub mod slurm;
 pub mod sweep;
 
 pub use launch::{LaunchOutcome, run_launch};
