@@ -220,6 +220,9 @@ fn on_slurm(
         cli::Executor::Slurm if slots.is_parallel() => Err(CmdError::input(
             "--parallel/--gpus share out this machine; with --executor slurm each run is its own task with its own GPUs (slurm.gpus_per_run): drop one of them",
         )),
-        cli::Executor::Slurm => Ok(Some(slurm::options(s.slurm.as_ref(), flags))),
+        cli::Executor::Slurm => {
+            crate::run::slurm::check_client()?;
+            Ok(Some(slurm::options(s.slurm.as_ref(), flags)))
+        }
     }
 }

@@ -244,6 +244,17 @@ fn tool(program: &str, args: &[String]) -> Result<String, SlurmError> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// Slurm's client is here (checked before the results folder is created).
+pub fn check_client() -> Result<(), SlurmError> {
+    tool("sbatch", &["--version".to_string()])
+        .map(|_| ())
+        .map_err(|e| {
+            other(format!(
+                "{e}\n  (--executor slurm submits from this machine: it needs Slurm's client and the cluster's config, as on a login node; SLURM_CONF names a config file elsewhere)"
+            ))
+        })
+}
+
 /// `sbatch --parsable SCRIPT` → the job id.
 fn sbatch(script: &Path, extra: &[String]) -> Result<String, SlurmError> {
     let mut args = vec!["--parsable".to_string()];
