@@ -173,10 +173,11 @@ fn six_configs_one_failing_cancel_then_resume_on_slurm() {
         }),
         "status never showed running and pending runs"
     );
-    // The first two finish (one ok, one failed); then cancel while the next two run.
+    // The first two finish (one ok, one failed); then cancel while the next ones run.
     assert!(
-        wait_until(Duration::from_secs(90), || rows_csv_count(&dir) >= 2),
-        "the first tasks never wrote their rows"
+        wait_until(Duration::from_secs(90), || rows_csv_count(&dir) >= 2
+            && text(&sg(&c, &["status", d]).stdout).contains(" running ")),
+        "the first tasks never wrote their rows, or no later task started"
     );
     let out = sg(&c, &["cancel", d]);
     assert!(text(&out.stdout).contains("cancelled job array"));
@@ -192,6 +193,21 @@ fn six_configs_one_failing_cancel_then_resume_on_slurm() {
     );
     let cancelled = rows.iter().filter(|r| r["status"] == "interrupted").count();
     assert!(cancelled >= 1, "the cancel left interrupted rows: {rows:?}");
+    // A running task recorded its own run when scancel signalled it.
+    let by_task: Vec<_> = ["c", "d", "e", "f"]
+        .iter()
+        .filter_map(|n| {
+            let p = dir.join("runs").join(n).join("rows.csv");
+            p.exists().then(|| read_rows(&p))
+        })
+        .flatten()
+        .collect();
+    assert!(
+        by_task
+            .iter()
+            .any(|r| r["status"] == "interrupted" && r["notes"].contains("was signalled")),
+        "a running task wrote its interrupted row: {by_task:?}"
+    );
     let status = text(&sg(&c, &["status", d]).stdout);
     assert!(status.contains("cancelled"), "{status}");
 
