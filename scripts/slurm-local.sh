@@ -106,13 +106,13 @@ start() {
   cd "$D"
   : >"$D/pids"
   munged -F --force --socket="$D/munge-sock/munge.socket" --key-file="$D/munge-key/munge.key" \
-    --pid-file="$D/run/munged.pid" --seed-file="$D/munge-key/munged.seed" </dev/null >>"$D/log/munged.log" 2>&1 &
+    --pid-file="$D/run/munged.pid" --seed-file="$D/munge-key/munged.seed" </dev/null >>"$D/log/munged.log" 2>&1 9>&- &
   echo $! >>"$D/pids"
   # munged must answer before slurmctld asks it for credentials.
   for _ in $(seq 50); do [ -S "$D/munge-sock/munge.socket" ] && break; sleep 0.1; done
-  slurmctld -D -f "$D/slurm.conf" </dev/null >>"$D/log/slurmctld.out" 2>&1 &
+  slurmctld -D -f "$D/slurm.conf" </dev/null >>"$D/log/slurmctld.out" 2>&1 9>&- &
   echo $! >>"$D/pids"
-  slurmd -D -f "$D/slurm.conf" -N localhost </dev/null >>"$D/log/slurmd.out" 2>&1 &
+  slurmd -D -f "$D/slurm.conf" -N localhost </dev/null >>"$D/log/slurmd.out" 2>&1 9>&- &
   echo $! >>"$D/pids"
   local t
   for t in $(seq 300); do
@@ -145,6 +145,11 @@ stop() {
   rm -rf "$D"
   say "stopped (pids $(echo $pids))"
 }
+
+# One start or stop at a time (two test processes may ask at once). The daemons do not
+# inherit the lock's descriptor (`9>&-`), or they would hold it for as long as they run.
+exec 9>"$D.lock"
+flock 9
 
 case "${1:-}" in
   start) start ;;

@@ -32,6 +32,9 @@ impl Drop for Cluster {
     }
 }
 
+/// The tests of this file share one cluster, one at a time.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn cluster() -> Cluster {
     let script = repo().join("scripts/slurm-local.sh");
     let dir = PathBuf::from(
@@ -141,6 +144,7 @@ fn rows_csv_count(dir: &Path) -> usize {
 #[test]
 #[ignore = "needs a local Slurm (root: scripts/slurm-local.sh starts one); CI runs it"]
 fn six_configs_one_failing_cancel_then_resume_on_slurm() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let c = cluster();
     let tmp = tempfile::tempdir().expect("tempdir");
     let tag = unique_tag("slurm");
@@ -246,5 +250,70 @@ fn six_configs_one_failing_cancel_then_resume_on_slurm() {
     assert!(
         wait_until(Duration::from_secs(10), || procs_with_tag(&tag).is_empty()),
         "servers left behind"
+    );
+}
+
+/// A sweep started here and interrupted finishes on Slurm: the rows kept locally plus the
+/// tasks' rows, one per planned run.
+#[test]
+#[ignore = "needs a local Slurm (root: scripts/slurm-local.sh starts one); CI runs it"]
+fn a_sweep_started_locally_finishes_on_slurm() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let c = cluster();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let tag = unique_tag("slurm-local-first");
+    let spec_path = tmp.path().join("s.yaml");
+    let text3 = spec(&tag).replace(
+        "  - {name: c}\n  - {name: d}\n  - {name: e}\n  - {name: f}\n",
+        "  - {name: c}\n",
+    );
+    std::fs::write(&spec_path, text3).expect("write");
+    let results = tmp.path().join("results");
+    let mut child = sgtune()
+        .arg("run")
+        .arg(&spec_path)
+        .arg("--results-dir")
+        .arg(&results)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    assert!(
+        wait_until(Duration::from_secs(60), || {
+            std::fs::read_dir(&results)
+                .ok()
+                .and_then(|mut d| d.next())
+                .and_then(Result::ok)
+                .is_some_and(|e| e.path().join("runs/bad").exists())
+        }),
+        "the local sweep never reached its second run"
+    );
+    // SIGTERM: the local sweep records what it has and stops.
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let status = child.wait().expect("wait");
+    assert_eq!(status.code(), Some(130));
+    let dir = only_results_folder(&results);
+    let d = dir.to_str().unwrap();
+    let local_rows = read_rows(&dir.join("results.csv"));
+    assert!(
+        local_rows
+            .iter()
+            .any(|r| r["run_name"] == "a" && r["status"] == "ok")
+    );
+    sg(&c, &["resume", d, "--executor", "slurm"]);
+    assert!(
+        wait_until(Duration::from_secs(90), || merged(&c, &dir)),
+        "the merge did not run"
+    );
+    let rows = read_rows(&dir.join("results.csv"));
+    let mut names: Vec<&str> = rows.iter().map(|r| r["run_name"].as_str()).collect();
+    names.sort_unstable();
+    assert_eq!(names, ["a", "bad", "c"], "{rows:?}");
+    assert!(
+        rows.iter()
+            .all(|r| (r["run_name"] == "bad") == (r["status"] == "failed")),
+        "{rows:?}"
     );
 }
