@@ -269,6 +269,11 @@ fn bad_slurm_section() {
         14,
         ">= 1",
     );
+    check_rejected(
+        &format!("sweep:\n  mem_fraction_static: [0.8]\n{WORKLOAD}slots:\n  gpus: [\"0,1\"]\n"),
+        14,
+        "one id per list item",
+    );
 }
 
 /// Slots that cannot hold a configuration are refused before anything starts.

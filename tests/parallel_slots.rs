@@ -206,11 +206,12 @@ fn parallel_cpu_slots_space_fixed_ports_and_keep_every_row() {
     let spec_path = dir.path().join("s.yaml");
     std::fs::write(
         &spec_path,
-        spec(&tag, &format!("  port: {base}\n"), configs),
+        spec(&tag, &format!("  port: {base}\n"), configs) + "slots: {parallel: 2}\n",
     )
     .expect("write");
     let results = dir.path().join("results");
-    let (code, most) = run_watched(&tag, &spec_path, &results, &["--parallel", "2"]);
+    // The spec's `slots:` key this time (the other test uses the flags).
+    let (code, most) = run_watched(&tag, &spec_path, &results, &[]);
     assert_eq!(code, 1, "one configuration fails");
     assert!(most <= 2, "never more than two at once ({most})");
     let folder = only_results_folder(&results);

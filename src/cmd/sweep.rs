@@ -153,8 +153,23 @@ pub fn slot_spec(
     s: &SweepSpec,
     plan: &RunPlan,
 ) -> Result<SlotSpec, CmdError> {
-    let slots = SlotSpec::from_flags(a.parallel, a.gpus.as_deref(), a.gpus_per_run)
-        .map_err(CmdError::Input)?;
+    // The flags override the spec's `slots:` keys one by one.
+    let from_spec = s.slots.clone().unwrap_or_default();
+    let spec_gpus = (!from_spec.gpus.is_empty()).then(|| {
+        from_spec
+            .gpus
+            .iter()
+            .map(|g| g.0.as_str())
+            .collect::<Vec<_>>()
+            .join(",")
+    });
+    let parallel = a.parallel.or(from_spec.parallel.map(|n| n as usize));
+    let gpus = a.gpus.clone().or(spec_gpus);
+    let per_run = a
+        .gpus_per_run
+        .or(from_spec.gpus_per_run.map(|n| n as usize));
+    let slots =
+        SlotSpec::from_flags(parallel, gpus.as_deref(), per_run).map_err(CmdError::Input)?;
     slots
         .check(&plan.runs, s.server.port)
         .map_err(CmdError::Input)?;
