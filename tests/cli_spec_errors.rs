@@ -256,3 +256,80 @@ fn usage_errors_exit_2() {
     let out = run(sgtune().arg("frobnicate"));
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn bad_slurm_section() {
+    check_rejected(
+        &format!("sweep:\n  mem_fraction_static: [0.8]\n{WORKLOAD}slurm:\n  partion: gpu\n"),
+        14,
+        "unknown field `partion`",
+    );
+    check_rejected(
+        &format!("sweep:\n  mem_fraction_static: [0.8]\n{WORKLOAD}slurm:\n  max_running: 0\n"),
+        14,
+        ">= 1",
+    );
+    check_rejected(
+        &format!("sweep:\n  mem_fraction_static: [0.8]\n{WORKLOAD}slots:\n  gpus: [\"0,1\"]\n"),
+        14,
+        "one id per list item",
+    );
+}
+
+/// Slots that cannot hold a configuration are refused before anything starts.
+#[test]
+fn gpu_slots_too_small_for_a_configuration() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let marker = dir.path().join("launched");
+    let spec = dir.path().join("s.yaml");
+    std::fs::write(
+        &spec,
+        spec_with_marker(
+            &marker,
+            &format!("configs:\n  - {{name: small}}\n  - {{name: big, tp_size: 4}}\n{WORKLOAD}"),
+        ),
+    )
+    .expect("write spec");
+    let results = dir.path().join("results");
+    for (flags, want) in [
+        (
+            &["--gpus", "0,1"][..],
+            "configuration big needs 4 GPU(s) (tp_size × dp_size, or --gpus-per-run) but --gpus gives 2",
+        ),
+        (&["--gpus", "0,0"][..], "GPU 0 is listed twice"),
+        (&["--gpus-per-run", "2"][..], "--gpus-per-run needs --gpus"),
+        (
+            &["--parallel", "2", "--executor", "slurm"][..],
+            "drop one of them",
+        ),
+    ] {
+        let out = run(sgtune()
+            .arg("run")
+            .arg(&spec)
+            .arg("--results-dir")
+            .arg(&results)
+            .args(flags));
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flags:?}: {err}");
+        assert!(err.contains(want), "{flags:?}: expected {want:?} in {err}");
+    }
+    assert!(!marker.exists(), "a server was launched");
+    assert!(!results.exists(), "a results folder was created");
+}
+
+/// A Slurm task that does not see the folder it was submitted from says so and runs nothing.
+#[test]
+fn slurm_task_without_the_shared_folder() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = run(sgtune()
+        .arg("run-one")
+        .arg(dir.path().join("not-shared"))
+        .args(["--launch", "a", "--marker", "tok"]));
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("filesystem every node sees"), "{err}");
+    let out = run(sgtune().arg("status").arg(dir.path()));
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("was not submitted to Slurm"), "{err}");
+}

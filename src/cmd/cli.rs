@@ -35,6 +35,14 @@ pub enum Command {
         /// (the differences are recorded in the manifest).
         #[arg(long, requires = "resume")]
         force: bool,
+        #[command(flatten)]
+        slots: SlotArgs,
+        /// Where the runs happen: here, or as a Slurm job array (one task per server launch,
+        /// and a merge job after them; see docs/slurm.md).
+        #[arg(long, value_enum, default_value_t = Executor::Local)]
+        executor: Executor,
+        #[command(flatten)]
+        slurm: SlurmArgs,
     },
     /// Continue an interrupted sweep from its results folder (uses the folder's spec.yaml).
     Resume {
@@ -46,6 +54,14 @@ pub enum Command {
         /// Resume even though the plan, workload, versions or model changed.
         #[arg(long)]
         force: bool,
+        #[command(flatten)]
+        slots: SlotArgs,
+        /// Where the runs happen: here, or as a Slurm job array (one task per server launch,
+        /// and a merge job after them; see docs/slurm.md).
+        #[arg(long, value_enum, default_value_t = Executor::Local)]
+        executor: Executor,
+        #[command(flatten)]
+        slurm: SlurmArgs,
     },
     /// Compare two sweeps (results folders or results.csv files) run by run.
     Compare {
@@ -137,9 +153,82 @@ pub enum Command {
     /// Read SGLang server logs: version hints, capacity, the measured window, stats, and what
     /// limits the server (exit 0; 2 for an unreadable file or bad arguments).
     Log(LogArgs),
+    /// Per run of a sweep submitted to Slurm: ok, failed, pending, running or cancelled (from
+    /// the results folder, squeue and sacct or the jobcomp log).
+    Status {
+        /// The results folder of the sweep.
+        dir: PathBuf,
+    },
+    /// Cancel a sweep submitted to Slurm (scancel); the merge job still records every run's
+    /// state, and `sgtune resume DIR --executor slurm` submits what is missing.
+    Cancel {
+        /// The results folder of the sweep.
+        dir: PathBuf,
+    },
+    /// Internal (a Slurm task): run one server launch of a submitted sweep into its folder.
+    #[command(name = "run-one", hide = true)]
+    RunOne {
+        dir: PathBuf,
+        #[arg(long)]
+        launch: String,
+        #[arg(long)]
+        marker: String,
+    },
+    /// Internal (the Slurm merge job): assemble results.csv, results.md and the decision from
+    /// the tasks' files; safe to run again.
+    #[command(hide = true)]
+    Merge { dir: PathBuf },
     /// Internal: kill server process group PGID when sgtune (PARENT) dies.
     #[command(name = "__reap", hide = true)]
     Reap { parent: i32, pgid: i32 },
+}
+
+/// Where a sweep's runs happen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Executor {
+    /// On this machine (one at a time, or in --parallel / --gpus slots).
+    Local,
+    /// As a Slurm job array submitted from here.
+    Slurm,
+}
+
+/// sbatch options for --executor slurm; each overrides the spec's `slurm:` key.
+#[derive(Debug, Args, Clone, Default)]
+pub struct SlurmArgs {
+    /// sbatch --partition.
+    #[arg(long, value_name = "NAME", help_heading = "Slurm")]
+    pub partition: Option<String>,
+    /// sbatch --account.
+    #[arg(long, value_name = "NAME", help_heading = "Slurm")]
+    pub account: Option<String>,
+    /// sbatch --time of each task, e.g. 2:00:00.
+    #[arg(long, value_name = "TIME", help_heading = "Slurm")]
+    pub time: Option<String>,
+    /// sbatch --qos.
+    #[arg(long, value_name = "NAME", help_heading = "Slurm")]
+    pub qos: Option<String>,
+    /// At most N tasks of the array at once (--array=...%N).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), help_heading = "Slurm")]
+    pub max_running: Option<u64>,
+    /// Another sbatch option, as on its command line (repeatable), e.g. --sbatch-opt=--constraint=h100
+    #[arg(long, value_name = "OPT", help_heading = "Slurm")]
+    pub sbatch_opt: Vec<String>,
+}
+
+/// Several configurations at once on one machine.
+#[derive(Debug, Args, Clone, Default)]
+pub struct SlotArgs {
+    /// Run up to N configurations at the same time (CPU servers, or with --gpus), each with
+    /// its own port range (slots are 100 ports apart: SGLang uses ports above --port).
+    #[arg(long, value_name = "N")]
+    pub parallel: Option<usize>,
+    /// GPU ids to share out, e.g. 0,1,2,3: each run gets its own CUDA_VISIBLE_DEVICES, sized by
+    /// tp_size × dp_size of its configuration (or --gpus-per-run); no two runs share a GPU.
+    #[arg(long, value_name = "IDS")]
+    pub gpus: Option<String>,
+    /// GPUs per run, instead of tp_size × dp_size.
+    #[arg(long, value_name = "K")]
+    pub gpus_per_run: Option<usize>,
 }
 
 #[derive(Debug, Args)]

@@ -16,7 +16,6 @@ use crate::util::say;
 use serde_yaml::{Mapping, Value};
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::AtomicI32;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
@@ -125,7 +124,7 @@ pub async fn run(
     // No server of ours to kill on a second Ctrl-C: the handler just exits.
     signals::install(
         cancel.clone(),
-        Arc::new(AtomicI32::new(0)),
+        Arc::new(signals::Groups::default()),
         "sgtune: interrupted; finishing the requests in flight (up to 10 s; Ctrl-C again to quit now)",
     );
     let mut summaries = Vec::new();

@@ -8,6 +8,7 @@ pub mod load;
 pub mod log;
 pub mod report;
 pub mod reproduce;
+pub mod slurm;
 pub mod sweep;
 
 use crate::util::say;
@@ -126,8 +127,13 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
             resume,
             retry_failed,
             force,
+            slots,
+            executor,
+            slurm: slurm_flags,
         } => {
             let (s, text, plan, prep) = sweep::load_checked(&spec)?;
+            let slots = sweep::slot_spec(&slots, &s, &plan)?;
+            let slurm_opts = on_slurm(executor, &slots, &s, &slurm_flags)?;
             if dry_run {
                 sweep::print_plan(&s, &plan);
                 return Ok(ExitCode::Ok);
@@ -138,28 +144,62 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
                 spec_path: &spec,
                 plan: &plan,
                 prep: &prep,
+                slots: &slots,
             };
-            match resume {
-                Some(dir) => sweep::resume_sweep(&input, &dir, retry_failed, force).await,
-                None => sweep::new_sweep(&input, &results_dir).await,
+            match (resume, slurm_opts) {
+                (Some(dir), None) => sweep::resume_sweep(&input, &dir, retry_failed, force).await,
+                (None, None) => sweep::new_sweep(&input, &results_dir).await,
+                (Some(dir), Some(o)) => {
+                    let (results, launches, _) =
+                        sweep::prepare_resume(&input, &dir, retry_failed, force)?;
+                    slurm::submit(&input, &results, &launches, &o)
+                }
+                (None, Some(o)) => {
+                    let (results, _) =
+                        sweep::create_results(&input, &results_dir, &plan.sweep_name)?;
+                    let launches =
+                        crate::run::plan_launches(&s, &plan, &|_, _| false, &|_| Vec::new());
+                    slurm::submit(&input, &results, &launches, &o)
+                }
             }
         }
         Command::Resume {
             dir,
             retry_failed,
             force,
+            slots,
+            executor,
+            slurm: slurm_flags,
         } => {
             let spec = dir.join("spec.yaml");
             let (s, text, plan, prep) = sweep::load_checked(&spec)?;
+            let slots = sweep::slot_spec(&slots, &s, &plan)?;
+            let slurm_opts = on_slurm(executor, &slots, &s, &slurm_flags)?;
             let input = sweep::SweepInput {
                 spec: &s,
                 text: &text,
                 spec_path: &spec,
                 plan: &plan,
                 prep: &prep,
+                slots: &slots,
             };
-            sweep::resume_sweep(&input, &dir, retry_failed, force).await
+            match slurm_opts {
+                None => sweep::resume_sweep(&input, &dir, retry_failed, force).await,
+                Some(o) => {
+                    let (results, launches, _) =
+                        sweep::prepare_resume(&input, &dir, retry_failed, force)?;
+                    slurm::submit(&input, &results, &launches, &o)
+                }
+            }
         }
+        Command::Status { dir } => slurm::status(&dir),
+        Command::Cancel { dir } => slurm::cancel(&dir),
+        Command::RunOne {
+            dir,
+            launch,
+            marker,
+        } => slurm::run_one(&dir, &launch, &marker).await,
+        Command::Merge { dir } => slurm::merge(&dir),
         Command::Compare {
             a,
             b,
@@ -177,5 +217,27 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
             Some(run) if !decision => reproduce::run(&dir, &run, &results_dir, tolerance).await,
             _ => reproduce::decision(&dir, &results_dir).await,
         },
+    }
+}
+
+/// The Slurm options when the sweep goes to Slurm (None: it runs here).
+fn on_slurm(
+    executor: cli::Executor,
+    slots: &crate::run::slots::SlotSpec,
+    s: &crate::plan::spec::SweepSpec,
+    flags: &cli::SlurmArgs,
+) -> Result<Option<crate::plan::spec::SlurmSpec>, CmdError> {
+    match executor {
+        cli::Executor::Local => Ok(None),
+        cli::Executor::Slurm if slots.is_parallel() => Err(CmdError::input(
+            "--parallel/--gpus share out this machine; with --executor slurm each run is its own task with its own GPUs (slurm.gpus_per_run): drop one of them",
+        )),
+        cli::Executor::Slurm if s.search.preflight.is_some() => Err(CmdError::input(
+            "--executor slurm does not run search.preflight yet (the pre-flight's launches depend on each other and must finish before the array is planned): run the sweep locally, or run the pre-flight locally and write the value it finds in place of `preflight`",
+        )),
+        cli::Executor::Slurm => {
+            crate::run::slurm::check_client()?;
+            Ok(Some(slurm::options(s.slurm.as_ref(), flags)))
+        }
     }
 }

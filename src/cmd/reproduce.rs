@@ -61,6 +61,7 @@ pub async fn run(
         spec_path: &spec_path,
         plan: &one,
         prep: &prep,
+        slots: &crate::run::slots::SlotSpec::serial(),
     };
     let (results, mut manifest) = create_results(&input, results_dir, &one.sweep_name)?;
     let launches = runner::plan_launches(&s, &one, &|_, _| false, &|_| Vec::new());
@@ -208,6 +209,7 @@ pub async fn decision(dir: &Path, results_dir: &Path) -> Result<ExitCode, CmdErr
         spec_path: &spec_path,
         plan: &one,
         prep: &prep,
+        slots: &crate::run::slots::SlotSpec::serial(),
     };
     out(&format!(
         "re-checking the decision at {}: {a} (leader) against {b} (runner-up), order A B B A",

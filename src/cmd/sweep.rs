@@ -10,13 +10,13 @@ use crate::record::store::{self, ResultsDir};
 use crate::report::decision;
 use crate::report::progress::Progress;
 use crate::report::table;
+use crate::run::slots::SlotSpec;
 use crate::run::{self as runner, RunContext, signals};
 use crate::server::command;
 use crate::server::failure::FailureKind;
 use crate::util::say;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::AtomicI32;
 use tokio_util::sync::CancellationToken;
 
 /// What a sweep needs besides its spec, read before anything is launched.
@@ -180,6 +180,37 @@ pub struct SweepInput<'a> {
     pub spec_path: &'a Path,
     pub plan: &'a RunPlan,
     pub prep: &'a Prepared,
+    /// One launch at a time, or several in slots.
+    pub slots: &'a SlotSpec,
+}
+
+/// `--parallel`, `--gpus`, `--gpus-per-run`, checked against the plan before anything starts.
+pub fn slot_spec(
+    a: &crate::cmd::cli::SlotArgs,
+    s: &SweepSpec,
+    plan: &RunPlan,
+) -> Result<SlotSpec, CmdError> {
+    // The flags override the spec's `slots:` keys one by one.
+    let from_spec = s.slots.clone().unwrap_or_default();
+    let spec_gpus = (!from_spec.gpus.is_empty()).then(|| {
+        from_spec
+            .gpus
+            .iter()
+            .map(|g| g.0.as_str())
+            .collect::<Vec<_>>()
+            .join(",")
+    });
+    let parallel = a.parallel.or(from_spec.parallel.map(|n| n as usize));
+    let gpus = a.gpus.clone().or(spec_gpus);
+    let per_run = a
+        .gpus_per_run
+        .or(from_spec.gpus_per_run.map(|n| n as usize));
+    let slots =
+        SlotSpec::from_flags(parallel, gpus.as_deref(), per_run).map_err(CmdError::Input)?;
+    slots
+        .check(&plan.runs, s.server.port)
+        .map_err(CmdError::Input)?;
+    Ok(slots)
 }
 
 fn write_plan(s: &SweepSpec, plan: &RunPlan, root: &Path) -> Result<(), store::StoreError> {
@@ -240,6 +271,18 @@ pub async fn resume_sweep(
     retry_failed: bool,
     force: bool,
 ) -> Result<ExitCode, CmdError> {
+    let (results, launches, mut recorded) = prepare_resume(input, dir, retry_failed, force)?;
+    execute(input, &results, &launches, &mut recorded).await
+}
+
+/// What a resume keeps and what it redoes: results.csv rewritten with the kept rows (the others
+/// set aside in results.superseded.csv), earlier attempts' folders renamed, the launches to go.
+pub fn prepare_resume(
+    input: &SweepInput<'_>,
+    dir: &Path,
+    retry_failed: bool,
+    force: bool,
+) -> Result<(ResultsDir, Vec<runner::Launch>, Manifest), CmdError> {
     let mut recorded = provenance::read(dir).map_err(|e| {
         CmdError::input(format!(
             "cannot resume {}: {e} (is it a results folder written by sgtune run?)",
@@ -357,7 +400,7 @@ pub async fn resume_sweep(
         redo_raw.len(),
         launches.len()
     ));
-    execute(input, &results, &launches, &mut recorded).await
+    Ok((results, launches, recorded))
 }
 
 /// With an objective: write decision.md and decision.json from every row the folder holds and
@@ -411,6 +454,23 @@ fn decide(
         say(&format!("warning: cannot write the decision: {e}"));
     }
     out(&format!("{}\n", d.summary));
+}
+
+/// Each configuration's recorded max-load probes among `rows` (resume and Slurm tasks replay
+/// the search from them).
+pub fn recorded_probes(
+    spec: &SweepSpec,
+    rows: &[&rows::Row],
+    run: &crate::plan::expand::RunConfig,
+) -> Vec<runner::search::ProbeRun> {
+    match (&spec.search.max_load, &spec.objective) {
+        (Some(ml), Some(o)) => rows
+            .iter()
+            .filter(|r| r.get("phase") == "probe" && r.get("run_name") == run.name)
+            .map(|r| runner::search::ProbeRun::of_row(r, ml.axis, &o.slo))
+            .collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// The memory pre-flight, before the sweep: continue it from the attempts results.csv holds,
@@ -496,10 +556,10 @@ pub async fn execute(
     manifest: &mut Manifest,
 ) -> Result<ExitCode, CmdError> {
     let cancel = CancellationToken::new();
-    let pgid = Arc::new(AtomicI32::new(0));
+    let groups = Arc::new(signals::Groups::default());
     signals::install(
         cancel.clone(),
-        pgid.clone(),
+        groups.clone(),
         "sgtune: interrupted; recording the current run and stopping its server (signal again to kill it now)",
     );
     // A working set sized in an earlier session of this sweep keeps its size on resume.
@@ -516,7 +576,8 @@ pub async fn execute(
         vocab_size: input.prep.vocab,
         dataset: input.prep.dataset.clone(),
         cancel: &cancel,
-        current_pgid: &pgid,
+        groups: &groups,
+        slot: None,
         working_set_basis: &basis,
     };
     let mut progress = Progress::new();
@@ -540,7 +601,7 @@ pub async fn execute(
             interrupted: true,
         })
     } else {
-        runner::run_sweep(&ctx, &launches, results, manifest, &mut |ev| {
+        runner::run_sweep(&ctx, input.slots, &launches, results, manifest, &mut |ev| {
             progress.handle(&ev)
         })
         .await
@@ -561,7 +622,25 @@ pub async fn execute(
         }
     }
     let outcome = outcome?;
-    if !outcome.interrupted {
+    Ok(conclude(
+        input.spec,
+        input.plan,
+        results,
+        manifest,
+        outcome.interrupted,
+    ))
+}
+
+/// After the runs (here, or the Slurm merge): the manifest, results.md and the table from every
+/// row the folder holds, the decision, and the exit code.
+pub fn conclude(
+    spec: &SweepSpec,
+    plan: &RunPlan,
+    results: &ResultsDir,
+    manifest: &mut Manifest,
+    interrupted: bool,
+) -> ExitCode {
+    if !interrupted {
         manifest.finished_at = Some(provenance::now_rfc3339());
     }
     if let Err(e) = store::write_json(&results.root.join(provenance::FILE), manifest) {
@@ -576,30 +655,25 @@ pub async fn execute(
             Vec::new()
         }
     };
-    let table = table::render(&all, &input.plan.param_keys);
+    let table = table::render(&all, &plan.param_keys);
     let md = format!(
         "# {}\n\nResults folder: `{}`\n\n{table}",
-        input.plan.sweep_name,
+        plan.sweep_name,
         results.root.display()
     );
     if let Err(e) = store::write_atomic(&results.root.join("results.md"), md.as_bytes()) {
         say(&format!("warning: cannot write results.md: {e}"));
     }
     out(&format!("\n{table}"));
-    if let Some(o) = &input.spec.objective {
+    if let Some(o) = &spec.objective {
         decide(
             o,
-            &input.plan.sweep_name,
+            &plan.sweep_name,
             &all,
             results,
             manifest,
-            outcome.interrupted,
-            input
-                .spec
-                .search
-                .preflight
-                .as_ref()
-                .map(|p| p.knob.as_str()),
+            interrupted,
+            spec.search.preflight.as_ref().map(|p| p.knob.as_str()),
         );
     }
     // The pictures: a report that cannot be written loses nothing (the rows are in
@@ -609,19 +683,19 @@ pub async fn execute(
         Err(e) => say(&format!("warning: cannot write report.html: {e}")),
     }
     out(&format!("results: {}", results.root.display()));
-    if outcome.interrupted {
+    if interrupted {
         say(&format!(
             "interrupted: every finished run is in results.csv; continue with `sgtune resume {}`",
             results.root.display()
         ));
-        Ok(ExitCode::Interrupted)
+        ExitCode::Interrupted
     } else if all
         .iter()
         .any(|r| !r.is_ok() && r.get("phase") != "preflight")
     {
         // A pre-flight attempt that failed is the search working, not a failed run.
-        Ok(ExitCode::RunsFailed)
+        ExitCode::RunsFailed
     } else {
-        Ok(ExitCode::Ok)
+        ExitCode::Ok
     }
 }

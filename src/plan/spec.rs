@@ -81,6 +81,91 @@ pub struct SweepSpec {
     /// The max-load search per configuration and the memory pre-flight (default: neither).
     #[serde(default)]
     pub search: super::search::Search,
+    /// How `--executor slurm` submits the sweep (flags override each key).
+    #[serde(default)]
+    pub slurm: Option<SlurmSpec>,
+    /// Several runs at once on this machine (`--parallel`, `--gpus`, `--gpus-per-run` override
+    /// each key).
+    #[serde(default)]
+    pub slots: Option<SlotsSpec>,
+}
+
+/// `slots:`: run configurations at the same time on disjoint GPU sets (or, without `gpus`,
+/// `parallel` CPU servers at once).
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SlotsSpec {
+    #[serde(default, deserialize_with = "opt_positive_u64")]
+    pub parallel: Option<u64>,
+    /// GPU ids to share out, e.g. `[0, 1, 2, 3]`.
+    #[serde(default)]
+    pub gpus: Vec<GpuId>,
+    /// GPUs per run (default: tp_size × dp_size of its configuration).
+    #[serde(default, deserialize_with = "opt_positive_u64")]
+    pub gpus_per_run: Option<u64>,
+}
+
+/// A GPU id as CUDA_VISIBLE_DEVICES takes it: an index or a UUID.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(transparent)]
+pub struct GpuId(pub String);
+
+impl<'de> Deserialize<'de> for GpuId {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Index(u64),
+            Name(String),
+        }
+        match Raw::deserialize(d).map_err(|_| {
+            de::Error::custom("a GPU id: an index such as 0, or a UUID such as GPU-5d1c...")
+        })? {
+            Raw::Index(i) => Ok(GpuId(i.to_string())),
+            Raw::Name(s) if !s.trim().is_empty() && !s.contains(',') => {
+                Ok(GpuId(s.trim().to_string()))
+            }
+            Raw::Name(s) => Err(de::Error::custom(format!(
+                "GPU id {s:?}: give one id per list item, e.g. gpus: [0, 1]"
+            ))),
+        }
+    }
+}
+
+/// `slurm:`: the sbatch options of the job array (one task per server launch) and of the
+/// merge job, and what a task runs on its node before sgtune.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SlurmSpec {
+    #[serde(default)]
+    pub partition: Option<String>,
+    #[serde(default)]
+    pub account: Option<String>,
+    /// `--time` of each task, e.g. `2:00:00` (a timed-out task becomes a row that says so).
+    #[serde(default)]
+    pub time: Option<String>,
+    #[serde(default)]
+    pub qos: Option<String>,
+    /// At most this many tasks of the array at once (`--array=0-N%max_running`).
+    #[serde(default, deserialize_with = "opt_positive_u64")]
+    pub max_running: Option<u64>,
+    /// `--gres=gpu:N` per task; default tp_size × dp_size of the configuration; 0: no gres.
+    #[serde(default)]
+    pub gpus_per_run: Option<u64>,
+    /// More sbatch options, each as on the command line, e.g. `--constraint=h100`.
+    #[serde(default)]
+    pub extra: Vec<String>,
+    /// Shell lines run on the node before sgtune, e.g. `module load cuda`, `source venv/bin/activate`.
+    #[serde(default)]
+    pub setup: Vec<String>,
+    /// The sgtune binary on the nodes (default: this one's path, which must be on a shared
+    /// filesystem).
+    #[serde(default)]
+    pub sgtune: Option<String>,
+}
+
+fn opt_positive_u64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    Positive::deserialize(d).map(|p| Some(p.0))
 }
 
 fn default_repeats() -> u64 {

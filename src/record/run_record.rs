@@ -232,7 +232,7 @@ pub const LEADING: &[Column] = &[
     Column {
         name: "failure_kind",
         better: Better::Neither,
-        doc: "Why it failed: `oom`, `bad_flag`, `startup_error`, `crashed`, `ready_timeout`, `load_failed`, `launch_error`, `interrupted`, `preflight_failed`",
+        doc: "Why it failed: `oom`, `bad_flag`, `startup_error`, `crashed`, `ready_timeout`, `load_failed`, `launch_error`, `interrupted`, `preflight_failed`, `slurm_task`",
         get: |r| {
             r.failure_kind
                 .map(|k| k.as_str().to_string())

@@ -210,6 +210,14 @@ impl ResultsDir {
         write_atomic(&path, &csv_bytes(&path, std::iter::once(&self.header))?)
     }
 
+    /// Write these records, with the header, as a CSV of their own (a Slurm task's
+    /// runs/<launch>/rows.csv), atomically.
+    pub fn write_rows(&self, path: &Path, records: &[RunRecord]) -> Result<(), StoreError> {
+        let rows: Vec<Vec<String>> = records.iter().map(record::row).collect();
+        let all = std::iter::once(&self.header).chain(&rows);
+        write_atomic(path, &csv_bytes(path, all)?)
+    }
+
     /// Append one row and force it to disk before the next run starts. Finished rows are
     /// never rewritten.
     pub fn append(&self, r: &RunRecord) -> Result<(), StoreError> {

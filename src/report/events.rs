@@ -37,6 +37,10 @@ pub enum RunEvent<'a> {
     RunEnd {
         record: &'a RunRecord,
     },
+    /// The events that follow (up to the next `Slot`) come from this parallel slot.
+    Slot {
+        index: usize,
+    },
     /// Something worth a line that is not a failure of the run (e.g. a leftover process).
     Warning {
         message: &'a str,

@@ -15,6 +15,10 @@ pub struct Progress {
     bars: Option<Bars>,
     last_plain: Instant,
     run_started: Instant,
+    /// The parallel slot the current events come from (None: one run at a time).
+    slot: Option<usize>,
+    /// Start of the run in each slot, for its duration.
+    slot_started: std::collections::HashMap<usize, Instant>,
 }
 
 struct Bars {
@@ -73,10 +77,24 @@ impl Progress {
             bars,
             last_plain: Instant::now() - PLAIN_EVERY,
             run_started: Instant::now(),
+            slot: None,
+            slot_started: std::collections::HashMap::new(),
         }
     }
 
     fn println(&self, line: &str) {
+        let tagged;
+        let line = match self.slot {
+            Some(k) => {
+                tagged = line
+                    .lines()
+                    .map(|l| format!("[slot {k}] {l}"))
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                tagged.as_str()
+            }
+            None => line,
+        };
         match &self.bars {
             Some(b) => {
                 let _ = b.multi.println(line);
@@ -129,6 +147,7 @@ impl Progress {
             }
             RunEvent::RunEnd { record } => self.run_end(record),
             RunEvent::Warning { message } => self.println(&format!("  warning: {message}")),
+            RunEvent::Slot { index } => self.slot = Some(*index),
         }
     }
 
@@ -146,6 +165,9 @@ impl Progress {
     /// RunStart: the `[i/n] name` line with the server command; the run bar reset.
     fn run_start(&mut self, index: usize, total: usize, name: &str, command: &str) {
         self.run_started = Instant::now();
+        if let Some(k) = self.slot {
+            self.slot_started.insert(k, Instant::now());
+        }
         self.last_plain = Instant::now();
         self.println(&format!("[{}/{}] {name}\n  $ {command}", index + 1, total));
         if let Some(b) = &self.bars {
@@ -167,7 +189,7 @@ impl Progress {
             Some(b) => b.run.set_message(msg),
             None => {
                 if self.plain_due() {
-                    let _ = writeln!(std::io::stderr(), "  {msg}");
+                    self.println(&format!("  {msg}"));
                 }
             }
         }
@@ -204,7 +226,7 @@ impl Progress {
             }
             None => {
                 if self.plain_due() {
-                    let _ = writeln!(std::io::stderr(), "  {done} requests done, {msg}");
+                    self.println(&format!("  {done} requests done, {msg}"));
                 }
             }
         }
@@ -215,10 +237,18 @@ impl Progress {
         if let Some(b) = &self.bars {
             b.sweep.inc(1);
         }
+        let started = self
+            .slot
+            .and_then(|k| self.slot_started.get(&k))
+            .unwrap_or(&self.run_started);
+        let who = match self.slot {
+            Some(_) => format!("{}: ", record.run_name),
+            None => String::new(),
+        };
         self.println(&format!(
-            "  {} in {:.0}s",
+            "  {who}{} in {:.0}s",
             run_outcome(record),
-            self.run_started.elapsed().as_secs_f64()
+            started.elapsed().as_secs_f64()
         ));
     }
 

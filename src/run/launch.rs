@@ -225,7 +225,9 @@ fn prepare(
     st: &mut LaunchState<'_, '_>,
 ) -> Result<(LaunchCommand, u16), (Vec<RunRecord>, LaunchCommand)> {
     let spec = st.ctx.spec;
-    let port = match spec.server.port {
+    let slot = st.ctx.slot.as_ref();
+    let fixed_port = slot.and_then(|s| s.port).or(spec.server.port);
+    let port = match fixed_port {
         Some(p) => p,
         None => match supervise::free_port(&spec.server.host) {
             Ok(p) => p,
@@ -236,7 +238,10 @@ fn prepare(
             }
         },
     };
-    let cmd = command::build(&spec.server, st.run(), Some(port));
+    let mut cmd = command::build(&spec.server, st.run(), Some(port));
+    if let Some(gpus) = slot.and_then(|s| s.gpus.as_ref()) {
+        command::set_env(&mut cmd, "CUDA_VISIBLE_DEVICES", &gpus.join(","));
+    }
     st.provenance.command = cmd.display();
     st.provenance.env = cmd.env.clone();
     let config = serde_json::json!({
@@ -244,7 +249,8 @@ fn prepare(
         "server": {
             "host": spec.server.host, "port": port,
             "ready_timeout_s": spec.server.ready_timeout_s, "stop_timeout_s": spec.server.stop_timeout_s,
-        }
+        },
+        "slot": slot,
     });
     let res = store::write_json(&st.dir.join("config.json"), &config);
     st.keep("config.json", res);
@@ -253,7 +259,7 @@ fn prepare(
         format!("{}\n", cmd.display()).as_bytes(),
     );
     st.keep("command.txt", res);
-    if spec.server.port.is_some()
+    if fixed_port.is_some()
         && std::net::TcpListener::bind((spec.server.host.as_str(), port)).is_err()
     {
         let msg = format!(
@@ -286,7 +292,7 @@ async fn start_and_measure(
             return records;
         }
     };
-    ctx.current_pgid.store(handle.pid, Ordering::SeqCst);
+    ctx.groups.add(handle.pid);
     let ready = handle
         .wait_ready(
             Duration::from_secs(spec.server.ready_timeout_s),
@@ -718,7 +724,7 @@ async fn shut_down(
     let stop = handle
         .stop(Duration::from_secs(st.ctx.spec.server.stop_timeout_s))
         .await;
-    st.ctx.current_pgid.store(0, Ordering::SeqCst);
+    st.ctx.groups.remove(handle.pid);
     if stop.group_left {
         let m = format!(
             "a process of the server's group (pgid {}) survived SIGKILL",

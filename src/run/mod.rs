@@ -8,6 +8,8 @@ pub mod preflight;
 pub mod search;
 pub mod session;
 pub mod signals;
+pub mod slots;
+pub mod slurm;
 pub mod sweep;
 
 pub use launch::{LaunchOutcome, run_launch};
@@ -17,11 +19,10 @@ use crate::plan::expand::{RunConfig, RunPlan};
 use crate::plan::spec::{LoadPoint, SweepSpec};
 use crate::record::{Phase, RunRecord};
 use serde::Serialize;
-use std::sync::Arc;
-use std::sync::atomic::AtomicI32;
 use tokio_util::sync::CancellationToken;
 
 /// What a run needs besides its configuration.
+#[derive(Clone)]
 pub struct RunContext<'a> {
     pub spec: &'a SweepSpec,
     pub param_keys: &'a [String],
@@ -30,12 +31,15 @@ pub struct RunContext<'a> {
     /// `workload.dataset` prompts, loaded once.
     pub dataset: Option<std::sync::Arc<Vec<crate::load::dataset::DatasetPrompt>>>,
     pub cancel: &'a CancellationToken,
-    /// Process group of the server now running (0: none), for the second-signal kill.
-    pub current_pgid: &'a Arc<AtomicI32>,
     /// `shared_prefix.working_set`: the KV capacity (tokens) the working set is sized against,
     /// that of the first configuration measured, so that every configuration gets the same
     /// prompts and a larger pool shows how much more of them it keeps. None until known.
     pub working_set_basis: &'a std::sync::Mutex<Option<u64>>,
+    /// Process groups of the servers now running, for the second-signal kill.
+    pub groups: &'a signals::Groups,
+    /// Where this launch runs when several share the machine (None: the whole machine, the
+    /// spec's port or a free one).
+    pub slot: Option<slots::Slot>,
 }
 
 /// One measurement: a configuration at one load point, in one repeat.

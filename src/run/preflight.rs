@@ -227,7 +227,8 @@ pub async fn run(
         vocab_size: ctx.vocab_size,
         dataset: None,
         cancel: ctx.cancel,
-        current_pgid: ctx.current_pgid,
+        groups: ctx.groups,
+        slot: None,
         working_set_basis: ctx.working_set_basis,
     };
     let mut history: Vec<(Attempt, String)> = recorded;
@@ -257,6 +258,7 @@ pub async fn run(
         set_aside(results, &launch.dir_name);
         let out = run_sweep(
             &bctx,
+            &super::slots::SlotSpec::serial(),
             std::slice::from_ref(&launch),
             results,
             manifest,

@@ -1,6 +1,11 @@
-//! The sweep loop: the launches in order, each finished row on disk before the next launch
-//! starts, the manifest updated after every launch, and the between-runs hooks.
+//! The sweep loop: the launches in order, each finished row on disk as soon as its launch
+//! ends, the manifest updated after every launch, and the between-runs hooks. With slots
+//! (`--parallel`, `--gpus`) several launches run at once; they are futures polled by this one
+//! task (so every server is forked from the runtime's main thread, see `supervise::launch`),
+//! and only this loop writes results.csv and the manifest: the one writer, so rows of
+//! concurrent launches never interleave.
 
+use super::slots::{Pool, Slot, SlotSpec};
 use super::{Launch, RunContext, run_launch};
 use crate::record::RunRecord;
 use crate::record::gpu;
@@ -8,6 +13,12 @@ use crate::record::provenance::Manifest;
 use crate::record::store::{self, ResultsDir, StoreError};
 use crate::report::events::RunEvent;
 use crate::server::command;
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::time::Duration;
 
 /// How a sweep ended.
@@ -16,10 +27,26 @@ pub struct SweepOutcome {
     pub interrupted: bool,
 }
 
-/// Run the launches in order; each finished row is on disk before the next launch starts, and
-/// the manifest is updated after every launch.
+/// What a slot's future hands back to the loop.
+enum Done {
+    /// The server stopped and its rows are made: the loop writes them now.
+    Launched {
+        slot: Slot,
+        dir_name: String,
+        outcome: super::LaunchOutcome,
+    },
+    /// The between-runs hooks and the GPU check are over: the slot is free again.
+    Released { slot: Slot, notes: Vec<String> },
+}
+
+type Task<'f> = Pin<Box<dyn Future<Output = Done> + 'f>>;
+
+/// Run the launches, at most as many at once as the slots allow (one, by default); each
+/// finished row is on disk before the next launch in its slot starts, and the manifest is
+/// updated after every launch.
 pub async fn run_sweep(
     ctx: &RunContext<'_>,
+    slots: &SlotSpec,
     launches: &[Launch],
     results: &ResultsDir,
     manifest: &mut Manifest,
@@ -29,43 +56,132 @@ pub async fn run_sweep(
         runs: launches.len(),
         results: &results.root,
     });
+    let parallel = slots.is_parallel();
     let gpu_baseline = manifest.gpus.clone();
+    let emit = RefCell::new(emit);
+    let mut pool = Pool::new(slots, ctx.spec.server.port, &ctx.spec.server.host);
     let mut records = Vec::new();
-    let mut carry_notes: Vec<String> = Vec::new();
-    for (index, launch) in launches.iter().enumerate() {
-        if ctx.cancel.is_cancelled() {
+    // Notes the previous launch in a slot leaves to the next one there (GPUs not released).
+    let mut carry: HashMap<usize, Vec<String>> = HashMap::new();
+    let mut running: FuturesUnordered<Task<'_>> = FuturesUnordered::new();
+    let mut next = 0;
+    loop {
+        while next < launches.len() && !ctx.cancel.is_cancelled() {
+            let launch = &launches[next];
+            let Some(slot) = pool.take(&launch.run) else {
+                break;
+            };
+            let launch_dir = results.run_dir(&launch.dir_name)?;
+            let index = next;
+            next += 1;
+            let mut slot_ctx = ctx.clone();
+            slot_ctx.slot = parallel.then(|| slot.clone());
+            let notes = carry.remove(&slot.index).unwrap_or_default();
+            let emit = &emit;
+            running.push(Box::pin(async move {
+                let mut e = |ev: RunEvent<'_>| {
+                    if let Ok(mut f) = emit.try_borrow_mut() {
+                        if parallel {
+                            f(RunEvent::Slot { index: slot.index });
+                        }
+                        f(ev);
+                    }
+                };
+                let mut cmd = command::build(
+                    &slot_ctx.spec.server,
+                    &launch.run,
+                    slot.port.or(slot_ctx.spec.server.port),
+                );
+                if let Some(g) = slot_ctx.slot.as_ref().and_then(|s| s.gpus.as_ref()) {
+                    command::set_env(&mut cmd, "CUDA_VISIBLE_DEVICES", &g.join(","));
+                }
+                e(RunEvent::RunStart {
+                    index,
+                    total: launches.len(),
+                    name: &launch.dir_name,
+                    command: &cmd.display(),
+                });
+                let mut outcome = run_launch(&slot_ctx, launch, &launch_dir, &mut e).await;
+                for r in &mut outcome.records {
+                    // A GPU the previous server in this slot did not give back is this run's
+                    // context.
+                    r.notes.splice(0..0, notes.iter().cloned());
+                }
+                Done::Launched {
+                    slot,
+                    dir_name: launch.dir_name.clone(),
+                    outcome,
+                }
+            }));
+        }
+        let Some(done) = running.next().await else {
             break;
+        };
+        match done {
+            Done::Launched {
+                slot,
+                dir_name,
+                outcome,
+            } => {
+                for r in &outcome.records {
+                    results.append(r)?;
+                    if let Ok(mut f) = emit.try_borrow_mut() {
+                        if parallel {
+                            f(RunEvent::Slot { index: slot.index });
+                        }
+                        f(RunEvent::RunEnd { record: r });
+                    }
+                }
+                manifest.launches.insert(dir_name, outcome.provenance);
+                records.extend(outcome.records);
+                store::write_json(
+                    &results.root.join(crate::record::provenance::FILE),
+                    manifest,
+                )?;
+                // The slot's GPUs, or every GPU when one launch runs at a time. CPU slots that
+                // share the machine's GPUs with each other cannot be checked one by one.
+                let baseline: Vec<gpu::Gpu> = match (&slot.gpus, parallel) {
+                    (Some(ids), _) => gpu_baseline
+                        .iter()
+                        .filter(|g| {
+                            ids.iter()
+                                .any(|id| *id == g.index.to_string() || *id == g.uuid)
+                        })
+                        .cloned()
+                        .collect(),
+                    (None, false) => gpu_baseline.clone(),
+                    (None, true) => Vec::new(),
+                };
+                let slot_ctx = RunContext {
+                    slot: Some(slot.clone()),
+                    ..ctx.clone()
+                };
+                let emit = &emit;
+                running.push(Box::pin(async move {
+                    let mut e = |ev: RunEvent<'_>| {
+                        if let Ok(mut f) = emit.try_borrow_mut() {
+                            if parallel {
+                                f(RunEvent::Slot { index: slot.index });
+                            }
+                            f(ev);
+                        }
+                    };
+                    let notes = between_runs(&slot_ctx, &baseline, &mut e).await;
+                    Done::Released { slot, notes }
+                }));
+            }
+            Done::Released { slot, notes } => {
+                manifest.gpu_not_released.extend(notes.iter().cloned());
+                if !notes.is_empty() {
+                    store::write_json(
+                        &results.root.join(crate::record::provenance::FILE),
+                        manifest,
+                    )?;
+                }
+                pool.give_back(&slot);
+                carry.insert(slot.index, notes);
+            }
         }
-        let launch_dir = results.run_dir(&launch.dir_name)?;
-        let cmd = command::build(&ctx.spec.server, &launch.run, ctx.spec.server.port);
-        let shown = cmd.display();
-        emit(RunEvent::RunStart {
-            index,
-            total: launches.len(),
-            name: &launch.dir_name,
-            command: &shown,
-        });
-        let mut outcome = run_launch(ctx, launch, &launch_dir, emit).await;
-        for r in &mut outcome.records {
-            // A GPU the previous server did not give back is this run's context.
-            r.notes.splice(0..0, carry_notes.iter().cloned());
-        }
-        for r in &outcome.records {
-            results.append(r)?;
-            emit(RunEvent::RunEnd { record: r });
-        }
-        manifest
-            .launches
-            .insert(launch.dir_name.clone(), outcome.provenance);
-        records.extend(outcome.records);
-        carry_notes = between_runs(ctx, &gpu_baseline, emit).await;
-        manifest
-            .gpu_not_released
-            .extend(carry_notes.iter().cloned());
-        store::write_json(
-            &results.root.join(crate::record::provenance::FILE),
-            manifest,
-        )?;
     }
     Ok(SweepOutcome {
         interrupted: ctx.cancel.is_cancelled(),

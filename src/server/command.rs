@@ -40,6 +40,12 @@ pub fn build(server: &ServerSpec, run: &RunConfig, port: Option<u16>) -> LaunchC
     LaunchCommand { program, args, env }
 }
 
+/// Set (or replace) one environment variable of the command, e.g. the GPUs of a slot.
+pub fn set_env(cmd: &mut LaunchCommand, key: &str, value: &str) {
+    cmd.env.retain(|(k, _)| k != key);
+    cmd.env.push((key.to_string(), value.to_string()));
+}
+
 /// Quote for a POSIX shell only where needed, so the line can be pasted.
 pub fn shell_quote(s: &str) -> String {
     if !s.is_empty()

@@ -26,10 +26,13 @@ pub enum FailureKind {
     /// Not launched: its knob was to come from the memory pre-flight, which found no value
     /// that launches and survives the burst.
     PreflightFailed,
+    /// A Slurm task ended (failed, timed out, its node died, cancelled before it started)
+    /// without writing its rows; the message has its Slurm state.
+    SlurmTask,
 }
 
 impl FailureKind {
-    pub const ALL: [FailureKind; 9] = [
+    pub const ALL: [FailureKind; 10] = [
         FailureKind::Oom,
         FailureKind::BadFlag,
         FailureKind::StartupError,
@@ -39,6 +42,7 @@ impl FailureKind {
         FailureKind::LaunchError,
         FailureKind::Interrupted,
         FailureKind::PreflightFailed,
+        FailureKind::SlurmTask,
     ];
 
     /// The kind named by `as_str` (results.csv `failure_kind`).
@@ -57,6 +61,7 @@ impl FailureKind {
             FailureKind::LaunchError => "launch_error",
             FailureKind::Interrupted => "interrupted",
             FailureKind::PreflightFailed => "preflight_failed",
+            FailureKind::SlurmTask => "slurm_task",
         }
     }
 }

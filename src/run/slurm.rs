@@ -1,0 +1,660 @@
+//! The Slurm executor: a sweep handed to the cluster's scheduler as one job array (one per GPU
+//! count when configurations differ), one task per server launch, and a merge job that runs
+//! after every task (`afterany`).
+//!
+//! ```text
+//! DIR/slurm/marker             token written at submit time, read by each task (shared FS)
+//! DIR/slurm/submissions.json   every submission: array job ids and their launches, merge job
+//! DIR/slurm/base.csv           the rows the folder already had (a resume keeps them)
+//! DIR/slurm/array-gpuN.sbatch  the scripts; DIR/slurm/%A_%a.out their output
+//! DIR/runs/<launch>/rows.csv   a task's rows; launch.json its provenance
+//! ```
+//!
+//! A task writes only inside its own runs/<launch>/; the merge rebuilds results.csv from
+//! base.csv and those files (or, for a task that left none, a row with its Slurm state), so it
+//! can run any number of times and no two nodes ever append to one file.
+
+use super::Launch;
+use crate::plan::expand::RunConfig;
+use crate::plan::flags::ParamValue;
+use crate::plan::spec::SlurmSpec;
+use crate::record::provenance::now_rfc3339;
+use crate::record::store::{self, StoreError};
+use crate::record::{RunRecord, RunStatus};
+use crate::server::command::shell_quote;
+use crate::server::failure::FailureKind;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub const FOLDER: &str = "slurm";
+pub const MARKER: &str = "marker";
+pub const SUBMISSIONS: &str = "submissions.json";
+pub const BASE: &str = "base.csv";
+/// A task's rows, in its launch folder.
+pub const ROWS: &str = "rows.csv";
+/// A task's LaunchRecord, in its launch folder.
+pub const LAUNCH_RECORD: &str = "launch.json";
+
+#[derive(Debug, thiserror::Error)]
+pub enum SlurmError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The message names what failed and the fix.
+    #[error("{0}")]
+    Other(String),
+}
+
+fn other(m: impl Into<String>) -> SlurmError {
+    SlurmError::Other(m.into())
+}
+
+/// One job array: its id and its tasks' launches, by array index.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ArrayJob {
+    pub job_id: String,
+    /// `--gres=gpu:N` of every task (0: none).
+    pub gpus: u64,
+    pub launches: Vec<String>,
+}
+
+/// One `sgtune run --executor slurm` (or resume) of a folder.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Submission {
+    pub at: String,
+    pub marker: String,
+    pub arrays: Vec<ArrayJob>,
+    pub merge_job: Option<String>,
+    #[serde(default)]
+    pub cancelled_at: Option<String>,
+}
+
+impl Submission {
+    /// (array job id, index) of a launch's task.
+    pub fn task_of(&self, launch: &str) -> Option<(String, usize)> {
+        self.arrays.iter().find_map(|a| {
+            a.launches
+                .iter()
+                .position(|l| l == launch)
+                .map(|i| (a.job_id.clone(), i))
+        })
+    }
+
+    pub fn launches(&self) -> impl Iterator<Item = &String> {
+        self.arrays.iter().flat_map(|a| a.launches.iter())
+    }
+}
+
+pub fn folder(dir: &Path) -> PathBuf {
+    dir.join(FOLDER)
+}
+
+pub fn read_submissions(dir: &Path) -> Result<Vec<Submission>, SlurmError> {
+    let p = folder(dir).join(SUBMISSIONS);
+    match std::fs::read_to_string(&p) {
+        Ok(t) => serde_json::from_str(&t)
+            .map_err(|e| other(format!("{}: not a submissions file ({e})", p.display()))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(other(format!("{}: {e}", p.display()))),
+    }
+}
+
+pub fn write_submissions(dir: &Path, subs: &[Submission]) -> Result<(), SlurmError> {
+    Ok(store::write_json(&folder(dir).join(SUBMISSIONS), &subs)?)
+}
+
+/// The latest submission, or an error that says the folder was never submitted.
+pub fn latest(dir: &Path) -> Result<Submission, SlurmError> {
+    read_submissions(dir)?.pop().ok_or_else(|| {
+        other(format!(
+            "{} was not submitted to Slurm (no {FOLDER}/{SUBMISSIONS}): run `sgtune run SPEC --executor slurm` or `sgtune resume DIR --executor slurm`",
+            dir.display()
+        ))
+    })
+}
+
+/// GPUs a task of this configuration asks for: `slurm.gpus_per_run`, else tp_size × dp_size.
+pub fn gpus_for(opts: &SlurmSpec, run: &RunConfig) -> u64 {
+    let int = |k: &str| match run.param(k) {
+        Some(ParamValue::Int(n)) if *n >= 1 => *n as u64,
+        _ => 1,
+    };
+    opts.gpus_per_run
+        .unwrap_or_else(|| int("tp_size") * int("dp_size"))
+}
+
+/// A token unique enough to tell this submission's folder from any other.
+fn token() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!(
+        "{}-{}-{nanos}",
+        crate::util::sys::hostname(),
+        std::process::id()
+    )
+}
+
+/// The `#SBATCH` lines every job of the sweep shares.
+fn common_options(opts: &SlurmSpec) -> Vec<String> {
+    let mut o = Vec::new();
+    for (flag, v) in [
+        ("partition", &opts.partition),
+        ("account", &opts.account),
+        ("qos", &opts.qos),
+    ] {
+        if let Some(v) = v {
+            o.push(format!("--{flag}={v}"));
+        }
+    }
+    o
+}
+
+/// The batch script of one job array.
+pub fn array_script(
+    sweep: &str,
+    dir: &Path,
+    sgtune: &str,
+    opts: &SlurmSpec,
+    gpus: u64,
+    launches: &[String],
+    marker: &str,
+) -> String {
+    let mut s = String::from("#!/bin/bash\n");
+    let throttle = opts.max_running.map_or(String::new(), |n| format!("%{n}"));
+    let mut o = vec![
+        format!("--job-name=sgtune-{sweep}"),
+        format!("--array=0-{}{throttle}", launches.len().saturating_sub(1)),
+        format!("--output={}/{FOLDER}/%A_%a.out", dir.display()),
+    ];
+    o.extend(common_options(opts));
+    if let Some(t) = &opts.time {
+        o.push(format!("--time={t}"));
+    }
+    if gpus > 0 {
+        o.push(format!("--gres=gpu:{gpus}"));
+    }
+    o.extend(opts.extra.iter().cloned());
+    for line in o {
+        s.push_str(&format!("#SBATCH {line}\n"));
+    }
+    s.push_str("set -e\n");
+    for l in &opts.setup {
+        s.push_str(l);
+        s.push('\n');
+    }
+    s.push_str("launches=(");
+    s.push_str(
+        &launches
+            .iter()
+            .map(|l| shell_quote(l))
+            .collect::<Vec<_>>()
+            .join(" "),
+    );
+    s.push_str(")\n");
+    s.push_str(&format!(
+        "exec {} run-one {} --launch \"${{launches[$SLURM_ARRAY_TASK_ID]}}\" --marker {}\n",
+        shell_quote(sgtune),
+        shell_quote(&dir.display().to_string()),
+        shell_quote(marker)
+    ));
+    s
+}
+
+/// The batch script of the merge job.
+pub fn merge_script(sweep: &str, dir: &Path, sgtune: &str, opts: &SlurmSpec) -> String {
+    let mut s = String::from("#!/bin/bash\n");
+    let mut o = vec![
+        format!("--job-name=sgtune-{sweep}-merge"),
+        format!("--output={}/{FOLDER}/merge-%j.out", dir.display()),
+    ];
+    o.extend(common_options(opts));
+    for line in o {
+        s.push_str(&format!("#SBATCH {line}\n"));
+    }
+    s.push_str("set -e\n");
+    for l in &opts.setup {
+        s.push_str(l);
+        s.push('\n');
+    }
+    s.push_str(&format!(
+        "exec {} merge {}\n",
+        shell_quote(sgtune),
+        shell_quote(&dir.display().to_string())
+    ));
+    s
+}
+
+/// Run a Slurm command; its stdout, or an error with its stderr and the fix.
+fn tool(program: &str, args: &[String]) -> Result<String, SlurmError> {
+    let out = Command::new(program).args(args).output().map_err(|e| {
+        other(format!(
+            "cannot run `{program}` ({e}): is Slurm's client installed and on PATH on this machine?"
+        ))
+    })?;
+    if !out.status.success() {
+        return Err(other(format!(
+            "`{program} {}` failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Slurm's client is here (checked before the results folder is created).
+pub fn check_client() -> Result<(), SlurmError> {
+    tool("sbatch", &["--version".to_string()])
+        .map(|_| ())
+        .map_err(|e| {
+            other(format!(
+                "{e}\n  (--executor slurm submits from this machine: it needs Slurm's client and the cluster's config, as on a login node; SLURM_CONF names a config file elsewhere)"
+            ))
+        })
+}
+
+/// `sbatch --parsable SCRIPT` → the job id.
+fn sbatch(script: &Path, extra: &[String]) -> Result<String, SlurmError> {
+    let mut args = vec!["--parsable".to_string()];
+    args.extend(extra.iter().cloned());
+    args.push(script.display().to_string());
+    let out = tool("sbatch", &args).map_err(|e| {
+        other(format!(
+            "{e}\n  (check the slurm: options: partition, account, qos, time, gpus_per_run; a job asking for more GPUs than a node has is refused)"
+        ))
+    })?;
+    // `--parsable` prints `jobid` or `jobid;cluster`.
+    let id = out.trim().split(';').next().unwrap_or("").to_string();
+    if id.is_empty() || !id.chars().all(|c| c.is_ascii_digit()) {
+        return Err(other(format!(
+            "sbatch answered {:?}, not a job id",
+            out.trim()
+        )));
+    }
+    Ok(id)
+}
+
+/// Submit these launches of the folder: the marker, base.csv (the rows kept), one array per
+/// GPU count, the merge job after them all. Returns the submission (also recorded).
+pub fn submit(
+    dir: &Path,
+    sweep: &str,
+    opts: &SlurmSpec,
+    launches: &[Launch],
+    base_rows: &[u8],
+) -> Result<Submission, SlurmError> {
+    let dir = std::path::absolute(dir)
+        .map_err(|e| other(format!("{}: cannot make absolute: {e}", dir.display())))?;
+    let sf = folder(&dir);
+    std::fs::create_dir_all(&sf).map_err(|e| other(format!("{}: {e}", sf.display())))?;
+    let sgtune = match &opts.sgtune {
+        Some(s) => s.clone(),
+        None => std::env::current_exe()
+            .map_err(|e| {
+                other(format!(
+                    "cannot find this sgtune's path ({e}): set slurm.sgtune"
+                ))
+            })?
+            .display()
+            .to_string(),
+    };
+    let marker = token();
+    store::write_atomic(&sf.join(MARKER), marker.as_bytes())?;
+    store::write_atomic(&sf.join(BASE), base_rows)?;
+    let mut by_gpus: Vec<(u64, Vec<String>)> = Vec::new();
+    for l in launches {
+        let g = gpus_for(opts, &l.run);
+        match by_gpus.iter_mut().find(|(n, _)| *n == g) {
+            Some((_, v)) => v.push(l.dir_name.clone()),
+            None => by_gpus.push((g, vec![l.dir_name.clone()])),
+        }
+    }
+    let mut sub = Submission {
+        at: now_rfc3339(),
+        marker: marker.clone(),
+        arrays: Vec::new(),
+        merge_job: None,
+        cancelled_at: None,
+    };
+    for (gpus, names) in by_gpus {
+        let script = sf.join(format!("array-gpu{gpus}.sbatch"));
+        store::write_atomic(
+            &script,
+            array_script(sweep, &dir, &sgtune, opts, gpus, &names, &marker).as_bytes(),
+        )?;
+        let job_id = sbatch(&script, &[])?;
+        sub.arrays.push(ArrayJob {
+            job_id,
+            gpus,
+            launches: names,
+        });
+    }
+    let script = sf.join("merge.sbatch");
+    store::write_atomic(&script, merge_script(sweep, &dir, &sgtune, opts).as_bytes())?;
+    let deps: Vec<&str> = sub.arrays.iter().map(|a| a.job_id.as_str()).collect();
+    let dependency = if deps.is_empty() {
+        Vec::new()
+    } else {
+        vec![format!("--dependency=afterany:{}", deps.join(":"))]
+    };
+    sub.merge_job = Some(sbatch(&script, &dependency)?);
+    let mut subs = read_submissions(&dir)?;
+    subs.push(sub.clone());
+    write_submissions(&dir, &subs)?;
+    Ok(sub)
+}
+
+/// A task's check that it sees the folder sgtune submitted from.
+pub fn check_marker(dir: &Path, expected: &str) -> Result<(), String> {
+    let p = folder(dir).join(MARKER);
+    let host = crate::util::sys::hostname();
+    match std::fs::read_to_string(&p) {
+        Ok(t) if t.trim() == expected => Ok(()),
+        Ok(t) => Err(format!(
+            "{} on node {host} holds {:?}, not this submission's {expected:?}: the folder was resubmitted since, or this node sees another folder of the same path; the results folder must be on a filesystem every node sees",
+            p.display(),
+            t.trim()
+        )),
+        Err(e) => Err(format!(
+            "{} cannot be read on node {host} ({e}): the results folder must be on a filesystem every node sees (e.g. under your home or a project share, not /tmp); rerun with --results-dir on a shared filesystem",
+            p.display()
+        )),
+    }
+}
+
+/// A task's Slurm state, as squeue, sacct or jobcomp name it (`PENDING`, `RUNNING`,
+/// `COMPLETED`, `FAILED`, `CANCELLED`, `TIMEOUT`, `NODE_FAIL`, ...).
+pub type States = HashMap<(String, usize), String>;
+
+/// The states of every task of these array jobs: live ones from squeue, finished ones from
+/// sacct, or (without accounting) from the jobcomp/filetxt log the cluster may keep.
+pub fn task_states(job_ids: &[String]) -> States {
+    let mut st = States::new();
+    if job_ids.is_empty() {
+        return st;
+    }
+    let list = job_ids.join(",");
+    let finished = tool(
+        "sacct",
+        &[
+            "-n".into(),
+            "-P".into(),
+            "-X".into(),
+            "-j".into(),
+            list.clone(),
+            "-o".into(),
+            "JobID,State".into(),
+        ],
+    );
+    match finished {
+        Ok(text) => parse_pairs(&text, &mut st),
+        Err(_) => jobcomp_states(job_ids, &mut st),
+    }
+    if let Ok(text) = tool(
+        "squeue",
+        &[
+            "-h".into(),
+            "-r".into(),
+            "-j".into(),
+            list,
+            "-o".into(),
+            "%i|%T".into(),
+        ],
+    ) {
+        parse_pairs(&text, &mut st);
+    }
+    st
+}
+
+/// `JOB_INDEX|STATE` lines (squeue -o %i|%T, sacct -P); `CANCELLED by 0` → `CANCELLED`.
+pub fn parse_pairs(text: &str, st: &mut States) {
+    for line in text.lines() {
+        let Some((id, state)) = line.split_once('|') else {
+            continue;
+        };
+        let Some((job, idx)) = id.trim().split_once('_') else {
+            continue;
+        };
+        let Ok(idx) = idx.parse::<usize>() else {
+            continue;
+        };
+        let state = state.split_whitespace().next().unwrap_or("").to_string();
+        if !state.is_empty() {
+            st.insert((job.to_string(), idx), state);
+        }
+    }
+}
+
+/// jobcomp/filetxt: `ArrayJobId=J ArrayTaskId=I JobState=S` per finished task.
+pub fn parse_jobcomp(text: &str, job_ids: &[String], st: &mut States) {
+    for line in text.lines() {
+        let mut job = None;
+        let mut idx = None;
+        let mut state = None;
+        for kv in line.split_whitespace() {
+            match kv.split_once('=') {
+                Some(("ArrayJobId", v)) => job = Some(v),
+                Some(("ArrayTaskId", v)) => idx = v.parse::<usize>().ok(),
+                Some(("JobState", v)) => state = Some(v),
+                _ => {}
+            }
+        }
+        if let (Some(j), Some(i), Some(s)) = (job, idx, state) {
+            if job_ids.iter().any(|x| x == j) {
+                st.insert((j.to_string(), i), s.to_string());
+            }
+        }
+    }
+}
+
+fn jobcomp_states(job_ids: &[String], st: &mut States) {
+    let Ok(conf) = tool("scontrol", &["show".into(), "config".into()]) else {
+        return;
+    };
+    let value = |key: &str| {
+        conf.lines().find_map(|l| {
+            let (k, v) = l.split_once('=')?;
+            (k.trim() == key).then(|| v.trim().to_string())
+        })
+    };
+    if value("JobCompType").as_deref() != Some("jobcomp/filetxt") {
+        return;
+    }
+    if let Some(path) = value("JobCompLoc") {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            parse_jobcomp(&text, job_ids, st);
+        }
+    }
+}
+
+/// Per run, as `sgtune status` shows it.
+pub fn describe(state: Option<&str>) -> &'static str {
+    match state {
+        Some("PENDING" | "REQUEUED" | "SUSPENDED") => "pending",
+        Some("RUNNING" | "CONFIGURING" | "COMPLETING") => "running",
+        Some("CANCELLED") => "cancelled",
+        Some("COMPLETED") => "ended",
+        Some(_) => "failed",
+        None => "unknown",
+    }
+}
+
+/// Status and kind of rows made for a task that left none: cancelled, preempted and dead
+/// nodes are interrupted (a resume runs them again); the rest failed.
+pub fn status_for(state: &str) -> RunStatus {
+    match state {
+        "CANCELLED" | "NODE_FAIL" | "PREEMPTED" | "BOOT_FAIL" | "REQUEUED" | "UNKNOWN" => {
+            RunStatus::Interrupted
+        }
+        _ => RunStatus::Failed,
+    }
+}
+
+/// The rows of a launch whose task left none: one per measurement, with its Slurm state and
+/// the end of its output.
+pub fn missing_rows(
+    launch: &Launch,
+    param_keys: &[String],
+    task: &str,
+    state: &str,
+    out_tail: &str,
+) -> Vec<RunRecord> {
+    let status = status_for(state);
+    let kind = if status == RunStatus::Interrupted {
+        FailureKind::Interrupted
+    } else {
+        FailureKind::SlurmTask
+    };
+    let mut message = format!("Slurm task {task} ended {state} without writing its rows");
+    if status == RunStatus::Interrupted {
+        message.push_str(" (`sgtune resume` runs it again)");
+    }
+    if !out_tail.is_empty() {
+        message.push_str(&format!("; its output ends: {out_tail}"));
+    }
+    let now = now_rfc3339();
+    launch
+        .measurements
+        .iter()
+        .map(|m| RunRecord {
+            run_name: launch.run.name.clone(),
+            run_id: launch.run.id.clone(),
+            status,
+            failure_kind: Some(kind),
+            failure_message: Some(message.clone()),
+            params: param_keys
+                .iter()
+                .map(|k| (k.clone(), launch.run.param(k).cloned()))
+                .collect(),
+            concurrency: m.point.concurrency,
+            request_rate: m.point.request_rate,
+            repeat: m.repeat,
+            phase: launch.phase,
+            probe: None,
+            client: None,
+            server: None,
+            verdict: None,
+            time_to_ready_s: None,
+            metrics: None,
+            notes: vec![format!("slurm: {state}")],
+            started_at: now.clone(),
+            finished_at: now.clone(),
+        })
+        .collect()
+}
+
+/// The last non-empty lines of a task's output file, on one line.
+pub fn out_tail(dir: &Path, job: &str, idx: usize) -> String {
+    let p = folder(dir).join(format!("{job}_{idx}.out"));
+    let text = std::fs::read_to_string(p).unwrap_or_default();
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let tail = &lines[lines.len().saturating_sub(2)..];
+    let joined = tail.join(" | ");
+    if joined.chars().count() > 300 {
+        joined.chars().take(300).collect::<String>() + "…"
+    } else {
+        joined
+    }
+}
+
+/// `scancel` the arrays of a submission.
+pub fn cancel(sub: &Submission) -> Result<(), SlurmError> {
+    let ids: Vec<String> = sub.arrays.iter().map(|a| a.job_id.clone()).collect();
+    if ids.is_empty() {
+        return Ok(());
+    }
+    tool("scancel", &ids).map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn states_from_squeue_sacct_and_jobcomp() {
+        let mut st = States::new();
+        parse_pairs(
+            "12_0|RUNNING\n12_1|CANCELLED by 0\n12_2|PENDING\nbad\n13|COMPLETED\n",
+            &mut st,
+        );
+        assert_eq!(
+            st.get(&("12".into(), 1)).map(String::as_str),
+            Some("CANCELLED")
+        );
+        assert_eq!(st.len(), 3);
+        let jc = "JobId=3 UserId=root(0) Name=wrap JobState=FAILED Partition=debug ArrayJobId=1 ArrayTaskId=1 ExitCode=3:0\nJobId=9 JobState=COMPLETED ArrayJobId=7 ArrayTaskId=0\n";
+        let mut st = States::new();
+        parse_jobcomp(jc, &["1".to_string()], &mut st);
+        assert_eq!(st.len(), 1);
+        assert_eq!(st.get(&("1".into(), 1)).map(String::as_str), Some("FAILED"));
+        assert_eq!(describe(Some("CANCELLED")), "cancelled");
+        assert_eq!(status_for("NODE_FAIL"), RunStatus::Interrupted);
+        assert_eq!(status_for("TIMEOUT"), RunStatus::Failed);
+    }
+
+    #[test]
+    fn array_script_throttles_asks_gpus_and_runs_one_launch_per_task() {
+        let opts = SlurmSpec {
+            partition: Some("gpu".into()),
+            time: Some("1:00:00".into()),
+            max_running: Some(2),
+            extra: vec!["--constraint=h100".into()],
+            setup: vec!["module load cuda".into()],
+            ..Default::default()
+        };
+        let s = array_script(
+            "kv",
+            Path::new("/shared/r/kv-1"),
+            "/opt/sgtune",
+            &opts,
+            2,
+            &["a".into(), "b c".into(), "d".into()],
+            "tok",
+        );
+        for want in [
+            "#SBATCH --array=0-2%2\n",
+            "#SBATCH --output=/shared/r/kv-1/slurm/%A_%a.out\n",
+            "#SBATCH --partition=gpu\n",
+            "#SBATCH --time=1:00:00\n",
+            "#SBATCH --gres=gpu:2\n",
+            "#SBATCH --constraint=h100\n",
+            "module load cuda\n",
+            "launches=(a 'b c' d)\n",
+            "exec /opt/sgtune run-one /shared/r/kv-1 --launch \"${launches[$SLURM_ARRAY_TASK_ID]}\" --marker tok\n",
+        ] {
+            assert!(s.contains(want), "{want} in\n{s}");
+        }
+        let no_gpu = array_script(
+            "kv",
+            Path::new("/d"),
+            "sg",
+            &SlurmSpec::default(),
+            0,
+            &["a".into()],
+            "t",
+        );
+        assert!(!no_gpu.contains("--gres"), "{no_gpu}");
+        assert!(no_gpu.contains("--array=0-0\n"), "{no_gpu}");
+    }
+
+    #[test]
+    fn a_task_refuses_a_folder_it_cannot_see_or_another_submission() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let e = check_marker(tmp.path(), "x").expect_err("no marker");
+        assert!(e.contains("filesystem every node sees"), "{e}");
+        std::fs::create_dir_all(folder(tmp.path())).expect("mkdir");
+        std::fs::write(folder(tmp.path()).join(MARKER), "y").expect("write");
+        assert!(
+            check_marker(tmp.path(), "x")
+                .expect_err("other")
+                .contains("resubmitted")
+        );
+        assert!(check_marker(tmp.path(), "y").is_ok());
+    }
+}
