@@ -474,3 +474,124 @@ fn no_leftover_servers(tag: &str) {
         procs_with_tag(tag)
     );
 }
+
+fn auto_spec(tag: &str, repeats: &str) -> String {
+    format!(
+        r#"name: auto
+server:
+  command: [python3, "{fake}"]
+  model_path: /nonexistent-model
+  env:
+    SGTUNE_TEST_TAG: {tag}
+    FAKE_SGLANG_STARTUP_S: "0.2"
+  args:
+    served_model_name: fake
+  ready_timeout_s: 20
+  stop_timeout_s: 3
+configs:
+  - {{name: a, max_total_tokens: 400}}
+  - {{name: b, max_total_tokens: 4000}}
+workload:
+  vocab_size: 100
+  concurrency: [2, 8]
+  requests: 16
+  input_tokens: 10
+  output_tokens: 20
+  warmup_requests: 0
+objective:
+  maximize: output_tok_s
+{repeats}"#,
+        fake = fake_server()
+    )
+}
+
+#[test]
+fn repeats_auto_measures_until_the_interval_is_narrow_or_the_cap() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tag = unique_tag("auto");
+    // An unreachable precision: every configuration and point goes to the cap, one new
+    // server per extra repeat.
+    let spec_path = write(
+        dir.path(),
+        &auto_spec(&tag, "repeats: auto\nprecision: 0.0001\nmax_repeats: 4\n"),
+    );
+    let results = dir.path().join("results");
+    let out = run_sweep(&spec_path, &results);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("repeats: auto: 2 launch(es)"));
+    let folder = only_results_folder(&results);
+    let rows = read_rows(&folder.join("results.csv"));
+    for name in ["a", "b"] {
+        for c in ["2", "8"] {
+            let mut reps: Vec<u64> = rows
+                .iter()
+                .filter(|r| r["run_name"] == name && r["concurrency"] == c)
+                .map(|r| r["repeat"].parse().unwrap())
+                .collect();
+            reps.sort_unstable();
+            assert_eq!(reps, [1, 2, 3, 4], "{name} at {c}");
+        }
+    }
+    assert!(folder.join("runs/a.r4").exists() && folder.join("runs/b.r3").exists());
+
+    // A loose precision: two repeats give an interval narrow enough, and nothing more runs.
+    let results = dir.path().join("results-loose");
+    let spec_path = write(
+        dir.path(),
+        &auto_spec(&tag, "repeats: auto\nprecision: 0.9\nmax_repeats: 4\n"),
+    );
+    let out = run_sweep(&spec_path, &results);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let rows = read_rows(&only_results_folder(&results).join("results.csv"));
+    assert_eq!(
+        rows.len(),
+        8,
+        "2 configurations x 2 points x 2 repeats: {rows:?}"
+    );
+    // Every point stopped because it was precise (or at the cap), by the rule the decision uses.
+    for name in ["a", "b"] {
+        for c in ["2", "8"] {
+            let v: Vec<f64> = rows
+                .iter()
+                .filter(|r| r["run_name"] == name && r["concurrency"] == c)
+                .map(|r| r["output_tok_s"].parse().unwrap())
+                .collect();
+            assert!(
+                !sgtune::report::decision::needs_more_repeats(&v, 0.9),
+                "{v:?}"
+            );
+        }
+    }
+    no_leftover_servers(&tag);
+}
+
+#[test]
+fn repeats_auto_mistakes_are_spec_errors() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cases = [
+        (
+            auto_spec("t", "repeats: auto\n").replace("objective:\n  maximize: output_tok_s\n", ""),
+            "give an `objective:`",
+        ),
+        (
+            auto_spec("t", "repeats: 3\nprecision: 0.05\n"),
+            "`precision` goes with `repeats: auto`",
+        ),
+        (
+            auto_spec("t", "repeats: auto\nmax_repeats: 1\n"),
+            "max_repeats must be at least 2",
+        ),
+        (
+            auto_spec("t", "repeats: auto\nprecision: 3\n"),
+            "precision must be a fraction",
+        ),
+        (auto_spec("t", "repeats: often\n"), "or `auto`"),
+    ];
+    for (yaml, want) in cases {
+        let p = write(dir.path(), &yaml);
+        let out = run(sgtune().arg("validate").arg(&p));
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{want}: {err}");
+        assert!(err.contains(want), "expected `{want}` in: {err}");
+    }
+}

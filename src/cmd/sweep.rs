@@ -110,7 +110,14 @@ pub fn print_plan(s: &SweepSpec, plan: &RunPlan) {
         w.seed
     ));
     if let Some(o) = &s.objective {
-        let rule = if s.search.max_load.is_some() {
+        let rule = if let Some(a) = s.auto_repeats {
+            format!(
+                "repeats: auto: 2 repeats, then one more at a time until the 95% interval of {} is within ±{}% of its mean (at most {} repeats); a winner only when its margins' 95% intervals lie above zero",
+                o.metric,
+                a.precision * 100.0,
+                a.max
+            )
+        } else if s.search.max_load.is_some() {
             format!(
                 "a winner only when its margin separates from every other's: by 95% intervals where probes were repeated, else by more than {}% (objective.noise)",
                 o.noise * 100.0
@@ -456,6 +463,65 @@ fn decide(
     out(&format!("{}\n", d.summary));
 }
 
+/// `repeats: auto`: the next round's launches. For each configuration, every load point
+/// whose repeats are all ok, below `auto.max`, and whose 95% half-width of the objective is
+/// still above `auto.precision` × the mean gets one more repeat, on one new server per
+/// configuration. A failed repeat ends its point (it is not eligible anyway).
+pub fn auto_round(
+    spec: &SweepSpec,
+    plan: &RunPlan,
+    rows: &[rows::Row],
+    auto: spec::AutoRepeats,
+) -> Vec<runner::Launch> {
+    let Some(o) = &spec.objective else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for run in &plan.runs {
+        let mut next: Option<u64> = None;
+        let mut points = Vec::new();
+        for p in &spec.workload.load_points {
+            let label = match p.request_rate {
+                Some(r) => format!("{}/s", spec::rate_text(Some(r))),
+                None => p.concurrency.to_string(),
+            };
+            let mine: Vec<&rows::Row> = rows
+                .iter()
+                .filter(|r| r.get("run_name") == run.name && r.load_point() == label)
+                .filter(|r| !matches!(r.get("phase"), "probe" | "preflight"))
+                .collect();
+            let n = mine.len() as u64;
+            if n == 0 || n >= auto.max || mine.iter().any(|r| !r.is_ok()) {
+                continue;
+            }
+            let values: Vec<f64> = mine.iter().filter_map(|r| r.f64(&o.metric)).collect();
+            if decision::needs_more_repeats(&values, auto.precision) {
+                let k = mine
+                    .iter()
+                    .filter_map(|r| r.u64("repeat"))
+                    .max()
+                    .unwrap_or(n)
+                    + 1;
+                next = Some(next.map_or(k, |x: u64| x.max(k)));
+                points.push(*p);
+            }
+        }
+        if let Some(k) = next {
+            out.push(runner::Launch {
+                run: run.clone(),
+                dir_name: format!("{}.r{k}", run.name),
+                measurements: points
+                    .into_iter()
+                    .map(|point| runner::Measurement { repeat: k, point })
+                    .collect(),
+                search: None,
+                phase: crate::record::Phase::Measure,
+            });
+        }
+    }
+    out
+}
+
 /// Each configuration's recorded max-load probes among `rows` (resume and Slurm tasks replay
 /// the search from them).
 pub fn recorded_probes(
@@ -595,7 +661,7 @@ pub async fn execute(
         )
         .await?;
     }
-    let outcome = if preflight_interrupted {
+    let mut outcome = if preflight_interrupted {
         Ok(runner::SweepOutcome {
             records: Vec::new(),
             interrupted: true,
@@ -606,6 +672,32 @@ pub async fn execute(
         })
         .await
     };
+    // repeats: auto: another round for every configuration and load point not yet precise.
+    if let Some(auto) = input.spec.auto_repeats {
+        while matches!(&outcome, Ok(o) if !o.interrupted) {
+            let recorded = rows::read(&results.results_csv())
+                .map(|t| t.rows)
+                .unwrap_or_default();
+            let more = auto_round(input.spec, input.plan, &recorded, auto);
+            if more.is_empty() {
+                break;
+            }
+            say(&format!(
+                "repeats: auto: {} launch(es) for the configurations whose {} is not yet within ±{}% (95%)",
+                more.len(),
+                input
+                    .spec
+                    .objective
+                    .as_ref()
+                    .map_or("", |o| o.metric.as_str()),
+                auto.precision * 100.0
+            ));
+            outcome = runner::run_sweep(&ctx, input.slots, &more, results, manifest, &mut |ev| {
+                progress.handle(&ev)
+            })
+            .await;
+        }
+    }
     progress.finish();
     if let (Some(sp), Ok(Some(b))) = (&input.spec.workload.shared_prefix, basis.lock().map(|b| *b))
     {

@@ -66,8 +66,19 @@ pub struct SweepSpec {
     pub workload: WorkloadSpec,
     /// Measure each configuration this many times (a fresh server each time unless
     /// `reuse_server`).
-    #[serde(default = "default_repeats", deserialize_with = "positive_u64")]
+    /// `repeats: auto` reads as 0 here and becomes `auto_repeats` (and 2, the first round)
+    /// once the whole spec is read.
+    #[serde(default = "default_repeats", deserialize_with = "repeats_value")]
     pub repeats: u64,
+    /// With `repeats: auto`: the relative 95% half-width of the objective to reach.
+    #[serde(default)]
+    pub precision: Option<f64>,
+    /// With `repeats: auto`: the most repeats of one configuration at one load point.
+    #[serde(default)]
+    pub max_repeats: Option<u64>,
+    /// `repeats: auto`, resolved: repeat until precise or at the cap.
+    #[serde(skip_deserializing, default)]
+    pub auto_repeats: Option<AutoRepeats>,
     /// Keep one server per configuration across its repeats.
     #[serde(default)]
     pub reuse_server: bool,
@@ -172,8 +183,39 @@ fn default_repeats() -> u64 {
     1
 }
 
-fn positive_u64<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-    Positive::deserialize(d).map(|p| p.0)
+/// `repeats: auto`: measure each configuration at each load point until the 95% confidence
+/// half-width of the objective's column is at most `precision` × its mean, or `max` repeats.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct AutoRepeats {
+    pub precision: f64,
+    pub max: u64,
+}
+
+/// The repeats a round of `repeats: auto` starts with: two give the first interval.
+pub const AUTO_FIRST_REPEATS: u64 = 2;
+
+/// `repeats:` a whole number >= 1, or `auto` (read as 0 until the spec is resolved).
+fn repeats_value<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        N(i64),
+        S(String),
+    }
+    match Raw::deserialize(d).map_err(|_| {
+        de::Error::custom(
+            "repeats: a whole number >= 1, or `auto` (with objective: and precision:)",
+        )
+    })? {
+        Raw::N(n) if n >= 1 => Ok(n as u64),
+        Raw::N(n) => Err(de::Error::custom(format!(
+            "expected a whole number >= 1, got {n}"
+        ))),
+        Raw::S(s) if s == "auto" => Ok(0),
+        Raw::S(s) => Err(de::Error::custom(format!(
+            "repeats: a whole number >= 1, or `auto`; got `{s}`"
+        ))),
+    }
 }
 
 /// `objective: {maximize: output_tok_s, slo: {ttft_ms_p99: 2000}}`: the column the decision
@@ -1683,8 +1725,72 @@ pub fn parse(text: &str, origin: &str) -> Result<SweepSpec, SpecError> {
             message: explain(&message),
         }
     })?;
+    let mut spec = spec;
     check_cross_fields(&spec, text, origin)?;
+    resolve_repeats(&mut spec, text, origin)?;
     Ok(spec)
+}
+
+/// `repeats: auto` with `precision` and `max_repeats`, or neither of those keys.
+fn resolve_repeats(spec: &mut SweepSpec, text: &str, origin: &str) -> Result<(), SpecError> {
+    let err = |key: &str, message: String| {
+        let (line, column) = locate_key(text, key).unwrap_or((1, 1));
+        SpecError {
+            file: origin.to_string(),
+            line,
+            column,
+            message,
+        }
+    };
+    if spec.repeats != 0 {
+        for (key, given) in [
+            ("precision", spec.precision.is_some()),
+            ("max_repeats", spec.max_repeats.is_some()),
+        ] {
+            if given {
+                return Err(err(
+                    key,
+                    format!(
+                        "`{key}` goes with `repeats: auto`; with a fixed number of repeats, leave it out"
+                    ),
+                ));
+            }
+        }
+        return Ok(());
+    }
+    if spec.objective.is_none() {
+        return Err(err(
+            "repeats",
+            "`repeats: auto` repeats until the objective's interval is narrow enough: give an `objective:` (e.g. {maximize: output_tok_s})".into(),
+        ));
+    }
+    if spec.search.max_load.is_some() {
+        return Err(err(
+            "repeats",
+            "with search.max_load, a probe is repeated where it is close to the SLO (search.max_load.repeats); `repeats: auto` does not apply".into(),
+        ));
+    }
+    let precision = spec.precision.unwrap_or(0.05);
+    if !(precision.is_finite() && precision > 0.0 && precision < 1.0) {
+        return Err(err(
+            "precision",
+            format!(
+                "precision must be a fraction in (0, 1), e.g. 0.03 for ±3% of the mean; got {precision}"
+            ),
+        ));
+    }
+    let max = spec.max_repeats.unwrap_or(10);
+    if max < AUTO_FIRST_REPEATS {
+        return Err(err(
+            "max_repeats",
+            format!(
+                "max_repeats must be at least {AUTO_FIRST_REPEATS} (two repeats give the first interval); got {max}"
+            ),
+        ));
+    }
+    spec.auto_repeats = Some(AutoRepeats { precision, max });
+    spec.repeats = AUTO_FIRST_REPEATS;
+    Ok(())
 }
 
 /// Make serde's wording friendlier where it is terse.

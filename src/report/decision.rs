@@ -502,6 +502,17 @@ fn margin_text(m: &Margin) -> String {
     }
 }
 
+/// `repeats: auto`: whether `values` (one configuration's repeats at one load point) are
+/// still too spread: fewer than two, or a 95% half-width above `precision` × |mean|.
+pub fn needs_more_repeats(values: &[f64], precision: f64) -> bool {
+    match estimate(values) {
+        Some(Estimate {
+            mean, ci: Some(ci), ..
+        }) => (ci.high - ci.low) / 2.0 > precision * mean.abs(),
+        _ => true,
+    }
+}
+
 /// Decide every load point of a sweep. `commands`: each configuration's launch command;
 /// `cost`: from the manifest ([`cost`]).
 pub fn decide(
@@ -1109,6 +1120,27 @@ pub fn render_md(d: &Decision) -> String {
         }
     ));
     s
+}
+
+#[cfg(test)]
+mod auto_repeat_tests {
+    use super::needs_more_repeats;
+
+    #[test]
+    fn repeats_until_the_interval_is_narrow_enough() {
+        assert!(
+            needs_more_repeats(&[100.0], 0.05),
+            "one repeat has no interval"
+        );
+        // Two close values: t(1) = 12.7 makes even a 1% spread wide.
+        assert!(needs_more_repeats(&[100.0, 101.0], 0.03));
+        // Five values within ±1%: the half-width is about 1.2% of the mean.
+        assert!(!needs_more_repeats(
+            &[99.0, 100.0, 101.0, 100.5, 99.5],
+            0.03
+        ));
+        assert!(needs_more_repeats(&[90.0, 110.0, 95.0, 105.0, 100.0], 0.03));
+    }
 }
 
 #[cfg(test)]
