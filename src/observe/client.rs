@@ -81,6 +81,38 @@ pub struct Accumulator {
     good: u64,
     requested_input: u64,
     slo: Option<crate::plan::spec::Slo>,
+    /// Output tokens by second of the measured window, each request's tokens spread over its
+    /// content chunks' arrivals: the series MSER-5 trims.
+    tok_bins: Vec<f64>,
+}
+
+/// The longest window binned for MSER-5 (a day): a bad timestamp cannot grow the bins.
+const MAX_BINS: usize = 86_400;
+
+/// MSER-5 (White 1997; the batch size 5 of Franklin & White): over batch means B of five
+/// consecutive observations, the truncation d (in batches, at most half of them) that
+/// minimizes Σ_{i≥d} (B_i − mean(B_{d..}))² / (m − d)². Returns d in observations (a
+/// multiple of 5), or None when there are fewer than 4 batches to judge by.
+pub fn mser5(y: &[f64]) -> Option<usize> {
+    let m = y.len() / 5;
+    if m < 4 {
+        return None;
+    }
+    let b: Vec<f64> = (0..m)
+        .map(|i| y[i * 5..i * 5 + 5].iter().sum::<f64>() / 5.0)
+        .collect();
+    let mut best = (f64::INFINITY, 0usize);
+    for d in 0..=m / 2 {
+        let tail = &b[d..];
+        let n = tail.len() as f64;
+        let mean = tail.iter().sum::<f64>() / n;
+        let sse: f64 = tail.iter().map(|x| (x - mean).powi(2)).sum();
+        let stat = sse / (n * n);
+        if stat < best.0 {
+            best = (stat, d);
+        }
+    }
+    Some(best.1 * 5)
 }
 
 impl Accumulator {
@@ -141,6 +173,19 @@ impl Accumulator {
         for gap in r.itl_ms() {
             self.itl.push(gap);
         }
+        if !r.chunk_ms.is_empty() && r.send_s.is_finite() {
+            let per = r.output_tokens() as f64 / r.chunk_ms.len() as f64;
+            for &c in &r.chunk_ms {
+                let t = r.send_s + c / 1000.0;
+                if t >= 0.0 && t.is_finite() && (t as usize) < MAX_BINS {
+                    let i = t as usize;
+                    if self.tok_bins.len() <= i {
+                        self.tok_bins.resize(i + 1, 0.0);
+                    }
+                    self.tok_bins[i] += per;
+                }
+            }
+        }
     }
 
     /// The summary over a measured window of `duration_s` seconds.
@@ -166,6 +211,16 @@ impl Accumulator {
         s.itl_ms = Stats::from_quantiles(&self.itl);
         s.tpot_ms = Stats::from_quantiles(&self.tpot);
         s.e2e_ms = Stats::from_quantiles(&self.e2e);
+        // Steady state: MSER-5 over the whole seconds of the window (the last, partial one
+        // is left out: its bin is not a full second).
+        let whole = (duration_s.max(0.0) as usize).min(self.tok_bins.len());
+        let mut y = self.tok_bins[..whole].to_vec();
+        y.resize(duration_s.max(0.0) as usize, 0.0);
+        if let Some(d) = mser5(&y) {
+            s.warmup_trimmed_s = Some(d as f64);
+            let tail = &y[d..];
+            s.output_tok_s_steady = Some(tail.iter().sum::<f64>() / tail.len() as f64);
+        }
         s
     }
 }
@@ -179,6 +234,11 @@ pub struct ClientSummary {
     pub request_throughput: Option<f64>,
     /// Σ output tokens of successful requests / duration.
     pub output_tok_s: Option<f64>,
+    /// Output tok/s after the warm-up MSER-5 trims: the mean of the window's one-second bins
+    /// from the truncation point on (None: a window under 20 s).
+    pub output_tok_s_steady: Option<f64>,
+    /// Seconds MSER-5 trimmed from the window's start.
+    pub warmup_trimmed_s: Option<f64>,
     /// Σ (prompt + output) tokens of successful requests / duration.
     pub total_tok_s: Option<f64>,
     pub input_tokens: u64,
@@ -257,6 +317,26 @@ pub fn summarize(
 }
 
 #[cfg(test)]
+mod mser_tests {
+    use super::mser5;
+
+    #[test]
+    fn mser5_trims_a_warm_up_and_nothing_from_a_steady_series() {
+        // 10 s of ramp (100 tok/s), then 50 s at about 1,000.
+        let mut y: Vec<f64> = vec![100.0; 10];
+        y.extend((0..50).map(|i| 1000.0 + if i % 2 == 0 { 20.0 } else { -20.0 }));
+        assert_eq!(mser5(&y), Some(10));
+        let flat: Vec<f64> = (0..60).map(|i| 1000.0 + (i % 3) as f64).collect();
+        assert_eq!(mser5(&flat), Some(0));
+        assert_eq!(mser5(&[1.0; 19]), None, "under 4 batches");
+        // Never more than half the batches.
+        let mut late: Vec<f64> = vec![0.0; 45];
+        late.extend([1000.0; 15]);
+        assert!(mser5(&late).unwrap_or(0) <= 30);
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::load::driver::ErrorKind;
@@ -286,6 +366,31 @@ mod tests {
             sched_lag_ms: None,
             max_tokens: 4,
         }
+    }
+
+    #[test]
+    fn the_steady_state_trims_a_slow_start_by_chunk_arrival() {
+        // 30 s window: one request per second, each 4 tokens over 4 chunks within its second;
+        // during the first 10 s each request yields only 1 token (a slow start).
+        let mut acc = Accumulator::new(10, None);
+        for sec in 0..30 {
+            let mut r = sample(
+                5.0,
+                &[100.0, 200.0, 300.0, 400.0],
+                450.0,
+                Some(if sec < 10 { 1 } else { 4 }),
+            );
+            r.send_s = sec as f64;
+            acc.add(&r);
+        }
+        let s = acc.finish(30.0);
+        assert_eq!(s.warmup_trimmed_s, Some(10.0));
+        assert_eq!(s.output_tok_s_steady, Some(4.0));
+        // The whole window's throughput keeps the slow start.
+        assert_eq!(s.output_tok_s, Some((10.0 + 80.0) / 30.0));
+        // Too short a window: nothing trimmed, nothing claimed.
+        let s = acc.finish(15.0);
+        assert_eq!((s.warmup_trimmed_s, s.output_tok_s_steady), (None, None));
     }
 
     #[test]

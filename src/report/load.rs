@@ -52,6 +52,12 @@ pub fn render(point: LoadPoint, c: &ClientSummary) -> String {
         stats_line("E2E ms", &c.e2e_ms) + "   (SGLang: end of stream)",
         stats_line("E2E(vLLM) ms", &c.e2e_last_content_ms) + "   (last content chunk)",
     ];
+    if let (Some(t), Some(steady)) = (c.warmup_trimmed_s, c.output_tok_s_steady) {
+        out.push(format!(
+            "  steady state   {} output tok/s after MSER-5 trimmed {t:.0} s of warm-up",
+            f(Some(steady))
+        ));
+    }
     if let Some(g) = c.goodput_share {
         out.push(format!(
             "  goodput        {:.1}% of requests met the SLOs, {} req/s",
