@@ -595,3 +595,110 @@ fn repeats_auto_mistakes_are_spec_errors() {
         assert!(err.contains(want), "expected `{want}` in: {err}");
     }
 }
+
+fn prune_spec(tag: &str, prune: bool) -> String {
+    format!(
+        r#"name: prune
+server:
+  command: [python3, "{fake}"]
+  model_path: /nonexistent-model
+  env:
+    SGTUNE_TEST_TAG: {tag}
+    FAKE_SGLANG_STARTUP_S: "0.2"
+  args:
+    served_model_name: fake
+  ready_timeout_s: 20
+  stop_timeout_s: 3
+configs:
+  - {{name: slow-a, fake_fault: slow_stream}}
+  - {{name: roomy}}
+  - {{name: slow-b, fake_fault: slow_stream}}
+  - {{name: slow-c, fake_fault: slow_stream}}
+workload:
+  vocab_size: 100
+  concurrency: [2, 8, 16]
+  duration_s: 2
+  input_tokens: 10
+  output_tokens: 20
+  warmup_requests: 0
+objective:
+  maximize: output_tok_s
+  prune: {prune}
+"#,
+        fake = fake_server()
+    )
+}
+
+fn winners(folder: &Path) -> Vec<(String, String)> {
+    let d: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(folder.join("decision.json")).unwrap())
+            .unwrap();
+    d["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["load_point"].as_str().unwrap_or("").to_string(),
+                p["winner"].as_str().unwrap_or("-").to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn pruning_reaches_the_full_grids_decision_with_half_the_load_seconds() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tag = unique_tag("prune");
+    let seconds = |folder: &Path| -> f64 {
+        read_rows(&folder.join("results.csv"))
+            .iter()
+            .filter_map(|r| r["duration_s"].parse::<f64>().ok())
+            .sum()
+    };
+    let full_dir = dir.path().join("full");
+    let out = run_sweep(&write(dir.path(), &prune_spec(&tag, false)), &full_dir);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let full = only_results_folder(&full_dir);
+
+    let pruned_dir = dir.path().join("pruned");
+    let out = run_sweep(&write(dir.path(), &prune_spec(&tag, true)), &pruned_dir);
+    let err = text(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "pruned rows are not failures: {err}"
+    );
+    assert!(
+        err.contains("prune: 3 of 4 configuration(s) clearly beaten at concurrency 2"),
+        "{err}"
+    );
+    let pruned = only_results_folder(&pruned_dir);
+    let rows = read_rows(&pruned.join("results.csv"));
+    // One row per planned measurement either way: 4 configurations x 3 points.
+    assert_eq!(rows.len(), 12, "{rows:?}");
+    for r in rows.iter().filter(|r| r["run_name"].starts_with("slow")) {
+        if r["concurrency"] == "2" {
+            assert_eq!(r["status"], "ok", "{r:?}");
+        } else {
+            assert_eq!(r["status"], "pruned", "{r:?}");
+            assert!(
+                r["failure_message"].contains("clearly beaten by roomy on output_tok_s"),
+                "{r:?}"
+            );
+        }
+    }
+    // The same decision at every load point, for at most half the load-seconds.
+    assert_eq!(winners(&pruned), winners(&full));
+    assert!(
+        winners(&full).iter().all(|(_, w)| w == "roomy"),
+        "{:?}",
+        winners(&full)
+    );
+    let (p, f) = (seconds(&pruned), seconds(&full));
+    eprintln!("load-seconds: pruned {p:.1}, full grid {f:.1}");
+    assert!(p <= 0.5 * f, "pruned {p:.1} s vs full {f:.1} s");
+    let md = std::fs::read_to_string(pruned.join("decision.md")).unwrap();
+    assert!(md.contains("pruned: at concurrency 2"), "{md}");
+    no_leftover_servers(&tag);
+}

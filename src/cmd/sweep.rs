@@ -140,6 +140,11 @@ pub fn print_plan(s: &SweepSpec, plan: &RunPlan) {
         };
         out(&format!("objective: {o}; {per} (decision.md), {rule}"));
     }
+    if let Some(p) = prune_point(s) {
+        out(&format!(
+            "prune: every configuration is measured at {p} first; those clearly beaten there skip the other load points (rows `pruned`, with the evidence)"
+        ));
+    }
     if let Some(ml) = &s.search.max_load {
         let unit = match ml.axis {
             crate::plan::search::Axis::Concurrency => "",
@@ -330,7 +335,9 @@ pub fn prepare_resume(
     let mut redo_raw = Vec::new();
     let mut kept: Vec<crate::record::RowKey> = Vec::new();
     for (row, raw) in table.rows.iter().zip(&table.raw) {
-        let finished = row.is_ok() || (row.get("status") == "failed" && !retry_failed);
+        let finished = row.is_ok()
+            || row.get("status") == "pruned"
+            || (row.get("status") == "failed" && !retry_failed);
         if finished && !kept.contains(&row.key()) {
             kept.push(row.key());
             keep_raw.push(raw.clone());
@@ -461,6 +468,100 @@ fn decide(
         say(&format!("warning: cannot write the decision: {e}"));
     }
     out(&format!("{}\n", d.summary));
+}
+
+/// `objective.prune`: the load point every configuration is measured at first (the lowest
+/// load), when there are other points to save.
+fn prune_point(spec: &SweepSpec) -> Option<spec::LoadPoint> {
+    let o = spec.objective.as_ref()?;
+    if !o.prune || spec.workload.load_points.len() < 2 || spec.search.max_load.is_some() {
+        return None;
+    }
+    spec.workload.load_points.iter().copied().min_by(|a, b| {
+        a.request_rate
+            .unwrap_or(0.0)
+            .total_cmp(&b.request_rate.unwrap_or(0.0))
+            .then(a.concurrency.cmp(&b.concurrency))
+    })
+}
+
+/// After the lowest load point: decide there; every configuration the leader clearly beats
+/// (its margin separates from zero) gets `pruned` rows for its other measurements, with the
+/// evidence; the others' launches for the remaining points are returned.
+fn prune_rest(
+    ctx: &RunContext<'_>,
+    input: &SweepInput<'_>,
+    results: &ResultsDir,
+    launches: &[runner::Launch],
+    lowest: spec::LoadPoint,
+) -> Result<Vec<runner::Launch>, CmdError> {
+    let Some(o) = &input.spec.objective else {
+        return Ok(Vec::new());
+    };
+    let recorded = rows::read(&results.results_csv())
+        .map(|t| t.rows)
+        .unwrap_or_default();
+    let label = match lowest.request_rate {
+        Some(r) => format!("{}/s", spec::rate_text(Some(r))),
+        None => lowest.concurrency.to_string(),
+    };
+    let at: Vec<&rows::Row> = recorded
+        .iter()
+        .filter(|r| r.load_point() == label && r.get("phase") != "preflight")
+        .collect();
+    let d = decision::decide_rows(o, &lowest.to_string(), &at, &Default::default());
+    let beaten: Vec<(String, String)> = d
+        .configurations
+        .iter()
+        .filter(|c| c.standing == decision::Standing::Behind)
+        .map(|c| {
+            let m = c
+                .margin
+                .as_ref()
+                .map(decision::margin_text)
+                .unwrap_or_default();
+            (
+                c.run_name.clone(),
+                format!(
+                    "pruned: at {} it was clearly beaten by {} on {}, by {m}",
+                    lowest,
+                    d.leader.clone().unwrap_or_default(),
+                    o.metric
+                ),
+            )
+        })
+        .collect();
+    let mut rest = Vec::new();
+    for l in launches {
+        let mut l = l.clone();
+        l.measurements.retain(|m| m.point != lowest);
+        if l.measurements.is_empty() {
+            continue;
+        }
+        match beaten.iter().find(|(n, _)| *n == l.run.name) {
+            Some((_, why)) => {
+                for r in runner::launch::pruned(ctx, &l, why) {
+                    results
+                        .append(&r)
+                        .map_err(|e| CmdError::input(format!("cannot write results.csv: {e}")))?;
+                }
+            }
+            None => rest.push(l),
+        }
+    }
+    if !beaten.is_empty() {
+        say(&format!(
+            "prune: {} of {} configuration(s) clearly beaten at {lowest} skip the other load points: {}",
+            beaten.len(),
+            d.configurations.len(),
+            beaten
+                .iter()
+                .map(|(n, _)| n.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    Ok(rest)
 }
 
 /// `repeats: auto`: the next round's launches. For each configuration, every load point
@@ -661,17 +762,40 @@ pub async fn execute(
         )
         .await?;
     }
+    // Successive halving: the lowest load point first, then the rest for the configurations
+    // not clearly beaten there.
+    let lowest = prune_point(input.spec);
+    let first: Vec<runner::Launch> = match lowest {
+        Some(p) => launches
+            .iter()
+            .filter_map(|l| {
+                let mut l = l.clone();
+                l.measurements.retain(|m| m.point == p);
+                (!l.measurements.is_empty()).then_some(l)
+            })
+            .collect(),
+        None => launches.clone(),
+    };
     let mut outcome = if preflight_interrupted {
         Ok(runner::SweepOutcome {
             records: Vec::new(),
             interrupted: true,
         })
     } else {
-        runner::run_sweep(&ctx, input.slots, &launches, results, manifest, &mut |ev| {
+        runner::run_sweep(&ctx, input.slots, &first, results, manifest, &mut |ev| {
             progress.handle(&ev)
         })
         .await
     };
+    if let (Some(p), Ok(o)) = (lowest, &outcome) {
+        if !o.interrupted {
+            let rest = prune_rest(&ctx, input, results, &launches, p)?;
+            outcome = runner::run_sweep(&ctx, input.slots, &rest, results, manifest, &mut |ev| {
+                progress.handle(&ev)
+            })
+            .await;
+        }
+    }
     // repeats: auto: another round for every configuration and load point not yet precise.
     if let Some(auto) = input.spec.auto_repeats {
         while matches!(&outcome, Ok(o) if !o.interrupted) {
@@ -783,9 +907,10 @@ pub fn conclude(
         ExitCode::Interrupted
     } else if all
         .iter()
-        .any(|r| !r.is_ok() && r.get("phase") != "preflight")
+        .any(|r| !r.is_ok() && r.get("phase") != "preflight" && r.get("status") != "pruned")
     {
-        // A pre-flight attempt that failed is the search working, not a failed run.
+        // A pre-flight attempt that failed, or a pruned measurement, is the search working,
+        // not a failed run.
         ExitCode::RunsFailed
     } else {
         ExitCode::Ok

@@ -231,6 +231,9 @@ pub struct Objective {
     pub slo: Vec<SloBound>,
     /// Relative difference that counts as noise when a side has one repeat (no interval).
     pub noise: f64,
+    /// Successive halving: after every configuration is measured at the lowest load point,
+    /// the ones clearly beaten there (their margin separates) skip the other points.
+    pub prune: bool,
 }
 
 /// Which way the objective's column should go.
@@ -313,6 +316,8 @@ struct RawObjective {
     slo: Option<SloMap>,
     #[serde(default)]
     noise: Option<f64>,
+    #[serde(default)]
+    prune: bool,
 }
 
 impl<'de> Deserialize<'de> for Objective {
@@ -354,6 +359,7 @@ impl<'de> Deserialize<'de> for Objective {
             metric,
             slo: r.slo.map(|s| s.0).unwrap_or_default(),
             noise,
+            prune: r.prune,
         })
     }
 }

@@ -115,6 +115,7 @@ fn distance(a: &str, b: &str) -> usize {
 #[cfg(test)]
 pub(crate) fn test_objective(goal: Goal, metric: &str, slo: &[(&str, Bound, f64)]) -> Objective {
     Objective {
+        prune: false,
         goal,
         metric: metric.into(),
         slo: slo

@@ -14,6 +14,9 @@ pub enum RunStatus {
     Ok,
     Failed,
     Interrupted,
+    /// Not measured: clearly beaten at the lowest load point (`objective.prune`); the
+    /// failure_message has the evidence.
+    Pruned,
 }
 
 impl RunStatus {
@@ -22,6 +25,7 @@ impl RunStatus {
             RunStatus::Ok => "ok",
             RunStatus::Failed => "failed",
             RunStatus::Interrupted => "interrupted",
+            RunStatus::Pruned => "pruned",
         }
     }
 }
@@ -226,7 +230,7 @@ pub const LEADING: &[Column] = &[
     Column {
         name: "status",
         better: Better::Neither,
-        doc: "`ok`, `failed` or `interrupted`",
+        doc: "`ok`, `failed`, `interrupted`, or `pruned` (not measured: clearly beaten at the lowest load point, `objective.prune`; the evidence is in failure_message)",
         get: |r| r.status.as_str().to_string(),
     },
     Column {

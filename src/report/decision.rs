@@ -487,7 +487,7 @@ fn slo_why(checks: &[SloCheck]) -> String {
 }
 
 /// "2958 ± 80 (+290.0%; 95% CI, Welch)" or "120 (+6.0%; a single repeat: no interval)".
-fn margin_text(m: &Margin) -> String {
+pub fn margin_text(m: &Margin) -> String {
     let rel = m
         .relative
         .map(|r| format!("{}; ", pct(r)))
@@ -863,7 +863,11 @@ fn judge_alone(o: &Objective, name: &str, rows: &[&Row]) -> ConfigResult {
         );
     } else if c.estimate.is_none() {
         c.standing = Standing::NoValue;
-        c.why = if ok.is_empty() {
+        let pruned = rows.iter().find(|r| r.get("status") == "pruned");
+        c.why = if let (true, Some(p)) = (ok.is_empty(), pruned) {
+            // Successive halving left it out here; the row says why.
+            p.get("failure_message").to_string()
+        } else if ok.is_empty() {
             "no finished repeat".to_string()
         } else {
             format!("no value of {} in its repeats", o.metric)

@@ -887,6 +887,33 @@ pub fn unlaunched(
     st.all_failed(kind, message)
 }
 
+/// Every measurement of a launch left out by successive halving (`objective.prune`), as
+/// `pruned` rows carrying the evidence.
+pub fn pruned(ctx: &RunContext<'_>, launch: &Launch, evidence: &str) -> Vec<RunRecord> {
+    let st = LaunchState {
+        ctx,
+        launch,
+        dir: Path::new(""),
+        provenance: LaunchRecord {
+            started_at: now_rfc3339(),
+            ..Default::default()
+        },
+        notes: Vec::new(),
+        prefix_groups: None,
+    };
+    launch
+        .measurements
+        .iter()
+        .map(|m| {
+            let mut r = st.record(*m, &st.provenance.started_at);
+            r.status = RunStatus::Pruned;
+            r.failure_message = Some(evidence.to_string());
+            r.finished_at = now_rfc3339();
+            r
+        })
+        .collect()
+}
+
 /// One record per load that ran: the server's side from its log window, the verdict, and the
 /// status; then the load points a dead server never reached.
 fn record_loads(
