@@ -97,6 +97,12 @@ pub fn describe_exit(status: &ExitStatus) -> String {
 
 /// Substrings that mean out of memory, with the direction to go.
 const OOM_PATTERNS: &[(&str, &str)] = &[
+    // SGLang 0.5.x when the kernel's OOM killer took the scheduler while it allocated the KV
+    // pool (seen for real: mem_fraction_static too high inside a memory-limited cgroup).
+    (
+        "died during initialization (exit code: -9)",
+        "SIGKILL while allocating: the OS OOM killer (check `dmesg -T | grep -i oom`); lower mem_fraction_static",
+    ),
     (
         "Not enough host memory",
         "hierarchical cache too big: lower hicache_size",
@@ -234,6 +240,16 @@ mod tests {
             false,
         );
         assert!(f.message.contains("hicache_size"));
+        // The kernel's OOM killer during the KV allocation (real CPU SGLang in a cgroup).
+        let f = classify(
+            Some(&ExitStatus::from_raw(1 << 8)),
+            &lines(
+                "RuntimeError: Rank 0 scheduler died during initialization (exit code: -9). If exit code is -9 (SIGKILL), a common cause is the OS OOM killer.",
+            ),
+            false,
+        );
+        assert_eq!(f.kind, FailureKind::Oom);
+        assert!(f.message.contains("OOM killer"));
     }
 
     #[test]
