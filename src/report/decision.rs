@@ -575,20 +575,26 @@ fn hours(h: f64) -> String {
     }
 }
 
+/// Rows grouped by configuration, in first-appearance order.
+fn by_config<'r>(rows: &[&'r Row]) -> Vec<(&'r str, Vec<&'r Row>)> {
+    let mut out: Vec<(&str, Vec<&Row>)> = Vec::new();
+    for r in rows {
+        let name = r.get("run_name");
+        match out.iter_mut().find(|(k, _)| *k == name) {
+            Some((_, v)) => v.push(r),
+            None => out.push((name, vec![r])),
+        }
+    }
+    out
+}
+
 fn decide_point(
     o: &Objective,
     load_point: &str,
     rows: &[&Row],
     commands: &BTreeMap<String, String>,
 ) -> PointDecision {
-    let mut by_config: Vec<(&str, Vec<&Row>)> = Vec::new();
-    for r in rows {
-        let name = r.get("run_name");
-        match by_config.iter_mut().find(|(k, _)| *k == name) {
-            Some((_, v)) => v.push(r),
-            None => by_config.push((name, vec![r])),
-        }
-    }
+    let by_config = by_config(rows);
     let mut configs: Vec<ConfigResult> = by_config
         .iter()
         .map(|(name, rows)| judge_alone(o, name, rows))
@@ -723,14 +729,7 @@ fn decide_at_max_load(
     rows: &[&Row],
     commands: &BTreeMap<String, String>,
 ) -> PointDecision {
-    let mut by_config: Vec<(&str, Vec<&Row>)> = Vec::new();
-    for r in rows {
-        let name = r.get("run_name");
-        match by_config.iter_mut().find(|(k, _)| *k == name) {
-            Some((_, v)) => v.push(r),
-            None => by_config.push((name, vec![r])),
-        }
-    }
+    let by_config = by_config(rows);
     // The searched load of a row: its rate in an open loop, else its concurrency.
     let load = |r: &Row| r.f64("request_rate").or_else(|| r.f64("concurrency"));
     let mut at_max: Vec<&Row> = Vec::new();

@@ -82,7 +82,22 @@ struct Measured {
     metrics: Option<MetricsSummary>,
 }
 
-impl LaunchState<'_, '_> {
+impl<'c, 'l> LaunchState<'c, 'l> {
+    /// The state of a launch that never starts a server: for rows made without one.
+    fn detached(ctx: &'c RunContext<'c>, launch: &'l Launch) -> Self {
+        LaunchState {
+            ctx,
+            launch,
+            dir: Path::new(""),
+            provenance: LaunchRecord {
+                started_at: now_rfc3339(),
+                ..Default::default()
+            },
+            notes: Vec::new(),
+            prefix_groups: None,
+        }
+    }
+
     fn run(&self) -> &RunConfig {
         &self.launch.run
     }
@@ -894,34 +909,14 @@ pub fn unlaunched(
     kind: FailureKind,
     message: &str,
 ) -> Vec<RunRecord> {
-    let st = LaunchState {
-        ctx,
-        launch,
-        dir: Path::new(""),
-        provenance: LaunchRecord {
-            started_at: now_rfc3339(),
-            ..Default::default()
-        },
-        notes: Vec::new(),
-        prefix_groups: None,
-    };
+    let st = LaunchState::detached(ctx, launch);
     st.all_failed(kind, message)
 }
 
 /// Every measurement of a launch left out by successive halving (`objective.prune`), as
 /// `pruned` rows carrying the evidence.
 pub fn pruned(ctx: &RunContext<'_>, launch: &Launch, evidence: &str) -> Vec<RunRecord> {
-    let st = LaunchState {
-        ctx,
-        launch,
-        dir: Path::new(""),
-        provenance: LaunchRecord {
-            started_at: now_rfc3339(),
-            ..Default::default()
-        },
-        notes: Vec::new(),
-        prefix_groups: None,
-    };
+    let st = LaunchState::detached(ctx, launch);
     launch
         .measurements
         .iter()
@@ -948,6 +943,11 @@ fn record_loads(
 ) -> Vec<RunRecord> {
     let mut records = Vec::new();
     let mut died_at: Option<String> = None;
+    // Each record once: the log window is read back from the file, so not twice per load.
+    let built: Vec<(RunRecord, Option<String>)> = loads
+        .iter()
+        .map(|l| record_of(st, l, log_path, log, time_to_ready))
+        .collect();
     // A search launch: every probe's standing over all its repeats (recorded before too).
     let probe_verdicts = match (
         &st.launch.search,
@@ -956,16 +956,12 @@ fn record_loads(
     ) {
         (Some(recorded), Some(ml), Some(o)) => {
             let mut history = recorded.clone();
-            for l in &loads {
-                let (r, _) = record_of(st, l, log_path, log, time_to_ready);
-                history.push(ProbeRun::of(&r, ml.axis, &o.slo));
-            }
+            history.extend(built.iter().map(|(r, _)| ProbeRun::of(r, ml.axis, &o.slo)));
             search::verdicts(ml, &o.slo, o.noise, &history)
         }
         _ => Vec::new(),
     };
-    for l in &loads {
-        let (mut record, died) = record_of(st, l, log_path, log, time_to_ready);
+    for (l, (mut record, died)) in loads.iter().zip(built) {
         if died.is_some() {
             died_at = died;
         }
