@@ -9,6 +9,10 @@
 use serde::Serialize;
 use std::fmt;
 
+/// The value a sweep writes for a knob the pre-flight decides: `mem_fraction_static:
+/// [preflight]`.
+pub const PREFLIGHT_VALUE: &str = "preflight";
+
 /// A flag value as written in the sweep file.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
@@ -88,7 +92,7 @@ pub fn check_value(key: &str, value: &ParamValue) -> Result<(), String> {
     let need_num = |what: &str| format!("`{key}` must be {what}, got `{value}`");
     // `mem_fraction_static: [preflight]`: the pre-flight decides it (checked against
     // `search.preflight` once the whole spec is read).
-    if matches!(value, ParamValue::Str(s) if s == super::search::PREFLIGHT_VALUE) {
+    if matches!(value, ParamValue::Str(s) if s == PREFLIGHT_VALUE) {
         return Ok(());
     }
     match key {
@@ -181,7 +185,7 @@ pub fn flag_args(params: &[(String, ParamValue)]) -> Vec<String> {
                 out.extend(items.iter().map(|v| v.to_string()));
             }
             // Not a value yet: the pre-flight decides it before this configuration launches.
-            ParamValue::Str(s) if s == super::search::PREFLIGHT_VALUE => {
+            ParamValue::Str(s) if s == PREFLIGHT_VALUE => {
                 out.push(flag_name(key));
                 out.push(format!("<{s}>"));
             }

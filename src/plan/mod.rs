@@ -2,5 +2,6 @@
 //! explicit configurations into runs (`expand`). Pure: nothing here starts a process.
 pub mod expand;
 pub mod flags;
+pub mod keyed;
 pub mod search;
 pub mod spec;

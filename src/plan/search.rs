@@ -8,7 +8,7 @@
 //! carries file:line:column; what needs the rest of the spec (an SLO to search against, a
 //! single load point) is checked in `spec::check_cross_fields`.
 
-use super::spec::tag_key;
+use super::keyed::tag_key;
 use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -98,10 +98,6 @@ pub const MEMORY_KNOBS: &[&str] = &[
     "max_total_tokens",
     "max_prefill_tokens",
 ];
-
-/// The value a sweep writes for a knob the pre-flight decides: `mem_fraction_static:
-/// [preflight]`.
-pub const PREFLIGHT_VALUE: &str = "preflight";
 
 /// The fewest launches a bisection of `range` needs: the two ends, then halving the gap down
 /// to the resolution.

@@ -6,6 +6,7 @@
 //! of the exact node that is wrong.
 
 use crate::plan::flags::{self, ParamValue};
+use crate::plan::keyed::{KEY_TAG, tag_key};
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -1542,15 +1543,6 @@ impl<'de> Deserialize<'de> for ConfigSpec {
     }
 }
 
-/// serde_yaml places errors raised inside a value's `Deserialize` at the start of the enclosing
-/// mapping, not at the value. Errors about a known key carry it between these markers so that
-/// `parse` can move the position onto the key's own line.
-const KEY_TAG: char = '\u{1}';
-
-pub(crate) fn tag_key(key: &str, msg: &str) -> String {
-    format!("{KEY_TAG}{key}{KEY_TAG}{msg}")
-}
-
 /// Move an error reported at a mapping's start onto the line of `key` inside that mapping.
 /// `key` may be a dotted path (`objective.minimize`): each further part is looked for inside
 /// the value of the part before it, in block or flow style.
@@ -1863,7 +1855,7 @@ fn check_search(
     text: &str,
     err: &dyn Fn(&str, String) -> SpecError,
 ) -> Result<(), SpecError> {
-    use super::search::PREFLIGHT_VALUE;
+    use crate::plan::flags::PREFLIGHT_VALUE;
     if spec.search.max_load.is_some() {
         let has_slo = spec.objective.as_ref().is_some_and(|o| !o.slo.is_empty());
         if !has_slo {
