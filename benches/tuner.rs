@@ -10,8 +10,8 @@
 use sgtune::load::prompts::SplitMix64;
 use sgtune::plan::search::{Axis, MaxLoad, Preflight, Range, bisection_launches};
 use sgtune::plan::spec::{Bound, SloBound};
-use sgtune::run::preflight::{self, Attempt};
-use sgtune::run::search::{self, ProbeRun, Step};
+use sgtune::tune::preflight::{self, Attempt};
+use sgtune::tune::search::{self, ProbeRun, Step};
 
 fn gauss(rng: &mut SplitMix64) -> f64 {
     let u1 = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;

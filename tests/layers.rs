@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 /// The layers, lowest first. Keep in step with docs/architecture.md and src/lib.rs.
 const LAYERS: &[&str] = &[
-    "util", "plan", "server", "load", "observe", "record", "report", "run", "cmd",
+    "util", "plan", "server", "load", "observe", "record", "tune", "report", "run", "cmd",
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -102,4 +102,145 @@ fn the_checker_sees_an_upward_use() {
         vec![(1, "plan".to_string()), (2, "report".to_string())],
         "comments and test code are not dependencies"
     );
+}
+
+/// The modules of one folder that a file's non-test code names: `crate::<folder>::<m>` and
+/// `super::<m>` (for a file directly in the folder), with line numbers.
+fn used_siblings(text: &str, folder: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim_start().starts_with("#[cfg(test)]") {
+            break;
+        }
+        let code = line.split("//").next().unwrap_or("");
+        for prefix in [format!("crate::{folder}::"), "super::".to_string()] {
+            let mut rest = code;
+            while let Some(at) = rest.find(&prefix) {
+                let after = &rest[at + prefix.len()..];
+                let name: String = after
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                // `super::{a, b}`: each name in the braces.
+                if name.is_empty() && after.starts_with('{') {
+                    let inner = after[1..].split('}').next().unwrap_or("");
+                    for n in inner.split(',') {
+                        let n: String = n
+                            .trim()
+                            .chars()
+                            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                            .collect();
+                        if !n.is_empty() {
+                            out.push((i + 1, n));
+                        }
+                    }
+                } else if !name.is_empty() {
+                    out.push((i + 1, name));
+                }
+                rest = after;
+            }
+        }
+    }
+    out
+}
+
+/// A cycle in `edges` (module -> modules it uses), as the path that closes it.
+fn find_cycle(edges: &std::collections::BTreeMap<String, Vec<String>>) -> Option<Vec<String>> {
+    fn visit(
+        n: &str,
+        edges: &std::collections::BTreeMap<String, Vec<String>>,
+        path: &mut Vec<String>,
+        done: &mut std::collections::BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|p| p == n) {
+            let mut c = path[at..].to_vec();
+            c.push(n.to_string());
+            return Some(c);
+        }
+        if done.contains(n) {
+            return None;
+        }
+        path.push(n.to_string());
+        for m in edges.get(n).into_iter().flatten() {
+            if let Some(c) = visit(m, edges, path, done) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        done.insert(n.to_string());
+        None
+    }
+    let mut done = std::collections::BTreeSet::new();
+    for n in edges.keys() {
+        if let Some(c) = visit(n, edges, &mut Vec::new(), &mut done) {
+            return Some(c);
+        }
+    }
+    None
+}
+
+#[test]
+fn no_folder_has_an_import_circle_among_its_modules() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut circles = Vec::new();
+    for folder in LAYERS {
+        let dir = src.join(folder);
+        let mut files = Vec::new();
+        rust_files(&dir, &mut files);
+        // A module is a top-level file (`flags.rs`) or sub-folder (`sglang_log/`) of the folder.
+        let module_of = |f: &Path| -> Option<String> {
+            let rel = f.strip_prefix(&dir).ok()?;
+            let first = rel.components().next()?.as_os_str().to_str()?;
+            Some(first.trim_end_matches(".rs").to_string())
+        };
+        let mut edges: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+        for f in &files {
+            let Some(me) = module_of(f) else { continue };
+            if me == "mod" {
+                continue; // mod.rs declares the modules; it is the folder, not one of them
+            }
+            let directly_in_folder = f.parent() == Some(dir.as_path());
+            let text = std::fs::read_to_string(f).expect("readable");
+            for (_, used) in used_siblings(&text, folder) {
+                // `super::` from a sub-folder's file names its own module's siblings.
+                if !directly_in_folder && !text.contains(&format!("crate::{folder}::{used}")) {
+                    continue;
+                }
+                let exists = dir.join(format!("{used}.rs")).exists() || dir.join(&used).is_dir();
+                if exists && used != me {
+                    let e = edges.entry(me.clone()).or_default();
+                    if !e.contains(&used) {
+                        e.push(used);
+                    }
+                }
+            }
+        }
+        if let Some(c) = find_cycle(&edges) {
+            circles.push(format!("src/{folder}: {}", c.join(" -> ")));
+        }
+    }
+    assert!(
+        circles.is_empty(),
+        "modules inside a folder must not use each other in a circle:\n{}",
+        circles.join("\n")
+    );
+}
+
+#[test]
+fn the_circle_checker_sees_a_circle() {
+    let mut edges: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    edges.insert("flags".into(), vec!["search".into()]);
+    edges.insert("search".into(), vec!["spec".into()]);
+    edges.insert("spec".into(), vec!["flags".into()]);
+    let c = find_cycle(&edges).expect("a circle");
+    assert_eq!(c.first(), c.last());
+    assert_eq!(c.len(), 4);
+    edges.insert("spec".into(), vec![]);
+    assert_eq!(find_cycle(&edges), None);
+    let used = used_siblings(
+        "use super::{keyed, flags::X};\nuse crate::plan::spec;\n",
+        "plan",
+    );
+    let names: Vec<&str> = used.iter().map(|(_, n)| n.as_str()).collect();
+    assert_eq!(names, vec!["keyed", "flags", "spec"]);
 }

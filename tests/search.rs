@@ -556,10 +556,7 @@ fn repeats_auto_measures_until_the_interval_is_narrow_or_the_cap() {
                 .filter(|r| r["run_name"] == name && r["concurrency"] == c)
                 .map(|r| r["output_tok_s"].parse().unwrap())
                 .collect();
-            assert!(
-                !sgtune::report::decision::needs_more_repeats(&v, 0.9),
-                "{v:?}"
-            );
+            assert!(!sgtune::tune::stats::needs_more_repeats(&v, 0.9), "{v:?}");
         }
     }
     no_leftover_servers(&tag);

@@ -158,7 +158,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
                     let (results, _) =
                         sweep::create_results(&input, &results_dir, &plan.sweep_name)?;
                     let launches =
-                        crate::run::plan_launches(&s, &plan, &|_, _| false, &|_| Vec::new());
+                        crate::tune::work::plan_launches(&s, &plan, &|_, _| false, &|_| Vec::new());
                     slurm::submit(&input, &results, &launches, &o)
                 }
             }

@@ -64,7 +64,7 @@ pub async fn run(
         slots: &crate::run::slots::SlotSpec::serial(),
     };
     let (results, mut manifest) = create_results(&input, results_dir, &one.sweep_name)?;
-    let launches = runner::plan_launches(&s, &one, &|_, _| false, &|_| Vec::new());
+    let launches = crate::tune::work::plan_launches(&s, &one, &|_, _| false, &|_| Vec::new());
     let code = execute(&input, &results, &launches, &mut manifest).await?;
     if code == ExitCode::Interrupted {
         return Ok(code);
@@ -107,14 +107,14 @@ pub async fn decision(dir: &Path, results_dir: &Path) -> Result<ExitCode, CmdErr
     let recorded = rows::read(&dir.join("results.csv"))
         .map_err(|e| CmdError::input(e.to_string()))?
         .rows;
-    let before = crate::report::decision::decide(
+    let before = crate::tune::decision::decide(
         &plan.sweep_name,
         &o,
         &recorded,
         &Default::default(),
         Default::default(),
     );
-    use crate::report::decision::Outcome;
+    use crate::tune::decision::Outcome;
     let point = before
         .points
         .iter()
@@ -172,7 +172,7 @@ pub async fn decision(dir: &Path, results_dir: &Path) -> Result<ExitCode, CmdErr
                     search: None,
                     phase: crate::record::Phase::Measure,
                 };
-                runner::preflight::substitute(&mut l, p, v);
+                crate::tune::preflight::substitute(&mut l, p, v);
                 run = l.run;
             }
         }
@@ -224,7 +224,7 @@ pub async fn decision(dir: &Path, results_dir: &Path) -> Result<ExitCode, CmdErr
         .map_err(|e| CmdError::input(e.to_string()))?
         .rows;
     let refs: Vec<&rows::Row> = new_rows.iter().collect();
-    let after = crate::report::decision::decide_rows(
+    let after = crate::tune::decision::decide_rows(
         &o,
         &format!("the re-check ({a} and {b}, 2 launches each, ABBA)"),
         &refs,

@@ -98,7 +98,7 @@ fn submitted_launches(
     let base = rows::read(&base_path).map_err(|e| CmdError::input(e.to_string()))?;
     let kept: Vec<crate::record::RowKey> = base.rows.iter().map(rows::Row::key).collect();
     let base_rows: Vec<&rows::Row> = base.rows.iter().collect();
-    let launches = runner::plan_launches(
+    let launches = crate::tune::work::plan_launches(
         &s,
         &plan,
         &|run, m| {
@@ -109,7 +109,7 @@ fn submitted_launches(
                 m.repeat,
             ))
         },
-        &|run| sweep::recorded_probes(&s, &base_rows, run),
+        &|run| crate::tune::search::recorded_probes(&s, &base_rows, run),
     );
     Ok((s, text, plan, prep, launches))
 }

@@ -7,17 +7,17 @@ use crate::plan::spec::{self, Endpoint, SweepSpec};
 use crate::record::provenance::{self, Manifest};
 use crate::record::rows;
 use crate::record::store::{self, ResultsDir};
-use crate::report::decision;
-use crate::report::progress::Progress;
+use crate::report::decision as decision_md;
 use crate::report::table;
+use crate::run::resume::{self, ResumeInput};
 use crate::run::slots::SlotSpec;
-use crate::run::{self as runner, RunContext, signals};
+use crate::run::tuning::{self, TuningInput};
 use crate::server::command;
-use crate::server::failure::FailureKind;
+use crate::tune::decision;
+use crate::tune::work::{self, Launch};
 use crate::util::say;
 use std::path::Path;
 use std::sync::Arc;
-use tokio_util::sync::CancellationToken;
 
 /// What a sweep needs besides its spec, read before anything is launched.
 pub struct Prepared {
@@ -32,17 +32,15 @@ pub fn load_checked(path: &Path) -> Result<(SweepSpec, String, RunPlan, Prepared
     if let Some(o) = &s.objective {
         // The names are checked against the column list here (record is a later layer than
         // the spec), and the error is placed on the offending key.
-        crate::record::objective::check(o, s.workload.slo.is_some()).map_err(
-            |(key, message)| {
-                let (line, column) = spec::locate_objective(&text, &key);
-                spec::SpecError {
-                    file: path.display().to_string(),
-                    line,
-                    column,
-                    message,
-                }
-            },
-        )?;
+        crate::tune::objective::check(o, s.workload.slo.is_some()).map_err(|(key, message)| {
+            let (line, column) = spec::locate_objective(&text, &key);
+            spec::SpecError {
+                file: path.display().to_string(),
+                line,
+                column,
+                message,
+            }
+        })?;
     }
     let plan = expand::expand(&s);
     let vocab =
@@ -140,7 +138,7 @@ pub fn print_plan(s: &SweepSpec, plan: &RunPlan) {
         };
         out(&format!("objective: {o}; {per} (decision.md), {rule}"));
     }
-    if let Some(p) = prune_point(s) {
+    if let Some(p) = crate::tune::prune::first_point(s) {
         out(&format!(
             "prune: every configuration is measured at {p} first; those clearly beaten there skip the other load points (rows `pruned`, with the evidence)"
         ));
@@ -250,7 +248,7 @@ fn write_plan(s: &SweepSpec, plan: &RunPlan, root: &Path) -> Result<(), store::S
 /// A new results folder, its spec copy, plan, manifest and CSV header; then the sweep.
 pub async fn new_sweep(input: &SweepInput<'_>, results_dir: &Path) -> Result<ExitCode, CmdError> {
     let (results, mut manifest) = create_results(input, results_dir, &input.plan.sweep_name)?;
-    let launches = runner::plan_launches(input.spec, input.plan, &|_, _| false, &|_| Vec::new());
+    let launches = work::plan_launches(input.spec, input.plan, &|_, _| false, &|_| Vec::new());
     execute(input, &results, &launches, &mut manifest).await
 }
 
@@ -287,134 +285,20 @@ pub async fn resume_sweep(
     execute(input, &results, &launches, &mut recorded).await
 }
 
-/// What a resume keeps and what it redoes: results.csv rewritten with the kept rows (the others
-/// set aside in results.superseded.csv), earlier attempts' folders renamed, the launches to go.
+/// What a resume keeps and what it redoes (`run::resume`).
 pub fn prepare_resume(
     input: &SweepInput<'_>,
     dir: &Path,
     retry_failed: bool,
     force: bool,
-) -> Result<(ResultsDir, Vec<runner::Launch>, Manifest), CmdError> {
-    let mut recorded = provenance::read(dir).map_err(|e| {
-        CmdError::input(format!(
-            "cannot resume {}: {e} (is it a results folder written by sgtune run?)",
-            dir.display()
-        ))
-    })?;
-    let now = provenance::collect(
-        input.spec,
-        &input.spec_path.display().to_string(),
-        input.text,
-        input.plan,
-    );
-    let diffs = provenance::differences(&recorded, &now);
-    if !diffs.is_empty() && !force {
-        let list: String = diffs.iter().map(|d| format!("\n  - {d}")).collect();
-        return Err(CmdError::input(format!(
-            "refusing to resume {}: the sweep changed since it was recorded:{list}\n  (resume with the recorded spec: `sgtune resume DIR`; or accept the changes with --force, which records them in manifest.json)",
-            dir.display()
-        )));
-    }
-    let csv_path = dir.join("results.csv");
-    let table =
-        rows::read(&csv_path).map_err(|e| CmdError::input(format!("cannot resume: {e}")))?;
-    let results = ResultsDir::open(dir, &input.plan.param_keys);
-    if table.header != results.header() {
-        return Err(CmdError::input(format!(
-            "cannot resume: {} has other columns than this sweep writes (was it written by another sgtune version?)",
-            csv_path.display()
-        )));
-    }
-    if table.partial_tail {
-        say(
-            "resume: results.csv ended in a partial row (sgtune was killed while writing it); that row is dropped and its run redone",
-        );
-    }
-    // Keep finished rows; set aside the ones to redo.
-    let mut keep_raw = Vec::new();
-    let mut redo_raw = Vec::new();
-    let mut kept: Vec<crate::record::RowKey> = Vec::new();
-    for (row, raw) in table.rows.iter().zip(&table.raw) {
-        let finished = row.is_ok()
-            || row.get("status") == "pruned"
-            || (row.get("status") == "failed" && !retry_failed);
-        if finished && !kept.contains(&row.key()) {
-            kept.push(row.key());
-            keep_raw.push(raw.clone());
-        } else {
-            redo_raw.push(raw.clone());
-        }
-    }
-    results
-        .append_superseded(&table.header, &redo_raw)
-        .and_then(|_| results.rewrite_csv(&keep_raw))
-        .map_err(|e| CmdError::input(format!("cannot update the results folder: {e}")))?;
-    // A search continues from the probes already kept: replayed, not redone.
-    let kept_rows: Vec<&rows::Row> = table
-        .rows
-        .iter()
-        .filter(|r| kept.contains(&r.key()) && r.get("phase") == "probe")
-        .collect();
-    let probes = |run: &crate::plan::expand::RunConfig| -> Vec<runner::search::ProbeRun> {
-        match (&input.spec.search.max_load, &input.spec.objective) {
-            (Some(ml), Some(o)) => kept_rows
-                .iter()
-                .filter(|r| r.get("run_name") == run.name)
-                .map(|r| runner::search::ProbeRun::of_row(r, ml.axis, &o.slo))
-                .collect(),
-            _ => Vec::new(),
-        }
+) -> Result<(ResultsDir, Vec<Launch>, Manifest), CmdError> {
+    let r = ResumeInput {
+        spec: input.spec,
+        spec_path: input.spec_path,
+        text: input.text,
+        plan: input.plan,
     };
-    let launches = runner::plan_launches(
-        input.spec,
-        input.plan,
-        &|run, m| {
-            kept.contains(&(
-                run.name.clone(),
-                m.point.concurrency,
-                crate::plan::spec::rate_text(m.point.request_rate),
-                m.repeat,
-            ))
-        },
-        &probes,
-    );
-    // A launch folder left by an earlier attempt is kept, renamed, as evidence.
-    for l in &launches {
-        let d = dir.join("runs").join(&l.dir_name);
-        if d.exists() {
-            let mut n = 1;
-            while dir
-                .join("runs")
-                .join(format!("{}.attempt-{n}", l.dir_name))
-                .exists()
-            {
-                n += 1;
-            }
-            let to = dir.join("runs").join(format!("{}.attempt-{n}", l.dir_name));
-            // The new attempt must not write into the old one's folder: refuse rather than
-            // mix two attempts' files.
-            std::fs::rename(&d, &to).map_err(|e| {
-                CmdError::input(format!(
-                    "cannot set aside {} as {}: {e}",
-                    d.display(),
-                    to.display()
-                ))
-            })?;
-        }
-    }
-    recorded.resumes.push(provenance::ResumeNote {
-        at: provenance::now_rfc3339(),
-        forced_differences: diffs,
-        retry_failed,
-    });
-    recorded.finished_at = None;
-    say(&format!(
-        "resume: {} row(s) kept, {} set aside in results.superseded.csv, {} server launch(es) to go",
-        keep_raw.len(),
-        redo_raw.len(),
-        launches.len()
-    ));
-    Ok((results, launches, recorded))
+    resume::prepare_resume(&r, dir, retry_failed, force).map_err(CmdError::Input)
 }
 
 /// With an objective: write decision.md and decision.json from every row the folder holds and
@@ -462,7 +346,7 @@ fn decide(
     }
     let mut d = decision::decide(sweep, o, rows, &commands, decision::cost(manifest));
     d.preflight = preflight_knob.and_then(|k| decision::preflight_summary(rows, k));
-    let written = store::write_atomic(&md_path, decision::render_md(&d).as_bytes())
+    let written = store::write_atomic(&md_path, decision_md::render_md(&d).as_bytes())
         .and_then(|_| store::write_json(&json_path, &d));
     if let Err(e) = written {
         say(&format!("warning: cannot write the decision: {e}"));
@@ -470,380 +354,29 @@ fn decide(
     out(&format!("{}\n", d.summary));
 }
 
-/// `objective.prune`: the load point every configuration is measured at first (the lowest
-/// load), when there are other points to save.
-fn prune_point(spec: &SweepSpec) -> Option<spec::LoadPoint> {
-    let o = spec.objective.as_ref()?;
-    if !o.prune || spec.workload.load_points.len() < 2 || spec.search.max_load.is_some() {
-        return None;
-    }
-    spec.workload.load_points.iter().copied().min_by(|a, b| {
-        a.request_rate
-            .unwrap_or(0.0)
-            .total_cmp(&b.request_rate.unwrap_or(0.0))
-            .then(a.concurrency.cmp(&b.concurrency))
-    })
-}
-
-/// After the lowest load point: decide there; every configuration the leader clearly beats
-/// (its margin separates from zero) gets `pruned` rows for its other measurements, with the
-/// evidence; the others' launches for the remaining points are returned.
-fn prune_rest(
-    ctx: &RunContext<'_>,
-    input: &SweepInput<'_>,
-    results: &ResultsDir,
-    launches: &[runner::Launch],
-    lowest: spec::LoadPoint,
-) -> Result<Vec<runner::Launch>, CmdError> {
-    let Some(o) = &input.spec.objective else {
-        return Ok(Vec::new());
-    };
-    let recorded = rows::read(&results.results_csv())
-        .map(|t| t.rows)
-        .unwrap_or_default();
-    let label = match lowest.request_rate {
-        Some(r) => format!("{}/s", spec::rate_text(Some(r))),
-        None => lowest.concurrency.to_string(),
-    };
-    let at: Vec<&rows::Row> = recorded
-        .iter()
-        .filter(|r| r.load_point() == label && r.get("phase") != "preflight")
-        .collect();
-    let d = decision::decide_rows(o, &lowest.to_string(), &at, &Default::default());
-    let beaten: Vec<(String, String)> = d
-        .configurations
-        .iter()
-        .filter(|c| c.standing == decision::Standing::Behind)
-        .map(|c| {
-            let m = c
-                .margin
-                .as_ref()
-                .map(decision::margin_text)
-                .unwrap_or_default();
-            (
-                c.run_name.clone(),
-                format!(
-                    "pruned: at {} it was clearly beaten by {} on {}, by {m}",
-                    lowest,
-                    d.leader.clone().unwrap_or_default(),
-                    o.metric
-                ),
-            )
-        })
-        .collect();
-    let mut rest = Vec::new();
-    for l in launches {
-        let mut l = l.clone();
-        l.measurements.retain(|m| m.point != lowest);
-        if l.measurements.is_empty() {
-            continue;
-        }
-        match beaten.iter().find(|(n, _)| *n == l.run.name) {
-            Some((_, why)) => {
-                for r in runner::launch::pruned(ctx, &l, why) {
-                    results
-                        .append(&r)
-                        .map_err(|e| CmdError::input(format!("cannot write results.csv: {e}")))?;
-                }
-            }
-            None => rest.push(l),
-        }
-    }
-    if !beaten.is_empty() {
-        say(&format!(
-            "prune: {} of {} configuration(s) clearly beaten at {lowest} skip the other load points: {}",
-            beaten.len(),
-            d.configurations.len(),
-            beaten
-                .iter()
-                .map(|(n, _)| n.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
-    Ok(rest)
-}
-
-/// `repeats: auto`: the next round's launches. For each configuration, every load point
-/// whose repeats are all ok, below `auto.max`, and whose 95% half-width of the objective is
-/// still above `auto.precision` × the mean gets one more repeat, on one new server per
-/// configuration. A failed repeat ends its point (it is not eligible anyway).
-pub fn auto_round(
-    spec: &SweepSpec,
-    plan: &RunPlan,
-    rows: &[rows::Row],
-    auto: spec::AutoRepeats,
-) -> Vec<runner::Launch> {
-    let Some(o) = &spec.objective else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for run in &plan.runs {
-        let mut next: Option<u64> = None;
-        let mut points = Vec::new();
-        for p in &spec.workload.load_points {
-            let label = match p.request_rate {
-                Some(r) => format!("{}/s", spec::rate_text(Some(r))),
-                None => p.concurrency.to_string(),
-            };
-            let mine: Vec<&rows::Row> = rows
-                .iter()
-                .filter(|r| r.get("run_name") == run.name && r.load_point() == label)
-                .filter(|r| !matches!(r.get("phase"), "probe" | "preflight"))
-                .collect();
-            let n = mine.len() as u64;
-            if n == 0 || n >= auto.max || mine.iter().any(|r| !r.is_ok()) {
-                continue;
-            }
-            let values: Vec<f64> = mine.iter().filter_map(|r| r.f64(&o.metric)).collect();
-            if decision::needs_more_repeats(&values, auto.precision) {
-                let k = mine
-                    .iter()
-                    .filter_map(|r| r.u64("repeat"))
-                    .max()
-                    .unwrap_or(n)
-                    + 1;
-                next = Some(next.map_or(k, |x: u64| x.max(k)));
-                points.push(*p);
-            }
-        }
-        if let Some(k) = next {
-            out.push(runner::Launch {
-                run: run.clone(),
-                dir_name: format!("{}.r{k}", run.name),
-                measurements: points
-                    .into_iter()
-                    .map(|point| runner::Measurement { repeat: k, point })
-                    .collect(),
-                search: None,
-                phase: crate::record::Phase::Measure,
-            });
-        }
-    }
-    out
-}
-
-/// Each configuration's recorded max-load probes among `rows` (resume and Slurm tasks replay
-/// the search from them).
-pub fn recorded_probes(
-    spec: &SweepSpec,
-    rows: &[&rows::Row],
-    run: &crate::plan::expand::RunConfig,
-) -> Vec<runner::search::ProbeRun> {
-    match (&spec.search.max_load, &spec.objective) {
-        (Some(ml), Some(o)) => rows
-            .iter()
-            .filter(|r| r.get("phase") == "probe" && r.get("run_name") == run.name)
-            .map(|r| runner::search::ProbeRun::of_row(r, ml.axis, &o.slo))
-            .collect(),
-        _ => Vec::new(),
-    }
-}
-
-/// The memory pre-flight, before the sweep: continue it from the attempts results.csv holds,
-/// write preflight.json, and put the value found into the launches that wait for it (or
-/// record them as failed rows when there is none). Returns whether it was interrupted.
-async fn run_preflight(
-    ctx: &RunContext<'_>,
-    p: &crate::plan::search::Preflight,
-    plan: &RunPlan,
-    results: &ResultsDir,
-    manifest: &mut Manifest,
-    launches: &mut Vec<runner::Launch>,
-    progress: &mut Progress,
-) -> Result<bool, CmdError> {
-    use runner::preflight;
-    let Some(base) = plan.runs.first() else {
-        return Ok(false);
-    };
-    let recorded: Vec<(preflight::Attempt, String)> = rows::read(&results.results_csv())
-        .map(|t| t.rows)
-        .unwrap_or_default()
-        .iter()
-        .filter(|r| r.get("phase") == "preflight" && r.get("status") != "interrupted")
-        .filter_map(|r| {
-            let why = format!("{}: {}", r.get("failure_kind"), r.get("failure_message"));
-            preflight::Attempt::of_row(r, &p.knob).map(|a| (a, why))
-        })
-        .collect();
-    let out = preflight::run(ctx, base, recorded, results, manifest, &mut |ev| {
-        progress.handle(&ev)
-    })
-    .await?;
-    if let Err(e) = store::write_json(&results.root.join("preflight.json"), &out) {
-        say(&format!("warning: cannot write preflight.json: {e}"));
-    }
-    if out.interrupted {
-        return Ok(true);
-    }
-    let margin = match (out.next_up, &out.next_up_failure) {
-        (Some(n), Some(w)) => format!("; the next step up, {n}, failed ({w})"),
-        _ => String::new(),
-    };
-    match out.found {
-        Some(v) => {
-            say(&format!(
-                "preflight: {} = {v} launches and survives the burst ({} attempt(s)){margin}",
-                p.knob,
-                out.attempts.len()
-            ));
-            for l in launches.iter_mut() {
-                preflight::substitute(l, p, v);
-            }
-        }
-        None => {
-            let msg = format!(
-                "the memory pre-flight found no {} in [{}, {}] that launches and survives the burst ({} attempt(s)){margin}",
-                p.knob,
-                p.range.from,
-                p.range.to,
-                out.attempts.len()
-            );
-            say(&format!("preflight: {msg}"));
-            for l in launches.iter().filter(|l| preflight::needs_value(l, p)) {
-                for r in runner::launch::unlaunched(ctx, l, FailureKind::PreflightFailed, &msg) {
-                    results
-                        .append(&r)
-                        .map_err(|e| CmdError::input(format!("cannot write results.csv: {e}")))?;
-                }
-            }
-        }
-    }
-    // Without a value, the launches waiting for one are rows already; the others go on.
-    launches.retain(|l| !preflight::needs_value(l, p));
-    Ok(false)
-}
-
-/// Run the launches into `results`, then print and save the table of every row the folder
-/// holds, and map the outcome to an exit code.
+/// Run the launches into `results` (`run::tuning` runs every round the tuner asks for),
+/// then print and save the table of every row the folder holds, and map the outcome to an
+/// exit code.
 pub async fn execute(
     input: &SweepInput<'_>,
     results: &ResultsDir,
-    launches: &[runner::Launch],
+    launches: &[Launch],
     manifest: &mut Manifest,
 ) -> Result<ExitCode, CmdError> {
-    let cancel = CancellationToken::new();
-    let groups = Arc::new(signals::Groups::default());
-    signals::install(
-        cancel.clone(),
-        groups.clone(),
-        "sgtune: interrupted; recording the current run and stopping its server (signal again to kill it now)",
-    );
-    // A working set sized in an earlier session of this sweep keeps its size on resume.
-    let basis_path = results.root.join("working_set.json");
-    let basis = std::sync::Mutex::new(
-        std::fs::read_to_string(&basis_path)
-            .ok()
-            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-            .and_then(|v| v["basis_tokens"].as_u64()),
-    );
-    let ctx = RunContext {
+    let tuning = TuningInput {
         spec: input.spec,
-        param_keys: &input.plan.param_keys,
-        vocab_size: input.prep.vocab,
+        plan: input.plan,
+        vocab: input.prep.vocab,
         dataset: input.prep.dataset.clone(),
-        cancel: &cancel,
-        groups: &groups,
-        slot: None,
-        working_set_basis: &basis,
+        slots: input.slots,
     };
-    let mut progress = Progress::new();
-    let mut launches = launches.to_vec();
-    let mut preflight_interrupted = false;
-    if let Some(p) = &input.spec.search.preflight {
-        preflight_interrupted = run_preflight(
-            &ctx,
-            p,
-            input.plan,
-            results,
-            manifest,
-            &mut launches,
-            &mut progress,
-        )
-        .await?;
-    }
-    // Successive halving: the lowest load point first, then the rest for the configurations
-    // not clearly beaten there.
-    let lowest = prune_point(input.spec);
-    let first: Vec<runner::Launch> = match lowest {
-        Some(p) => launches
-            .iter()
-            .filter_map(|l| {
-                let mut l = l.clone();
-                l.measurements.retain(|m| m.point == p);
-                (!l.measurements.is_empty()).then_some(l)
-            })
-            .collect(),
-        None => launches.clone(),
-    };
-    let mut outcome = if preflight_interrupted {
-        Ok(runner::SweepOutcome {
-            records: Vec::new(),
-            interrupted: true,
-        })
-    } else {
-        runner::run_sweep(&ctx, input.slots, &first, results, manifest, &mut |ev| {
-            progress.handle(&ev)
-        })
-        .await
-    };
-    if let (Some(p), Ok(o)) = (lowest, &outcome) {
-        if !o.interrupted {
-            let rest = prune_rest(&ctx, input, results, &launches, p)?;
-            outcome = runner::run_sweep(&ctx, input.slots, &rest, results, manifest, &mut |ev| {
-                progress.handle(&ev)
-            })
-            .await;
-        }
-    }
-    // repeats: auto: another round for every configuration and load point not yet precise.
-    if let Some(auto) = input.spec.auto_repeats {
-        while matches!(&outcome, Ok(o) if !o.interrupted) {
-            let recorded = rows::read(&results.results_csv())
-                .map(|t| t.rows)
-                .unwrap_or_default();
-            let more = auto_round(input.spec, input.plan, &recorded, auto);
-            if more.is_empty() {
-                break;
-            }
-            say(&format!(
-                "repeats: auto: {} launch(es) for the configurations whose {} is not yet within ±{}% (95%)",
-                more.len(),
-                input
-                    .spec
-                    .objective
-                    .as_ref()
-                    .map_or("", |o| o.metric.as_str()),
-                auto.precision * 100.0
-            ));
-            outcome = runner::run_sweep(&ctx, input.slots, &more, results, manifest, &mut |ev| {
-                progress.handle(&ev)
-            })
-            .await;
-        }
-    }
-    progress.finish();
-    if let (Some(sp), Ok(Some(b))) = (&input.spec.workload.shared_prefix, basis.lock().map(|b| *b))
-    {
-        if let Some(ws) = sp.working_set {
-            let record = serde_json::json!({
-                "basis_tokens": b,
-                "working_set": ws,
-                "prefix_tokens": sp.prefix_tokens,
-                "groups": sp.groups_for(ws, b),
-            });
-            if let Err(e) = store::write_json(&basis_path, &record) {
-                say(&format!("warning: cannot write working_set.json: {e}"));
-            }
-        }
-    }
-    let outcome = outcome?;
+    let interrupted = tuning::run_rounds(&tuning, results, launches, manifest).await?;
     Ok(conclude(
         input.spec,
         input.plan,
         results,
         manifest,
-        outcome.interrupted,
+        interrupted,
     ))
 }
 

@@ -2,7 +2,6 @@
 //! (`store`), results.csv read back (`rows`), the provenance manifest and the GPU checks it
 //! records, and whether a spec's objective names those columns the right way (`objective`).
 pub mod gpu;
-pub mod objective;
 pub mod provenance;
 pub mod rows;
 pub mod run_record;

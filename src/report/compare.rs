@@ -5,7 +5,7 @@
 
 use crate::record::Better;
 use crate::record::rows::Row;
-use crate::report::table::mean_sd;
+use crate::tune::stats::mean_sd;
 use serde::Serialize;
 
 pub const DEFAULT_METRICS: &[&str] = &[

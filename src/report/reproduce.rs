@@ -131,11 +131,11 @@ fn render_verdict_line(report: &mut String, differs: &[String], tolerance: f64) 
 /// Whether a re-check upholds a decision, and the report saying so. It holds when the same
 /// configuration leads again and, if it had been claimed the winner, is separated again.
 pub fn decision_verdict(
-    before: &crate::report::decision::Decision,
-    point: &crate::report::decision::PointDecision,
-    after: &crate::report::decision::PointDecision,
+    before: &crate::tune::decision::Decision,
+    point: &crate::tune::decision::PointDecision,
+    after: &crate::tune::decision::PointDecision,
 ) -> (bool, String) {
-    use crate::report::decision::{Outcome, num};
+    use crate::tune::decision::{Outcome, num};
     let was_winner = point.outcome == Outcome::Winner;
     let same_leader = after.leader == point.leader;
     let holds = same_leader && (!was_winner || after.outcome == Outcome::Winner);

@@ -5,18 +5,7 @@
 //! reads well in a terminal; saved as results.md.
 
 use crate::record::rows::Row;
-
-/// mean, sample stddev (None for n < 2).
-pub fn mean_sd(v: &[f64]) -> Option<(f64, Option<f64>)> {
-    if v.is_empty() {
-        return None;
-    }
-    let n = v.len() as f64;
-    let mean = v.iter().sum::<f64>() / n;
-    let sd = (v.len() > 1)
-        .then(|| (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt());
-    Some((mean, sd))
-}
+pub use crate::tune::stats::mean_sd;
 
 fn num(v: Option<f64>, digits: usize) -> String {
     v.map(|x| format!("{x:.digits$}"))

@@ -7,7 +7,6 @@
 //! status per measurement) → summaries written. Whatever fails at a stage becomes the rows'
 //! failure; nothing is dropped.
 
-use super::search::{self, ProbeRun};
 use super::session::{self, SessionOutcome, StopReason, Watch};
 use super::{Launch, Measurement, RunContext, suffix};
 use crate::load::driver::{self, LoadTarget};
@@ -26,6 +25,7 @@ use crate::server::command::{self, LaunchCommand};
 use crate::server::control::Control;
 use crate::server::failure::{self, FailureKind, StartFailure};
 use crate::server::supervise::{self, LogSink, ReadyOutcome, ServerHandle, StopOutcome};
+use crate::tune::search::{self, ProbeRun};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

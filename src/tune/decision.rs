@@ -1,8 +1,8 @@
 //! The decision: from a finished sweep's rows and the spec's objective, which configuration
 //! wins at each load point, by how much and how surely; why every other one lost; the winner's
 //! exact launch command; what the sweep cost. Pure functions over results.csv rows, so a
-//! fresh sweep, a resumed one and a reproduction decide the same way; `cmd::sweep` writes the
-//! result as decision.md and decision.json.
+//! fresh sweep, a resumed one and a reproduction decide the same way; `run::tuning` writes the
+//! result as decision.json and, through `report::decision`, decision.md.
 //!
 //! The rule (also written into every decision, see [`rule`]): at each load point a
 //! configuration is eligible when none of its repeats failed and the median of its repeats
@@ -15,7 +15,8 @@
 use crate::plan::spec::{Bound, Goal, Objective, SloBound};
 use crate::record::provenance::Manifest;
 use crate::record::rows::Row;
-use crate::report::table::mean_sd;
+pub use crate::tune::stats::{Estimate, Interval, Margin};
+use crate::tune::stats::{estimate, margin, median};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -385,7 +386,7 @@ pub fn decide(
     }
 }
 
-fn hours(h: f64) -> String {
+pub fn hours(h: f64) -> String {
     if h >= 10.0 {
         format!("{h:.1}")
     } else {
@@ -796,9 +797,11 @@ pub fn cost(m: &Manifest) -> Cost {
 mod tests {
     use super::*;
     use crate::load::prompts::{SplitMix64, unit};
+    use crate::report::decision::render_md;
+    use crate::tune::stats::t975;
 
     fn objective(goal: Goal, metric: &str, slo: &[(&str, Bound, f64)]) -> Objective {
-        crate::record::objective::test_objective(goal, metric, slo)
+        crate::tune::objective::test_objective(goal, metric, slo)
     }
 
     fn row(name: &str, repeat: u64, cells: &[(&str, &str)]) -> Row {

@@ -3,8 +3,8 @@
 //! so these checks run after parsing, before anything launches, and the caller places the
 //! error on the offending key (`plan::spec::locate_objective`).
 
-use super::run_record::{Better, column_direction, column_names};
 use crate::plan::spec::{Bound, Goal, Objective, ObjectiveKey};
+use crate::record::run_record::{Better, column_direction, column_names};
 
 /// Columns that stay empty unless `workload.slo` defines a good request.
 const GOODPUT: &[&str] = &["goodput_share", "goodput_req_s"];
@@ -110,7 +110,7 @@ fn distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
-/// An objective for tests (here and in `report::decision`): `slo` as (column, bound, limit),
+/// An objective for tests (here and in `tune::decision`): `slo` as (column, bound, limit),
 /// noise 5%.
 #[cfg(test)]
 pub(crate) fn test_objective(goal: Goal, metric: &str, slo: &[(&str, Bound, f64)]) -> Objective {

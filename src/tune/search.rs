@@ -11,8 +11,9 @@
 //! [`next_step`] is a pure function of the search settings and the measurements so far, so a
 //! resumed sweep replays the recorded probes and continues where the search stopped.
 
+use crate::plan::expand::RunConfig;
 use crate::plan::search::{Axis, MaxLoad};
-use crate::plan::spec::{LoadPoint, SloBound, WorkloadSpec};
+use crate::plan::spec::{LoadPoint, SloBound, SweepSpec, WorkloadSpec};
 use crate::record::rows::Row;
 use crate::record::{ProbeResult, RunRecord, RunStatus, run_record};
 
@@ -57,6 +58,19 @@ impl ProbeRun {
             failed: !r.is_ok(),
             values: bounds.iter().map(|b| r.f64(&b.column)).collect(),
         }
+    }
+}
+
+/// Each configuration's recorded max-load probes among `rows` (resume and Slurm tasks replay
+/// the search from them).
+pub fn recorded_probes(spec: &SweepSpec, rows: &[&Row], run: &RunConfig) -> Vec<ProbeRun> {
+    match (&spec.search.max_load, &spec.objective) {
+        (Some(ml), Some(o)) => rows
+            .iter()
+            .filter(|r| r.get("phase") == "probe" && r.get("run_name") == run.name)
+            .map(|r| ProbeRun::of_row(r, ml.axis, &o.slo))
+            .collect(),
+        _ => Vec::new(),
     }
 }
 

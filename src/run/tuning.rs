@@ -1,0 +1,236 @@
+//! The tuner's rounds, executed: the memory pre-flight, then the launches (the lowest load
+//! point first when pruning), the pruned configurations' rows, and the `repeats: auto`
+//! rounds. What to run next is always asked of `tune/`; this file only launches it and
+//! writes the rows.
+
+use super::slots::SlotSpec;
+use super::{RunContext, launch, preflight, signals};
+use crate::plan::expand::RunPlan;
+use crate::plan::search::Preflight;
+use crate::plan::spec::SweepSpec;
+use crate::record::provenance::Manifest;
+use crate::record::rows;
+use crate::record::store::{self, ResultsDir, StoreError};
+use crate::report::progress::Progress;
+use crate::server::failure::FailureKind;
+use crate::tune::work::Launch;
+use crate::tune::{preflight as plan_preflight, prune, repeats};
+use crate::util::say;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// What the rounds need besides the results folder.
+pub struct TuningInput<'a> {
+    pub spec: &'a SweepSpec,
+    pub plan: &'a RunPlan,
+    /// Prompt token ids are drawn from [0, vocab).
+    pub vocab: u64,
+    pub dataset: Option<Arc<Vec<crate::load::dataset::DatasetPrompt>>>,
+    pub slots: &'a SlotSpec,
+}
+
+/// The rows results.csv holds now (none when it cannot be read: the rounds then plan from
+/// nothing, which only means more work, never a lost row).
+fn recorded(results: &ResultsDir) -> Vec<rows::Row> {
+    rows::read(&results.results_csv())
+        .map(|t| t.rows)
+        .unwrap_or_default()
+}
+
+/// Run every round into `results`; returns whether the sweep was interrupted.
+pub async fn run_rounds(
+    input: &TuningInput<'_>,
+    results: &ResultsDir,
+    launches: &[Launch],
+    manifest: &mut Manifest,
+) -> Result<bool, StoreError> {
+    let cancel = CancellationToken::new();
+    let groups = Arc::new(signals::Groups::default());
+    signals::install(
+        cancel.clone(),
+        groups.clone(),
+        "sgtune: interrupted; recording the current run and stopping its server (signal again to kill it now)",
+    );
+    // A working set sized in an earlier session of this sweep keeps its size on resume.
+    let basis_path = results.root.join("working_set.json");
+    let basis = std::sync::Mutex::new(
+        std::fs::read_to_string(&basis_path)
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .and_then(|v| v["basis_tokens"].as_u64()),
+    );
+    let ctx = RunContext {
+        spec: input.spec,
+        param_keys: &input.plan.param_keys,
+        vocab_size: input.vocab,
+        dataset: input.dataset.clone(),
+        cancel: &cancel,
+        groups: &groups,
+        slot: None,
+        working_set_basis: &basis,
+    };
+    let mut progress = Progress::new();
+    let mut launches = launches.to_vec();
+    let mut interrupted = false;
+    if let Some(p) = &input.spec.search.preflight {
+        interrupted = run_preflight(
+            &ctx,
+            p,
+            input.plan,
+            results,
+            manifest,
+            &mut launches,
+            &mut progress,
+        )
+        .await?;
+    }
+    // Successive halving: the lowest load point first, then the rest for the configurations
+    // not clearly beaten there.
+    let lowest = prune::first_point(input.spec);
+    if !interrupted {
+        let first = match lowest {
+            Some(p) => prune::first_round(&launches, p),
+            None => launches.clone(),
+        };
+        interrupted = super::run_sweep(&ctx, input.slots, &first, results, manifest, &mut |ev| {
+            progress.handle(&ev)
+        })
+        .await?
+        .interrupted;
+    }
+    if let (Some(p), false) = (lowest, interrupted) {
+        let pr = prune::prune(input.spec, &launches, &recorded(results), p);
+        for (l, why) in &pr.beaten {
+            for r in launch::pruned(&ctx, l, why) {
+                results.append(&r)?;
+            }
+        }
+        if !pr.beaten.is_empty() {
+            let names: Vec<&str> = pr.beaten.iter().map(|(l, _)| l.run.name.as_str()).collect();
+            say(&format!(
+                "prune: {} of {} configuration(s) clearly beaten at {p} skip the other load points: {}",
+                names.len(),
+                pr.judged,
+                names.join(", ")
+            ));
+        }
+        interrupted = super::run_sweep(&ctx, input.slots, &pr.rest, results, manifest, &mut |ev| {
+            progress.handle(&ev)
+        })
+        .await?
+        .interrupted;
+    }
+    // repeats: auto: another round for every configuration and load point not yet precise.
+    if let Some(auto) = input.spec.auto_repeats {
+        while !interrupted {
+            let more = repeats::next_round(input.spec, input.plan, &recorded(results), auto);
+            if more.is_empty() {
+                break;
+            }
+            say(&format!(
+                "repeats: auto: {} launch(es) for the configurations whose {} is not yet within ±{}% (95%)",
+                more.len(),
+                input
+                    .spec
+                    .objective
+                    .as_ref()
+                    .map_or("", |o| o.metric.as_str()),
+                auto.precision * 100.0
+            ));
+            interrupted =
+                super::run_sweep(&ctx, input.slots, &more, results, manifest, &mut |ev| {
+                    progress.handle(&ev)
+                })
+                .await?
+                .interrupted;
+        }
+    }
+    progress.finish();
+    if let (Some(sp), Ok(Some(b))) = (&input.spec.workload.shared_prefix, basis.lock().map(|b| *b))
+    {
+        if let Some(ws) = sp.working_set {
+            let record = serde_json::json!({
+                "basis_tokens": b,
+                "working_set": ws,
+                "prefix_tokens": sp.prefix_tokens,
+                "groups": sp.groups_for(ws, b),
+            });
+            if let Err(e) = store::write_json(&basis_path, &record) {
+                say(&format!("warning: cannot write working_set.json: {e}"));
+            }
+        }
+    }
+    Ok(interrupted)
+}
+
+/// The memory pre-flight, before the sweep: continue it from the attempts results.csv holds,
+/// write preflight.json, and put the value found into the launches that wait for it (or
+/// record them as failed rows when there is none). Returns whether it was interrupted.
+async fn run_preflight(
+    ctx: &RunContext<'_>,
+    p: &Preflight,
+    plan: &RunPlan,
+    results: &ResultsDir,
+    manifest: &mut Manifest,
+    launches: &mut Vec<Launch>,
+    progress: &mut Progress,
+) -> Result<bool, StoreError> {
+    let Some(base) = plan.runs.first() else {
+        return Ok(false);
+    };
+    let recorded: Vec<(plan_preflight::Attempt, String)> = recorded(results)
+        .iter()
+        .filter(|r| r.get("phase") == "preflight" && r.get("status") != "interrupted")
+        .filter_map(|r| {
+            let why = format!("{}: {}", r.get("failure_kind"), r.get("failure_message"));
+            plan_preflight::Attempt::of_row(r, &p.knob).map(|a| (a, why))
+        })
+        .collect();
+    let out = preflight::run(ctx, base, recorded, results, manifest, &mut |ev| {
+        progress.handle(&ev)
+    })
+    .await?;
+    if let Err(e) = store::write_json(&results.root.join("preflight.json"), &out) {
+        say(&format!("warning: cannot write preflight.json: {e}"));
+    }
+    if out.interrupted {
+        return Ok(true);
+    }
+    let margin = match (out.next_up, &out.next_up_failure) {
+        (Some(n), Some(w)) => format!("; the next step up, {n}, failed ({w})"),
+        _ => String::new(),
+    };
+    match out.found {
+        Some(v) => {
+            say(&format!(
+                "preflight: {} = {v} launches and survives the burst ({} attempt(s)){margin}",
+                p.knob,
+                out.attempts.len()
+            ));
+            for l in launches.iter_mut() {
+                plan_preflight::substitute(l, p, v);
+            }
+        }
+        None => {
+            let msg = format!(
+                "the memory pre-flight found no {} in [{}, {}] that launches and survives the burst ({} attempt(s)){margin}",
+                p.knob,
+                p.range.from,
+                p.range.to,
+                out.attempts.len()
+            );
+            say(&format!("preflight: {msg}"));
+            for l in launches
+                .iter()
+                .filter(|l| plan_preflight::needs_value(l, p))
+            {
+                for r in launch::unlaunched(ctx, l, FailureKind::PreflightFailed, &msg) {
+                    results.append(&r)?;
+                }
+            }
+        }
+    }
+    // Without a value, the launches waiting for one are rows already; the others go on.
+    launches.retain(|l| !plan_preflight::needs_value(l, p));
+    Ok(false)
+}

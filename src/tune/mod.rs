@@ -1,0 +1,21 @@
+//! The tuner: every decision the sweep makes from what it measured, as pure functions of rows
+//! and specs (no I/O, no clock, no server). `run/` executes the work these functions ask for;
+//! `report/` renders the decision they hand it.
+//!
+//! - `objective`: whether a spec's objective and SLO name results.csv columns the right way.
+//! - `stats`: estimates over repeats, Welch margins, t quantiles, the `repeats: auto` rule.
+//! - `decision`: the decision rule: eligibility, the leader, its margins, why each lost.
+//! - `search`: the max-load search's next probe and each probe's judgement.
+//! - `preflight`: the memory pre-flight's next attempt and the burst it runs.
+//! - `prune`: successive halving, which configurations the lowest load point rules out.
+//! - `repeats`: the next round of `repeats: auto`.
+//! - `work`: the launches a plan still needs (`Launch`, `Measurement`).
+
+pub mod decision;
+pub mod objective;
+pub mod preflight;
+pub mod prune;
+pub mod repeats;
+pub mod search;
+pub mod stats;
+pub mod work;
