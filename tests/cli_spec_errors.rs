@@ -333,3 +333,54 @@ fn slurm_task_without_the_shared_folder() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("was not submitted to Slurm"), "{err}");
 }
+
+/// `--executor slurm` plans its job arrays once, at submission. What depends on rows measured
+/// in between is refused with its reason, exit 2, before any folder or job exists (no Slurm
+/// needed: the refusal comes before sbatch is looked for): the pre-flight, `repeats: auto`'s
+/// rounds and pruning. Before this, `repeats: auto` and `prune` were silently dropped.
+#[test]
+fn slurm_refuses_what_it_cannot_plan_at_submission() {
+    let objective = "objective:\n  maximize: output_tok_s\n";
+    for (body, want) in [
+        (
+            format!(
+                "sweep:\n  mem_fraction_static: [preflight]\n{WORKLOAD}search:\n  preflight:\n    mem_fraction_static: {{from: 0.8, to: 0.9, resolution: 0.05}}\n"
+            ),
+            "--executor slurm does not run search.preflight",
+        ),
+        (
+            format!(
+                "configs:\n  - {{name: a}}\n  - {{name: b}}\nrepeats: auto\n{WORKLOAD}{objective}"
+            ),
+            "--executor slurm does not run `repeats: auto`",
+        ),
+        (
+            format!(
+                "configs:\n  - {{name: a}}\n  - {{name: b}}\n{}{objective}  prune: true\n",
+                WORKLOAD.replace("concurrency: 2", "concurrency: [1, 2]")
+            ),
+            "--executor slurm does not run `objective.prune`",
+        ),
+    ] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let marker = dir.path().join("launched");
+        let spec = dir.path().join("s.yaml");
+        std::fs::write(&spec, spec_with_marker(&marker, &body)).expect("write spec");
+        // The spec itself is fine: only the executor cannot run it.
+        let ok = run(sgtune().arg("validate").arg(&spec));
+        assert_eq!(ok.status.code(), Some(0), "{body}\n{}", text(&ok.stderr));
+        let results = dir.path().join("results");
+        let out = run(sgtune()
+            .arg("run")
+            .arg(&spec)
+            .arg("--results-dir")
+            .arg(&results)
+            .args(["--executor", "slurm"]));
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{want}: {err}");
+        assert!(err.contains(want), "expected {want:?} in {err}");
+        assert!(err.contains("run the sweep locally"), "{err}");
+        assert!(!marker.exists(), "a server was launched");
+        assert!(!results.exists(), "a results folder was created");
+    }
+}

@@ -235,6 +235,14 @@ fn on_slurm(
         cli::Executor::Slurm if s.search.preflight.is_some() => Err(CmdError::input(
             "--executor slurm does not run search.preflight yet (the pre-flight's launches depend on each other and must finish before the array is planned): run the sweep locally, or run the pre-flight locally and write the value it finds in place of `preflight`",
         )),
+        cli::Executor::Slurm if s.auto_repeats.is_some() => Err(CmdError::input(
+            "--executor slurm does not run `repeats: auto` yet (each round's repeats depend on the rows of the one before, and the job array is planned once, at submission): give a fixed number of repeats, or run the sweep locally",
+        )),
+        cli::Executor::Slurm if s.objective.as_ref().is_some_and(|o| o.prune) => {
+            Err(CmdError::input(
+                "--executor slurm does not run `objective.prune` yet (which configurations go on past the lowest load point depends on every configuration's rows there, and the job array is planned once, at submission): remove `prune: true`, or run the sweep locally",
+            ))
+        }
         cli::Executor::Slurm => {
             crate::run::slurm::check_client()?;
             Ok(Some(slurm::options(s.slurm.as_ref(), flags)))
