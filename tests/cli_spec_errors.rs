@@ -384,3 +384,23 @@ fn slurm_refuses_what_it_cannot_plan_at_submission() {
         assert!(!results.exists(), "a results folder was created");
     }
 }
+
+/// `reproduce --decision` has no use for `--tolerance` (the re-check decides by the
+/// objective's rule): the combination is refused with the reason instead of being ignored.
+#[test]
+fn reproduce_decision_refuses_tolerance() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let results = dir.path().join("again");
+    let out = run(sgtune()
+        .arg("reproduce")
+        .arg(dir.path().join("a-sweep"))
+        .args(["--decision", "--tolerance", "0.1", "--results-dir"])
+        .arg(&results));
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--tolerance is not used with --decision") && err.contains("--run NAME"),
+        "{err}"
+    );
+    assert!(!results.exists(), "a results folder was created");
+}

@@ -100,9 +100,11 @@ pub enum Command {
         /// Folder that receives the new results folder.
         #[arg(long, default_value = "results")]
         results_dir: PathBuf,
-        /// Relative difference still counted as reproduced (without repeats to judge by).
-        #[arg(long, default_value_t = 0.2)]
-        tolerance: f64,
+        /// With --run: relative difference still counted as reproduced (without repeats to
+        /// judge by); default 0.2. Not with --decision, which decides again by the
+        /// objective's own rule.
+        #[arg(long)]
+        tolerance: Option<f64>,
     },
     /// Write one self-contained HTML page (inline SVG and CSS, opens offline) of a sweep:
     /// the overview, charts per configuration, and per run the server's timeline from

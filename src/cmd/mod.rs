@@ -213,8 +213,12 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
             decision,
             results_dir,
             tolerance,
-        } => match run {
-            Some(run) if !decision => reproduce::run(&dir, &run, &results_dir, tolerance).await,
+        } => match (run, tolerance) {
+            (Some(run), tolerance) if !decision => {
+                let tolerance = tolerance.unwrap_or(reproduce::DEFAULT_TOLERANCE);
+                reproduce::run(&dir, &run, &results_dir, tolerance).await
+            }
+            (_, Some(_)) => Err(CmdError::input(reproduce::TOLERANCE_WITH_DECISION)),
             _ => reproduce::decision(&dir, &results_dir).await,
         },
     }

@@ -11,6 +11,13 @@ use crate::run as runner;
 use crate::util::say;
 use std::path::Path;
 
+/// `--tolerance` when not given: a relative difference up to 20% still counts as reproduced.
+pub const DEFAULT_TOLERANCE: f64 = 0.2;
+
+/// Why `--decision` refuses `--tolerance`: the re-check has no use for one, and a flag that
+/// is accepted and then ignored would let a user believe their threshold was applied.
+pub const TOLERANCE_WITH_DECISION: &str = "--tolerance is not used with --decision: the re-check decides again by the objective's own rule (a 95% interval over each side's two launches; `objective.noise` in spec.yaml only where a side has a single successful launch), so no tolerance enters it. Drop --tolerance, or use --run NAME to reproduce one run within a tolerance";
+
 /// Relaunch one recorded run and judge whether it reproduced.
 pub async fn run(
     dir: &Path,
