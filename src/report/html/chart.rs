@@ -6,6 +6,7 @@
 use plotters::coord::Shift;
 use plotters::element::ErrorBar;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::fmt::Write as _;
 
 use super::data::Points;
@@ -161,6 +162,10 @@ pub struct Chart {
     pub y_range: Option<(f64, f64)>,
     /// Let x start at the data's minimum instead of 0.
     pub x_from_data: bool,
+    /// Ticks on the x axis at whole numbers only: a load in concurrent requests.
+    pub x_whole: bool,
+    /// Ticks on the y axis at whole numbers only: a count of requests.
+    pub y_whole: bool,
     /// A note under the chart.
     pub note: String,
 }
@@ -222,6 +227,19 @@ fn ranges(c: &Chart) -> Option<((f64, f64), (f64, f64))> {
     Some(((x0, x1), (y0, y1)))
 }
 
+/// How many axis labels to ask plotters for so that every tick on [lo, hi] is a whole
+/// number: no more than the whole numbers in the range (and at most `max`). Plotters picks a
+/// step of 1, 2 or 5 × 10^k with at most that many ticks; a step below 1 would put ticks
+/// between the whole numbers and so exceed their count, hence steps of 1 or more.
+fn whole_labels(lo: f64, hi: f64, max: usize) -> usize {
+    let n = hi.floor() - lo.ceil() + 1.0;
+    if n.is_finite() && n >= 1.0 {
+        (n as usize).clamp(1, max)
+    } else {
+        1
+    }
+}
+
 fn tick(v: f64) -> String {
     let a = v.abs();
     if a >= 10_000.0 {
@@ -250,8 +268,16 @@ fn draw(root: &DrawingArea<SVGBackend<'_>, Shift>, c: &Chart) -> PlotResult {
     let fmt = |v: &f64| tick(*v);
     ch.configure_mesh()
         .max_light_lines(0)
-        .x_labels(6)
-        .y_labels(5)
+        .x_labels(if c.x_whole {
+            whole_labels(x0, x1, 6)
+        } else {
+            6
+        })
+        .y_labels(if c.y_whole {
+            whole_labels(y0, y1, 5)
+        } else {
+            5
+        })
         .bold_line_style(BLACK.mix(0.08))
         .axis_style(BLACK.mix(0.5))
         .label_style(("sans-serif", 14))
@@ -434,6 +460,233 @@ pub fn render(c: &Chart) -> String {
     o
 }
 
+/// One configuration's value on a bar chart: the mean of its repeats and their min–max.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Spread {
+    pub mean: f64,
+    pub lo: f64,
+    pub hi: f64,
+}
+
+impl Spread {
+    /// The mean and min–max of the finite values; None when there are none.
+    pub fn of(v: &[f64]) -> Option<Spread> {
+        let v: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+        if v.is_empty() {
+            return None;
+        }
+        Some(Spread {
+            mean: v.iter().sum::<f64>() / v.len() as f64,
+            lo: v.iter().copied().fold(f64::INFINITY, f64::min),
+            hi: v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        })
+    }
+}
+
+/// One measure on a bar chart (e.g. TTFT p50): per row its value, None where not measured.
+#[derive(Debug, Clone, Default)]
+pub struct Measure {
+    pub name: String,
+    pub values: Vec<Option<Spread>>,
+}
+
+/// Horizontal bars, one row per configuration, for values measured at a single load point,
+/// where a line chart would have nothing to join. The filled bar is the main measure; an
+/// optional second one (a p99 beside its p50) is a dashed outline behind it, so it reads as
+/// the filled bar's extension. Error bars: the repeats' min–max.
+#[derive(Debug, Clone, Default)]
+pub struct BarChart {
+    pub id: String,
+    pub title: String,
+    /// The value axis' label, with its unit.
+    pub x_label: String,
+    /// Each row's name and palette colour, top to bottom.
+    pub rows: Vec<(String, usize)>,
+    pub filled: Measure,
+    pub outline: Option<Measure>,
+    pub note: String,
+}
+
+/// The height of one bar chart row, in SVG pixels.
+const BAR_ROW_H: u32 = 30;
+
+/// A value printed beside its bar.
+fn value_text(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1000.0 || v == v.round() {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+impl BarChart {
+    fn measures(&self) -> impl Iterator<Item = &Measure> {
+        std::iter::once(&self.filled).chain(self.outline.iter())
+    }
+    /// The largest value drawn (a bar's end or an error bar's), None when nothing is.
+    fn max(&self) -> Option<f64> {
+        let m = self
+            .measures()
+            .flat_map(|m| m.values.iter().flatten())
+            .flat_map(|v| [v.mean, v.hi])
+            .filter(|x| x.is_finite())
+            .fold(f64::NEG_INFINITY, f64::max);
+        m.is_finite().then_some(m)
+    }
+}
+
+fn draw_bars(root: &DrawingArea<SVGBackend<'_>, Shift>, c: &BarChart, max: f64) -> PlotResult {
+    root.fill(&WHITE)?;
+    let n = c.rows.len();
+    let longest = c.rows.iter().map(|(r, _)| r.chars().count()).max();
+    let name_px = (longest.unwrap_or(0) as u32 * 8 + 14).clamp(40, 240);
+    // Room right of the longest bar for its value.
+    let x1 = if max > 0.0 { max * 1.2 } else { 1.0 };
+    let (y0, y1) = (-0.5, n as f64 - 0.5);
+    let mut ch = ChartBuilder::on(root)
+        .margin(10)
+        .x_label_area_size(40)
+        .y_label_area_size(name_px)
+        .build_cartesian_2d(0.0..x1, y0..y1)?;
+    // Row 0 is drawn at the top, at y = n - 1.
+    let row_at = |y: f64| -> Option<usize> {
+        let r = y.round();
+        if (y - r).abs() > 1e-6 || r < 0.0 {
+            return None;
+        }
+        n.checked_sub(1 + r as usize)
+    };
+    let xfmt = |v: &f64| tick(*v);
+    let yfmt = |v: &f64| {
+        row_at(*v)
+            .and_then(|k| c.rows.get(k))
+            .map(|(name, _)| name.clone())
+            .unwrap_or_default()
+    };
+    ch.configure_mesh()
+        .max_light_lines(0)
+        .disable_y_mesh()
+        .x_labels(5)
+        // One label per row: the whole numbers of the range are the rows.
+        .y_labels(whole_labels(y0, y1, n.max(1)))
+        .bold_line_style(BLACK.mix(0.08))
+        .axis_style(BLACK.mix(0.5))
+        .label_style(("sans-serif", 14))
+        .axis_desc_style(("sans-serif", 15))
+        .x_label_formatter(&xfmt)
+        .y_label_formatter(&yfmt)
+        .x_desc(c.x_label.as_str())
+        .draw()?;
+    let small = ("sans-serif", 13)
+        .into_font()
+        .color(&BLACK.mix(0.7))
+        .pos(Pos::new(HPos::Left, VPos::Center));
+    let value = |m: Option<&Measure>, k: usize| m.and_then(|m| m.values.get(k).copied().flatten());
+    for (k, (_, col)) in c.rows.iter().enumerate() {
+        let y = (n - 1 - k) as f64;
+        let filled = value(Some(&c.filled), k);
+        let outline = value(c.outline.as_ref(), k);
+        if let Some(v) = outline {
+            ch.draw_series(std::iter::once(Rectangle::new(
+                [(0.0, y - 0.34), (v.mean, y + 0.34)],
+                dash_twin(*col).stroke_width(2),
+            )))?;
+        }
+        if let Some(v) = filled {
+            ch.draw_series(std::iter::once(Rectangle::new(
+                [(0.0, y - 0.22), (v.mean, y + 0.22)],
+                color(*col).mix(0.85).filled(),
+            )))?;
+        }
+        for v in [filled, outline].into_iter().flatten() {
+            if v.hi > v.lo {
+                ch.draw_series(std::iter::once(ErrorBar::new_horizontal(
+                    y,
+                    v.lo,
+                    v.mean,
+                    v.hi,
+                    BLACK.mix(0.6).stroke_width(1),
+                    8,
+                )))?;
+            }
+        }
+        let shown: Vec<String> = [filled, outline]
+            .into_iter()
+            .flatten()
+            .map(|v| value_text(v.mean))
+            .collect();
+        let end = [filled, outline]
+            .into_iter()
+            .flatten()
+            .map(|v| v.mean.max(v.hi))
+            .fold(0.0, f64::max);
+        if !shown.is_empty() {
+            ch.draw_series(std::iter::once(Text::new(
+                shown.join(" / "),
+                (end + x1 * 0.015, y),
+                small.clone(),
+            )))?;
+        }
+    }
+    root.present()?;
+    Ok(())
+}
+
+/// The bar chart as a `<figure>`, like [`render`]'s: title, SVG, legend, note.
+pub fn render_bars(c: &BarChart) -> String {
+    let height = 70 + BAR_ROW_H * c.rows.len().max(1) as u32;
+    let mut svg = String::new();
+    let max = c.max().filter(|_| !c.rows.is_empty());
+    let drawn = match max {
+        None => Ok(()),
+        Some(max) => {
+            let root = SVGBackend::with_string(&mut svg, (W, height)).into_drawing_area();
+            draw_bars(&root, c, max).map_err(|e| e.to_string())
+        }
+    };
+    let mut o = String::new();
+    let _ = write!(
+        o,
+        "<figure class=\"chart\" id=\"{}\"><figcaption>{}</figcaption>",
+        esc(&c.id),
+        esc(&c.title)
+    );
+    match drawn {
+        _ if max.is_none() => o.push_str("<p class=\"nodata\">no data</p>"),
+        Err(e) => {
+            let _ = write!(o, "<p class=\"nodata\">chart not drawn: {}</p>", esc(&e));
+        }
+        Ok(()) => {
+            let svg = dash(&svg).replace(" opacity=\"1\"", "");
+            let svg = svg.replacen(
+                &format!("<svg width=\"{W}\" height=\"{height}\" "),
+                &format!(
+                    "<svg role=\"img\" aria-label=\"{}\" preserveAspectRatio=\"xMidYMid meet\" ",
+                    esc(&c.title)
+                ),
+                1,
+            );
+            o.push_str(&svg);
+        }
+    }
+    if max.is_some() && c.outline.is_some() {
+        let _ = write!(
+            o,
+            "<ul class=\"legend\"><li><span class=\"sw\" style=\"border-top:8px solid #999\"></span>{}</li><li><span class=\"sw\" style=\"height:6px;border:2px dashed #777\"></span>{}</li></ul>",
+            esc(&c.filled.name),
+            esc(c.outline.as_ref().map_or("", |m| m.name.as_str()))
+        );
+    }
+    if !c.note.is_empty() {
+        let _ = write!(o, "<p class=\"note\">{}</p>", esc(&c.note));
+    }
+    o.push_str("</figure>");
+    o
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -491,6 +744,71 @@ mod tests {
         assert_eq!(kept.len(), 50);
         assert_eq!(dropped, 950);
         assert_eq!(thin_marks(&[3.0, 1.0], 0.0, 10.0, 60), (vec![1.0, 3.0], 0));
+    }
+
+    #[test]
+    fn whole_labels_never_ask_for_more_ticks_than_whole_numbers() {
+        assert_eq!(whole_labels(1.94, 4.06, 6), 3);
+        assert_eq!(whole_labels(-0.5, 2.5, 6), 3);
+        assert_eq!(whole_labels(0.0, 100.0, 6), 6);
+        assert_eq!(whole_labels(31.2, 31.8, 6), 1);
+        assert_eq!(whole_labels(f64::NAN, 1.0, 6), 1);
+    }
+
+    /// A count of requests that peaks at 2 ticks 0, 1, 2, not 0.5 and 1.5.
+    #[test]
+    fn whole_axes_tick_whole_numbers() {
+        let c = Chart {
+            id: "w".into(),
+            lines: vec![Line::new("running", vec![(0.0, 1.0), (1.0, 2.0)], 0).step()],
+            x_whole: true,
+            y_whole: true,
+            ..Default::default()
+        };
+        let h = render(&c);
+        let labels: Vec<&str> = h
+            .split("<text ")
+            .skip(1)
+            .filter_map(|t| t.split('>').nth(1)?.split('<').next())
+            .map(str::trim)
+            .filter(|l| !l.is_empty()) // the axes' empty descriptions
+            .collect();
+        assert!(!labels.is_empty());
+        for l in &labels {
+            assert!(l.parse::<u32>().is_ok(), "{l:?} in {labels:?}");
+        }
+    }
+
+    #[test]
+    fn bars_have_a_row_per_configuration_and_no_data_says_so() {
+        let c = BarChart {
+            id: "b".into(),
+            title: "t".into(),
+            x_label: "output tok/s".into(),
+            rows: vec![("a-long-configuration-name".into(), 0), ("b".into(), 1)],
+            filled: Measure {
+                name: "p50".into(),
+                values: vec![Spread::of(&[10.0, 12.0]), Spread::of(&[20.0])],
+            },
+            outline: None,
+            note: String::new(),
+        };
+        let h = render_bars(&c);
+        assert!(
+            h.contains("a-long-configuration-name") && h.contains(">\nb\n<"),
+            "{h}"
+        );
+        assert!(h.contains("viewBox=\"0 0 560 130\""), "{h}");
+        assert!(h.contains("fill=\"#0072B2\"") && h.contains("fill=\"#E69F00\""));
+        assert!(
+            h.contains(">\n11\n<") && h.contains(">\n20\n<"),
+            "values: {h}"
+        );
+        let none = render_bars(&BarChart {
+            id: "n".into(),
+            ..Default::default()
+        });
+        assert!(none.contains("no data"));
     }
 
     #[test]

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::chart::{self, Bar, Chart, Line, Marker};
+use super::chart::{self, Bar, BarChart, Chart, Line, Marker, Measure, Spread};
 use super::data::{self, Points, Timeline};
 use super::{Launch, Sweep, esc, points_per_series};
 use crate::record::rows::Row;
@@ -277,16 +277,110 @@ pub fn pareto_points(rows: &[Row]) -> Vec<(String, Points)> {
         .collect()
 }
 
-fn config_charts(s: &Sweep, prefix: &str) -> String {
-    let rows = &s.rows;
+/// The distinct loads the rows were measured at (their x on the load axis), ascending.
+fn loads(rows: &[Row]) -> Vec<f64> {
+    let mut v: Vec<f64> = rows.iter().filter_map(load_x).collect();
+    v.sort_by(f64::total_cmp);
+    v.dedup();
+    v
+}
+
+/// The one load point of a sweep that measured one, in words: `concurrency 32`, or
+/// `request rate 4/s`.
+fn load_words(rows: &[Row]) -> String {
+    let Some(r) = rows.iter().find(|r| load_x(r).is_some()) else {
+        return String::new();
+    };
+    match r.get("request_rate") {
+        "" => format!("concurrency {}", r.get("concurrency")),
+        rate => format!("request rate {rate}/s"),
+    }
+}
+
+/// A single load point's `col` (and `outline`, e.g. the p99 beside a p50) as bars: one row per
+/// configuration with a value, coloured as in the other charts.
+fn load_bars(rows: &[Row], col: (&str, &str), outline: Option<(&str, &str)>) -> BarChart {
+    let first = |v: &[(f64, Vec<f64>)]| v.first().and_then(|(_, vals)| Spread::of(vals));
+    let filled = by_config(rows, col.0);
+    let other = outline.map(|(c, _)| by_config(rows, c)).unwrap_or_default();
+    let mut c = BarChart {
+        filled: Measure {
+            name: col.1.into(),
+            values: Vec::new(),
+        },
+        outline: outline.map(|(_, name)| Measure {
+            name: name.into(),
+            values: Vec::new(),
+        }),
+        ..Default::default()
+    };
+    for (i, (name, pts)) in filled.iter().enumerate() {
+        let f = first(pts);
+        let o = other
+            .iter()
+            .find(|(n, _)| n == name)
+            .and_then(|(_, p)| first(p));
+        if f.is_none() && o.is_none() {
+            continue;
+        }
+        c.rows.push((name.clone(), i));
+        c.filled.values.push(f);
+        if let Some(m) = &mut c.outline {
+            m.values.push(o);
+        }
+    }
+    c
+}
+
+/// A sweep measured at one load point: per metric, one bar per configuration (a line chart
+/// would join nothing, and its load axis would be a single point padded to a range).
+fn single_load_charts(rows: &[Row], prefix: &str) -> String {
+    let at = load_words(rows);
+    let mut o = String::new();
+    let mut tput = load_bars(rows, ("output_tok_s", "output tok/s"), None);
+    tput.id = format!("{prefix}tput");
+    tput.title = format!("Output throughput at {at}, by configuration");
+    tput.x_label = "output tok/s".into();
+    tput.note = format!(
+        "The sweep measured one load point ({at}), so each chart shows one bar per \
+         configuration (error bars: repeats' min–max)."
+    );
+    o.push_str(&chart::render_bars(&tput));
+    for (col, what) in [("ttft_ms", "TTFT"), ("tpot_ms", "TPOT")] {
+        let mut c = load_bars(
+            rows,
+            (&format!("{col}_p50"), "p50"),
+            Some((&format!("{col}_p99"), "p99")),
+        );
+        c.id = format!("{prefix}{}", what.to_lowercase());
+        c.title = format!("{what} p50 (filled) and p99 (dashed outline) at {at}");
+        c.x_label = format!("{what} (ms)");
+        o.push_str(&chart::render_bars(&c));
+    }
+    let mut good = load_bars(rows, ("goodput_req_s", "goodput"), None);
+    good.id = format!("{prefix}goodput");
+    good.title = format!("Goodput at {at}, by configuration");
+    good.x_label = "goodput (req/s meeting the SLO)".into();
+    if good.rows.is_empty() {
+        good.note = "No goodput recorded: the workload set no SLO (see docs/spec.md).".into();
+    }
+    o.push_str(&chart::render_bars(&good));
+    o
+}
+
+/// Across load points: per metric, one line per configuration.
+fn load_line_charts(rows: &[Row], prefix: &str) -> String {
     let axis = load_axis(rows);
-    let mut o = String::from("<div class=\"grid\">");
+    // Concurrency is a whole number of requests: no ticks between them.
+    let whole = !rows.iter().any(|r| !r.get("request_rate").is_empty());
+    let mut o = String::new();
     let mut tput = Chart {
         id: format!("{prefix}tput"),
         title: "Output throughput by load point (error bars: repeats' min–max)".into(),
         x_label: axis.into(),
         y_label: "output tok/s".into(),
         x_from_data: true,
+        x_whole: whole,
         ..Default::default()
     };
     metric_lines(rows, "output_tok_s", "", false, &mut tput);
@@ -298,6 +392,7 @@ fn config_charts(s: &Sweep, prefix: &str) -> String {
             x_label: axis.into(),
             y_label: format!("{what} (ms)"),
             x_from_data: true,
+            x_whole: whole,
             ..Default::default()
         };
         metric_lines(rows, &format!("{col}_p50"), " p50", false, &mut c);
@@ -310,6 +405,7 @@ fn config_charts(s: &Sweep, prefix: &str) -> String {
         x_label: axis.into(),
         y_label: "goodput (req/s meeting the SLO)".into(),
         x_from_data: true,
+        x_whole: whole,
         ..Default::default()
     };
     metric_lines(rows, "goodput_req_s", "", false, &mut good);
@@ -317,6 +413,17 @@ fn config_charts(s: &Sweep, prefix: &str) -> String {
         good.note = "No goodput recorded: the workload set no SLO (see docs/spec.md).".into();
     }
     o.push_str(&chart::render(&good));
+    o
+}
+
+fn config_charts(s: &Sweep, prefix: &str) -> String {
+    let rows = &s.rows;
+    let mut o = String::from("<div class=\"grid\">");
+    if loads(rows).len() <= 1 {
+        o.push_str(&single_load_charts(rows, prefix));
+    } else {
+        o.push_str(&load_line_charts(rows, prefix));
+    }
     let mut pareto = Chart {
         id: format!("{prefix}pareto"),
         title: "Pareto: output tok/s per user against total output tok/s".into(),
@@ -515,6 +622,7 @@ fn timeline_charts(
         "Requests: running and queued"
     };
     let mut reqs = base("reqs", title, "requests");
+    reqs.y_whole = true;
     reqs.marks = t.retractions.clone();
     reqs.marks_label = "retraction".into();
     reqs.lines
@@ -735,6 +843,105 @@ mod tests {
         assert!(h.contains("<td class=\"better\">★ x (best)</td><td><code>y</code></td>"));
         assert!(h.contains("<li>one<br>→ hint</li><li>two</li>"), "{h}");
         assert!(h.contains("<pre>cmd &lt;x&gt;\n</pre>"));
+    }
+
+    /// The x axis' tick labels of the chart `id` on a page: plotters centres them under the
+    /// axis (`text-anchor="middle"`, `dy="0.76em"`, not rotated as the y axis' title is).
+    fn x_ticks(html: &str, id: &str) -> Vec<String> {
+        let start = html.find(&format!("id=\"{id}\"")).expect("the chart");
+        let fig = &html[start..start + html[start..].find("</figure>").expect("its end")];
+        fig.split("<text ")
+            .skip(1)
+            .filter(|t| t.contains("text-anchor=\"middle\"") && t.contains("dy=\"0.76em\""))
+            .filter(|t| !t.contains("transform="))
+            .filter_map(|t| t.split('>').nth(1)?.split('<').next())
+            .map(|t| t.trim().to_string())
+            .collect()
+    }
+
+    fn sweep(rows: Vec<Row>) -> Sweep {
+        Sweep {
+            name: "s".into(),
+            dir: "s".into(),
+            rows,
+            param_keys: Vec::new(),
+            decision_md: None,
+            launches: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    fn measured(name: &str, c: &str, tput: &str, ttft: (&str, &str)) -> Row {
+        row(&[
+            ("run_name", name),
+            ("status", "ok"),
+            ("concurrency", c),
+            ("request_rate", ""),
+            ("output_tok_s", tput),
+            ("ttft_ms_p50", ttft.0),
+            ("ttft_ms_p99", ttft.1),
+            ("tpot_ms_p50", "12.5"),
+            ("tpot_ms_p99", "14"),
+        ])
+    }
+
+    /// One load point (the demo's 32 concurrent requests): no line chart with an axis padded
+    /// from 31 to 33 and ticks at 31.5 and 32.5 requests, but one bar per configuration, with
+    /// the repeats' spread, and the load named in the title.
+    #[test]
+    fn a_single_load_point_is_drawn_as_bars_not_lines() {
+        let rows = vec![
+            measured("kv-bound", "32", "450", ("13000", "20000")),
+            measured("kv-bound", "32", "470", ("13400", "21000")),
+            measured("roomy", "32", "755", ("156", "210")),
+        ];
+        let h = config_charts(&sweep(rows), "cfg-");
+        for id in ["cfg-tput", "cfg-ttft", "cfg-tpot"] {
+            let ticks = x_ticks(&h, id);
+            assert!(!ticks.is_empty(), "{id}: no ticks");
+            for t in &ticks {
+                assert!(
+                    !["31", "31.5", "32.5", "33"].contains(&t.as_str()),
+                    "{id}: {ticks:?}"
+                );
+            }
+        }
+        assert!(
+            h.contains("Output throughput at concurrency 32, by configuration"),
+            "{h}"
+        );
+        // A bar per configuration, in its palette colour, and no line in one.
+        for c in ["#0072B2", "#E69F00"] {
+            assert!(h.contains(&format!("fill=\"{c}\"")), "no {c} bar");
+            assert!(
+                !h.contains(&format!("<polyline fill=\"none\" stroke=\"{c}\"")),
+                "a {c} line"
+            );
+        }
+        // Both names on the axis; the values beside the bars; p99 as the outline.
+        assert!(h.contains("kv-bound") && h.contains("roomy"));
+        assert!(h.contains("460") && h.contains("755"), "{h}");
+        assert!(h.contains("13200 / 20500"), "{h}");
+        assert!(h.contains("stroke-dasharray"), "p99 outline");
+        // The spread of kv-bound's two repeats is an error bar at 450..470.
+        assert!(h.contains("repeats&#39; min–max"));
+        // No goodput recorded: said, not drawn.
+        assert!(h.contains("No goodput recorded"));
+    }
+
+    /// Across load points, a concurrency axis ticks whole requests only.
+    #[test]
+    fn concurrency_axes_tick_whole_requests() {
+        let rows = vec![
+            measured("a", "2", "100", ("10", "12")),
+            measured("a", "3", "140", ("11", "13")),
+            measured("a", "4", "170", ("13", "15")),
+        ];
+        let h = config_charts(&sweep(rows), "cfg-");
+        for id in ["cfg-tput", "cfg-ttft", "cfg-tpot"] {
+            let ticks = x_ticks(&h, id);
+            assert_eq!(ticks, ["2", "3", "4"], "{id}");
+        }
     }
 
     #[test]
