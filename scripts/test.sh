@@ -7,17 +7,15 @@
 # servers. Those are #[ignore]d so that a bare `cargo test` cannot pass them without a server;
 # here they run, with `--include-ignored`.
 #
+# The tests run through scripts/lib/run-tests.sh: every test binary even after one fails
+# (`--no-fail-fast`), then the timing-sensitive comparisons alone on the machine, and a last
+# line `test command: PASSED ...` or `test command: FAILED: <binary>::<test>, ...`.
+#
 # Arguments go to `cargo test`; those after a `--` go to the test binaries, after
 # `--include-ignored`:
 #   scripts/test.sh --test real_sglang -- --nocapture
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-cargo_args=()
-while [ $# -gt 0 ] && [ "$1" != "--" ]; do
-  cargo_args+=("$1")
-  shift
-done
-if [ $# -gt 0 ]; then shift; fi # the `--`: what follows goes to the test binaries
 files=$(scripts/setup-all.sh)
 env_file=$(echo "$files" | tail -n 2 | head -n 1)
 peers_file=$(echo "$files" | tail -n 1)
@@ -25,4 +23,4 @@ peers_file=$(echo "$files" | tail -n 1)
 . "$env_file"
 # shellcheck disable=SC1090
 . "$peers_file"
-cargo test ${cargo_args[@]+"${cargo_args[@]}"} -- --include-ignored "$@"
+exec scripts/lib/run-tests.sh "$@"

@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# Run the test suite the way scripts/test.sh promises (after its setup): every test binary
+# even after one fails, the timing-sensitive comparisons alone on the machine afterwards, and
+# a last line that names what failed.
+#
+#   1. `cargo test --no-fail-fast ... -- --include-ignored --skip <each timing-sensitive test>`:
+#      everything else, every binary whatever an earlier one did.
+#   2. Each timing-sensitive test the arguments select, in a cargo invocation of its own, with
+#      `--exact`, so no other test's server shares the CPU with it. A comparison of two
+#      clients' timings (sgtune against sglang.bench_serving) or of configurations' latencies
+#      against an SLO measures the machine as much as the code when something else runs.
+#   3. One summary line: `test command: PASSED ...` or `test command: FAILED: bin::test, ...`.
+# The exit status is 0 only when both runs passed.
+#
+# Arguments as scripts/test.sh's: those before a `--` go to `cargo test`, those after it to
+# the test binaries (after `--include-ignored`).
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+
+# The timing-sensitive tests, run alone in step 2 (test names are unique across binaries).
+ALONE=(
+  agrees_with_sglang_bench_serving                                   # tests/real_sglang.rs
+  the_tuning_sweep_finds_more_load_within_the_slo_for_a_larger_kv_pool # tests/real_sglang.rs
+)
+
+cargo_args=()
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do
+  cargo_args+=("$1")
+  shift
+done
+if [ $# -gt 0 ]; then shift; fi
+test_args=("$@")
+
+# The arguments of step 2 without test-name filters (words that are no option's value): the
+# test is selected by --exact NAME there, and another filter would add its own tests to it.
+# Options that take a value as the next word: cargo test's, then libtest's.
+cargo_valued=" -p --package --exclude --bin --example --test --bench -F --features --target --target-dir --profile -j --jobs --manifest-path --message-format --color --config -Z --lockfile-path "
+test_valued=" --skip --test-threads --logfile --format --color -Z --shuffle-seed "
+strip_filters() { # $1: the valued options; then the words; prints one word per line
+  local valued=$1 expect_value=0 w
+  shift
+  for w in "$@"; do
+    if [ "$expect_value" = 1 ]; then
+      printf '%s\n' "$w"
+      expect_value=0
+    elif [[ "$w" == -* ]]; then
+      printf '%s\n' "$w"
+      [[ "$valued" == *" $w "* ]] && expect_value=1
+    fi
+  done
+}
+mapfile -t cargo_opts < <(strip_filters "$cargo_valued" ${cargo_args[@]+"${cargo_args[@]}"})
+mapfile -t test_opts < <(strip_filters "$test_valued" ${test_args[@]+"${test_args[@]}"})
+
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
+
+# Build first, where the progress and any error show.
+if ! cargo test --no-run ${cargo_args[@]+"${cargo_args[@]}"}; then
+  echo "test command: FAILED: the tests did not build (cargo's error above)"
+  exit 101
+fi
+# Which timing-sensitive tests the arguments select.
+list_args=()
+for a in ${test_args[@]+"${test_args[@]}"}; do [ "$a" = --list ] || list_args+=("$a"); done
+if ! cargo test ${cargo_args[@]+"${cargo_args[@]}"} -- --include-ignored --list \
+  ${list_args[@]+"${list_args[@]}"} >"$logs/list" 2>"$logs/list.err"; then
+  cat "$logs/list.err" >&2
+  echo "test command: FAILED: the tests could not be listed (cargo's error above)"
+  exit 101
+fi
+selected=()
+for t in "${ALONE[@]}"; do
+  grep -qx "$t: test" "$logs/list" && selected+=("$t")
+done
+
+skips=()
+for t in "${ALONE[@]}"; do skips+=(--skip "$t"); done
+cargo test --no-fail-fast ${cargo_args[@]+"${cargo_args[@]}"} -- --include-ignored "${skips[@]}" \
+  ${test_args[@]+"${test_args[@]}"} 2>&1 | tee "$logs/1"
+rc=${PIPESTATUS[0]}
+
+# Step 2: nothing of the suite may still run. A test that panicked may have left its sweep or
+# server behind (the tests tag theirs with SGTUNE_TEST_TAG): wait for them, then say so.
+tagged() {
+  local e
+  for e in /proc/[0-9]*/environ; do
+    grep -qsz '^SGTUNE_TEST_TAG=' "$e" && echo "${e//[^0-9]/}"
+  done
+}
+if [ ${#selected[@]} -gt 0 ]; then
+  for _ in $(seq 1 "${SGTUNE_ALONE_WAIT_S:-60}"); do
+    [ -z "$(tagged)" ] && break
+    sleep 1
+  done
+  left=$(tagged | tr '\n' ' ')
+  if [ -n "$left" ]; then
+    echo "test command: warning: test processes still running beside the timing-sensitive tests (pids $left)" >&2
+  fi
+fi
+for t in ${selected[@]+"${selected[@]}"}; do
+  echo "test command: running $t alone" >&2
+  cargo test --no-fail-fast ${cargo_opts[@]+"${cargo_opts[@]}"} -- --include-ignored --exact "$t" \
+    ${test_opts[@]+"${test_opts[@]}"} 2>&1 | tee -a "$logs/2"
+  r=${PIPESTATUS[0]}
+  [ "$rc" = 0 ] && rc=$r
+done
+touch "$logs/2"
+
+# The summary: each failed test as binary::name, each failed target that named no failed test.
+awk -v alone="${selected[*]+${selected[*]}}" '
+  FNR == 1 { step = (FILENAME ~ /\/2$/) ? 2 : 1 }
+  /^ +Running / {
+    bin = $2
+    if (bin == "unittests") bin = $3
+    sub(/^.*\//, "", bin); sub(/\.rs$/, "", bin)
+    if ($2 == "unittests") bin = (bin == "lib") ? "lib" : "bin"
+  }
+  /^ +Doc-tests / { bin = "doc-tests" }
+  /^test .* \.\.\. FAILED$/ {
+    name = $2
+    failed[++nf] = bin "::" name (step == 2 ? " (alone)" : "")
+    failed_bin[bin] = 1
+  }
+  /^test result: / {
+    for (i = 1; i <= NF; i++) if ($(i + 1) ~ /^passed/) passed += $i
+  }
+  /^error: (test|doctest) failed, to rerun pass `/ {
+    t = $0; sub(/^.*to rerun pass `/, "", t); sub(/`.*$/, "", t)
+    b = t; sub(/^--test /, "", b)
+    if (b == "--lib") b = "lib"; if (b == "--doc") b = "doc-tests"; if (b ~ /^--bin /) b = "bin"
+    if (!(b in failed_bin) && !(t in seen)) { crashed[++nc] = t; seen[t] = 1 }
+  }
+  END {
+    if (nf == 0 && nc == 0) {
+      n = split(alone, a, " ")
+      printf "%d passed", passed
+      gsub(/ /, ", ", alone)
+      if (n > 0) printf " (%d of them alone afterwards: %s)", n, alone
+      printf "\n"
+      exit 0
+    }
+    s = ""
+    for (i = 1; i <= nf; i++) s = s (s == "" ? "" : ", ") failed[i]
+    for (i = 1; i <= nc; i++) s = s (s == "" ? "" : ", ") crashed[i] " (no test named: crashed or killed?)"
+    print s
+    exit 1
+  }
+' "$logs/1" "$logs/2" >"$logs/summary"
+summary_rc=$?
+summary=$(cat "$logs/summary")
+if [ "$rc" = 0 ] && [ "$summary_rc" = 0 ]; then
+  echo "test command: PASSED: $summary"
+  exit 0
+fi
+if [ "$summary_rc" = 0 ]; then # cargo failed but no test or target said so
+  summary="cargo test exited $rc without naming a failed test (see above)"
+fi
+echo "test command: FAILED: $summary"
+[ "$rc" = 0 ] && rc=1
+exit "$rc"

@@ -1,0 +1,201 @@
+//! The README's test command runs every test binary even after one fails, runs the
+//! timing-sensitive comparisons alone afterwards, and ends by naming what failed. Checked on
+//! scripts/lib/run-tests.sh (what scripts/test.sh hands over to after its setup) with a fake
+//! `cargo` first on PATH that records its arguments and prints what libtest and cargo would.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test may panic: that is its failure
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::Command;
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+/// A `cargo` that logs each invocation (one line) and answers: `--no-run` builds, `--list`
+/// lists, `--exact` runs the timing-sensitive test alone (failing with FAIL_ALONE), anything
+/// else is the suite: a passing lib, then fake_server (one test failing with FAIL_SUITE),
+/// then load_cmd, which must still run after it.
+const FAKE_CARGO: &str = r#"#!/bin/sh
+echo "$*" >> "$FAKE_CARGO_LOG"
+case " $* " in
+  *" --no-run "*) exit 0 ;;
+  *" --list "*)
+    printf 'agrees_with_sglang_bench_serving: test\nkill_9_of_sgtune_takes_the_server_with_it: test\n'
+    exit 0 ;;
+  *" --exact "*)
+    echo "     Running tests/real_sglang.rs (target/debug/deps/real_sglang-0)" >&2
+    if [ -n "$FAIL_ALONE" ]; then
+      printf 'test agrees_with_sglang_bench_serving ... FAILED\n\ntest result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 4 filtered out\n'
+      echo 'error: test failed, to rerun pass `--test real_sglang`' >&2
+      exit 101
+    fi
+    printf 'test agrees_with_sglang_bench_serving ... ok\n\ntest result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 4 filtered out\n'
+    exit 0 ;;
+esac
+echo "     Running unittests src/lib.rs (target/debug/deps/sgtune-0)" >&2
+printf 'test a::b ... ok\n\ntest result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out\n'
+echo "     Running tests/fake_server.rs (target/debug/deps/fake_server-0)" >&2
+if [ -n "$FAIL_SUITE" ]; then
+  printf 'test crash_during_load ... FAILED\ntest other ... ok\n\nfailures:\n    crash_during_load\n\ntest result: FAILED. 1 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out\n'
+  echo 'error: test failed, to rerun pass `--test fake_server`' >&2
+else
+  printf 'test crash_during_load ... ok\ntest other ... ok\n\ntest result: ok. 2 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out\n'
+fi
+echo "     Running tests/load_cmd.rs (target/debug/deps/load_cmd-0)" >&2
+printf 'test l ... ok\n\ntest result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out\n'
+[ -z "$FAIL_SUITE" ] || exit 101
+"#;
+
+struct Ran {
+    code: Option<i32>,
+    stdout: String,
+    calls: Vec<String>,
+}
+
+fn run_tests(dir: &Path, fail: &[&str], args: &[&str]) -> Ran {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let cargo = bin.join("cargo");
+    std::fs::write(&cargo, FAKE_CARGO).unwrap();
+    std::fs::set_permissions(&cargo, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let log = dir.join("calls");
+    let _ = std::fs::remove_file(&log);
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut cmd = Command::new("bash");
+    cmd.arg(Path::new(ROOT).join("scripts/lib/run-tests.sh"))
+        .args(args)
+        .env("PATH", path)
+        .env("FAKE_CARGO_LOG", &log)
+        .env("SGTUNE_ALONE_WAIT_S", "0")
+        .env_remove("FAIL_SUITE")
+        .env_remove("FAIL_ALONE");
+    for f in fail {
+        cmd.env(f, "1");
+    }
+    let out = cmd.output().expect("run scripts/lib/run-tests.sh");
+    Ran {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        calls: std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .map(String::from)
+            .collect(),
+    }
+}
+
+fn last_line(s: &str) -> &str {
+    s.lines().last().unwrap_or("")
+}
+
+#[test]
+fn the_readme_command_hands_over_to_the_runner() {
+    let t = std::fs::read_to_string(format!("{ROOT}/scripts/test.sh")).unwrap();
+    assert!(
+        t.lines()
+            .any(|l| l.trim() == r#"exec scripts/lib/run-tests.sh "$@""#),
+        "scripts/test.sh must end by running scripts/lib/run-tests.sh with its arguments"
+    );
+}
+
+/// Every binary runs whatever an earlier one did (--no-fail-fast), the timing-sensitive test
+/// is skipped there and runs alone afterwards, and a passing run says so last.
+#[test]
+fn every_binary_runs_and_the_timing_sensitive_test_runs_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = run_tests(dir.path(), &[], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.stdout);
+    let [build, list, suite, alone] = &r.calls[..] else {
+        panic!("four cargo calls: {:?}", r.calls)
+    };
+    assert!(build.starts_with("test --no-run"), "{build}");
+    assert!(list.contains("--include-ignored --list"), "{list}");
+    assert!(suite.starts_with("test --no-fail-fast "), "{suite}");
+    assert!(suite.contains("--include-ignored"), "{suite}");
+    assert!(
+        suite.contains("--skip agrees_with_sglang_bench_serving")
+            && suite.contains(
+                "--skip the_tuning_sweep_finds_more_load_within_the_slo_for_a_larger_kv_pool"
+            ),
+        "{suite}"
+    );
+    assert!(
+        alone.contains("--include-ignored --exact agrees_with_sglang_bench_serving"),
+        "{alone}"
+    );
+    // The tuning sweep was not listed (the fake does not have it): not run.
+    assert!(!alone.contains("the_tuning_sweep"), "{alone}");
+    assert_eq!(
+        last_line(&r.stdout),
+        "test command: PASSED: 5 passed (1 of them alone afterwards: agrees_with_sglang_bench_serving)"
+    );
+}
+
+/// A failing binary does not stop the ones after it, the alone run still happens, and the
+/// last line names each failed test with its binary; the exit status is a failure.
+#[test]
+fn failures_in_both_runs_are_named_at_the_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = run_tests(dir.path(), &["FAIL_SUITE", "FAIL_ALONE"], &[]);
+    assert_eq!(r.code, Some(101), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("test l ... ok"),
+        "load_cmd ran: {}",
+        r.stdout
+    );
+    assert_eq!(r.calls.len(), 4, "{:?}", r.calls);
+    assert_eq!(
+        last_line(&r.stdout),
+        "test command: FAILED: fake_server::crash_during_load, real_sglang::agrees_with_sglang_bench_serving (alone)"
+    );
+    // Only the alone run failing still fails the command.
+    let r = run_tests(dir.path(), &["FAIL_ALONE"], &[]);
+    assert_eq!(r.code, Some(101), "{}", r.stdout);
+    assert_eq!(
+        last_line(&r.stdout),
+        "test command: FAILED: real_sglang::agrees_with_sglang_bench_serving (alone)"
+    );
+}
+
+/// `scripts/test.sh --test real_sglang -- --nocapture kill_9`: cargo's arguments and the test
+/// binaries' reach every run; the alone run keeps the options but not the name filter, which
+/// would add its own tests to it.
+#[test]
+fn arguments_pass_through_and_filters_stay_out_of_the_alone_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = run_tests(
+        dir.path(),
+        &[],
+        &[
+            "--test",
+            "real_sglang",
+            "--",
+            "--nocapture",
+            "--test-threads",
+            "1",
+            "kill_9",
+        ],
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stdout);
+    let [build, list, suite, alone] = &r.calls[..] else {
+        panic!("four cargo calls: {:?}", r.calls)
+    };
+    assert_eq!(build, "test --no-run --test real_sglang");
+    assert!(
+        list.starts_with("test --test real_sglang -- --include-ignored --list")
+            && list.ends_with("--nocapture --test-threads 1 kill_9"),
+        "{list}"
+    );
+    assert!(
+        suite.starts_with("test --no-fail-fast --test real_sglang -- --include-ignored --skip ")
+            && suite.ends_with("--nocapture --test-threads 1 kill_9"),
+        "{suite}"
+    );
+    assert_eq!(
+        alone,
+        "test --no-fail-fast --test real_sglang -- --include-ignored --exact agrees_with_sglang_bench_serving --nocapture --test-threads 1"
+    );
+}
