@@ -24,3 +24,48 @@ fn ci_runs_the_readme_test_command() {
         ".ci/run must call scripts/test.sh"
     );
 }
+
+/// docs/benchmarks.md states the search's figures as the code that makes them has them: the
+/// fake SGLang's SLO in tests/search.rs, and the knee ranges benches/tuner.rs draws from.
+#[test]
+fn benchmarks_doc_states_the_searches_setup_as_the_code_has_it() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let read = |p: &str| std::fs::read_to_string(format!("{root}/{p}")).expect(p);
+    let doc = read("docs/benchmarks.md")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let search = read("tests/search.rs");
+    let slo = search
+        .split("slo: {{ttft_ms_p99: ")
+        .nth(1)
+        .and_then(|s| s.split('}').next())
+        .expect("tests/search.rs's TTFT SLO");
+    let want = format!("TTFT p99 ≤ {slo} ms): the search finds exactly 6 and 10");
+    assert!(
+        doc.contains(&want),
+        "docs/benchmarks.md should say {want:?}"
+    );
+    // `let knee = A + (rng.next_u64() % B) as f64;`: knees from A to A + B - 1.
+    let bench = read("benches/tuner.rs");
+    let knees: Vec<(u64, u64)> = bench
+        .split("let knee = ")
+        .skip(1)
+        .filter_map(|s| {
+            let (a, rest) = s.split_once(" + (rng.next_u64() % ")?;
+            let b = rest.split(')').next()?;
+            let a = a.trim_end_matches(".0").parse::<u64>().ok()?;
+            Some((a, a + b.parse::<u64>().ok()? - 1))
+        })
+        .collect();
+    let [(c0, c1), (l0, l1)] = knees[..] else {
+        panic!("two knee ranges (cliff, linear) in benches/tuner.rs: {knees:?}")
+    };
+    let want = format!(
+        "knee drawn uniformly in {c0}-{c1} for the cliff rows and in {l0}-{l1} for the linear ones"
+    );
+    assert!(
+        doc.contains(&want),
+        "docs/benchmarks.md should say {want:?}"
+    );
+}
