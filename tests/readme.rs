@@ -25,6 +25,19 @@ fn ci_runs_the_readme_test_command() {
     );
 }
 
+/// The README stays a front page: what sgtune does, the two commands, a real result and
+/// usage by task. Details belong in docs/ (it had grown to 274 lines).
+#[test]
+fn readme_stays_within_250_lines() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("README.md");
+    let n = readme.lines().count();
+    assert!(
+        n <= 250,
+        "README.md has {n} lines (at most 250): move the details to docs/"
+    );
+}
+
 /// docs/benchmarks.md states the search's figures as the code that makes them has them: the
 /// fake SGLang's SLO in tests/search.rs, and the knee ranges benches/tuner.rs draws from.
 #[test]
