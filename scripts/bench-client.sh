@@ -22,10 +22,11 @@ env_file=$(scripts/setup-cpu-sglang.sh)
 # shellcheck disable=SC1090
 . "$env_file"
 cargo build --release --quiet --bin sgtune --example timed_server
-SGTUNE_BIN=target/release/sgtune
+release=${CARGO_TARGET_DIR:-target}/release
+SGTUNE_BIN=$release/sgtune
 # shellcheck source=scripts/lib/bench-common.sh
 . scripts/lib/bench-common.sh
-SERVER=target/release/examples/timed_server
+SERVER=$release/examples/timed_server
 work=$(mktemp -d)
 server_pid=""
 stop_server() {
@@ -46,6 +47,9 @@ bench() { # concurrency requests tokens out-file
     --num-prompts "$2" --max-concurrency "$1" --warmup-requests 1 --output-file "$4" > "$4.log" 2>&1
 }
 sg() { # concurrency requests tokens out-dir
+  # The machine's CPU pressure (PSI, share of the last 10 s some task waited for a CPU): at
+  # 1,000 streams the TTFT error follows it (docs/benchmarks.md), so each row shows it.
+  sed -n 's/^some avg10=\([0-9.]*\).*/\1/p' /proc/pressure/cpu > "$4.pressure" 2>/dev/null || true
   taskset -c 0 "$SGTUNE" load --url "http://127.0.0.1:$port" -w model=timed -w vocab_size=8192 \
     -w concurrency="$1" -w requests="$2" -w warmup_requests="$1" -w input_tokens=8 \
     -w output_tokens="$3" --output "$4" > "$4.log" 2>&1
@@ -77,13 +81,25 @@ def bs(name):
     if not os.path.exists(p): return None
     lines = [json.loads(l) for l in open(p) if l.strip()]
     return lines[-1] if lines else None
-print(f"{'concurrency':>11} | {'sgtune TTFT err ms':>18} {'ITL err ms':>10} | {'bench_serving TTFT err ms':>25} {'ITL err ms':>10}")
+def headers_ms(name):
+    # Send to the response head, which the server writes as soon as it has read the request:
+    # time spent before the server even held the request (client send + server scheduling).
+    import csv
+    rows = [r for r in csv.DictReader(open(f"{work}/{name}/requests.csv"))
+            if r.get("phase") == "measured" and r.get("headers_ms")]
+    return sum(float(r["headers_ms"]) for r in rows) / len(rows) if rows else float("nan")
+def pressure(name):
+    try: return open(f"{work}/{name}.pressure").read().strip() or "-"
+    except OSError: return "-"
+print(f"{'concurrency':>11} | {'sgtune TTFT err ms':>18} {'ITL err ms':>10} {'headers ms':>10} {'read lag p99':>12} {'CPU PSI %':>9} | {'bench_serving TTFT err ms':>25} {'ITL err ms':>10}")
 for c in cs:
     s, b = sg(f"sg-{c}"), bs(f"bs-{c}")
     st, si = s["ttft_ms"]["mean"] - ttft, s["itl_ms"]["mean"] - itl
+    lag = (s.get("read_lag_ms") or {}).get("p99")
+    lag = f"{lag:12.2f}" if lag is not None else f"{'-':>12}"
     bt = f"{b['mean_ttft_ms'] - ttft:25.2f}" if b else f"{'failed':>25}"
     bi = f"{b['mean_itl_ms'] - itl:10.2f}" if b else f"{'':>10}"
-    print(f"{c:>11} | {st:18.2f} {si:10.2f} | {bt} {bi}")
+    print(f"{c:>11} | {st:18.2f} {si:10.2f} {headers_ms(f'sg-{c}'):10.2f} {lag} {pressure(f'sg-{c}'):>9} | {bt} {bi}")
 s, b = sg("sg-cap"), bs("bs-cap")
 print(f"capacity (one core): sgtune {s['output_tok_s']:.0f} output tok/s (client CPU {s['client_cpu_cores']:.2f} cores); "
       + (f"bench_serving {b['output_throughput']:.0f} output tok/s; ratio {s['output_tok_s'] / b['output_throughput']:.1f}x" if b else "bench_serving failed"))
