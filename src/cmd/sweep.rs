@@ -43,6 +43,26 @@ pub fn load_checked(path: &Path) -> Result<(SweepSpec, String, RunPlan, Prepared
         })?;
     }
     let plan = expand::expand(&s);
+    let mut s = s;
+    if let Some(q) = s.quality.as_mut() {
+        // The baseline is resolved once against the plan's names, so every launch (and a
+        // Slurm task, which reads the same spec) knows which one makes two passes.
+        let names: Vec<String> = plan.runs.iter().map(|r| r.name.clone()).collect();
+        let name = crate::plan::quality::baseline_name(q, &names)
+            .map(String::from)
+            .map_err(|message| {
+                let (line, column) = spec::locate_key_in(&text, "baseline")
+                    .or_else(|| spec::locate_key_in(&text, "quality"))
+                    .unwrap_or((1, 1));
+                spec::SpecError {
+                    file: path.display().to_string(),
+                    line,
+                    column,
+                    message,
+                }
+            })?;
+        q.baseline = Some(name);
+    }
     let vocab =
         resolve_vocab(&s).map_err(|e| CmdError::input(format!("{}: {e}", path.display())))?;
     let dataset = match &s.workload.dataset {
@@ -61,7 +81,12 @@ pub fn resolve_vocab(s: &SweepSpec) -> Result<u64, String> {
     if let Some(v) = s.workload.vocab_size {
         return Ok(v);
     }
-    if s.workload.endpoint == Endpoint::Chat || s.workload.dataset.is_some() {
+    // Built-in quality prompts are token ids too, whatever the workload's prompts are.
+    let quality_ids = s
+        .quality
+        .as_ref()
+        .is_some_and(|q| q.prompts == crate::plan::quality::QualityPrompts::Builtin);
+    if (s.workload.endpoint == Endpoint::Chat || s.workload.dataset.is_some()) && !quality_ids {
         return Ok(0);
     }
     let path = Path::new(&s.server.model_path.0).join("config.json");
@@ -170,6 +195,9 @@ pub fn print_plan(s: &SweepSpec, plan: &RunPlan) {
             p.max_attempts,
             crate::plan::search::bisection_launches(&p.range)
         ));
+    }
+    if let Some(q) = &s.quality {
+        out(&crate::cmd::quality::plan_line(s, q, plan));
     }
     for (i, r) in plan.runs.iter().enumerate() {
         let cmd = command::build(&s.server, r, s.server.port);
@@ -304,6 +332,13 @@ pub fn prepare_resume(
 /// With an objective: write decision.md and decision.json from every row the folder holds and
 /// print the summary. An interrupted sweep is not decided (its rows are incomplete), and an
 /// earlier decision in the folder is removed rather than left to contradict the rows.
+/// The decision's sections besides the load points: the memory pre-flight's knob, and the
+/// quality guard's report.
+struct Sections<'a> {
+    preflight_knob: Option<&'a str>,
+    quality: Option<crate::tune::quality::QualityReport>,
+}
+
 fn decide(
     o: &spec::Objective,
     sweep: &str,
@@ -311,8 +346,12 @@ fn decide(
     results: &ResultsDir,
     manifest: &Manifest,
     interrupted: bool,
-    preflight_knob: Option<&str>,
+    sections: Sections<'_>,
 ) {
+    let Sections {
+        preflight_knob,
+        quality,
+    } = sections;
     let (md_path, json_path) = (
         results.root.join("decision.md"),
         results.root.join("decision.json"),
@@ -346,6 +385,7 @@ fn decide(
     }
     let mut d = decision::decide(sweep, o, rows, &commands, decision::cost(manifest));
     d.preflight = preflight_knob.and_then(|k| decision::preflight_summary(rows, k));
+    d.quality = quality;
     let written = store::write_atomic(&md_path, decision_md::render_md(&d).as_bytes())
         .and_then(|_| store::write_json(&json_path, &d));
     if let Err(e) = written {
@@ -395,14 +435,27 @@ pub fn conclude(
     if let Err(e) = store::write_json(&results.root.join(provenance::FILE), manifest) {
         say(&format!("warning: cannot write manifest.json: {e}"));
     }
-    let all = match rows::read(&results.results_csv()) {
-        Ok(t) => t.rows,
+    let csv_table = match rows::read(&results.results_csv()) {
+        Ok(t) => t,
         Err(e) => {
             say(&format!(
                 "warning: cannot read results.csv back for the table: {e}"
             ));
-            Vec::new()
+            Default::default()
         }
+    };
+    // The quality guard's verdicts go into the rows (and results.csv) before anything reads
+    // them; an interrupted sweep is not judged (its baseline may be missing).
+    let names: Vec<String> = plan.runs.iter().map(|r| r.name.clone()).collect();
+    let reference = spec
+        .quality
+        .as_ref()
+        .and_then(|q| q.reference_dir.as_deref())
+        .map(Path::new);
+    let (quality, all) = if interrupted {
+        (None, csv_table.rows)
+    } else {
+        crate::cmd::quality::apply(spec, &names, &results.root, csv_table, reference)
     };
     let table = table::render(&all, &plan.param_keys);
     let md = format!(
@@ -422,7 +475,10 @@ pub fn conclude(
             results,
             manifest,
             interrupted,
-            spec.search.preflight.as_ref().map(|p| p.knob.as_str()),
+            Sections {
+                preflight_knob: spec.search.preflight.as_ref().map(|p| p.knob.as_str()),
+                quality,
+            },
         );
     }
     // The pictures: a report that cannot be written loses nothing (the rows are in

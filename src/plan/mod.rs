@@ -3,5 +3,6 @@
 pub mod expand;
 pub mod flags;
 pub mod keyed;
+pub mod quality;
 pub mod search;
 pub mod spec;

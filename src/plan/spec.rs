@@ -93,6 +93,9 @@ pub struct SweepSpec {
     /// The max-load search per configuration and the memory pre-flight (default: neither).
     #[serde(default)]
     pub search: super::search::Search,
+    /// The output-quality guard (docs/methodology.md, "Output quality"; default: off).
+    #[serde(default)]
+    pub quality: Option<super::quality::Quality>,
     /// How `--executor slurm` submits the sweep (flags override each key).
     #[serde(default)]
     pub slurm: Option<SlurmSpec>,
@@ -1942,6 +1945,12 @@ fn locate_key(text: &str, key: &str) -> Option<(usize, usize)> {
         t.starts_with(&needle)
             .then(|| (i + 1, col + 1 + (trimmed.len() - t.len())))
     })
+}
+
+/// 1-based (line, column) of the first `key:` in a sweep file's text, for errors about a key
+/// found after the spec is read (outside this module).
+pub fn locate_key_in(text: &str, key: &str) -> Option<(usize, usize)> {
+    locate_key(text, key)
 }
 
 /// Read and parse a sweep file.

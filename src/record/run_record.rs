@@ -447,6 +447,18 @@ pub fn trailing() -> Vec<Column> {
         Column { name: "started_at", better: Better::Neither, doc: "UTC start of this row's work (RFC 3339): its load point's start, or the server launch for a row that never reached its load", get: |r| r.started_at.clone() },
         Column { name: "finished_at", better: Better::Neither, doc: "UTC end of this row's work (RFC 3339)", get: |r| r.finished_at.clone() },
     ]);
+    // The output-quality guard (`quality:`): judged when the sweep concludes, from every
+    // launch's runs/<launch>/quality.jsonl against the baseline's (tune::quality), so these
+    // cells are empty until then and are the same on every row of a configuration.
+    cols.extend([
+        Column { name: "quality_verdict", better: Better::Neither, doc: "Output quality against the baseline (`quality:`): `baseline`, `pass`, `fail` (decisive divergences above the baseline's own floor, with confidence: not eligible) or `unchecked` (no usable comparison: not eligible); empty without `quality:`", get: |_| String::new() },
+        Column { name: "quality_decisive_share", better: Better::Lower, doc: "Share of quality prompts whose greedy output diverges decisively from the baseline's (not a near tie); the baseline's: its own repeat's", get: |_| String::new() },
+        Column { name: "quality_diverged_share", better: Better::Lower, doc: "Share of quality prompts whose output differs from the baseline's at all (near ties included)", get: |_| String::new() },
+        Column { name: "quality_prefix_agreement", better: Better::Higher, doc: "Mean share of each output before its first divergence from the baseline's (1: identical)", get: |_| String::new() },
+        Column { name: "quality_floor_decisive_share", better: Better::Neither, doc: "The floor: decisive share of the baseline against its own repeat (same server, same batch, and its other launches)", get: |_| String::new() },
+        Column { name: "quality_p_value", better: Better::Neither, doc: "Fisher's exact test, one-sided: how likely a decisive share this far above the floor is by chance", get: |_| String::new() },
+        Column { name: "quality_evidence", better: Better::Neither, doc: "The quality verdict in words (how many prompts derail, at which tokens, against the floor)", get: |_| String::new() },
+    ]);
     cols
 }
 
@@ -740,6 +752,14 @@ mod tests {
             ("notes", "first note; second note"),
             ("started_at", "2026-01-02T03:04:05Z"),
             ("finished_at", "2026-01-02T03:09:55Z"),
+            // Filled when the sweep concludes (tune::quality), never from a record.
+            ("quality_verdict", ""),
+            ("quality_decisive_share", ""),
+            ("quality_diverged_share", ""),
+            ("quality_prefix_agreement", ""),
+            ("quality_floor_decisive_share", ""),
+            ("quality_p_value", ""),
+            ("quality_evidence", ""),
         ];
 
         // The values themselves are distinct (bar the one unset param), so a swap cannot go

@@ -140,6 +140,44 @@ pub fn render_md(d: &Decision) -> String {
             )),
         }
     }
+    if let Some(q) = &d.quality {
+        s.push_str("\n## Output quality\n\n");
+        s.push_str(&q.rule);
+        s.push_str(&format!(
+            "\n\nReference: `{}`, {}. Outputs and log-probabilities: runs/<launch>/quality.jsonl.\n\n",
+            q.baseline,
+            q.reference.as_deref().unwrap_or("none (the baseline has no quality outputs)")
+        ));
+        let header: Vec<String> = [
+            "configuration",
+            "quality",
+            "decisive",
+            "diverged",
+            "prefix agreement",
+            "evidence",
+        ]
+        .map(String::from)
+        .to_vec();
+        let pct = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{:.1}%", v * 100.0));
+        let rows: Vec<Vec<String>> = q
+            .verdicts
+            .iter()
+            .map(|v| {
+                [
+                    v.run_name.clone(),
+                    v.status.as_str().to_string(),
+                    pct(v.tally.decisive_share()),
+                    pct(v.tally.diverged_share()),
+                    pct(v.tally.prefix_agreement()),
+                    v.evidence.clone(),
+                ]
+                .iter()
+                .map(|x| md_cell(x))
+                .collect()
+            })
+            .collect();
+        s.push_str(&crate::report::table::render_plain(&header, &rows));
+    }
     s.push_str(&format!(
         "\n## Cost\n\n{} server launch(es), {} server-hours (manifest.json: each launch from its start to its server's stop){}.\n",
         d.cost.launches,

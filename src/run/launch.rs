@@ -405,6 +405,14 @@ async fn measure(
             .await
             .unwrap_or_else(|| ctx.spec.server.model_path.0.clone()),
     };
+    // The quality pass: after start-up, before the first measured window (and a flush after
+    // it, so its prompts do not warm the first load point's cache).
+    if let Some(q) = &ctx.spec.quality {
+        if st.launch.phase != Phase::Preflight && !ctx.cancel.is_cancelled() {
+            quality_pass(st, &control, &model, q).await;
+            flush(st, handle, &control).await;
+        }
+    }
     match &st.launch.search {
         None => {
             for (i, m) in st.launch.measurements.iter().enumerate() {
@@ -428,6 +436,77 @@ async fn measure(
         }
     }
     loads
+}
+
+/// Send the quality prompts (`quality:`), greedy with log-probabilities, and keep the outputs
+/// in `quality.jsonl`: once, or twice on the baseline's launch (its repeat on the same server
+/// is the noise floor). Problems are notes on the rows; the judgement comes at decision time.
+async fn quality_pass(
+    st: &mut LaunchState<'_, '_>,
+    control: &Control,
+    model: &str,
+    q: &crate::plan::quality::Quality,
+) {
+    use crate::load::quality;
+    let prompts = match quality::prompts(q, st.ctx.vocab_size) {
+        Ok(p) => p,
+        Err(e) => {
+            st.notes.push(format!("no quality pass: {e}"));
+            return;
+        }
+    };
+    let run_name = st.run().name.clone();
+    let launch = st
+        .dir
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_else(|| run_name.clone());
+    let passes = if q.baseline.as_deref() == Some(run_name.as_str()) {
+        2
+    } else {
+        1
+    };
+    let timeout = Duration::from_secs_f64(st.ctx.spec.workload.request_timeout_s);
+    let mut text = String::new();
+    let mut failed = Vec::new();
+    for pass in 1..=passes {
+        let t0 = Instant::now();
+        let mut samples = quality::run_pass(
+            control.base_url(),
+            q,
+            model,
+            &prompts,
+            &run_name,
+            &launch,
+            pass,
+            timeout,
+        )
+        .await;
+        let secs = t0.elapsed().as_secs_f64();
+        for s in &mut samples {
+            s.pass_s = secs;
+            if let Some(e) = &s.error {
+                failed.push(e.clone());
+            }
+            match serde_json::to_string(s) {
+                Ok(line) => {
+                    text.push_str(&line);
+                    text.push('\n');
+                }
+                Err(e) => failed.push(e.to_string()),
+            }
+        }
+    }
+    if let Some(first) = failed.first() {
+        let short: String = first.chars().take(160).collect();
+        st.notes.push(format!(
+            "quality pass: {} of {} prompts got no usable answer (first: {short})",
+            failed.len(),
+            prompts.len() * passes as usize
+        ));
+    }
+    let res = store::write_atomic(&st.dir.join(quality::FILE), text.as_bytes());
+    st.keep("quality.jsonl", res);
 }
 
 /// `shared_prefix.working_set`: size the prefix groups against the KV capacity. The basis is

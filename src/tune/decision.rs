@@ -47,6 +47,9 @@ pub enum Standing {
     SloNotMet,
     /// At least one repeat failed.
     Failed,
+    /// Its outputs fail the quality guard against the baseline, or could not be checked
+    /// (`quality:`; `tune::quality`, the rows' `quality_verdict`).
+    QualityFailed,
     /// No finished repeat with a value of the objective.
     NoValue,
 }
@@ -177,6 +180,10 @@ pub struct Decision {
     pub rule: String,
     pub points: Vec<PointDecision>,
     pub cost: Cost,
+    /// The output-quality guard, when the spec has `quality:` (set by the caller, like
+    /// `preflight`; the rows already carry each configuration's verdict).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quality: Option<crate::tune::quality::QualityReport>,
     /// One paragraph: every load point's outcome and the cost.
     pub summary: String,
 }
@@ -378,6 +385,7 @@ pub fn decide(
     Decision {
         sweep: sweep.to_string(),
         preflight: None,
+        quality: None,
         objective: objective.clone(),
         rule: rule(objective),
         points,
@@ -506,8 +514,9 @@ fn decide_point(
     let class = |c: &ConfigResult| match c.standing {
         Standing::Winner | Standing::Leader | Standing::WithinNoise | Standing::Behind => 0,
         Standing::SloNotMet => 1,
-        Standing::Failed => 2,
-        Standing::NoValue => 3,
+        Standing::QualityFailed => 2,
+        Standing::Failed => 3,
+        Standing::NoValue => 4,
     };
     configs.sort_by_key(|c| (class(c), c.rank.unwrap_or(usize::MAX)));
     PointDecision {
@@ -679,6 +688,9 @@ fn judge_alone(o: &Objective, name: &str, rows: &[&Row]) -> ConfigResult {
             rows.len(),
             c.failure_kinds.join(", ")
         );
+    } else if let Some(why) = quality_block(rows) {
+        c.standing = Standing::QualityFailed;
+        c.why = why;
     } else if c.estimate.is_none() {
         c.standing = Standing::NoValue;
         let pruned = rows.iter().find(|r| r.get("status") == "pruned");
@@ -695,6 +707,19 @@ fn judge_alone(o: &Objective, name: &str, rows: &[&Row]) -> ConfigResult {
         c.why = slo_why(&c.slo);
     }
     c
+}
+
+/// The quality guard's hook: a configuration whose rows say its outputs failed against the
+/// baseline (or could not be checked) is not eligible, with the guard's evidence as the why.
+fn quality_block(rows: &[&Row]) -> Option<String> {
+    let r = rows
+        .iter()
+        .find(|r| !crate::tune::quality::eligible_cell(r.get("quality_verdict")))?;
+    Some(format!(
+        "output quality {}: {}",
+        r.get("quality_verdict"),
+        r.get("quality_evidence")
+    ))
 }
 
 fn sentence(
@@ -714,6 +739,10 @@ fn sentence(
     }
     if failed > 0 {
         rest.push(format!("{failed} failed"));
+    }
+    let quality = count(Standing::QualityFailed);
+    if quality > 0 {
+        rest.push(format!("{quality} failed the output-quality check"));
     }
     let no_value = count(Standing::NoValue);
     if no_value > 0 {

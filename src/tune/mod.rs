@@ -15,6 +15,7 @@ pub mod decision;
 pub mod objective;
 pub mod preflight;
 pub mod prune;
+pub mod quality;
 pub mod repeats;
 pub mod search;
 pub mod stats;

@@ -37,6 +37,14 @@ Environment knobs:
   --fake-max-mfs-burst Y     --mem-fraction-static above Y: starts, then dies of a CUDA OOM
                             (traceback, SIGKILL) once 3 requests run at once (the pre-flight's
                             burst)
+  --fake-derail P            output quality: requests with `logprobs` (sgtune's quality pass) get
+                            greedy outputs that are a seeded hash of the prompt, with top-k
+                            log-probabilities; this configuration derails a share P of prompts
+                            decisively (a token the hash's output never considered, from a
+                            seeded position on)
+  --fake-near-tie Q          with `logprobs`, while other requests are in flight (a shared batch),
+                            each prompt's one nearly tied position flips with probability Q
+                            (a near tie: both tokens within 0.01 nats in each other's top-k)
   --fake-fault NAME          the same faults as a flag, so one sweep can give each
                             configuration its own (`fake_fault: oom_at_start` in a config)
 Flag-driven behaviour (as real 0.5.23 on a CPU without AMX):
@@ -50,6 +58,8 @@ in the real server) are still served; exits 0 once none is in flight.
 
 import argparse
 import collections
+import hashlib
+import random
 import json
 import os
 import signal
@@ -129,6 +139,8 @@ def build_parser():
                  "--disable-radix-cache", "--disable-cuda-graph", "--enable-metrics",
                  "--trust-remote-code", "--skip-server-warmup"):
         a(name, action="store_true")
+    a("--fake-derail", type=float, default=0.0)
+    a("--fake-near-tie", type=float, default=0.0)
     a("--fake-fault", default=None, help="test knob: a FAKE_SGLANG_FAULT value for this run")
     # Memory thresholds for the pre-flight tests: above the first, start-up runs out of memory;
     # above the second, the server starts but dies of a CUDA OOM once 3 requests run at once.
@@ -241,7 +253,7 @@ class Scheduler:
 
 # ----------------------------------------------------------------------------- global state
 class State:
-    args, served, sched, child = None, "", None, None
+    args, served, sched, child, rng = None, "", None, None, None
     vocab, total, max_running, ctx_len = 32000, 16384, 2048, 4096
     ready = shutting_down = False
     inflight = completed = 0
@@ -469,7 +481,7 @@ class Handler(BaseHTTPRequestHandler):
             if body.get("stream"):
                 ok = self._stream(body, chat, prompt, n, step)
             else:
-                ok = self._whole(chat, prompt, n, step)
+                ok = self._whole(chat, prompt, n, step, body)
         finally:
             S.sched.release(need)
         if ok:
@@ -484,7 +496,53 @@ class Handler(BaseHTTPRequestHandler):
             step = S.sched.next_token(step)
             yield f" tok{(prompt * 31 + i * 7) % S.vocab}"
 
-    def _whole(self, chat, prompt, n, step):
+    def _quality(self, body, n, step):
+        """A greedy answer with logprobs: the same for the same prompt on every configuration,
+        but for the derails (--fake-derail) and the near-tie flips (--fake-near-tie)."""
+        key = json.dumps(body.get("prompt"), sort_keys=True)
+
+        def h(*parts):
+            d = hashlib.sha256("|".join([key, *map(str, parts)]).encode()).digest()
+            return int.from_bytes(d[:8], "big")
+
+        k = max(2, int(body.get("logprobs") or 2))
+        derail_at = h("derail-at") % max(n, 1) if (h("derail") % 10_000) < S.args.fake_derail * 10_000 else None
+        tie_at = h("tie-at") % max(n, 1)
+        with S.lock:
+            shared = S.inflight > 1
+        flip = shared and S.rng.random() < S.args.fake_near_tie
+        tokens, lps, tops = [], [], []
+        branch = ""
+        for i in range(n):
+            step = S.sched.next_token(step)
+            tok, alt = f" t{h(branch, i) % S.vocab}", f" a{h(branch, i, 'alt') % S.vocab}"
+            own, other = -0.1, -3.0
+            if i == tie_at and not branch:
+                own, other = -0.69, -0.70
+                if flip:
+                    tok, alt, branch = alt, tok, "tie"
+            if derail_at is not None and i == derail_at and not branch:
+                tok, alt, branch = f" x{h('x', i) % S.vocab}", f" y{h('y', i) % S.vocab}", "derail"
+                own, other = -0.1, -4.0
+            top = {tok: own, alt: other}
+            for j in range(k - 2):
+                top[f" z{j}_{h(branch, i, j) % S.vocab}"] = other - 1.0 - j
+            tokens.append(tok)
+            lps.append(own)
+            tops.append(top)
+        return "".join(tokens), {"tokens": tokens, "token_logprobs": lps, "top_logprobs": tops,
+                                 "text_offset": [-1] * n}
+
+    def _whole(self, chat, prompt, n, step, body=None):
+        if body is not None and body.get("logprobs") and not chat:
+            text, logprobs = self._quality(body, n, step)
+            usage = {"prompt_tokens": prompt, "total_tokens": prompt + n, "completion_tokens": n}
+            self._send(200, {"id": uuid.uuid4().hex, "object": "text_completion",
+                             "created": int(time.time()), "model": S.served,
+                             "choices": [{"index": 0, "text": text, "logprobs": logprobs,
+                                          "finish_reason": "length", "matched_stop": None}],
+                             "usage": usage})
+            return True
         text = "".join(self._tokens(prompt, n, step))
         rid, created = uuid.uuid4().hex, int(time.time())
         usage = {"prompt_tokens": prompt, "total_tokens": prompt + n,
@@ -621,6 +679,7 @@ def main():
     global QUIET_INFO, RANK, FAULT, TOKEN_S
     args = build_parser().parse_args()
     S.args = args
+    S.rng = random.Random(int(os.environ.get("FAKE_SGLANG_SEED", "0")) or None)
     if args.fake_fault:
         # Per-configuration fault (a sweep key), overriding FAKE_SGLANG_FAULT.
         FAULT = args.fake_fault

@@ -1,0 +1,150 @@
+//! The quality guard at the end of a sweep: read every launch's `quality.jsonl`, judge each
+//! configuration against the baseline (`tune::quality`), and write the verdicts into the
+//! rows' `quality_*` cells of results.csv, which the table, the decision, report.html and
+//! `compare` then read like any other column. Judged from the files at conclusion, so the order
+//! the launches ran in (`--parallel`, pruning, repeats, Slurm) never matters.
+
+use crate::load::quality::{QualitySample, read_all};
+use crate::plan::quality::baseline_name;
+use crate::plan::spec::SweepSpec;
+use crate::record::rows::{Row, Table};
+use crate::record::store;
+use crate::tune::quality::{QualityReport, cells, judge};
+use crate::util::say;
+use std::path::Path;
+
+/// Judge the configurations named in `names` from the quality passes under `root/runs` (and,
+/// for the baseline, under `reference_dir/runs`: a re-check compares with the sweep it
+/// re-checks). None without `quality:`.
+pub fn judge_folder(
+    spec: &SweepSpec,
+    names: &[String],
+    root: &Path,
+    reference_dir: Option<&Path>,
+) -> Option<QualityReport> {
+    let q = spec.quality.as_ref()?;
+    let baseline = match baseline_name(q, names) {
+        Ok(b) => b.to_string(),
+        // A re-check's plan holds only the two configurations it relaunches.
+        Err(_) => q.baseline.clone().unwrap_or_default(),
+    };
+    let (mut samples, mut notes) = read_all(&root.join("runs"));
+    if let Some(r) = reference_dir {
+        let (theirs, n) = read_all(&r.join("runs"));
+        samples.extend(
+            theirs
+                .into_iter()
+                .filter(|s: &QualitySample| s.run_name == baseline)
+                .map(|mut s| {
+                    // Keep the reference's launches apart from the re-check's own.
+                    s.launch = format!("0-reference/{}", s.launch);
+                    s
+                }),
+        );
+        notes.extend(n);
+    }
+    for n in notes {
+        say(&format!("warning: a quality.jsonl line was skipped: {n}"));
+    }
+    let mut all: Vec<String> = names.to_vec();
+    if !all.contains(&baseline) {
+        all.insert(0, baseline.clone());
+    }
+    Some(judge(q, &baseline, &samples, &all))
+}
+
+/// Put each configuration's verdict into its rows (not the pre-flight's attempts).
+pub fn annotate(rows: &mut [Row], report: &QualityReport) {
+    for r in rows.iter_mut() {
+        if r.get("phase") == "preflight" {
+            continue;
+        }
+        if let Some(v) = report.verdict(r.get("run_name")) {
+            for (col, val) in cells(v, &report.floor) {
+                r.0.insert(col.to_string(), val);
+            }
+        }
+    }
+}
+
+/// Rewrite results.csv with the annotated rows (atomically). A header without the quality
+/// columns (a folder from an older sgtune) is left as it is.
+pub fn rewrite(path: &Path, table: &Table, rows: &[Row]) -> Result<(), String> {
+    if !table.header.iter().any(|h| h == "quality_verdict") {
+        return Ok(());
+    }
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut emit = |fields: Vec<&str>| w.write_record(fields).map_err(|e| e.to_string());
+    emit(table.header.iter().map(String::as_str).collect())?;
+    for r in rows {
+        emit(table.header.iter().map(|h| r.get(h)).collect())?;
+    }
+    let bytes = w.into_inner().map_err(|e| e.to_string())?;
+    store::write_atomic(path, &bytes).map_err(|e| e.to_string())
+}
+
+/// The whole step for a results folder: judge, annotate `table`'s rows, rewrite results.csv.
+/// Returns the report (None without `quality:`) and the annotated rows.
+pub fn apply(
+    spec: &SweepSpec,
+    names: &[String],
+    root: &Path,
+    mut table: Table,
+    reference_dir: Option<&Path>,
+) -> (Option<QualityReport>, Vec<Row>) {
+    let Some(report) = judge_folder(spec, names, root, reference_dir) else {
+        return (None, table.rows);
+    };
+    annotate(&mut table.rows, &report);
+    if let Err(e) = rewrite(&root.join("results.csv"), &table, &table.rows) {
+        say(&format!(
+            "warning: cannot write the quality verdicts into results.csv: {e}"
+        ));
+    }
+    (Some(report), table.rows)
+}
+
+/// What `validate` says about the guard: the rule and what it adds to the sweep, in generated
+/// tokens (the quality pass is greedy decoding like the load, so tokens are its cost's unit).
+pub fn plan_line(
+    s: &SweepSpec,
+    q: &crate::plan::quality::Quality,
+    plan: &crate::plan::expand::RunPlan,
+) -> String {
+    let per = q.tokens_per_pass();
+    let launches = if s.reuse_server {
+        plan.runs.len() as u64
+    } else {
+        plan.runs.len() as u64 * s.repeats.max(1)
+    };
+    // Every launch makes one pass, the baseline's two (one per launch of it).
+    let baseline_launches = if s.reuse_server { 1 } else { s.repeats.max(1) };
+    let total = per * (launches + baseline_launches);
+    let w = &s.workload;
+    // Every configuration measures each load point `repeats` times, whatever the launches.
+    let load = w.requests.map(|n| {
+        n * w.output_tokens
+            * w.load_points.len().max(1) as u64
+            * plan.runs.len() as u64
+            * s.repeats.max(1)
+    });
+    let share = match load {
+        Some(l) if l > 0 => format!(
+            "; the workload generates {l} tokens over those launches, so the check adds {:.1}% in generated tokens (its prompts are {} tokens each, the workload's {})",
+            total as f64 / l as f64 * 100.0,
+            q.input_tokens,
+            w.input_tokens
+        ),
+        _ => String::new(),
+    };
+    format!(
+        "quality: against `{}`, {} greedy prompts × {} tokens ({} tokens, {} in flight) per launch, twice on the baseline's: about {total} generated tokens over {} launch(es){share}; a configuration whose outputs derail decisively beyond the baseline's own floor ({}% confidence) is not eligible",
+        q.baseline.as_deref().unwrap_or("-"),
+        q.count,
+        q.output_tokens,
+        per,
+        q.batch,
+        launches,
+        q.confidence * 100.0
+    )
+}

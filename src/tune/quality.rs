@@ -1,0 +1,623 @@
+//! The output-quality guard's judgement: pure functions of the quality passes' samples
+//! (`load::quality`, read from `runs/*/quality.jsonl`), so a fresh sweep, a resume, the Slurm
+//! merge and `reproduce --decision` judge the same way whatever order the launches ran in.
+//!
+//! The rule (also written into every decision, see [`rule`]):
+//! - Each prompt's greedy output is compared with the baseline's reference output (the
+//!   baseline's first launch, first pass): identical, or diverging first at token i.
+//! - A divergence is a **near tie** when each side's token is among the other side's top-k
+//!   alternatives at that position and, on each side, the two tokens' log-probabilities differ
+//!   by at most `near_tie_logprob_gap`: the two were nearly tied, and numerical noise (batching,
+//!   kernels) picked one. Any other divergence (a token the other side did not consider, a
+//!   clear preference, one side stopping) is **decisive**.
+//! - The **floor** is the baseline against itself: its second pass on the same server (same
+//!   batch), and its other launches (repeats). A configuration **fails** when its share of
+//!   decisive divergences exceeds the floor's by more than `max_decisive_excess` and Fisher's
+//!   exact test (one-sided) puts it above the floor at the stated confidence.
+//! - A configuration with no usable comparison (no samples, every prompt errored, no baseline
+//!   reference) is **unchecked**: it cannot be shown to keep the outputs, so it is not eligible.
+
+use crate::load::quality::QualitySample;
+use crate::plan::quality::Quality;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// How one prompt's output compares with the reference.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Divergence {
+    Identical,
+    NearTie,
+    Decisive,
+}
+
+/// One prompt compared with its reference output.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PairCheck {
+    pub divergence: Divergence,
+    /// 0-based position of the first differing token (None: identical).
+    pub at: Option<usize>,
+    /// Share of the longer output before the first divergence (1 when identical).
+    pub prefix_agreement: f64,
+}
+
+fn top_lp(top: &[(String, f64)], tok: &str) -> Option<f64> {
+    top.iter().find(|(t, _)| t == tok).map(|(_, lp)| *lp)
+}
+
+/// Compare two greedy outputs of the same prompt.
+pub fn compare(a: &QualitySample, b: &QualitySample, gap: f64) -> PairCheck {
+    let (la, lb) = (a.tokens.len(), b.tokens.len());
+    let longer = la.max(lb);
+    let first = a
+        .tokens
+        .iter()
+        .zip(&b.tokens)
+        .position(|(x, y)| x != y)
+        .or((la != lb).then_some(la.min(lb)));
+    let Some(i) = first else {
+        return PairCheck {
+            divergence: Divergence::Identical,
+            at: None,
+            prefix_agreement: 1.0,
+        };
+    };
+    let prefix_agreement = if longer == 0 {
+        1.0
+    } else {
+        i as f64 / longer as f64
+    };
+    let near = match (a.tokens.get(i), b.tokens.get(i)) {
+        (Some(ta), Some(tb)) => {
+            let empty = Vec::new();
+            let (top_a, top_b) = (
+                a.top.get(i).unwrap_or(&empty),
+                b.top.get(i).unwrap_or(&empty),
+            );
+            // Each side's own token's log-probability, and the other side's token in its top-k.
+            let own_a = a.logprobs.get(i).copied().flatten().or(top_lp(top_a, ta));
+            let own_b = b.logprobs.get(i).copied().flatten().or(top_lp(top_b, tb));
+            match (own_a, top_lp(top_a, tb), own_b, top_lp(top_b, ta)) {
+                (Some(aa), Some(ab), Some(bb), Some(ba)) => aa - ab <= gap && bb - ba <= gap,
+                _ => false,
+            }
+        }
+        // One side stopped where the other went on.
+        _ => false,
+    };
+    PairCheck {
+        divergence: if near {
+            Divergence::NearTie
+        } else {
+            Divergence::Decisive
+        },
+        at: Some(i),
+        prefix_agreement,
+    }
+}
+
+/// Counts over a set of prompt comparisons.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Tally {
+    pub compared: usize,
+    pub identical: usize,
+    pub near_tie: usize,
+    pub decisive: usize,
+    /// Sum of the prefix agreements (mean = sum / compared).
+    pub prefix_sum: f64,
+    /// 1-based positions of the decisive divergences: lowest and highest.
+    pub decisive_at: Option<(usize, usize)>,
+    /// Prompts left out because one side has no output.
+    pub errors: usize,
+}
+
+impl Tally {
+    fn add(&mut self, c: PairCheck) {
+        self.compared += 1;
+        self.prefix_sum += c.prefix_agreement;
+        match c.divergence {
+            Divergence::Identical => self.identical += 1,
+            Divergence::NearTie => self.near_tie += 1,
+            Divergence::Decisive => {
+                self.decisive += 1;
+                if let Some(at) = c.at {
+                    let p = at + 1;
+                    self.decisive_at = Some(match self.decisive_at {
+                        None => (p, p),
+                        Some((lo, hi)) => (lo.min(p), hi.max(p)),
+                    });
+                }
+            }
+        }
+    }
+    fn merge(&mut self, o: &Tally) {
+        self.compared += o.compared;
+        self.identical += o.identical;
+        self.near_tie += o.near_tie;
+        self.decisive += o.decisive;
+        self.prefix_sum += o.prefix_sum;
+        self.errors += o.errors;
+        self.decisive_at = match (self.decisive_at, o.decisive_at) {
+            (Some((a, b)), Some((c, d))) => Some((a.min(c), b.max(d))),
+            (x, y) => x.or(y),
+        };
+    }
+    pub fn share(&self, n: usize) -> Option<f64> {
+        (self.compared > 0).then(|| n as f64 / self.compared as f64)
+    }
+    pub fn decisive_share(&self) -> Option<f64> {
+        self.share(self.decisive)
+    }
+    pub fn diverged_share(&self) -> Option<f64> {
+        self.share(self.decisive + self.near_tie)
+    }
+    pub fn prefix_agreement(&self) -> Option<f64> {
+        (self.compared > 0).then(|| self.prefix_sum / self.compared as f64)
+    }
+}
+
+/// Compare every prompt of `pass` with the reference, by prompt id.
+pub fn tally(reference: &[&QualitySample], pass: &[&QualitySample], gap: f64) -> Tally {
+    let by_id: BTreeMap<u64, &QualitySample> =
+        reference.iter().map(|s| (s.prompt_id, *s)).collect();
+    let mut t = Tally::default();
+    for s in pass {
+        match by_id.get(&s.prompt_id) {
+            Some(r) if r.error.is_none() && s.error.is_none() => t.add(compare(r, s, gap)),
+            _ => t.errors += 1,
+        }
+    }
+    t
+}
+
+/// ln(n!) for n = 0..=max.
+fn ln_factorials(max: usize) -> Vec<f64> {
+    let mut v = Vec::with_capacity(max + 1);
+    let mut acc = 0.0;
+    v.push(0.0);
+    for i in 1..=max {
+        acc += (i as f64).ln();
+        v.push(acc);
+    }
+    v
+}
+
+/// Fisher's exact test, one-sided: the probability, with the row and column totals fixed, of
+/// a table at least as extreme as `k1` of `n1` against `k0` of `n0` in the direction "the
+/// first rate is higher".
+pub fn fisher_greater(k1: usize, n1: usize, k0: usize, n0: usize) -> f64 {
+    let (n, k) = (n1 + n0, k1 + k0);
+    if n1 == 0 || n0 == 0 || k == 0 {
+        return 1.0;
+    }
+    let lf = ln_factorials(n);
+    let ln_choose = |a: usize, b: usize| lf[a] - lf[b] - lf[a - b];
+    let denom = ln_choose(n, n1);
+    let hi = k.min(n1);
+    let mut p = 0.0;
+    for x in k1..=hi {
+        if k - x > n0 {
+            continue;
+        }
+        p += (ln_choose(k, x) + ln_choose(n - k, n1 - x) - denom).exp();
+    }
+    p.min(1.0)
+}
+
+/// A configuration's standing on output quality.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QualityStatus {
+    /// The reference every other is compared with.
+    Baseline,
+    Pass,
+    Fail,
+    /// No usable comparison: not shown to keep the outputs.
+    Unchecked,
+}
+
+impl QualityStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QualityStatus::Baseline => "baseline",
+            QualityStatus::Pass => "pass",
+            QualityStatus::Fail => "fail",
+            QualityStatus::Unchecked => "unchecked",
+        }
+    }
+    /// Whether the decision may still consider the configuration.
+    pub fn eligible(self) -> bool {
+        matches!(self, QualityStatus::Baseline | QualityStatus::Pass)
+    }
+}
+
+/// Whether a row's `quality_verdict` cell lets the decision consider its configuration
+/// (empty: no quality guard).
+pub fn eligible_cell(cell: &str) -> bool {
+    !matches!(cell, "fail" | "unchecked")
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct QualityVerdict {
+    pub run_name: String,
+    pub status: QualityStatus,
+    /// Against the baseline's reference (for the baseline: its own repeats, the floor).
+    pub tally: Tally,
+    /// Fisher's one-sided p-value against the floor (candidates with comparisons).
+    pub p_value: Option<f64>,
+    /// The sentence for decision.md, the table and report.html.
+    pub evidence: String,
+}
+
+/// The whole sweep's quality judgement.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct QualityReport {
+    pub baseline: String,
+    /// The baseline's launch and pass every output is compared with.
+    pub reference: Option<String>,
+    /// The baseline against itself: its second pass and its other launches.
+    pub floor: Tally,
+    pub rule: String,
+    pub verdicts: Vec<QualityVerdict>,
+}
+
+impl QualityReport {
+    pub fn verdict(&self, run_name: &str) -> Option<&QualityVerdict> {
+        self.verdicts.iter().find(|v| v.run_name == run_name)
+    }
+}
+
+/// The rule in words, with this spec's numbers.
+pub fn rule(q: &Quality, baseline: &str) -> String {
+    format!(
+        "Output quality against `{baseline}`: {} greedy prompts of {} tokens per launch, {} in flight, top-{} log-probabilities. A divergence from the baseline's output is a near tie when each side's token is in the other's top-{} within {} nats, else decisive. A configuration fails when its decisive share exceeds the baseline's own floor (its repeat on the same server and across launches) by more than {:.1} points and Fisher's exact test puts it above the floor at {:.0}% confidence; one that cannot be compared is unchecked. Either is not eligible.",
+        q.count,
+        q.output_tokens,
+        q.batch,
+        q.top_logprobs,
+        q.top_logprobs,
+        q.near_tie_logprob_gap,
+        q.max_decisive_excess * 100.0,
+        q.confidence * 100.0
+    )
+}
+
+fn pct(x: Option<f64>) -> String {
+    x.map_or("-".into(), |v| format!("{:.0}%", v * 100.0))
+}
+
+fn positions(t: &Tally) -> String {
+    match t.decisive_at {
+        Some((lo, hi)) if lo == hi => format!(", at token {lo}"),
+        Some((lo, hi)) => format!(", at tokens {lo}-{hi}"),
+        None => String::new(),
+    }
+}
+
+fn floor_text(f: &Tally) -> String {
+    if f.compared == 0 {
+        return "the baseline's repeat: not measured".into();
+    }
+    format!(
+        "the baseline's repeat: {} decisive ({}/{}), {} near ties",
+        pct(f.decisive_share()),
+        f.decisive,
+        f.compared,
+        pct(f.share(f.near_tie))
+    )
+}
+
+/// A pass: (configuration, launch folder, pass number).
+type PassKey<'a> = (&'a str, &'a str, u32);
+
+/// Judge every configuration named in `configs` from the samples of the whole sweep.
+pub fn judge(
+    q: &Quality,
+    baseline: &str,
+    samples: &[QualitySample],
+    configs: &[String],
+) -> QualityReport {
+    // (run, launch, pass) → samples, in launch-name order.
+    let mut passes: BTreeMap<PassKey, Vec<&QualitySample>> = BTreeMap::new();
+    for s in samples {
+        passes
+            .entry((s.run_name.as_str(), s.launch.as_str(), s.pass))
+            .or_default()
+            .push(s);
+    }
+    let base: Vec<(&PassKey, &Vec<&QualitySample>)> = passes
+        .iter()
+        .filter(|((r, _, _), v)| *r == baseline && v.iter().any(|s| s.error.is_none()))
+        .collect();
+    let reference = base.first().map(|(k, v)| (**k, (*v).clone()));
+    let gap = q.near_tie_logprob_gap;
+    let mut floor = Tally::default();
+    if let Some((rk, rv)) = &reference {
+        for (k, v) in base.iter().skip(1) {
+            debug_assert!(**k != *rk);
+            floor.merge(&tally(rv, v, gap));
+        }
+    }
+    let alpha = 1.0 - q.confidence;
+    let verdicts = configs
+        .iter()
+        .map(|name| {
+            if name == baseline {
+                let evidence = match &reference {
+                    None => "the baseline: no quality outputs (nothing can be compared)".into(),
+                    Some(_) => format!("the baseline; {}", floor_text(&floor)),
+                };
+                return QualityVerdict {
+                    run_name: name.clone(),
+                    status: QualityStatus::Baseline,
+                    tally: floor.clone(),
+                    p_value: None,
+                    evidence,
+                };
+            }
+            let mut t = Tally::default();
+            if let Some((_, rv)) = &reference {
+                for ((_, _, pass), v) in passes.iter().filter(|((r, _, _), _)| r == name) {
+                    // A candidate's first pass per launch (it makes only one).
+                    if *pass == 1 {
+                        t.merge(&tally(rv, v, gap));
+                    }
+                }
+            }
+            let unchecked = |why: String| QualityVerdict {
+                run_name: name.clone(),
+                status: QualityStatus::Unchecked,
+                tally: t.clone(),
+                p_value: None,
+                evidence: format!("quality unchecked: {why}"),
+            };
+            if reference.is_none() {
+                return unchecked(format!("the baseline `{baseline}` has no quality outputs"));
+            }
+            if t.compared == 0 {
+                return unchecked(if t.errors > 0 {
+                    format!("none of its {} quality prompts got an answer", t.errors)
+                } else {
+                    "no quality outputs (did its server start?)".into()
+                });
+            }
+            let (k1, n1) = (t.decisive, t.compared);
+            let (k0, n0) = (floor.decisive, floor.compared);
+            let excess = t.decisive_share().unwrap_or(0.0) - floor.decisive_share().unwrap_or(0.0);
+            let p = fisher_greater(k1, n1, k0, n0);
+            // Without a floor there is nothing to test against: any decisive divergence beyond
+            // the excess allowed fails (the floor is taken as zero, the strictest reading).
+            let significant = if n0 == 0 { k1 > 0 } else { p < alpha };
+            let fails = excess > q.max_decisive_excess && significant;
+            let evidence = format!(
+                "{} {} of prompts decisively ({}/{}){}; diverges in {}, prefix agreement {}; {}{}",
+                if fails { "derails" } else { "diverges" },
+                pct(t.decisive_share()),
+                k1,
+                n1,
+                positions(&t),
+                pct(t.diverged_share()),
+                pct(t.prefix_agreement()),
+                floor_text(&floor),
+                if n0 > 0 {
+                    format!("; Fisher one-sided p = {}", p_text(p))
+                } else {
+                    String::new()
+                }
+            );
+            QualityVerdict {
+                run_name: name.clone(),
+                status: if fails {
+                    QualityStatus::Fail
+                } else {
+                    QualityStatus::Pass
+                },
+                tally: t,
+                p_value: (n0 > 0).then_some(p),
+                evidence,
+            }
+        })
+        .collect();
+    QualityReport {
+        baseline: baseline.to_string(),
+        reference: reference.map(|((_, l, p), _)| format!("{l} pass {p}")),
+        floor,
+        rule: rule(q, baseline),
+        verdicts,
+    }
+}
+
+fn p_text(p: f64) -> String {
+    if p < 0.0001 {
+        "< 0.0001".into()
+    } else {
+        format!("{p:.4}")
+    }
+}
+
+/// The results.csv cells of a configuration's rows: (column, value).
+pub fn cells(v: &QualityVerdict, floor: &Tally) -> Vec<(&'static str, String)> {
+    let f = |x: Option<f64>| x.map(|v| format!("{v:.4}")).unwrap_or_default();
+    vec![
+        ("quality_verdict", v.status.as_str().to_string()),
+        ("quality_decisive_share", f(v.tally.decisive_share())),
+        ("quality_diverged_share", f(v.tally.diverged_share())),
+        ("quality_prefix_agreement", f(v.tally.prefix_agreement())),
+        ("quality_floor_decisive_share", f(floor.decisive_share())),
+        ("quality_p_value", f(v.p_value)),
+        ("quality_evidence", v.evidence.clone()),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A token, its log-probability, and its position's top-k.
+    type Tok<'a> = (&'a str, f64, &'a [(&'a str, f64)]);
+
+    fn sample(run: &str, launch: &str, pass: u32, id: u64, toks: &[Tok]) -> QualitySample {
+        QualitySample {
+            run_name: run.into(),
+            launch: launch.into(),
+            pass,
+            prompt_id: id,
+            tokens: toks.iter().map(|t| t.0.to_string()).collect(),
+            logprobs: toks.iter().map(|t| Some(t.1)).collect(),
+            top: toks
+                .iter()
+                .map(|t| t.2.iter().map(|(a, b)| (a.to_string(), *b)).collect())
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn identical_near_tie_and_decisive() {
+        let a = sample(
+            "b",
+            "b",
+            1,
+            0,
+            &[
+                ("x", -0.1, &[("x", -0.1), ("y", -2.0)]),
+                ("p", -0.60, &[("p", -0.60), ("q", -0.70)]),
+            ],
+        );
+        assert_eq!(compare(&a, &a, 0.5).divergence, Divergence::Identical);
+        // b picks q at 1, where a rated it 0.1 below p and b rates p 0.05 below q: a near tie.
+        let b = sample(
+            "c",
+            "c",
+            1,
+            0,
+            &[
+                ("x", -0.1, &[("x", -0.1)]),
+                ("q", -0.65, &[("q", -0.65), ("p", -0.70)]),
+            ],
+        );
+        let c = compare(&a, &b, 0.5);
+        assert_eq!(
+            (c.divergence, c.at, c.prefix_agreement),
+            (Divergence::NearTie, Some(1), 0.5)
+        );
+        // A token the baseline did not consider at all: decisive from the first token.
+        let d = sample("c", "c", 1, 0, &[("z", -0.2, &[("z", -0.2), ("x", -3.0)])]);
+        let c = compare(&a, &d, 0.5);
+        assert_eq!((c.divergence, c.at), (Divergence::Decisive, Some(0)));
+        // A clear preference on one side (gap 1.9 > 0.5) is decisive even when both are in top-k.
+        let e = sample("c", "c", 1, 0, &[("y", -0.1, &[("y", -0.1), ("x", -0.15)])]);
+        assert_eq!(compare(&a, &e, 0.5).divergence, Divergence::Decisive);
+        // One side stopping early is decisive.
+        let f = sample("c", "c", 1, 0, &[("x", -0.1, &[("x", -0.1)])]);
+        assert_eq!(compare(&a, &f, 0.5).divergence, Divergence::Decisive);
+    }
+
+    #[test]
+    fn fisher_matches_known_values() {
+        // 10/200 against 0/200: C(200,10)/C(400,10).
+        let p = fisher_greater(10, 200, 0, 200);
+        assert!((p - 0.000_870_26).abs() < 1e-7, "{p}");
+        assert!((fisher_greater(0, 10, 0, 10) - 1.0).abs() < 1e-12);
+        // The lady tasting tea: 3 of 4 against 1 of 4, one-sided p = 17/70.
+        assert!((fisher_greater(3, 4, 1, 4) - 17.0 / 70.0).abs() < 1e-9);
+    }
+
+    fn pass_of(run: &str, launch: &str, pass: u32, n: u64, derail: &[u64]) -> Vec<QualitySample> {
+        (0..n)
+            .map(|i| {
+                let t: &[Tok] = if derail.contains(&i) {
+                    &[("a", -0.1, &[("a", -0.1)]), ("zz", -0.1, &[("zz", -0.1)])]
+                } else {
+                    &[("a", -0.1, &[("a", -0.1)]), ("b", -0.1, &[("b", -0.1)])]
+                };
+                sample(run, launch, pass, i, t)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_derailing_configuration_fails_and_the_baseline_repeat_sets_the_floor() {
+        let q: Quality = serde_yaml::from_str("{}").expect("q");
+        let mut s = pass_of("base", "base", 1, 100, &[]);
+        s.extend(pass_of("base", "base", 2, 100, &[]));
+        s.extend(pass_of("fp8", "fp8", 1, 100, &(0..20).collect::<Vec<_>>()));
+        s.extend(pass_of("same", "same", 1, 100, &[]));
+        let names: Vec<String> = ["base", "fp8", "same", "gone"].map(String::from).to_vec();
+        let r = judge(&q, "base", &s, &names);
+        assert_eq!(
+            r.verdict("base").map(|v| v.status),
+            Some(QualityStatus::Baseline)
+        );
+        let fp8 = r.verdict("fp8").expect("fp8");
+        assert_eq!(fp8.status, QualityStatus::Fail);
+        assert!(
+            fp8.evidence
+                .starts_with("derails 20% of prompts decisively (20/100), at token 2"),
+            "{}",
+            fp8.evidence
+        );
+        assert!(
+            fp8.evidence
+                .contains("the baseline's repeat: 0% decisive (0/100)"),
+            "{}",
+            fp8.evidence
+        );
+        assert_eq!(
+            r.verdict("same").map(|v| v.status),
+            Some(QualityStatus::Pass)
+        );
+        assert_eq!(
+            r.verdict("gone").map(|v| v.status),
+            Some(QualityStatus::Unchecked)
+        );
+        let c = cells(fp8, &r.floor);
+        assert!(c.contains(&("quality_decisive_share", "0.2000".into())));
+    }
+
+    #[test]
+    fn a_floor_as_high_as_the_candidate_protects_it() {
+        let q: Quality = serde_yaml::from_str("{}").expect("q");
+        let mut s = pass_of("base", "base", 1, 100, &[]);
+        // The baseline's own repeat derails 5 prompts: the same 5 in the candidate are noise.
+        s.extend(pass_of("base", "base", 2, 100, &[1, 2, 3, 4, 5]));
+        s.extend(pass_of("c", "c", 1, 100, &[6, 7, 8, 9, 10]));
+        let names: Vec<String> = ["base", "c"].map(String::from).to_vec();
+        assert_eq!(
+            judge(&q, "base", &s, &names).verdict("c").map(|v| v.status),
+            Some(QualityStatus::Pass)
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn comparison_is_symmetric_and_identity_is_identical(
+            toks in proptest::collection::vec((0u8..4, -3.0f64..0.0), 0..12),
+            other in proptest::collection::vec((0u8..4, -3.0f64..0.0), 0..12),
+        ) {
+            let mk = |t: &[(u8, f64)]| QualitySample {
+                tokens: t.iter().map(|(x, _)| x.to_string()).collect(),
+                logprobs: t.iter().map(|(_, l)| Some(*l)).collect(),
+                top: t.iter().map(|(x, l)| vec![(x.to_string(), *l), (((x + 1) % 4).to_string(), l - 0.2)]).collect(),
+                ..Default::default()
+            };
+            let (a, b) = (mk(&toks), mk(&other));
+            prop_assert_eq!(compare(&a, &a, 0.5).divergence, Divergence::Identical);
+            let (ab, ba) = (compare(&a, &b, 0.5), compare(&b, &a, 0.5));
+            prop_assert_eq!(ab.divergence, ba.divergence);
+            prop_assert_eq!(ab.at, ba.at);
+            prop_assert!((0.0..=1.0).contains(&ab.prefix_agreement));
+        }
+
+        #[test]
+        fn fisher_is_a_probability_and_monotone(k1 in 0usize..30, n1 in 30usize..60, k0 in 0usize..30, n0 in 30usize..60) {
+            let p = fisher_greater(k1, n1, k0, n0);
+            prop_assert!((0.0..=1.0 + 1e-9).contains(&p));
+            if k1 < n1 && k0 > 0 {
+                // More decisive divergences in the candidate can only lower the p-value.
+                prop_assert!(fisher_greater(k1 + 1, n1, k0 - 1, n0) <= p + 1e-12);
+            }
+        }
+    }
+}
