@@ -35,11 +35,25 @@ pub fn run(
             }
             given
         }
-        None => compare::DEFAULT_METRICS
-            .iter()
-            .map(|m| m.to_string())
-            .filter(|m| has(m))
-            .collect(),
+        None => {
+            let mut m: Vec<String> = compare::DEFAULT_METRICS
+                .iter()
+                .map(|m| m.to_string())
+                .filter(|m| has(m))
+                .collect();
+            // With the quality guard on either side, how often outputs derail is compared too
+            // (each side against its own baseline).
+            let judged = |rs: &[rows::Row]| rs.iter().any(|r| !r.get("quality_verdict").is_empty());
+            if judged(&ra) || judged(&rb) {
+                m.extend(
+                    ["quality_decisive_share", "quality_prefix_agreement"]
+                        .map(String::from)
+                        .into_iter()
+                        .filter(|c| has(c)),
+                );
+            }
+            m
+        }
     };
     let mut c = compare::compare(&ra, &rb, &metrics, noise);
     if let (Some(ma), Some(mb)) = (&ma, &mb) {

@@ -205,6 +205,12 @@ pub async fn decision(dir: &Path, results_dir: &Path) -> Result<ExitCode, CmdErr
     s2.search = Default::default();
     s2.repeats = 2;
     s2.reuse_server = false;
+    if let Some(q) = s2.quality.as_mut() {
+        // The relaunched servers answer the quality prompts again and are judged against the
+        // original sweep's baseline outputs and floor (the re-check's rows carry the verdicts,
+        // so a configuration that now derails is not eligible in the re-check either).
+        q.reference_dir = Some(dir.display().to_string());
+    }
     let one = RunPlan {
         sweep_name: format!("{}-recheck", plan.sweep_name),
         param_keys: plan.param_keys.clone(),

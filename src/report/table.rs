@@ -84,7 +84,35 @@ pub fn render(rows: &[Row], param_keys: &[String]) -> String {
     let mut out = render_plain(&header, &lines);
     render_failures(&mut out, rows);
     render_verdict_evidence(&mut out, &groups, many_points);
+    render_quality(&mut out, rows);
     out
+}
+
+/// The `Output quality:` section (`quality:` in the spec): each configuration's verdict against
+/// the baseline with its evidence; `fail` and `unchecked` ones are not eligible to win.
+fn render_quality(out: &mut String, rows: &[Row]) {
+    let mut seen: Vec<&str> = Vec::new();
+    let mut lines = String::new();
+    for r in rows {
+        let (name, v) = (r.get("run_name"), r.get("quality_verdict"));
+        if v.is_empty() || seen.contains(&name) {
+            continue;
+        }
+        seen.push(name);
+        let flag = if crate::tune::quality::eligible_cell(v) {
+            ""
+        } else {
+            " (not eligible)"
+        };
+        lines.push_str(&format!(
+            "- {name}: {v}{flag} — {}\n",
+            r.get("quality_evidence")
+        ));
+    }
+    if !lines.is_empty() {
+        out.push_str("\nOutput quality (against the baseline's greedy outputs):\n");
+        out.push_str(&lines);
+    }
 }
 
 /// What the table shows of one (run, load point) group before it is formatted: its rows'
