@@ -404,3 +404,23 @@ fn reproduce_decision_refuses_tolerance() {
     );
     assert!(!results.exists(), "a results folder was created");
 }
+
+/// A bad value inside `quality:` lands on its key's line (14), and names the key.
+#[test]
+fn bad_quality_section() {
+    check_rejected(
+        &format!("sweep:\n  mem_fraction_static: [0.8]\n{WORKLOAD}quality:\n  count: 1\n"),
+        14,
+        "quality.count must be a whole number ≥ 2",
+    );
+    check_rejected(
+        &format!("sweep:\n  mem_fraction_static: [0.8]\n{WORKLOAD}quality:\n  confidence: 2\n"),
+        14,
+        "quality.confidence",
+    );
+    check_rejected(
+        &format!("sweep:\n  mem_fraction_static: [0.8]\n{WORKLOAD}quality:\n  baseline: nope\n"),
+        14,
+        "quality.baseline `nope` is not a configuration of this plan",
+    );
+}

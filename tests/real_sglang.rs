@@ -458,7 +458,9 @@ quality:
   batch: 4
 "#;
     let spec_path = dir.path().join("quality.yaml");
-    std::fs::write(&spec_path, spec(&env, &tag, body)).expect("write spec");
+    // Three start-ups: on a machine shared with compiles, one can take over 4 minutes.
+    let text_spec = spec(&env, &tag, body).replace("ready_timeout_s: 240", "ready_timeout_s: 600");
+    std::fs::write(&spec_path, text_spec).expect("write spec");
     let results = dir.path().join("results");
     let out = run_sweep(&spec_path, &results);
     assert_eq!(

@@ -87,8 +87,10 @@ struct RawQuality {
     confidence: Option<f64>,
 }
 
+/// An error placed on `quality.<key>`'s line (serde_yaml places it at the enclosing mapping,
+/// the document's top level).
 fn bad<E: de::Error>(key: &str, msg: &str) -> E {
-    E::custom(tag_key(key, msg))
+    E::custom(tag_key(&format!("quality.{key}"), msg))
 }
 
 fn at_least<E: de::Error>(key: &str, v: Option<u64>, default: u64, min: u64) -> Result<u64, E> {

@@ -400,7 +400,7 @@ pub fn judge(
                 pct(t.prefix_agreement()),
                 floor_text(&floor),
                 if n0 > 0 {
-                    format!("; Fisher one-sided p = {}", p_text(p))
+                    format!("; Fisher one-sided p {}", p_text(p))
                 } else {
                     String::new()
                 }
@@ -431,7 +431,7 @@ fn p_text(p: f64) -> String {
     if p < 0.0001 {
         "< 0.0001".into()
     } else {
-        format!("{p:.4}")
+        format!("= {p:.4}")
     }
 }
 
@@ -587,6 +587,56 @@ mod tests {
         assert_eq!(
             judge(&q, "base", &s, &names).verdict("c").map(|v| v.status),
             Some(QualityStatus::Pass)
+        );
+    }
+
+    #[test]
+    fn the_decision_refuses_a_configuration_whose_rows_fail_the_guard() {
+        use crate::record::rows::Row;
+        use crate::tune::decision::{Standing, decide};
+        let objective: crate::plan::spec::Objective =
+            serde_yaml::from_str("{maximize: output_tok_s}").expect("objective");
+        let row = |name: &str, tok_s: &str, q: &str| {
+            let mut m = std::collections::BTreeMap::new();
+            for (k, v) in [
+                ("run_name", name),
+                ("status", "ok"),
+                ("concurrency", "8"),
+                ("repeat", "1"),
+                ("phase", "measure"),
+                ("output_tok_s", tok_s),
+                ("quality_verdict", q),
+                ("quality_evidence", "derails 36% of prompts decisively"),
+            ] {
+                m.insert(k.to_string(), v.to_string());
+            }
+            Row(m)
+        };
+        let rows = vec![
+            row("baseline", "100", "baseline"),
+            row("fp8", "138", "fail"),
+            row("unjudged", "200", "unchecked"),
+        ];
+        let d = decide(
+            "s",
+            &objective,
+            &rows,
+            &Default::default(),
+            Default::default(),
+        );
+        let p = &d.points[0];
+        assert_eq!(p.winner.as_deref(), Some("baseline"), "{p:?}");
+        let fp8 = p
+            .configurations
+            .iter()
+            .find(|c| c.run_name == "fp8")
+            .expect("fp8");
+        assert_eq!(fp8.standing, Standing::QualityFailed);
+        assert!(fp8.why.contains("derails 36%"), "{}", fp8.why);
+        assert!(
+            p.sentence.contains("2 failed the output-quality check"),
+            "{}",
+            p.sentence
         );
     }
 
