@@ -25,6 +25,8 @@ pub struct QualityPrompt {
     pub id: u64,
     /// A string, or a list of token ids.
     pub prompt: serde_json::Value,
+    /// The expected answer (a prompt file's `"answer"`), for the accuracy check.
+    pub answer: Option<String>,
 }
 
 /// One prompt's greedy output on one pass: a quality.jsonl line.
@@ -38,6 +40,9 @@ pub struct QualitySample {
     pub prompt_id: u64,
     #[serde(default)]
     pub prompt: serde_json::Value,
+    /// The expected answer, when the prompt set has answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
     /// Output tokens as the server names them (`logprobs.tokens`).
     #[serde(default)]
     pub tokens: Vec<String>,
@@ -69,6 +74,7 @@ pub fn prompts(q: &Quality, vocab: u64) -> Result<Vec<QualityPrompt>, String> {
             Ok((0..q.count)
                 .map(|i| QualityPrompt {
                     id: i,
+                    answer: None,
                     prompt: serde_json::json!(token_ids(
                         q.seed,
                         QUALITY_STREAM,
@@ -115,9 +121,15 @@ pub fn file_prompts(path: &Path, count: u64) -> Result<Vec<QualityPrompt>, Strin
                 i + 1
             ));
         }
+        let answer = match v.get("answer") {
+            None | Some(serde_json::Value::Null) => None,
+            Some(serde_json::Value::String(a)) => Some(a.clone()),
+            Some(other) => Some(other.to_string()),
+        };
         out.push(QualityPrompt {
             id: out.len() as u64,
             prompt,
+            answer,
         });
     }
     if (out.len() as u64) < count {
@@ -228,6 +240,7 @@ pub async fn run_pass(
                     pass,
                     prompt_id: p.id,
                     prompt: p.prompt.clone(),
+                    answer: p.answer.clone(),
                     error: Some(format!("cannot build an HTTP client: {e}")),
                     ..Default::default()
                 })
@@ -244,6 +257,7 @@ pub async fn run_pass(
             pass,
             prompt_id: p.id,
             prompt: p.prompt.clone(),
+            answer: p.answer.clone(),
             ..Default::default()
         };
         async move {
@@ -344,8 +358,13 @@ mod tests {
     fn a_prompt_file_needs_enough_prompts() {
         let dir = tempfile::tempdir().expect("dir");
         let p = dir.path().join("p.jsonl");
-        std::fs::write(&p, "{\"prompt\": \"hi\"}\n\n{\"prompt\": [1, 2]}\n").expect("w");
-        assert_eq!(file_prompts(&p, 2).expect("two").len(), 2);
+        std::fs::write(
+            &p,
+            "{\"prompt\": \"hi\", \"answer\": 42}\n\n{\"prompt\": [1, 2]}\n",
+        )
+        .expect("w");
+        let two = file_prompts(&p, 2).expect("two");
+        assert_eq!((two.len(), two[0].answer.as_deref()), (2, Some("42")));
         let e = file_prompts(&p, 3).expect_err("three");
         assert!(e.contains("has 2 prompts"), "{e}");
         std::fs::write(&p, "{\"text\": 1}\n").expect("w");

@@ -16,7 +16,8 @@ use serde::{Deserialize, Serialize};
 pub enum QualityPrompts {
     /// Seeded token-id prompts (SplitMix64, the workload's `vocab_size`): any model.
     Builtin,
-    /// A JSONL file, one `{"prompt": "..."}` (text or a list of token ids) per line.
+    /// A JSONL file, one `{"prompt": "..."}` (text or a list of token ids) per line, with an
+    /// optional `"answer"`: then each output's answer (`answer_regex`) is checked too.
     File(String),
 }
 
@@ -47,6 +48,9 @@ pub struct Quality {
     pub max_decisive_excess: f64,
     /// One-sided confidence that a failing configuration is worse than the floor.
     pub confidence: f64,
+    /// How an answer is read from an output: the last match; its first group if it has one.
+    /// Default (prompts with answers): the last number.
+    pub answer_regex: Option<String>,
     /// Set by `reproduce --decision` (never in a file): the sweep being re-checked, whose
     /// baseline outputs the re-check's launches are compared with.
     #[serde(skip)]
@@ -85,6 +89,8 @@ struct RawQuality {
     max_decisive_excess: Option<f64>,
     #[serde(default)]
     confidence: Option<f64>,
+    #[serde(default)]
+    answer_regex: Option<String>,
 }
 
 /// An error placed on `quality.<key>`'s line (serde_yaml places it at the enclosing mapping,
@@ -174,7 +180,16 @@ impl<'de> Deserialize<'de> for Quality {
                 &format!("quality.confidence must be in [0.5, 1), e.g. 0.95; got {confidence}"),
             ));
         }
+        if let Some(re) = &r.answer_regex {
+            if let Err(e) = regex::Regex::new(re) {
+                return Err(bad(
+                    "answer_regex",
+                    &format!("quality.answer_regex is not a regular expression: {e}"),
+                ));
+            }
+        }
         Ok(Quality {
+            answer_regex: r.answer_regex,
             baseline: r.baseline,
             prompts,
             count,
@@ -190,6 +205,9 @@ impl<'de> Deserialize<'de> for Quality {
         })
     }
 }
+
+/// The answer pattern when `answer_regex` is not given: the last number in the output.
+pub const DEFAULT_ANSWER_REGEX: &str = r"(-?[0-9]+(?:\.[0-9]+)?)";
 
 /// The baseline's name among the plan's configuration names: the one given, else `baseline`
 /// if there is one, else the first. Err: the given name is not in the plan.
@@ -246,6 +264,7 @@ mod tests {
             ("{near_tie_logprob_gap: 0}", "near_tie_logprob_gap"),
             ("{prompts: wiki}", "builtin"),
             ("{batch: 0}", "quality.batch"),
+            ("{answer_regex: \"(\"}", "not a regular expression"),
             ("{nonsense: 1}", "unknown field"),
         ] {
             let e = parse(y).expect_err(y);

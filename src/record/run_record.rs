@@ -457,6 +457,7 @@ pub fn trailing() -> Vec<Column> {
         Column { name: "quality_prefix_agreement", better: Better::Higher, doc: "Mean share of each output before its first divergence from the baseline's (1: identical)", get: |_| String::new() },
         Column { name: "quality_floor_decisive_share", better: Better::Neither, doc: "The floor: decisive share of the baseline against its own repeat (same server, same batch, and its other launches)", get: |_| String::new() },
         Column { name: "quality_p_value", better: Better::Neither, doc: "Fisher's exact test, one-sided: how likely a decisive share this far above the floor is by chance", get: |_| String::new() },
+        Column { name: "quality_accuracy", better: Better::Higher, doc: "With a prompt file that has answers: share of the prompts whose output's answer (`answer_regex`) is right, on the prompts paired with the baseline's", get: |_| String::new() },
         Column { name: "quality_evidence", better: Better::Neither, doc: "The quality verdict in words (how many prompts derail, at which tokens, against the floor)", get: |_| String::new() },
     ]);
     cols
@@ -759,6 +760,7 @@ mod tests {
             ("quality_prefix_agreement", ""),
             ("quality_floor_decisive_share", ""),
             ("quality_p_value", ""),
+            ("quality_accuracy", ""),
             ("quality_evidence", ""),
         ];
 

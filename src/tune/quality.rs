@@ -18,7 +18,7 @@
 //!   reference) is **unchecked**: it cannot be shown to keep the outputs, so it is not eligible.
 
 use crate::load::quality::QualitySample;
-use crate::plan::quality::Quality;
+use crate::plan::quality::{DEFAULT_ANSWER_REGEX, Quality};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -204,6 +204,82 @@ pub fn fisher_greater(k1: usize, n1: usize, k0: usize, n0: usize) -> f64 {
     p.min(1.0)
 }
 
+/// The answer an output gives: the last match of `re` in its text (its first group when it
+/// has one), trimmed.
+pub fn answer_of(re: &regex::Regex, text: &str) -> Option<String> {
+    let c = re.captures_iter(text).last()?;
+    let m = c.get(1).or_else(|| c.get(0))?;
+    Some(m.as_str().trim().to_string())
+}
+
+/// P(X ≥ k) for X ~ Binomial(n, 1/2): the exact one-sided McNemar test on n discordant pairs,
+/// k of them going one way.
+pub fn binomial_half_upper(k: usize, n: usize) -> f64 {
+    if k == 0 {
+        return 1.0;
+    }
+    if k > n {
+        return 0.0;
+    }
+    let lf = ln_factorials(n);
+    let half = (0.5f64).ln() * n as f64;
+    (k..=n)
+        .map(|x| (lf[n] - lf[x] - lf[n - x] + half).exp())
+        .sum::<f64>()
+        .min(1.0)
+}
+
+/// Task accuracy on the prompts with an expected answer, paired with the baseline's on the
+/// same prompts.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Accuracy {
+    /// Prompts with an expected answer and an output on both sides (pairs, over launches).
+    pub answered: usize,
+    pub correct: usize,
+    /// The baseline's reference, on the same pairs.
+    pub baseline_correct: usize,
+    /// Discordant pairs: the baseline right and this one wrong, and the other way round.
+    pub worse: usize,
+    pub better: usize,
+    /// Exact McNemar, one-sided (this one worse): P(X ≥ worse | worse + better, 1/2).
+    pub p_value: f64,
+}
+
+/// Accuracy of `pass` against the reference on the same prompts (None: no expected answers).
+pub fn accuracy(
+    re: &regex::Regex,
+    reference: &[&QualitySample],
+    pass: &[&QualitySample],
+) -> Option<Accuracy> {
+    let by_id: BTreeMap<u64, &QualitySample> =
+        reference.iter().map(|s| (s.prompt_id, *s)).collect();
+    let right = |s: &QualitySample| -> Option<bool> {
+        let want = s.answer.as_deref()?;
+        if s.error.is_some() {
+            return None;
+        }
+        Some(answer_of(re, &s.text).as_deref() == Some(want.trim()))
+    };
+    let mut a = Accuracy::default();
+    for s in pass {
+        let Some(r) = by_id.get(&s.prompt_id) else {
+            continue;
+        };
+        let (Some(rr), Some(sr)) = (right(r), right(s)) else {
+            continue;
+        };
+        a.answered += 1;
+        a.correct += usize::from(sr);
+        a.baseline_correct += usize::from(rr);
+        a.worse += usize::from(rr && !sr);
+        a.better += usize::from(!rr && sr);
+    }
+    (a.answered > 0).then(|| {
+        a.p_value = binomial_half_upper(a.worse, a.worse + a.better);
+        a
+    })
+}
+
 /// A configuration's standing on output quality.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -245,6 +321,9 @@ pub struct QualityVerdict {
     pub tally: Tally,
     /// Fisher's one-sided p-value against the floor (candidates with comparisons).
     pub p_value: Option<f64>,
+    /// With expected answers: accuracy, paired with the baseline's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub accuracy: Option<Accuracy>,
     /// The sentence for decision.md, the table and report.html.
     pub evidence: String,
 }
@@ -339,6 +418,12 @@ pub fn judge(
         }
     }
     let alpha = 1.0 - q.confidence;
+    // The answer pattern, only when some prompt has an expected answer.
+    let re = samples
+        .iter()
+        .any(|s| s.answer.is_some())
+        .then(|| regex::Regex::new(q.answer_regex.as_deref().unwrap_or(DEFAULT_ANSWER_REGEX)).ok())
+        .flatten();
     let verdicts = configs
         .iter()
         .map(|name| {
@@ -347,28 +432,49 @@ pub fn judge(
                     None => "the baseline: no quality outputs (nothing can be compared)".into(),
                     Some(_) => format!("the baseline; {}", floor_text(&floor)),
                 };
+                let acc = match (&re, &reference) {
+                    (Some(re), Some((_, rv))) => accuracy(re, rv, rv),
+                    _ => None,
+                };
+                let evidence = match &acc {
+                    Some(a) => format!(
+                        "{evidence}; accuracy {} ({}/{})",
+                        pct(Some(a.correct as f64 / a.answered as f64)),
+                        a.correct,
+                        a.answered
+                    ),
+                    None => evidence,
+                };
                 return QualityVerdict {
                     run_name: name.clone(),
                     status: QualityStatus::Baseline,
                     tally: floor.clone(),
                     p_value: None,
+                    accuracy: acc,
                     evidence,
                 };
             }
             let mut t = Tally::default();
+            let mut mine: Vec<&QualitySample> = Vec::new();
             if let Some((_, rv)) = &reference {
                 for ((_, _, pass), v) in passes.iter().filter(|((r, _, _), _)| r == name) {
                     // A candidate's first pass per launch (it makes only one).
                     if *pass == 1 {
                         t.merge(&tally(rv, v, gap));
+                        mine.extend(v.iter().copied());
                     }
                 }
             }
+            let acc = match (&re, &reference) {
+                (Some(re), Some((_, rv))) => accuracy(re, rv, &mine),
+                _ => None,
+            };
             let unchecked = |why: String| QualityVerdict {
                 run_name: name.clone(),
                 status: QualityStatus::Unchecked,
                 tally: t.clone(),
                 p_value: None,
+                accuracy: None,
                 evidence: format!("quality unchecked: {why}"),
             };
             if reference.is_none() {
@@ -388,10 +494,30 @@ pub fn judge(
             // Without a floor there is nothing to test against: any decisive divergence beyond
             // the excess allowed fails (the floor is taken as zero, the strictest reading).
             let significant = if n0 == 0 { k1 > 0 } else { p < alpha };
-            let fails = excess > q.max_decisive_excess && significant;
+            let derails = excess > q.max_decisive_excess && significant;
+            // With answers: fewer right on the same questions, beyond chance (exact McNemar).
+            let less_accurate = acc
+                .as_ref()
+                .is_some_and(|a| a.worse > a.better && a.p_value < alpha);
+            let fails = derails || less_accurate;
+            let accuracy_text = acc
+                .as_ref()
+                .map(|a| {
+                    format!(
+                        "; accuracy {} ({}/{}) against the baseline's {} on the same prompts ({} worse, {} better; McNemar exact one-sided p {})",
+                        pct(Some(a.correct as f64 / a.answered as f64)),
+                        a.correct,
+                        a.answered,
+                        pct(Some(a.baseline_correct as f64 / a.answered as f64)),
+                        a.worse,
+                        a.better,
+                        p_text(a.p_value)
+                    )
+                })
+                .unwrap_or_default();
             let evidence = format!(
-                "{} {} of prompts decisively ({}/{}){}; diverges in {}, prefix agreement {}; {}{}",
-                if fails { "derails" } else { "diverges" },
+                "{} {} of prompts decisively ({}/{}){}; diverges in {}, prefix agreement {}; {}{}{accuracy_text}",
+                if derails { "derails" } else { "diverges" },
                 pct(t.decisive_share()),
                 k1,
                 n1,
@@ -414,6 +540,7 @@ pub fn judge(
                 },
                 tally: t,
                 p_value: (n0 > 0).then_some(p),
+                accuracy: acc,
                 evidence,
             }
         })
@@ -445,6 +572,12 @@ pub fn cells(v: &QualityVerdict, floor: &Tally) -> Vec<(&'static str, String)> {
         ("quality_prefix_agreement", f(v.tally.prefix_agreement())),
         ("quality_floor_decisive_share", f(floor.decisive_share())),
         ("quality_p_value", f(v.p_value)),
+        (
+            "quality_accuracy",
+            f(v.accuracy
+                .as_ref()
+                .map(|a| a.correct as f64 / a.answered as f64)),
+        ),
         ("quality_evidence", v.evidence.clone()),
     ]
 }
@@ -637,6 +770,58 @@ mod tests {
             p.sentence.contains("2 failed the output-quality check"),
             "{}",
             p.sentence
+        );
+    }
+
+    #[test]
+    fn accuracy_is_paired_and_tested_on_the_discordant_prompts() {
+        let q: Quality = serde_yaml::from_str("{}").expect("q");
+        let mk = |run: &str, pass: u32, id: u64, text: &str| QualitySample {
+            run_name: run.into(),
+            launch: run.into(),
+            pass,
+            prompt_id: id,
+            answer: Some(format!("{}", id % 7)),
+            tokens: vec![text.to_string()],
+            logprobs: vec![Some(-0.1)],
+            top: vec![vec![(text.to_string(), -0.1)]],
+            text: format!("so the answer is {text}"),
+            ..Default::default()
+        };
+        let mut s = Vec::new();
+        for id in 0..40u64 {
+            let right = format!("{}", id % 7);
+            s.push(mk("base", 1, id, &right));
+            s.push(mk("base", 2, id, &right));
+            // `worse` gets the last 12 wrong (a near-tie-free, decisive change as well).
+            let wrong = if id >= 28 {
+                "99".to_string()
+            } else {
+                right.clone()
+            };
+            s.push(mk("worse", 1, id, &wrong));
+        }
+        let names: Vec<String> = ["base", "worse"].map(String::from).to_vec();
+        let r = judge(&q, "base", &s, &names);
+        let w = r.verdict("worse").expect("worse");
+        let a = w.accuracy.as_ref().expect("accuracy");
+        assert_eq!(
+            (a.answered, a.correct, a.baseline_correct, a.worse, a.better),
+            (40, 28, 40, 12, 0)
+        );
+        assert!((a.p_value - 0.5f64.powi(12)).abs() < 1e-12);
+        assert_eq!(w.status, QualityStatus::Fail);
+        assert!(
+            w.evidence
+                .contains("accuracy 70% (28/40) against the baseline's 100%"),
+            "{}",
+            w.evidence
+        );
+        assert_eq!(binomial_half_upper(1, 2), 0.75);
+        let re = regex::Regex::new(DEFAULT_ANSWER_REGEX).expect("re");
+        assert_eq!(
+            answer_of(&re, "3 apples and 4.5 pears").as_deref(),
+            Some("4.5")
         );
     }
 
