@@ -129,12 +129,19 @@ pub fn plan_line(
             * s.repeats.max(1)
     });
     let share = match load {
-        Some(l) if l > 0 => format!(
-            "; the workload generates {l} tokens over those launches, so the check adds {:.1}% in generated tokens (its prompts are {} tokens each, the workload's {})",
-            total as f64 / l as f64 * 100.0,
-            q.input_tokens,
-            w.input_tokens
-        ),
+        Some(l) if l > 0 => {
+            let share = total as f64 / l as f64 * 100.0;
+            format!(
+                "; the workload generates {l} tokens over those launches, so the check adds {share:.1}% in generated tokens (its prompts are {} tokens each, the workload's {}){}",
+                q.input_tokens,
+                w.input_tokens,
+                if share > 5.0 {
+                    " — over 5%: lower quality.count or quality.output_tokens, or measure more per launch"
+                } else {
+                    ""
+                }
+            )
+        }
         _ => String::new(),
     };
     format!(
