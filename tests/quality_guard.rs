@@ -253,3 +253,48 @@ fn validate_says_what_the_check_adds_and_refuses_an_unknown_baseline() {
     assert_eq!(out.status.code(), Some(2), "{e}");
     assert!(e.contains("s.yaml:") && e.contains("`nope`"), "{e}");
 }
+
+/// `reproduce --decision` relaunches the leader and the runner-up, which answer the quality
+/// prompts again and are judged against the original sweep's baseline outputs and floor (the
+/// baseline itself is not relaunched here: it is the slowest).
+#[test]
+fn the_recheck_judges_quality_against_the_original_baseline() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tag = unique_tag("quality-recheck");
+    let p = dir.path().join("s.yaml");
+    let yaml = spec(&tag, "").replace(
+        "  - {name: baseline}\n  - {name: repeat}\n",
+        "  - {name: baseline, fake_fault: slow_stream}\n  - {name: repeat}\n  - {name: other}\n",
+    );
+    std::fs::write(&p, yaml).expect("write");
+    let results = dir.path().join("results");
+    let out = run_sweep(&p, &results);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let folder = only_results_folder(&results);
+    let again = dir.path().join("again");
+    let out = run(sgtune()
+        .arg("reproduce")
+        .arg(&folder)
+        .arg("--decision")
+        .arg("--results-dir")
+        .arg(&again));
+    let t = text(&out.stdout);
+    assert!(
+        t.contains("re-checking the decision"),
+        "{t}\n{}",
+        text(&out.stderr)
+    );
+    let rows = read_rows(&only_results_folder(&again).join("results.csv"));
+    assert_eq!(rows.len(), 4, "{rows:?}");
+    for r in &rows {
+        assert!(
+            ["repeat", "other"].contains(&r["run_name"].as_str()),
+            "{r:?}"
+        );
+        assert_eq!(r["quality_verdict"], "pass", "{r:?}");
+        assert!(
+            r["quality_evidence"].contains("the baseline's repeat: 0% decisive (0/100)"),
+            "{r:?}"
+        );
+    }
+}
