@@ -37,6 +37,8 @@ pub enum Command {
         force: bool,
         #[command(flatten)]
         slots: SlotArgs,
+        #[command(flatten)]
+        end: EndArgs,
         /// Where the runs happen: here, or as a Slurm job array (one task per server launch,
         /// and a merge job after them; see docs/slurm.md).
         #[arg(long, value_enum, default_value_t = Executor::Local)]
@@ -56,6 +58,8 @@ pub enum Command {
         force: bool,
         #[command(flatten)]
         slots: SlotArgs,
+        #[command(flatten)]
+        end: EndArgs,
         /// Where the runs happen: here, or as a Slurm job array (one task per server launch,
         /// and a merge job after them; see docs/slurm.md).
         #[arg(long, value_enum, default_value_t = Executor::Local)]
@@ -215,6 +219,17 @@ pub struct SlurmArgs {
     /// Another sbatch option, as on its command line (repeatable), e.g. --sbatch-opt=--constraint=h100
     #[arg(long, value_name = "OPT", help_heading = "Slurm")]
     pub sbatch_opt: Vec<String>,
+}
+
+/// How a local sweep ends: the hook told of it.
+#[derive(Debug, Args, Clone, Default)]
+pub struct EndArgs {
+    /// A shell command (`sh -c`) run once when the sweep ends, however it ends (done,
+    /// interrupted, failed runs, an error): the outcome is in its environment (SGTUNE_OUTCOME,
+    /// SGTUNE_EXIT_CODE, SGTUNE_RESULTS_DIR, SGTUNE_WINNER, SGTUNE_WINNER_COMMAND,
+    /// SGTUNE_SUMMARY) and in DIR/outcome.json. Overrides the spec's `on_finish.command`.
+    #[arg(long, value_name = "CMD")]
+    pub on_finish: Option<String>,
 }
 
 /// Several configurations at once on one machine.

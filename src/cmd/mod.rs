@@ -129,6 +129,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
             retry_failed,
             force,
             slots,
+            end,
             executor,
             slurm: slurm_flags,
         } => {
@@ -146,6 +147,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
                 plan: &plan,
                 prep: &prep,
                 slots: &slots,
+                hook: sweep::hook(&s, &end),
             };
             match (resume, slurm_opts) {
                 (Some(dir), None) => sweep::resume_sweep(&input, &dir, retry_failed, force).await,
@@ -169,6 +171,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
             retry_failed,
             force,
             slots,
+            end,
             executor,
             slurm: slurm_flags,
         } => {
@@ -183,6 +186,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
                 plan: &plan,
                 prep: &prep,
                 slots: &slots,
+                hook: sweep::hook(&s, &end),
             };
             match slurm_opts {
                 None => sweep::resume_sweep(&input, &dir, retry_failed, force).await,

@@ -9,6 +9,7 @@ use crate::record::rows;
 use crate::record::store::{self, ResultsDir};
 use crate::report::decision as decision_md;
 use crate::report::table;
+use crate::run::finish::{self, Hook};
 use crate::run::resume::{self, ResumeInput};
 use crate::run::slots::SlotSpec;
 use crate::run::tuning::{self, TuningInput};
@@ -18,6 +19,7 @@ use crate::tune::work::{self, Launch};
 use crate::util::say;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// What a sweep needs besides its spec, read before anything is launched.
 pub struct Prepared {
@@ -199,6 +201,12 @@ pub fn print_plan(s: &SweepSpec, plan: &RunPlan) {
     if let Some(q) = &s.quality {
         out(&crate::cmd::quality::plan_line(s, q, plan));
     }
+    if let Some(h) = &s.on_finish {
+        out(&format!(
+            "on_finish: `{}` once at the end, however it ends (at most {} s; outcome.json and SGTUNE_* variables)",
+            h.command, h.timeout_s
+        ));
+    }
     for (i, r) in plan.runs.iter().enumerate() {
         let cmd = command::build(&s.server, r, s.server.port);
         out(&format!(
@@ -220,6 +228,18 @@ pub struct SweepInput<'a> {
     pub prep: &'a Prepared,
     /// One launch at a time, or several in slots.
     pub slots: &'a SlotSpec,
+    /// Run once when the sweep ends (`--on-finish`, `on_finish:`).
+    pub hook: Option<Hook>,
+}
+
+/// The `on_finish` hook: `--on-finish` overrides the spec's command, and keeps its timeout.
+pub fn hook(s: &SweepSpec, end: &crate::cmd::cli::EndArgs) -> Option<Hook> {
+    let timeout = Duration::from_secs(s.on_finish.as_ref().map_or(60, |o| o.timeout_s));
+    end.on_finish
+        .clone()
+        .or_else(|| s.on_finish.as_ref().map(|o| o.command.clone()))
+        .filter(|c| !c.trim().is_empty())
+        .map(|command| Hook { command, timeout })
 }
 
 /// `--parallel`, `--gpus`, `--gpus-per-run`, checked against the plan before anything starts.
@@ -347,7 +367,7 @@ fn decide(
     manifest: &Manifest,
     interrupted: bool,
     sections: Sections<'_>,
-) {
+) -> Option<decision::Decision> {
     let Sections {
         preflight_knob,
         quality,
@@ -365,7 +385,7 @@ fn decide(
             }
         }
         say("no decision: the sweep was interrupted; `sgtune resume` finishes it and decides");
-        return;
+        return None;
     }
     let mut commands = decision::commands(manifest);
     for r in rows {
@@ -392,11 +412,13 @@ fn decide(
         say(&format!("warning: cannot write the decision: {e}"));
     }
     out(&format!("{}\n", d.summary));
+    Some(d)
 }
 
 /// Run the launches into `results` (`run::tuning` runs every round the tuner asks for),
-/// then print and save the table of every row the folder holds, and map the outcome to an
-/// exit code.
+/// then print and save the table of every row the folder holds, map the outcome to an exit
+/// code, and tell it (`outcome.json`, the `on_finish` hook), also when a round stopped on an
+/// error.
 pub async fn execute(
     input: &SweepInput<'_>,
     results: &ResultsDir,
@@ -410,14 +432,87 @@ pub async fn execute(
         dataset: input.prep.dataset.clone(),
         slots: input.slots,
     };
-    let interrupted = tuning::run_rounds(&tuning, results, launches, manifest).await?;
-    Ok(conclude(
-        input.spec,
-        input.plan,
+    let (code, decided, error) =
+        match tuning::run_rounds(&tuning, results, launches, manifest).await {
+            Ok(interrupted) => {
+                let (code, d) =
+                    conclude_decided(input.spec, input.plan, results, manifest, interrupted);
+                (code, d, None)
+            }
+            Err(e) => (ExitCode::BadInput, None, Some(CmdError::from(e))),
+        };
+    let outcome = outcome(
+        &input.plan.sweep_name,
         results,
-        manifest,
-        interrupted,
-    ))
+        code,
+        decided.as_ref(),
+        error.as_ref(),
+    );
+    for w in finish::tell(&results.root, &outcome, input.hook.as_ref()).await {
+        say(&format!("warning: {w}"));
+    }
+    match error {
+        Some(e) => Err(e),
+        None => Ok(code),
+    }
+}
+
+/// How the sweep ended, from its exit code, its rows and its decision.
+fn outcome(
+    sweep: &str,
+    results: &ResultsDir,
+    code: ExitCode,
+    d: Option<&decision::Decision>,
+    error: Option<&CmdError>,
+) -> finish::Outcome {
+    let all = rows::read(&results.results_csv())
+        .map(|t| t.rows)
+        .unwrap_or_default();
+    let ok = all.iter().filter(|r| r.is_ok()).count();
+    let word = match (code, error) {
+        (_, Some(_)) => "error",
+        (ExitCode::Ok, _) => "done",
+        (ExitCode::RunsFailed, _) => "runs_failed",
+        (ExitCode::Interrupted, _) => "interrupted",
+        (ExitCode::BadInput, _) => "error",
+    };
+    // One winner for the hook: the same configuration won at every load point decided.
+    let points = d.map_or(&[][..], |d| d.points.as_slice());
+    let winner = points
+        .first()
+        .and_then(|p| p.winner.clone())
+        .filter(|w| points.iter().all(|p| p.winner.as_ref() == Some(w)));
+    let winner_command = winner
+        .as_ref()
+        .and_then(|_| points.first().and_then(|p| p.command.clone()));
+    let mut summary = format!(
+        "{sweep}: {word} (exit {}), {} row(s), {ok} ok, {} not ok",
+        code.code(),
+        all.len(),
+        all.len() - ok
+    );
+    match (&winner, d) {
+        (Some(w), _) => summary.push_str(&format!("; winner {w}")),
+        (None, Some(_)) => summary.push_str("; no single winner (decision.md)"),
+        (None, None) => {}
+    }
+    if let Some(e) = error {
+        summary.push_str(&format!("; error: {e}"));
+    }
+    finish::Outcome {
+        outcome: word.to_string(),
+        exit_code: code.code(),
+        sweep: sweep.to_string(),
+        results_dir: results.root.display().to_string(),
+        rows: all.len(),
+        rows_ok: ok,
+        rows_failed: all.len() - ok,
+        winner,
+        winner_command,
+        summary,
+        error: error.map(|e| e.to_string()),
+        finished_at: provenance::now_rfc3339(),
+    }
 }
 
 /// After the runs (here, or the Slurm merge): the manifest, results.md and the table from every
@@ -429,6 +524,17 @@ pub fn conclude(
     manifest: &mut Manifest,
     interrupted: bool,
 ) -> ExitCode {
+    conclude_decided(spec, plan, results, manifest, interrupted).0
+}
+
+/// [`conclude`], with the decision it wrote (None without an objective, or interrupted).
+pub fn conclude_decided(
+    spec: &SweepSpec,
+    plan: &RunPlan,
+    results: &ResultsDir,
+    manifest: &mut Manifest,
+    interrupted: bool,
+) -> (ExitCode, Option<decision::Decision>) {
     if !interrupted {
         manifest.finished_at = Some(provenance::now_rfc3339());
     }
@@ -467,7 +573,7 @@ pub fn conclude(
         say(&format!("warning: cannot write results.md: {e}"));
     }
     out(&format!("\n{table}"));
-    if let Some(o) = &spec.objective {
+    let decided = if let Some(o) = &spec.objective {
         decide(
             o,
             &plan.sweep_name,
@@ -479,8 +585,10 @@ pub fn conclude(
                 preflight_knob: spec.search.preflight.as_ref().map(|p| p.knob.as_str()),
                 quality,
             },
-        );
-    }
+        )
+    } else {
+        None
+    };
     // The pictures: a report that cannot be written loses nothing (the rows are in
     // results.csv); say so and carry on.
     match crate::cmd::report::write_sweep_report(&results.root, None) {
@@ -493,15 +601,15 @@ pub fn conclude(
             "interrupted: every finished run is in results.csv; continue with `sgtune resume {}`",
             results.root.display()
         ));
-        ExitCode::Interrupted
+        (ExitCode::Interrupted, decided)
     } else if all
         .iter()
         .any(|r| !r.is_ok() && r.get("phase") != "preflight" && r.get("status") != "pruned")
     {
         // A pre-flight attempt that failed, or a pruned measurement, is the search working,
         // not a failed run.
-        ExitCode::RunsFailed
+        (ExitCode::RunsFailed, decided)
     } else {
-        ExitCode::Ok
+        (ExitCode::Ok, decided)
     }
 }

@@ -103,6 +103,32 @@ pub struct SweepSpec {
     /// each key).
     #[serde(default)]
     pub slots: Option<SlotsSpec>,
+    /// A command run once when the sweep ends, however it ends (`--on-finish` overrides
+    /// the command).
+    #[serde(default)]
+    pub on_finish: Option<OnFinish>,
+}
+
+/// `on_finish:`: a shell command (`sh -c`) run once at the end of the sweep with the outcome
+/// in its environment and in `outcome.json`; its failure is a warning.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct OnFinish {
+    pub command: String,
+    /// Seconds the command may run before its process group is killed (default 60).
+    #[serde(
+        default = "default_on_finish_timeout",
+        deserialize_with = "positive_u64"
+    )]
+    pub timeout_s: u64,
+}
+
+fn default_on_finish_timeout() -> u64 {
+    60
+}
+
+fn positive_u64<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    Positive::deserialize(d).map(|p| p.0)
 }
 
 /// `slots:`: run configurations at the same time on disjoint GPU sets (or, without `gpus`,
@@ -2090,6 +2116,28 @@ workload:
         assert!(e.message.contains("not both"), "{e}");
         let e = err_of(&GOOD.replace("requests: 1000", "concurrency_x: 1"));
         assert!(e.message.contains("concurrency_x"), "{e}");
+    }
+
+    #[test]
+    fn on_finish_takes_a_command_and_a_positive_timeout() {
+        let text = GOOD.replace(
+            "name: kv-cache-tuning",
+            "name: k\non_finish: {command: 'echo $SGTUNE_OUTCOME'}",
+        );
+        let s = parse(&text, "s.yaml").expect("parses");
+        let o = s.on_finish.expect("on_finish");
+        assert_eq!(
+            (o.command.as_str(), o.timeout_s),
+            ("echo $SGTUNE_OUTCOME", 60)
+        );
+        let e = err_of(&GOOD.replace(
+            "name: kv-cache-tuning",
+            "name: k\non_finish: {command: 'x', timeout_s: 0}",
+        ));
+        assert!(e.message.contains(">= 1"), "{e}");
+        assert_eq!(e.line, 3, "{e}");
+        let e = err_of(&GOOD.replace("name: kv-cache-tuning", "name: k\non_finish: {cmd: x}"));
+        assert!(e.message.contains("cmd"), "{e}");
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! configuration in, its records out (one per repeat × load point it measures), everything in
 //! its own folder. The runner owns cancellation and never prints: it emits RunEvents.
 
+pub mod finish;
 pub mod launch;
 pub mod preflight;
 pub mod resume;

@@ -1,0 +1,136 @@
+//! The end of a sweep, told: `outcome.json` in the results folder, then the `on_finish` hook
+//! (`sh -c`), once, however the sweep ended. The rows are on disk before either, and the
+//! hook's failure (non-zero, not found, still running at its timeout) is a warning: it never
+//! loses a row and never changes the exit code.
+
+use crate::record::store::{self, StoreError};
+use serde::Serialize;
+use std::path::Path;
+use std::time::Duration;
+
+/// The outcome file in the results folder.
+pub const FILE: &str = "outcome.json";
+/// The hook's stdout and stderr, appended, in the results folder.
+pub const LOG: &str = "on_finish.log";
+
+/// How a sweep ended, for the hook and for `outcome.json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Outcome {
+    /// `done` (exit 0), `runs_failed` (1), `error` (2: the sweep stopped on an error after its
+    /// results folder existed), `interrupted` (130).
+    pub outcome: String,
+    pub exit_code: i32,
+    pub sweep: String,
+    pub results_dir: String,
+    pub rows: usize,
+    pub rows_ok: usize,
+    pub rows_failed: usize,
+    /// The decision's winner (the same one at every load point decided), if any.
+    pub winner: Option<String>,
+    /// The winner's exact launch command.
+    pub winner_command: Option<String>,
+    /// One line: outcome, rows, winner.
+    pub summary: String,
+    /// The error that stopped the sweep (outcome `error`).
+    pub error: Option<String>,
+    pub finished_at: String,
+}
+
+impl Outcome {
+    /// The hook's environment: every field it may need, as text (empty when unknown).
+    pub fn env(&self, outcome_file: &Path) -> Vec<(&'static str, String)> {
+        vec![
+            ("SGTUNE_OUTCOME", self.outcome.clone()),
+            ("SGTUNE_EXIT_CODE", self.exit_code.to_string()),
+            ("SGTUNE_SWEEP", self.sweep.clone()),
+            ("SGTUNE_RESULTS_DIR", self.results_dir.clone()),
+            ("SGTUNE_WINNER", self.winner.clone().unwrap_or_default()),
+            (
+                "SGTUNE_WINNER_COMMAND",
+                self.winner_command.clone().unwrap_or_default(),
+            ),
+            ("SGTUNE_SUMMARY", self.summary.clone()),
+            ("SGTUNE_OUTCOME_FILE", outcome_file.display().to_string()),
+        ]
+    }
+}
+
+/// The hook to run: the command and how long it may take.
+#[derive(Debug, Clone)]
+pub struct Hook {
+    pub command: String,
+    pub timeout: Duration,
+}
+
+/// Write `outcome.json` into `root`, then run the hook (if any) once. Returns the warnings to
+/// say; nothing here fails the sweep.
+pub async fn tell(root: &Path, outcome: &Outcome, hook: Option<&Hook>) -> Vec<String> {
+    let mut warnings = Vec::new();
+    let file = root.join(FILE);
+    if let Err(e) = write(&file, outcome) {
+        warnings.push(format!("cannot write {}: {e}", file.display()));
+    }
+    if let Some(h) = hook {
+        if let Err(why) = run_hook(root, h, &outcome.env(&file)).await {
+            warnings.push(format!(
+                "the on_finish hook {why} (its output: {}); the results are complete",
+                root.join(LOG).display()
+            ));
+        }
+    }
+    warnings
+}
+
+fn write(file: &Path, outcome: &Outcome) -> Result<(), StoreError> {
+    store::write_json(file, outcome)
+}
+
+/// `sh -c CMD` in its own process group, output appended to `on_finish.log`; its group is
+/// killed when it outlives the timeout.
+async fn run_hook(root: &Path, hook: &Hook, env: &[(&'static str, String)]) -> Result<(), String> {
+    let log_path = root.join(LOG);
+    let open = || {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log_path)
+    };
+    let (out, err) = match (open(), open()) {
+        (Ok(o), Ok(e)) => (std::process::Stdio::from(o), std::process::Stdio::from(e)),
+        // Without its log the hook still runs: the person waits for its message, not the log.
+        _ => (std::process::Stdio::null(), std::process::Stdio::null()),
+    };
+    let mut cmd = tokio::process::Command::new("sh");
+    cmd.arg("-c")
+        .arg(&hook.command)
+        .stdin(std::process::Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("could not start (`sh -c`: {e})"))?;
+    let pgid = child.id().map_or(0, |p| p as i32);
+    match tokio::time::timeout(hook.timeout, child.wait()).await {
+        Ok(Ok(st)) if st.success() => Ok(()),
+        Ok(Ok(st)) => Err(format!(
+            "`{}` exited with {}",
+            hook.command,
+            crate::server::failure::describe_exit(&st)
+        )),
+        Ok(Err(e)) => Err(format!("`{}` could not be waited for: {e}", hook.command)),
+        Err(_) => {
+            if pgid > 0 {
+                crate::server::reap::signal_group(pgid, libc::SIGKILL);
+            }
+            let _ = child.wait().await;
+            Err(format!(
+                "`{}` was still running after {} s (on_finish.timeout_s) and was killed",
+                hook.command,
+                hook.timeout.as_secs()
+            ))
+        }
+    }
+}
