@@ -159,7 +159,9 @@ pub enum Command {
     /// Read SGLang server logs: version hints, capacity, the measured window, stats, and what
     /// limits the server (exit 0; 2 for an unreadable file or bad arguments).
     Log(LogArgs),
-    /// Per run of a sweep submitted to Slurm: ok, failed, pending, running or cancelled (from
+    /// Where a sweep stands. Local: whether sgtune still runs it, the launch and load point in
+    /// progress, rows done and failed, launches left, the leader so far and the ETA (from the
+    /// results folder alone). Slurm: per run ok, failed, pending, running or cancelled (from
     /// the results folder, squeue and sacct or the jobcomp log).
     Status {
         /// The results folder of the sweep.

@@ -10,6 +10,7 @@ pub mod quality;
 pub mod report;
 pub mod reproduce;
 pub mod slurm;
+pub mod status;
 pub mod sweep;
 
 use crate::util::say;
@@ -197,7 +198,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
                 }
             }
         }
-        Command::Status { dir } => slurm::status(&dir),
+        Command::Status { dir } => status::run(&dir),
         Command::Cancel { dir } => slurm::cancel(&dir),
         Command::RunOne {
             dir,

@@ -448,6 +448,9 @@ pub async fn execute(
         decided.as_ref(),
         error.as_ref(),
     );
+    if let Err(e) = crate::run::state::finished(&results.root, &outcome.outcome) {
+        say(&format!("warning: {e}"));
+    }
     for w in finish::tell(&results.root, &outcome, input.hook.as_ref()).await {
         say(&format!("warning: {w}"));
     }

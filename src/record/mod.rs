@@ -5,6 +5,7 @@ pub mod gpu;
 pub mod provenance;
 pub mod rows;
 pub mod run_record;
+pub mod state;
 pub mod store;
 
 pub use run_record::*;

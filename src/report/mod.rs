@@ -7,4 +7,5 @@ pub mod load;
 pub mod log;
 pub mod progress;
 pub mod reproduce;
+pub mod status;
 pub mod table;

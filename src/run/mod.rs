@@ -11,6 +11,7 @@ pub mod session;
 pub mod signals;
 pub mod slots;
 pub mod slurm;
+pub mod state;
 pub mod sweep;
 pub mod tuning;
 

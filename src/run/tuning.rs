@@ -29,6 +29,20 @@ pub struct TuningInput<'a> {
     pub slots: &'a SlotSpec,
 }
 
+/// Everyone told of the runner's events: the person at the terminal (bars or plain lines)
+/// and state.json, for `sgtune status`.
+struct Watch {
+    progress: Progress,
+    state: super::state::Tracker,
+}
+
+impl Watch {
+    fn handle(&mut self, ev: &crate::report::events::RunEvent<'_>) {
+        self.progress.handle(ev);
+        self.state.handle(ev);
+    }
+}
+
 /// The rows results.csv holds now (none when it cannot be read: the rounds then plan from
 /// nothing, which only means more work, never a lost row).
 fn recorded(results: &ResultsDir) -> Vec<rows::Row> {
@@ -69,7 +83,10 @@ pub async fn run_rounds(
         slot: None,
         working_set_basis: &basis,
     };
-    let mut progress = Progress::new();
+    let mut progress = Watch {
+        progress: Progress::new(),
+        state: super::state::Tracker::new(&results.root, launches.len()),
+    };
     let mut launches = launches.to_vec();
     let mut interrupted = false;
     if let Some(p) = &input.spec.search.preflight {
@@ -145,7 +162,7 @@ pub async fn run_rounds(
                 .interrupted;
         }
     }
-    progress.finish();
+    progress.progress.finish();
     if let (Some(sp), Ok(Some(b))) = (&input.spec.workload.shared_prefix, basis.lock().map(|b| *b))
     {
         if let Some(ws) = sp.working_set {
@@ -173,7 +190,7 @@ async fn run_preflight(
     results: &ResultsDir,
     manifest: &mut Manifest,
     launches: &mut Vec<Launch>,
-    progress: &mut Progress,
+    progress: &mut Watch,
 ) -> Result<bool, StoreError> {
     let Some(base) = plan.runs.first() else {
         return Ok(false);

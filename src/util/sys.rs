@@ -14,3 +14,40 @@ pub fn hostname() -> String {
         .or_else(|| std::env::var("HOSTNAME").ok())
         .unwrap_or_else(|| "unknown-host".to_string())
 }
+
+/// When process `pid` started, in clock ticks since boot (`/proc/PID/stat` field 22): with the
+/// pid, it names one process even after the pid is reused. None off Linux or when it is gone.
+pub fn process_start_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces and parentheses: count from its last ')'.
+    let rest = stat.rsplit_once(')')?.1;
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// Whether process `pid` is alive (not a zombie) and, when `start` is known, still the one
+/// that started then.
+pub fn process_alive(pid: u32, start: Option<u64>) -> bool {
+    let Ok(p) = i32::try_from(pid) else {
+        return false;
+    };
+    if p <= 0 {
+        return false;
+    }
+    // SAFETY: kill with signal 0 only checks for existence and permission.
+    let exists = unsafe { libc::kill(p, 0) } == 0
+        || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+    if !exists {
+        return false;
+    }
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let zombie = stat
+        .rsplit_once(')')
+        .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
+    if zombie {
+        return false;
+    }
+    match (start, process_start_ticks(pid)) {
+        (Some(want), Some(now)) => want == now,
+        _ => true,
+    }
+}

@@ -1,0 +1,66 @@
+//! `sgtune status DIR`: a Slurm submission's tasks (`slurm::status`), or where a local sweep
+//! stands, read from its folder alone (state.json, results.csv, spec.yaml, manifest.json),
+//! so it works from another shell while the sweep runs and after a crash.
+
+use super::{CmdError, ExitCode, out};
+use crate::record::{provenance, rows, state};
+use crate::report::status::{Liveness, StatusView, render};
+use crate::tune::decision;
+use std::path::Path;
+
+pub fn run(dir: &Path) -> Result<ExitCode, CmdError> {
+    let slurm = dir
+        .join(crate::run::slurm::FOLDER)
+        .join(crate::run::slurm::SUBMISSIONS);
+    if slurm.exists() {
+        return super::slurm::status(dir);
+    }
+    let Some(st) = state::read(dir).map_err(CmdError::Input)? else {
+        return Err(CmdError::input(format!(
+            "{} has no {} and no {}/{}: it is not a results folder of a sweep started by this sgtune (run it with `sgtune run SPEC`; a folder from an older sgtune has only its results.csv and results.md)",
+            dir.display(),
+            state::FILE,
+            crate::run::slurm::FOLDER,
+            crate::run::slurm::SUBMISSIONS
+        )));
+    };
+    let live = if st.finished_at.is_some() {
+        Liveness::Finished
+    } else if st.host != crate::util::sys::hostname() {
+        Liveness::Elsewhere
+    } else if crate::util::sys::process_alive(st.pid, st.pid_start) {
+        Liveness::Running
+    } else {
+        Liveness::Gone
+    };
+    // A row half-written by a crash is dropped by rows::read; an unreadable file is no rows.
+    let all = rows::read(&dir.join("results.csv"))
+        .map(|t| t.rows)
+        .unwrap_or_default();
+    let spec = crate::plan::spec::load(&dir.join("spec.yaml")).ok();
+    let sweep = spec
+        .as_ref()
+        .map_or_else(|| dir.display().to_string(), |(s, _)| s.name.0.clone());
+    let decided = spec
+        .as_ref()
+        .and_then(|(s, _)| s.objective.as_ref())
+        .map(|o| {
+            let manifest = provenance::read(dir).ok();
+            let commands = manifest
+                .as_ref()
+                .map(decision::commands)
+                .unwrap_or_default();
+            let cost = manifest.as_ref().map(decision::cost).unwrap_or_default();
+            decision::decide(&sweep, o, &all, &commands, cost)
+        });
+    let d = dir.display().to_string();
+    out(&render(&StatusView {
+        dir: &d,
+        sweep: &sweep,
+        state: &st,
+        live,
+        rows: &all,
+        decision: decided.as_ref(),
+    }));
+    Ok(ExitCode::Ok)
+}

@@ -1,0 +1,75 @@
+//! `state.json`: where a local sweep stands, written atomically by the runner at each event
+//! (launch started, ready, load point started, stopping, row written) and read by `sgtune
+//! status` from another shell, or after a crash. The rows themselves are in results.csv;
+//! this file holds only what results.csv cannot say: who runs the sweep, what runs now, and
+//! the expected end.
+
+use super::store::{self, StoreError};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+pub const FILE: &str = "state.json";
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct SweepState {
+    /// The sgtune process running the sweep.
+    pub pid: u32,
+    /// Its start time in clock ticks since boot (guards against a reused pid).
+    #[serde(default)]
+    pub pid_start: Option<u64>,
+    pub host: String,
+    /// When this session (a run or a resume) started, RFC 3339.
+    pub started_at: String,
+    pub updated_at: String,
+    /// `starting`, `loading`, `stopping`, `between_runs`, or `finished`.
+    pub phase: String,
+    /// The launch in progress (its folder under runs/).
+    #[serde(default)]
+    pub launch: Option<String>,
+    /// Its position in the current round, 1-based, and the round's launches.
+    #[serde(default)]
+    pub launch_index: usize,
+    #[serde(default)]
+    pub round_launches: usize,
+    /// Launches of the current round that have ended.
+    #[serde(default)]
+    pub round_done: usize,
+    /// The load point in progress, in words ("concurrency 8").
+    #[serde(default)]
+    pub point: Option<String>,
+    /// When the current phase began, RFC 3339.
+    #[serde(default)]
+    pub phase_since: Option<String>,
+    /// Launches this session planned at its start (a search or `repeats: auto` may add more).
+    #[serde(default)]
+    pub planned_launches: usize,
+    /// Launches this session has finished.
+    #[serde(default)]
+    pub launches_done: usize,
+    /// The expected end of the sweep, RFC 3339, and how it was estimated.
+    #[serde(default)]
+    pub eta: Option<String>,
+    #[serde(default)]
+    pub eta_basis: Option<String>,
+    /// Set when the sweep ended: its outcome (`done`, `runs_failed`, `interrupted`, `error`).
+    #[serde(default)]
+    pub outcome: Option<String>,
+    #[serde(default)]
+    pub finished_at: Option<String>,
+}
+
+pub fn write(root: &Path, s: &SweepState) -> Result<(), StoreError> {
+    store::write_json(&root.join(FILE), s)
+}
+
+/// The folder's state.json; None when there is none (a sweep from before it, or Slurm's).
+pub fn read(root: &Path) -> Result<Option<SweepState>, String> {
+    let p = root.join(FILE);
+    match std::fs::read_to_string(&p) {
+        Ok(t) => serde_json::from_str(&t)
+            .map(Some)
+            .map_err(|e| format!("{} is not a sweep state ({e})", p.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("cannot read {}: {e}", p.display())),
+    }
+}
