@@ -131,6 +131,9 @@ pub enum Command {
     Validate {
         /// The sweep file (YAML).
         spec: PathBuf,
+        /// Where earlier sweeps are, whose measured start-up times the estimate uses.
+        #[arg(long, default_value = "results")]
+        results_dir: PathBuf,
     },
     /// Drive a workload against a server that is already running and print the client's
     /// numbers (the same engine and measurements as `sgtune run`).

@@ -117,9 +117,17 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
             out(&crate::record::columns_markdown());
             Ok(ExitCode::Ok)
         }
-        Command::Validate { spec } => {
+        Command::Validate { spec, results_dir } => {
             let (s, _, plan, _) = sweep::load_checked(&spec)?;
             sweep::print_plan(&s, &plan);
+            let launches =
+                crate::tune::work::plan_launches(&s, &plan, &|_, _| false, &|_| Vec::new());
+            out(&crate::tune::estimate::line(&sweep::estimate(
+                &s,
+                &plan,
+                &launches,
+                &results_dir,
+            )));
             Ok(ExitCode::Ok)
         }
         Command::Run {

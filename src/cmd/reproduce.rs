@@ -73,7 +73,7 @@ pub async fn run(
     };
     let (results, mut manifest) = create_results(&input, results_dir, &one.sweep_name)?;
     let launches = crate::tune::work::plan_launches(&s, &one, &|_, _| false, &|_| Vec::new());
-    let code = execute(&input, &results, &launches, &mut manifest).await?;
+    let code = execute(&input, &results, &launches, &mut manifest, None).await?;
     if code == ExitCode::Interrupted {
         return Ok(code);
     }
@@ -231,7 +231,7 @@ pub async fn decision(dir: &Path, results_dir: &Path) -> Result<ExitCode, CmdErr
         point.label
     ));
     let (results, mut manifest) = create_results(&input, results_dir, &one.sweep_name)?;
-    let code = execute(&input, &results, &launches, &mut manifest).await?;
+    let code = execute(&input, &results, &launches, &mut manifest, None).await?;
     if code == ExitCode::Interrupted {
         return Ok(code);
     }

@@ -17,7 +17,7 @@ pub fn run(dir: &Path) -> Result<ExitCode, CmdError> {
     }
     let Some(st) = state::read(dir).map_err(CmdError::Input)? else {
         return Err(CmdError::input(format!(
-            "{} has no {} and no {}/{}: it is not a results folder of a sweep started by this sgtune (run it with `sgtune run SPEC`; a folder from an older sgtune has only its results.csv and results.md)",
+            "{} has no {} (a local sweep started by this sgtune writes one) and was not submitted to Slurm (no {}/{}): give the results folder of a sweep started with `sgtune run` (a folder from an older sgtune has only its results.csv and results.md)",
             dir.display(),
             state::FILE,
             crate::run::slurm::FOLDER,

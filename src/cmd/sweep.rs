@@ -15,6 +15,7 @@ use crate::run::slots::SlotSpec;
 use crate::run::tuning::{self, TuningInput};
 use crate::server::command;
 use crate::tune::decision;
+use crate::tune::estimate;
 use crate::tune::work::{self, Launch};
 use crate::util::say;
 use std::path::Path;
@@ -219,6 +220,73 @@ pub fn print_plan(s: &SweepSpec, plan: &RunPlan) {
     }
 }
 
+/// What earlier sweeps under `results_dir` measured for this plan's configurations (same run
+/// id: same command, model, flags and environment): the median start-up and, for `requests:`
+/// workloads, the median load point; else the spec's stated defaults (`estimate:`).
+pub fn known(s: &SweepSpec, plan: &RunPlan, results_dir: &Path) -> estimate::Known {
+    let ids: std::collections::HashSet<&str> = plan.runs.iter().map(|r| r.id.as_str()).collect();
+    let (mut ready, mut window, mut sweeps) = (Vec::new(), Vec::new(), 0);
+    let folders = std::fs::read_dir(results_dir)
+        .map(|d| d.flatten().map(|e| e.path()).collect::<Vec<_>>())
+        .unwrap_or_default();
+    for f in folders {
+        let Ok(t) = rows::read(&f.join("results.csv")) else {
+            continue;
+        };
+        let before = ready.len();
+        for r in t
+            .rows
+            .iter()
+            .filter(|r| r.is_ok() && ids.contains(r.get("run_id")))
+        {
+            ready.extend(r.f64("time_to_ready_s"));
+            window.extend(r.f64("duration_s"));
+        }
+        sweeps += usize::from(ready.len() > before);
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied()
+    };
+    let (startup_s, startup_from) = match median(&mut ready) {
+        Some(m) => (
+            m,
+            format!(
+                "median of {} launch(es) of these configurations in {sweeps} earlier sweep(s) under {}",
+                ready.len(),
+                results_dir.display()
+            ),
+        ),
+        None => (
+            s.estimate.startup_s,
+            "estimate.startup_s: nothing measured yet".to_string(),
+        ),
+    };
+    let measured = s
+        .workload
+        .requests
+        .and_then(|_| median(&mut window))
+        .filter(|_| s.estimate.point_s.is_none());
+    let (point_s, point_from) = estimate::point_seconds(s, measured);
+    estimate::Known {
+        startup_s,
+        startup_from,
+        point_s,
+        point_from,
+        stop_s: s.estimate.stop_s,
+    }
+}
+
+/// The plan's estimate, from what earlier sweeps under `results_dir` measured.
+pub fn estimate(
+    s: &SweepSpec,
+    plan: &RunPlan,
+    launches: &[Launch],
+    results_dir: &Path,
+) -> estimate::Estimate {
+    estimate::estimate(s, launches, &known(s, plan, results_dir))
+}
+
 /// A checked sweep, ready to run.
 pub struct SweepInput<'a> {
     pub spec: &'a SweepSpec,
@@ -297,7 +365,9 @@ fn write_plan(s: &SweepSpec, plan: &RunPlan, root: &Path) -> Result<(), store::S
 pub async fn new_sweep(input: &SweepInput<'_>, results_dir: &Path) -> Result<ExitCode, CmdError> {
     let (results, mut manifest) = create_results(input, results_dir, &input.plan.sweep_name)?;
     let launches = work::plan_launches(input.spec, input.plan, &|_, _| false, &|_| Vec::new());
-    execute(input, &results, &launches, &mut manifest).await
+    let e = estimate(input.spec, input.plan, &launches, results_dir);
+    say(&estimate::line(&e));
+    execute(input, &results, &launches, &mut manifest, e.expected_s).await
 }
 
 pub fn create_results(
@@ -330,7 +400,15 @@ pub async fn resume_sweep(
     force: bool,
 ) -> Result<ExitCode, CmdError> {
     let (results, launches, mut recorded) = prepare_resume(input, dir, retry_failed, force)?;
-    execute(input, &results, &launches, &mut recorded).await
+    // Earlier sweeps next to this one, and this one's own rows, say how long a launch takes.
+    let e = estimate(
+        input.spec,
+        input.plan,
+        &launches,
+        dir.parent().unwrap_or(Path::new(".")),
+    );
+    say(&format!("what is left: {}", estimate::line(&e)));
+    execute(input, &results, &launches, &mut recorded, e.expected_s).await
 }
 
 /// What a resume keeps and what it redoes (`run::resume`).
@@ -424,6 +502,7 @@ pub async fn execute(
     results: &ResultsDir,
     launches: &[Launch],
     manifest: &mut Manifest,
+    estimate_s: Option<f64>,
 ) -> Result<ExitCode, CmdError> {
     let tuning = TuningInput {
         spec: input.spec,
@@ -431,6 +510,7 @@ pub async fn execute(
         vocab: input.prep.vocab,
         dataset: input.prep.dataset.clone(),
         slots: input.slots,
+        estimate_s,
     };
     let (code, decided, error) =
         match tuning::run_rounds(&tuning, results, launches, manifest).await {

@@ -107,6 +107,52 @@ pub struct SweepSpec {
     /// the command).
     #[serde(default)]
     pub on_finish: Option<OnFinish>,
+    /// What the time estimate assumes where nothing was measured yet.
+    #[serde(default)]
+    pub estimate: EstimateSpec,
+}
+
+/// `estimate:`: the stated defaults of the time estimate, used until earlier sweeps in the
+/// results folder or this sweep's first launch say better.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct EstimateSpec {
+    /// Seconds from launch to ready (default 60).
+    #[serde(default = "default_startup_s", deserialize_with = "positive_f64")]
+    pub startup_s: f64,
+    /// Seconds one load point takes with `requests:` (with `duration_s:` it is that); no
+    /// default: without it or an earlier sweep, such a plan has no estimate.
+    #[serde(default, deserialize_with = "opt_positive_f64")]
+    pub point_s: Option<f64>,
+    /// Seconds to stop a server (default 2; at most `server.stop_timeout_s` in the worst case).
+    #[serde(default = "default_stop_s", deserialize_with = "positive_f64")]
+    pub stop_s: f64,
+}
+
+impl Default for EstimateSpec {
+    fn default() -> Self {
+        EstimateSpec {
+            startup_s: default_startup_s(),
+            point_s: None,
+            stop_s: default_stop_s(),
+        }
+    }
+}
+
+fn default_startup_s() -> f64 {
+    60.0
+}
+
+fn default_stop_s() -> f64 {
+    2.0
+}
+
+fn positive_f64<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    PositiveF64::deserialize(d).map(|p| p.0)
+}
+
+fn opt_positive_f64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    PositiveF64::deserialize(d).map(|p| Some(p.0))
 }
 
 /// `on_finish:`: a shell command (`sh -c`) run once at the end of the sweep with the outcome

@@ -252,6 +252,11 @@ impl Progress {
         ));
     }
 
+    /// A line of its own (e.g. the ETA), above the bars or plain.
+    pub fn note(&self, line: &str) {
+        self.println(line);
+    }
+
     pub fn finish(&self) {
         if let Some(b) = &self.bars {
             b.run.finish_and_clear();

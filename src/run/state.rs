@@ -19,8 +19,9 @@ pub struct Tracker {
 }
 
 impl Tracker {
-    /// This session's state: this process, `planned` launches ahead.
-    pub fn new(root: &Path, planned: usize) -> Tracker {
+    /// This session's state: this process, `planned` launches ahead, expected to take
+    /// `estimate_s` (the ETA until a launch is measured).
+    pub fn new(root: &Path, planned: usize, estimate_s: Option<f64>) -> Tracker {
         let pid = std::process::id();
         let now = now_rfc3339();
         let mut t = Tracker {
@@ -40,8 +41,24 @@ impl Tracker {
             launch_secs: Vec::new(),
             warned: false,
         };
+        if let Some(secs) = estimate_s {
+            t.state.eta = Some(in_secs(secs));
+            t.state.eta_basis = Some("the plan's estimate; no launch measured yet".to_string());
+        }
         t.write();
         t
+    }
+
+    /// The ETA in words for a progress line, once a launch was measured.
+    pub fn eta_line(&self) -> Option<String> {
+        if self.launch_secs.is_empty() {
+            return None;
+        }
+        let eta = self.state.eta.as_deref()?;
+        Some(format!(
+            "ETA {eta} ({})",
+            self.state.eta_basis.as_deref().unwrap_or("")
+        ))
     }
 
     fn phase(&mut self, phase: &str) {
@@ -80,8 +97,7 @@ impl Tracker {
         } else {
             mean * left as f64
         };
-        let at = chrono::Utc::now() + chrono::Duration::milliseconds((secs * 1000.0) as i64);
-        self.state.eta = Some(at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
+        self.state.eta = Some(in_secs(secs));
         self.state.eta_basis = Some(format!(
             "{left} launch(es) left in this round at the mean of {} measured ({mean:.0} s each)",
             self.launch_secs.len()
@@ -128,6 +144,12 @@ impl Tracker {
         self.eta();
         self.write();
     }
+}
+
+/// Now plus `secs`, RFC 3339 in UTC.
+fn in_secs(secs: f64) -> String {
+    let at = chrono::Utc::now() + chrono::Duration::milliseconds((secs * 1000.0) as i64);
+    at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
 /// The sweep ended with `outcome`: say so in state.json (when there is one).

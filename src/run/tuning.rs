@@ -27,6 +27,8 @@ pub struct TuningInput<'a> {
     pub vocab: u64,
     pub dataset: Option<Arc<Vec<crate::load::dataset::DatasetPrompt>>>,
     pub slots: &'a SlotSpec,
+    /// The plan's expected seconds (tune::estimate), the ETA until a launch is measured.
+    pub estimate_s: Option<f64>,
 }
 
 /// Everyone told of the runner's events: the person at the terminal (bars or plain lines)
@@ -40,6 +42,11 @@ impl Watch {
     fn handle(&mut self, ev: &crate::report::events::RunEvent<'_>) {
         self.progress.handle(ev);
         self.state.handle(ev);
+        if let (crate::report::events::RunEvent::RunEnd { .. }, Some(eta)) =
+            (ev, self.state.eta_line())
+        {
+            self.progress.note(&format!("  {eta}"));
+        }
     }
 }
 
@@ -85,7 +92,7 @@ pub async fn run_rounds(
     };
     let mut progress = Watch {
         progress: Progress::new(),
-        state: super::state::Tracker::new(&results.root, launches.len()),
+        state: super::state::Tracker::new(&results.root, launches.len(), input.estimate_s),
     };
     let mut launches = launches.to_vec();
     let mut interrupted = false;

@@ -10,8 +10,10 @@
 //! - `prune`: successive halving, which configurations the lowest load point rules out.
 //! - `repeats`: the next round of `repeats: auto`.
 //! - `work`: the launches a plan still needs (`Launch`, `Measurement`).
+//! - `estimate`: how long the launches will take, expected and at worst.
 
 pub mod decision;
+pub mod estimate;
 pub mod objective;
 pub mod preflight;
 pub mod prune;
