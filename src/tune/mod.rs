@@ -11,7 +11,10 @@
 //! - `repeats`: the next round of `repeats: auto`.
 //! - `work`: the launches a plan still needs (`Launch`, `Measurement`).
 //! - `estimate`: how long the launches will take, expected and at worst.
+//! - `deadline`: reading a deadline, the order that decides early, the fits rule, what is
+//!   not measured.
 
+pub mod deadline;
 pub mod decision;
 pub mod estimate;
 pub mod objective;

@@ -1,0 +1,352 @@
+//! A sweep against a deadline (`--deadline 07:00`, `--budget 8h`, `deadline:` / `budget:`),
+//! as pure functions: reading the values (with "now" handed in), the order that gives a
+//! decision as early as possible, whether a launch still fits, and what was not measured.
+//! `run::deadline` holds the clock and applies them.
+
+use crate::plan::expand::RunPlan;
+use crate::plan::spec::{self, SweepSpec};
+use crate::record::RowKey;
+use crate::tune::estimate;
+use crate::tune::work::{self, Launch};
+use chrono::{DateTime, Local, NaiveTime, TimeZone, Utc};
+
+/// `8h`, `90m`, `30s`, `1h30m`, `2h 15m`: seconds (> 0).
+pub fn parse_budget(text: &str) -> Result<f64, String> {
+    let bad = || {
+        format!(
+            "budget `{text}` is not a duration: give hours, minutes and/or seconds, like 8h, 90m, 30s or 1h30m"
+        )
+    };
+    let mut total = 0.0;
+    let mut number = String::new();
+    let mut units = 0;
+    for c in text.trim().chars() {
+        match c {
+            '0'..='9' | '.' => number.push(c),
+            'h' | 'm' | 's' => {
+                let n: f64 = number.parse().map_err(|_| bad())?;
+                total += n * match c {
+                    'h' => 3600.0,
+                    'm' => 60.0,
+                    _ => 1.0,
+                };
+                number.clear();
+                units += 1;
+            }
+            ' ' if number.is_empty() => {}
+            _ => return Err(bad()),
+        }
+    }
+    if !number.is_empty() || units == 0 || !total.is_finite() {
+        return Err(bad());
+    }
+    if total <= 0.0 {
+        return Err(format!("budget `{text}` must be more than 0"));
+    }
+    Ok(total)
+}
+
+/// `07:00` or `07:00:30` (local time: today, or tomorrow when that is not after `now`), or an
+/// RFC 3339 time (`2026-12-02T07:00:00+01:00`), which must be after `now`.
+pub fn parse_deadline(text: &str, now: DateTime<Local>) -> Result<DateTime<Utc>, String> {
+    let t = text.trim();
+    if let Ok(at) = DateTime::parse_from_rfc3339(t) {
+        let at = at.with_timezone(&Utc);
+        if at <= now.with_timezone(&Utc) {
+            return Err(format!(
+                "deadline `{text}` is already past (now {})",
+                now.to_rfc3339_opts(chrono::SecondsFormat::Secs, false)
+            ));
+        }
+        return Ok(at);
+    }
+    let time = NaiveTime::parse_from_str(t, "%H:%M")
+        .or_else(|_| NaiveTime::parse_from_str(t, "%H:%M:%S"))
+        .map_err(|_| {
+            format!(
+                "deadline `{text}` is not a time: give HH:MM (local time, today or tomorrow), or an RFC 3339 time like 2026-12-02T07:00:00+01:00"
+            )
+        })?;
+    let mut day = now.date_naive();
+    for _ in 0..3 {
+        // A local time that does not exist today (a DST gap) is taken on the next day.
+        if let Some(at) = Local.from_local_datetime(&day.and_time(time)).earliest() {
+            if at > now {
+                return Ok(at.with_timezone(&Utc));
+            }
+        }
+        day = day
+            .succ_opt()
+            .ok_or_else(|| format!("deadline `{text}`: no such day"))?;
+    }
+    Err(format!("deadline `{text}`: no such local time soon"))
+}
+
+/// The order that gives a decision as early as possible: every configuration once (its first
+/// repeat, at the load points it is decided at) before any extra repeat. Stable otherwise, so
+/// the configurations keep the plan's order.
+pub fn order_for_decision(launches: &[Launch]) -> Vec<Launch> {
+    let mut out = launches.to_vec();
+    out.sort_by_key(|l| l.measurements.iter().map(|m| m.repeat).min().unwrap_or(1));
+    out
+}
+
+/// What a launch takes, from what is known: the estimate's defaults until launches are
+/// measured, then their means.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pace {
+    /// Launch to ready, seconds.
+    pub startup_s: f64,
+    /// One load point (window and warm-up), seconds; None when unknown.
+    pub point_s: Option<f64>,
+    measured_startup: Vec<f64>,
+    measured_point: Vec<f64>,
+}
+
+impl Pace {
+    pub fn new(k: &estimate::Known) -> Pace {
+        Pace {
+            startup_s: k.startup_s,
+            point_s: k.point_s,
+            measured_startup: Vec::new(),
+            measured_point: Vec::new(),
+        }
+    }
+
+    /// One launch measured: its time to ready and its load points' seconds (warm-up and
+    /// window).
+    pub fn observe(&mut self, startup_s: Option<f64>, points_s: &[f64]) {
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+        if let Some(s) = startup_s.filter(|s| s.is_finite() && *s >= 0.0) {
+            self.measured_startup.push(s);
+            self.startup_s = mean(&self.measured_startup);
+        }
+        let ok: Vec<f64> = points_s
+            .iter()
+            .copied()
+            .filter(|s| s.is_finite() && *s >= 0.0)
+            .collect();
+        if !ok.is_empty() {
+            self.measured_point.extend(ok);
+            self.point_s = Some(mean(&self.measured_point));
+        }
+    }
+
+    /// Seconds from a launch's start to the end of its last load point.
+    pub fn need_s(&self, points: u64) -> f64 {
+        self.startup_s + points as f64 * self.point_s.unwrap_or(0.0)
+    }
+}
+
+/// How long before the deadline a launch still running is cancelled: the grace its requests
+/// in flight get, the server's stop (`stop_timeout_s`, after which its group is killed) and a
+/// margin for recording the row.
+pub fn lead_s(stop_timeout_s: u64, grace_s: f64) -> f64 {
+    stop_timeout_s as f64 + grace_s + 2.0
+}
+
+/// The fits rule: a launch is started only when it can measure everything it is for before
+/// the cut-off (the deadline less [`lead_s`]), `left_s` seconds from now.
+pub fn fits(left_s: f64, lead_s: f64, need_s: f64) -> bool {
+    need_s <= left_s - lead_s
+}
+
+/// The load points a launch measures: its measurements, or a max-load search's probe bound.
+pub fn points_of(spec: &SweepSpec, l: &Launch) -> u64 {
+    match (&l.search, &spec.search.max_load) {
+        (Some(_), Some(ml)) => {
+            estimate::search_probes(ml.range.from, ml.range.to, ml.range.resolution)
+        }
+        _ => l.measurements.len() as u64,
+    }
+}
+
+/// What the plan still lacks, given the rows a folder holds: one line per launch not done, in
+/// the order a resume would run them ("b.r2: c2 repeat 2"). A row counts when it is finished
+/// (ok, failed or pruned), as `resume` keeps it; an interrupted one does not.
+pub fn not_measured(
+    spec: &SweepSpec,
+    plan: &RunPlan,
+    rows: &[crate::record::rows::Row],
+) -> Vec<String> {
+    let done: Vec<RowKey> = rows
+        .iter()
+        .filter(|r| r.is_ok() || matches!(r.get("status"), "pruned" | "failed"))
+        .map(|r| r.key())
+        .collect();
+    let probes: Vec<&crate::record::rows::Row> =
+        rows.iter().filter(|r| r.get("phase") == "probe").collect();
+    let launches = work::plan_launches(
+        spec,
+        plan,
+        &|run, m| {
+            done.contains(&(
+                run.name.clone(),
+                m.point.concurrency,
+                spec::rate_text(m.point.request_rate),
+                m.repeat,
+            ))
+        },
+        &|run| crate::tune::search::recorded_probes(spec, &probes, run),
+    );
+    order_for_decision(&launches)
+        .iter()
+        .map(|l| {
+            let what: Vec<String> = l
+                .measurements
+                .iter()
+                .map(|m| format!("{} repeat {}", m.point.label(), m.repeat))
+                .collect();
+            let search = if l.search.is_some() {
+                " (max-load search not finished)"
+            } else {
+                ""
+            };
+            format!("{}: {}{search}", l.dir_name, what.join(", "))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+    use crate::plan::expand::RunConfig;
+    use crate::plan::spec::LoadPoint;
+    use crate::record::Phase;
+    use crate::tune::work::Measurement;
+
+    fn launch(name: &str, dir: &str, repeat: u64) -> Launch {
+        Launch {
+            run: RunConfig {
+                name: name.to_string(),
+                id: name.to_string(),
+                source: crate::plan::expand::RunSource::Config,
+                params: Vec::new(),
+                resolved: Vec::new(),
+            },
+            dir_name: dir.to_string(),
+            measurements: vec![Measurement {
+                repeat,
+                point: LoadPoint {
+                    concurrency: 2,
+                    request_rate: None,
+                },
+            }],
+            search: None,
+            phase: Phase::Measure,
+        }
+    }
+
+    #[test]
+    fn every_configuration_once_before_any_extra_repeat() {
+        let plan = vec![
+            launch("a", "a.r1", 1),
+            launch("a", "a.r2", 2),
+            launch("b", "b.r1", 1),
+            launch("b", "b.r2", 2),
+            launch("c", "c.r1", 1),
+            launch("c", "c.r2", 2),
+        ];
+        let order: Vec<String> = order_for_decision(&plan)
+            .into_iter()
+            .map(|l| l.dir_name)
+            .collect();
+        assert_eq!(order, ["a.r1", "b.r1", "c.r1", "a.r2", "b.r2", "c.r2"]);
+        // A resume's leftovers keep that order; one repeat per launch is left as it is.
+        let left = vec![launch("c", "c.r2", 2), launch("b", "b.r1", 1)];
+        let order: Vec<String> = order_for_decision(&left)
+            .into_iter()
+            .map(|l| l.dir_name)
+            .collect();
+        assert_eq!(order, ["b.r1", "c.r2"]);
+        let one = vec![launch("b", "b", 1), launch("a", "a", 1)];
+        let order: Vec<String> = order_for_decision(&one)
+            .into_iter()
+            .map(|l| l.dir_name)
+            .collect();
+        assert_eq!(order, ["b", "a"]);
+    }
+
+    #[test]
+    fn a_launch_fits_only_when_its_points_end_before_the_cutoff() {
+        let lead = lead_s(30, 10.0);
+        assert_eq!(lead, 42.0);
+        // 100 s of work, 142 s left: exactly fits; one second less does not.
+        assert!(fits(142.0, lead, 100.0));
+        assert!(!fits(141.0, lead, 100.0));
+        // Past the deadline nothing fits, not even nothing.
+        assert!(!fits(-1.0, lead, 0.0));
+    }
+
+    #[test]
+    fn the_pace_starts_from_the_estimate_and_follows_what_is_measured() {
+        let k = estimate::Known {
+            startup_s: 60.0,
+            startup_from: String::new(),
+            point_s: Some(30.0),
+            point_from: String::new(),
+            stop_s: 2.0,
+        };
+        let mut p = Pace::new(&k);
+        assert_eq!(p.need_s(2), 120.0);
+        p.observe(Some(10.0), &[20.0, 22.0]);
+        assert_eq!(p.need_s(2), 10.0 + 2.0 * 21.0);
+        p.observe(Some(20.0), &[]);
+        assert_eq!(p.startup_s, 15.0);
+        // A point of unknown length counts for nothing until one is measured.
+        let mut q = Pace::new(&estimate::Known { point_s: None, ..k });
+        assert_eq!(q.need_s(3), 60.0);
+        q.observe(None, &[f64::NAN, 5.0]);
+        assert_eq!(q.need_s(3), 75.0);
+    }
+
+    #[test]
+    fn budgets_read_hours_minutes_seconds() {
+        assert_eq!(parse_budget("8h"), Ok(28_800.0));
+        assert_eq!(parse_budget("90m"), Ok(5_400.0));
+        assert_eq!(parse_budget("30s"), Ok(30.0));
+        assert_eq!(parse_budget("1h30m"), Ok(5_400.0));
+        assert_eq!(parse_budget("2h 15m"), Ok(8_100.0));
+        for bad in ["", "8", "h", "8x", "-1h", "8h3", "1..5h"] {
+            let e = parse_budget(bad).expect_err(bad);
+            assert!(e.contains("not a duration"), "{bad}: {e}");
+        }
+        assert!(parse_budget("0m").unwrap_err().contains("more than 0"));
+    }
+
+    #[test]
+    fn deadlines_are_today_or_tomorrow_or_rfc3339() {
+        let now = Local
+            .with_ymd_and_hms(2026, 12, 1, 23, 0, 0)
+            .single()
+            .unwrap();
+        let at = parse_deadline("07:00", now).unwrap().with_timezone(&Local);
+        assert_eq!(
+            at.naive_local().to_string(),
+            "2026-12-02 07:00:00",
+            "already past today: tomorrow"
+        );
+        let at = parse_deadline("23:30", now).unwrap().with_timezone(&Local);
+        assert_eq!(at.naive_local().to_string(), "2026-12-01 23:30:00");
+        let at = parse_deadline("23:30:15", now)
+            .unwrap()
+            .with_timezone(&Local);
+        assert_eq!(at.naive_local().to_string(), "2026-12-01 23:30:15");
+        let later = (now + chrono::Duration::hours(2)).to_rfc3339();
+        assert_eq!(
+            parse_deadline(&later, now).unwrap(),
+            now.with_timezone(&Utc) + chrono::Duration::hours(2)
+        );
+        let past = (now - chrono::Duration::hours(2)).to_rfc3339();
+        assert!(
+            parse_deadline(&past, now)
+                .unwrap_err()
+                .contains("already past")
+        );
+        for bad in ["7", "25:00", "tomorrow", "07:00pm"] {
+            let e = parse_deadline(bad, now).expect_err(bad);
+            assert!(e.contains("is not a time"), "{bad}: {e}");
+        }
+    }
+}
