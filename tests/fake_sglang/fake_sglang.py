@@ -47,6 +47,8 @@ Environment knobs:
                             (a near tie: both tokens within 0.01 nats in each other's top-k)
   --fake-fault NAME          the same faults as a flag, so one sweep can give each
                             configuration its own (`fake_fault: oom_at_start` in a config)
+  --fake-token-s S           FAKE_SGLANG_TOKEN_S as a flag: each configuration its own pace
+                            (`fake_token_s: 0.02` in a config), so its throughput is known
 Flag-driven behaviour (as real 0.5.23 on a CPU without AMX):
   --kv-cache-dtype fp8_e4m3 / fp8_e5m2   scheduler ValueError traceback, then SIGKILL itself
   --enable-hierarchical-cache            "Allocating X GB host memory ..." then
@@ -142,6 +144,8 @@ def build_parser():
     a("--fake-derail", type=float, default=0.0)
     a("--fake-near-tie", type=float, default=0.0)
     a("--fake-fault", default=None, help="test knob: a FAKE_SGLANG_FAULT value for this run")
+    a("--fake-token-s", type=float, default=None,
+      help="test knob: FAKE_SGLANG_TOKEN_S for this run (each configuration its own pace)")
     # Memory thresholds for the pre-flight tests: above the first, start-up runs out of memory;
     # above the second, the server starts but dies of a CUDA OOM once 3 requests run at once.
     a("--fake-max-mfs-launch", type=float, default=None)
@@ -680,6 +684,10 @@ def main():
     args = build_parser().parse_args()
     S.args = args
     S.rng = random.Random(int(os.environ.get("FAKE_SGLANG_SEED", "0")) or None)
+    if args.fake_token_s is not None:
+        # Per-configuration pace (a sweep key), overriding FAKE_SGLANG_TOKEN_S: a
+        # configuration's throughput set by construction, whatever else the machine runs.
+        TOKEN_S = args.fake_token_s
     if args.fake_fault:
         # Per-configuration fault (a sweep key), overriding FAKE_SGLANG_FAULT.
         FAULT = args.fake_fault
