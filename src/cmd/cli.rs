@@ -235,6 +235,15 @@ pub struct EndArgs {
     /// SGTUNE_SUMMARY) and in DIR/outcome.json. Overrides the spec's `on_finish.command`.
     #[arg(long, value_name = "CMD")]
     pub on_finish: Option<String>,
+    /// Stop by this time with the best decision so far: HH:MM (local, today or tomorrow) or
+    /// RFC 3339. Launches that no longer fit are not started, a running one is stopped in time
+    /// for its server to be down, and the sweep exits 3; `sgtune resume` measures the rest.
+    /// Overrides the spec's `deadline:`/`budget:` (which a resume does not reuse).
+    #[arg(long, value_name = "TIME", conflicts_with = "budget")]
+    pub deadline: Option<String>,
+    /// As --deadline, counted from now: 8h, 90m, 30s, 1h30m.
+    #[arg(long, value_name = "DURATION")]
+    pub budget: Option<String>,
 }
 
 /// Several configurations at once on one machine.

@@ -28,6 +28,9 @@ pub enum ExitCode {
     BadInput,
     /// Stopped by Ctrl-C / SIGTERM / SIGHUP; every finished row is kept.
     Interrupted,
+    /// Stopped at `--deadline` / `--budget`: decided from what was measured, the rest is
+    /// left for `sgtune resume` (3).
+    Deadline,
 }
 
 impl ExitCode {
@@ -37,6 +40,7 @@ impl ExitCode {
             ExitCode::RunsFailed => 1,
             ExitCode::BadInput => 2,
             ExitCode::Interrupted => crate::run::signals::INTERRUPTED_STATUS,
+            ExitCode::Deadline => 3,
         }
     }
 }
@@ -68,6 +72,23 @@ impl CmdError {
             }
         }
     }
+}
+
+/// The session's deadline (`sweep::deadline`); a Slurm submission has none (its tasks run
+/// when the queue lets them).
+fn local_deadline(
+    s: &crate::plan::spec::SweepSpec,
+    end: &cli::EndArgs,
+    resuming: bool,
+    slurm: bool,
+) -> Result<Option<chrono::DateTime<chrono::Utc>>, CmdError> {
+    let d = sweep::deadline(s, end, resuming)?;
+    if d.is_some() && slurm {
+        return Err(CmdError::input(
+            "--deadline/--budget (and the spec's deadline:/budget:) are for local sweeps; with --executor slurm, give the job array a time limit (--time via --sbatch-opt)",
+        ));
+    }
+    Ok(d)
 }
 
 /// Results go to stdout; write errors (a closed pipe) are ignored, as `say` does for stderr.
@@ -145,6 +166,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
             let (s, text, plan, prep) = sweep::load_checked(&spec)?;
             let slots = sweep::slot_spec(&slots, &s, &plan)?;
             let slurm_opts = on_slurm(executor, &slots, &s, &slurm_flags)?;
+            let deadline = local_deadline(&s, &end, resume.is_some(), slurm_opts.is_some())?;
             if dry_run {
                 sweep::print_plan(&s, &plan);
                 return Ok(ExitCode::Ok);
@@ -157,6 +179,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
                 prep: &prep,
                 slots: &slots,
                 hook: sweep::hook(&s, &end),
+                deadline,
             };
             match (resume, slurm_opts) {
                 (Some(dir), None) => sweep::resume_sweep(&input, &dir, retry_failed, force).await,
@@ -188,6 +211,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
             let (s, text, plan, prep) = sweep::load_checked(&spec)?;
             let slots = sweep::slot_spec(&slots, &s, &plan)?;
             let slurm_opts = on_slurm(executor, &slots, &s, &slurm_flags)?;
+            let deadline = local_deadline(&s, &end, true, slurm_opts.is_some())?;
             let input = sweep::SweepInput {
                 spec: &s,
                 text: &text,
@@ -196,6 +220,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
                 prep: &prep,
                 slots: &slots,
                 hook: sweep::hook(&s, &end),
+                deadline,
             };
             match slurm_opts {
                 None => sweep::resume_sweep(&input, &dir, retry_failed, force).await,

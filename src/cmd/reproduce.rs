@@ -70,6 +70,7 @@ pub async fn run(
         prep: &prep,
         slots: &crate::run::slots::SlotSpec::serial(),
         hook: None,
+        deadline: None,
     };
     let (results, mut manifest) = create_results(&input, results_dir, &one.sweep_name)?;
     let launches = crate::tune::work::plan_launches(&s, &one, &|_, _| false, &|_| Vec::new());
@@ -225,6 +226,7 @@ pub async fn decision(dir: &Path, results_dir: &Path) -> Result<ExitCode, CmdErr
         prep: &prep,
         slots: &crate::run::slots::SlotSpec::serial(),
         hook: None,
+        deadline: None,
     };
     out(&format!(
         "re-checking the decision at {}: {a} (leader) against {b} (runner-up), order A B B A",

@@ -148,6 +148,7 @@ pub async fn run_one(dir: &Path, launch_name: &str, marker: &str) -> Result<Exit
         slot: None,
         // Each task sizes a working set against its own server (tasks share no memory).
         working_set_basis: &basis,
+        deadline: None,
     };
     let mut progress = Progress::new();
     say(&format!(

@@ -9,6 +9,7 @@ use crate::record::rows;
 use crate::record::store::{self, ResultsDir};
 use crate::report::decision as decision_md;
 use crate::report::table;
+use crate::run::deadline::Deadline;
 use crate::run::finish::{self, Hook};
 use crate::run::resume::{self, ResumeInput};
 use crate::run::slots::SlotSpec;
@@ -298,6 +299,48 @@ pub struct SweepInput<'a> {
     pub slots: &'a SlotSpec,
     /// Run once when the sweep ends (`--on-finish`, `on_finish:`).
     pub hook: Option<Hook>,
+    /// Stop by then with the best decision so far (`--deadline`, `--budget`, the spec's).
+    pub deadline: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+/// The deadline this session runs against: `--deadline` or `--budget` (from now), else, for
+/// a new sweep, the spec's `deadline:` or `budget:`. A resume does not reuse the spec's: the
+/// night it was meant for is over. A value that does not read is bad input (exit 2), before
+/// anything is launched.
+pub fn deadline(
+    s: &SweepSpec,
+    end: &crate::cmd::cli::EndArgs,
+    resuming: bool,
+) -> Result<Option<chrono::DateTime<chrono::Utc>>, CmdError> {
+    use crate::tune::deadline::{parse_budget, parse_deadline};
+    let now = chrono::Local::now();
+    let from_budget = |b: &str, origin: &str| {
+        parse_budget(b)
+            .map(|secs| {
+                now.with_timezone(&chrono::Utc)
+                    + chrono::Duration::milliseconds((secs * 1000.0) as i64)
+            })
+            .map_err(|e| CmdError::input(format!("{origin}: {e}")))
+    };
+    let at_time = |d: &str, origin: &str| {
+        parse_deadline(d, now).map_err(|e| CmdError::input(format!("{origin}: {e}")))
+    };
+    match (&end.deadline, &end.budget) {
+        (Some(d), _) => return at_time(d, "--deadline").map(Some),
+        (None, Some(b)) => return from_budget(b, "--budget").map(Some),
+        (None, None) => {}
+    }
+    if resuming {
+        return Ok(None);
+    }
+    match (&s.deadline, &s.budget) {
+        (Some(_), Some(_)) => Err(CmdError::input(
+            "the spec sets both `deadline:` and `budget:`: keep one",
+        )),
+        (Some(d), None) => at_time(d, "spec `deadline:`").map(Some),
+        (None, Some(b)) => from_budget(b, "spec `budget:`").map(Some),
+        (None, None) => Ok(None),
+    }
 }
 
 /// The `on_finish` hook: `--on-finish` overrides the spec's command, and keeps its timeout.
@@ -427,6 +470,21 @@ pub fn prepare_resume(
     resume::prepare_resume(&r, dir, retry_failed, force).map_err(CmdError::Input)
 }
 
+/// decision.md's last section after a deadline: what the decision above could not use.
+fn deadline_section(left: &[String], root: &Path) -> String {
+    let mut s = String::from(
+        "\n## Not measured before the deadline\n\nThe decision above is from what was measured by the deadline. Not measured before the deadline:\n\n",
+    );
+    for l in left {
+        s.push_str(&format!("- {l}\n"));
+    }
+    s.push_str(&format!(
+        "\n`sgtune resume {}` measures them and decides again from every row.\n",
+        root.display()
+    ));
+    s
+}
+
 /// With an objective: write decision.md and decision.json from every row the folder holds and
 /// print the summary. An interrupted sweep is not decided (its rows are incomplete), and an
 /// earlier decision in the folder is removed rather than left to contradict the rows.
@@ -511,24 +569,63 @@ pub async fn execute(
         dataset: input.prep.dataset.clone(),
         slots: input.slots,
         estimate_s,
+        deadline: input.deadline.map(|at| {
+            let known = known(
+                input.spec,
+                input.plan,
+                results.root.parent().unwrap_or(Path::new(".")),
+            );
+            Arc::new(Deadline::new(at, input.spec.server.stop_timeout_s, &known))
+        }),
     };
-    let (code, decided, error) =
+    // Against a deadline, a decision as early as possible: every configuration once before
+    // any extra repeat.
+    let ordered;
+    let launches = match &tuning.deadline {
+        Some(d) => {
+            say(&format!(
+                "deadline: {} (launches that no longer fit are not started; `sgtune resume` measures them later)",
+                d.at.with_timezone(&chrono::Local)
+                    .to_rfc3339_opts(chrono::SecondsFormat::Secs, false)
+            ));
+            ordered = crate::tune::deadline::order_for_decision(launches);
+            &ordered[..]
+        }
+        None => launches,
+    };
+    let (code, decided, error, missing) =
         match tuning::run_rounds(&tuning, results, launches, manifest).await {
             Ok(interrupted) => {
-                let (code, d) =
-                    conclude_decided(input.spec, input.plan, results, manifest, interrupted);
-                (code, d, None)
+                let at_deadline = tuning.deadline.as_ref().is_some_and(|d| d.reached());
+                let missing = at_deadline.then(|| not_measured(input.spec, input.plan, results));
+                let (code, d) = conclude_decided(
+                    input.spec,
+                    input.plan,
+                    results,
+                    manifest,
+                    interrupted && !at_deadline,
+                    missing.as_deref(),
+                );
+                (code, d, None, missing.unwrap_or_default())
             }
-            Err(e) => (ExitCode::BadInput, None, Some(CmdError::from(e))),
+            Err(e) => (
+                ExitCode::BadInput,
+                None,
+                Some(CmdError::from(e)),
+                Vec::new(),
+            ),
         };
-    let outcome = outcome(
+    let mut outcome = outcome(
         &input.plan.sweep_name,
         results,
         code,
         decided.as_ref(),
         error.as_ref(),
     );
-    if let Err(e) = crate::run::state::finished(&results.root, &outcome.outcome) {
+    outcome.not_measured = missing;
+    if let Err(e) =
+        crate::run::state::finished(&results.root, &outcome.outcome, &outcome.not_measured)
+    {
         say(&format!("warning: {e}"));
     }
     for w in finish::tell(&results.root, &outcome, input.hook.as_ref()).await {
@@ -538,6 +635,22 @@ pub async fn execute(
         Some(e) => Err(e),
         None => Ok(code),
     }
+}
+
+/// What the plan still lacks after a deadline stopped it (`tune::deadline::not_measured`); when
+/// the plan's own measurements are all there, the rounds the tuner would have added.
+fn not_measured(spec: &SweepSpec, plan: &RunPlan, results: &ResultsDir) -> Vec<String> {
+    let all = rows::read(&results.results_csv())
+        .map(|t| t.rows)
+        .unwrap_or_default();
+    let mut left = crate::tune::deadline::not_measured(spec, plan, &all);
+    if left.is_empty() {
+        left.push(
+            "the further rounds the tuner would have run (repeats: auto, or the search's next probes)"
+                .to_string(),
+        );
+    }
+    left
 }
 
 /// How the sweep ended, from its exit code, its rows and its decision.
@@ -557,6 +670,7 @@ fn outcome(
         (ExitCode::Ok, _) => "done",
         (ExitCode::RunsFailed, _) => "runs_failed",
         (ExitCode::Interrupted, _) => "interrupted",
+        (ExitCode::Deadline, _) => "deadline",
         (ExitCode::BadInput, _) => "error",
     };
     // One winner for the hook: the same configuration won at every load point decided.
@@ -593,6 +707,7 @@ fn outcome(
         winner,
         winner_command,
         summary,
+        not_measured: Vec::new(),
         error: error.map(|e| e.to_string()),
         finished_at: provenance::now_rfc3339(),
     }
@@ -607,7 +722,7 @@ pub fn conclude(
     manifest: &mut Manifest,
     interrupted: bool,
 ) -> ExitCode {
-    conclude_decided(spec, plan, results, manifest, interrupted).0
+    conclude_decided(spec, plan, results, manifest, interrupted, None).0
 }
 
 /// [`conclude`], with the decision it wrote (None without an objective, or interrupted).
@@ -617,8 +732,9 @@ pub fn conclude_decided(
     results: &ResultsDir,
     manifest: &mut Manifest,
     interrupted: bool,
+    not_measured: Option<&[String]>,
 ) -> (ExitCode, Option<decision::Decision>) {
-    if !interrupted {
+    if !interrupted && not_measured.is_none() {
         manifest.finished_at = Some(provenance::now_rfc3339());
     }
     if let Err(e) = store::write_json(&results.root.join(provenance::FILE), manifest) {
@@ -672,6 +788,13 @@ pub fn conclude_decided(
     } else {
         None
     };
+    if let (Some(d), Some(left)) = (&decided, not_measured) {
+        // decision.md says what the decision could not use.
+        let md = decision_md::render_md(d) + &deadline_section(left, &results.root);
+        if let Err(e) = store::write_atomic(&results.root.join("decision.md"), md.as_bytes()) {
+            say(&format!("warning: cannot write the decision: {e}"));
+        }
+    }
     // The pictures: a report that cannot be written loses nothing (the rows are in
     // results.csv); say so and carry on.
     match crate::cmd::report::write_sweep_report(&results.root, None) {
@@ -679,7 +802,14 @@ pub fn conclude_decided(
         Err(e) => say(&format!("warning: cannot write report.html: {e}")),
     }
     out(&format!("results: {}", results.root.display()));
-    if interrupted {
+    if let Some(left) = not_measured {
+        say(&format!(
+            "deadline: decided from what was measured; {} launch(es) not measured before the deadline; continue with `sgtune resume {}`",
+            left.len(),
+            results.root.display()
+        ));
+        (ExitCode::Deadline, decided)
+    } else if interrupted {
         say(&format!(
             "interrupted: every finished run is in results.csv; continue with `sgtune resume {}`",
             results.root.display()

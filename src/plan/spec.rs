@@ -107,6 +107,13 @@ pub struct SweepSpec {
     /// the command).
     #[serde(default)]
     pub on_finish: Option<OnFinish>,
+    /// Stop by this time (HH:MM local, or RFC 3339) with the best decision so far; read when
+    /// the sweep starts (`--deadline` overrides it; a resume does not reuse it).
+    #[serde(default)]
+    pub deadline: Option<String>,
+    /// As `deadline`, counted from the start: `8h`, `90m`, `30s`.
+    #[serde(default)]
+    pub budget: Option<String>,
     /// What the time estimate assumes where nothing was measured yet.
     #[serde(default)]
     pub estimate: EstimateSpec,

@@ -51,7 +51,14 @@ pub struct SweepState {
     pub eta: Option<String>,
     #[serde(default)]
     pub eta_basis: Option<String>,
-    /// Set when the sweep ended: its outcome (`done`, `runs_failed`, `interrupted`, `error`).
+    /// The deadline this session runs against (`--deadline`, `--budget`), RFC 3339.
+    #[serde(default)]
+    pub deadline: Option<String>,
+    /// What the deadline left unmeasured (outcome `deadline`): one line per launch.
+    #[serde(default)]
+    pub not_measured: Vec<String>,
+    /// Set when the sweep ended: its outcome (`done`, `runs_failed`, `interrupted`,
+    /// `deadline`, `error`).
     #[serde(default)]
     pub outcome: Option<String>,
     #[serde(default)]

@@ -114,15 +114,26 @@ pub fn render(v: &StatusView<'_>) -> String {
         }
         _ => {}
     }
+    if let (Some(d), false) = (&s.deadline, v.live == Liveness::Finished) {
+        out.push(format!("deadline: {d}"));
+    }
+    if !s.not_measured.is_empty() {
+        out.push(format!(
+            "not measured before the deadline ({} launch(es)): {}",
+            s.not_measured.len(),
+            s.not_measured.join("; ")
+        ));
+    }
     match v.live {
         Liveness::Gone => out.push(format!(
             "continue it with `sgtune resume {}` (finished rows are kept; the launch in progress is redone)",
             v.dir
         )),
-        Liveness::Finished if s.outcome.as_deref() == Some("interrupted") => out.push(format!(
-            "continue it with `sgtune resume {}`",
-            v.dir
-        )),
+        Liveness::Finished
+            if matches!(s.outcome.as_deref(), Some("interrupted" | "deadline")) =>
+        {
+            out.push(format!("continue it with `sgtune resume {}`", v.dir))
+        }
         _ => {}
     }
     out.join("\n")

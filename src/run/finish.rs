@@ -17,7 +17,8 @@ pub const LOG: &str = "on_finish.log";
 #[derive(Debug, Clone, Serialize)]
 pub struct Outcome {
     /// `done` (exit 0), `runs_failed` (1), `error` (2: the sweep stopped on an error after its
-    /// results folder existed), `interrupted` (130).
+    /// results folder existed), `deadline` (3: stopped at `--deadline`/`--budget`, decided
+    /// from what was measured), `interrupted` (130).
     pub outcome: String,
     pub exit_code: i32,
     pub sweep: String,
@@ -31,6 +32,9 @@ pub struct Outcome {
     pub winner_command: Option<String>,
     /// One line: outcome, rows, winner.
     pub summary: String,
+    /// What a deadline left unmeasured (outcome `deadline`), one line per launch; `sgtune
+    /// resume` measures it.
+    pub not_measured: Vec<String>,
     /// The error that stopped the sweep (outcome `error`).
     pub error: Option<String>,
     pub finished_at: String,
@@ -50,6 +54,7 @@ impl Outcome {
                 self.winner_command.clone().unwrap_or_default(),
             ),
             ("SGTUNE_SUMMARY", self.summary.clone()),
+            ("SGTUNE_NOT_MEASURED", self.not_measured.join("; ")),
             ("SGTUNE_OUTCOME_FILE", outcome_file.display().to_string()),
         ]
     }

@@ -3,6 +3,7 @@
 //! configuration in, its records out (one per repeat × load point it measures), everything in
 //! its own folder. The runner owns cancellation and never prints: it emits RunEvents.
 
+pub mod deadline;
 pub mod finish;
 pub mod launch;
 pub mod preflight;
@@ -42,6 +43,8 @@ pub struct RunContext<'a> {
     /// Where this launch runs when several share the machine (None: the whole machine, the
     /// spec's port or a free one).
     pub slot: Option<slots::Slot>,
+    /// `--deadline` / `--budget`: launches start only while they fit (`deadline`).
+    pub deadline: Option<&'a deadline::Deadline>,
 }
 
 /// File-name suffix of a measurement inside its launch folder: none when the launch measures

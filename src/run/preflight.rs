@@ -44,6 +44,7 @@ pub async fn run(
         groups: ctx.groups,
         slot: None,
         working_set_basis: ctx.working_set_basis,
+        deadline: ctx.deadline,
     };
     let mut history: Vec<(Attempt, String)> = recorded;
     loop {

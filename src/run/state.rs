@@ -21,7 +21,12 @@ pub struct Tracker {
 impl Tracker {
     /// This session's state: this process, `planned` launches ahead, expected to take
     /// `estimate_s` (the ETA until a launch is measured).
-    pub fn new(root: &Path, planned: usize, estimate_s: Option<f64>) -> Tracker {
+    pub fn new(
+        root: &Path,
+        planned: usize,
+        estimate_s: Option<f64>,
+        deadline: Option<String>,
+    ) -> Tracker {
         let pid = std::process::id();
         let now = now_rfc3339();
         let mut t = Tracker {
@@ -35,6 +40,7 @@ impl Tracker {
                 phase: "starting".to_string(),
                 phase_since: Some(now),
                 planned_launches: planned,
+                deadline,
                 ..SweepState::default()
             },
             launch_started: None,
@@ -152,8 +158,9 @@ fn in_secs(secs: f64) -> String {
     at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
-/// The sweep ended with `outcome`: say so in state.json (when there is one).
-pub fn finished(root: &Path, outcome: &str) -> Result<(), String> {
+/// The sweep ended with `outcome` (and, at a deadline, what it left unmeasured): say so in
+/// state.json (when there is one).
+pub fn finished(root: &Path, outcome: &str, not_measured: &[String]) -> Result<(), String> {
     let Some(mut s) = state::read(root)? else {
         return Ok(());
     };
@@ -161,6 +168,7 @@ pub fn finished(root: &Path, outcome: &str) -> Result<(), String> {
     s.phase = "finished".to_string();
     s.phase_since = Some(now.clone());
     s.outcome = Some(outcome.to_string());
+    s.not_measured = not_measured.to_vec();
     s.finished_at = Some(now.clone());
     s.updated_at = now;
     s.eta = None;

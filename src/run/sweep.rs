@@ -33,7 +33,9 @@ enum Done {
     Launched {
         slot: Slot,
         dir_name: String,
-        outcome: super::LaunchOutcome,
+        outcome: Box<super::LaunchOutcome>,
+        /// Start to stop, for the deadline's pace.
+        elapsed_s: f64,
     },
     /// The between-runs hooks and the GPU check are over: the slot is free again.
     Released { slot: Slot, notes: Vec<String> },
@@ -68,6 +70,14 @@ pub async fn run_sweep(
     loop {
         while next < launches.len() && !ctx.cancel.is_cancelled() {
             let launch = &launches[next];
+            // Against a deadline, a launch that no longer fits is not started, nor is any
+            // after it: the rest is left for `resume` (nothing is recorded for it).
+            if let Some(d) = ctx.deadline {
+                if !d.admit(ctx.spec, launch) {
+                    next = launches.len();
+                    break;
+                }
+            }
             let Some(slot) = pool.take(&launch.run) else {
                 break;
             };
@@ -79,6 +89,7 @@ pub async fn run_sweep(
             let notes = carry.remove(&slot.index).unwrap_or_default();
             let emit = &emit;
             running.push(Box::pin(async move {
+                let started = std::time::Instant::now();
                 let mut e = |ev: RunEvent<'_>| {
                     if let Ok(mut f) = emit.try_borrow_mut() {
                         if parallel {
@@ -110,7 +121,8 @@ pub async fn run_sweep(
                 Done::Launched {
                     slot,
                     dir_name: launch.dir_name.clone(),
-                    outcome,
+                    outcome: Box::new(outcome),
+                    elapsed_s: started.elapsed().as_secs_f64(),
                 }
             }));
         }
@@ -122,7 +134,11 @@ pub async fn run_sweep(
                 slot,
                 dir_name,
                 outcome,
+                elapsed_s,
             } => {
+                if let Some(d) = ctx.deadline {
+                    d.observe(&outcome.records, elapsed_s);
+                }
                 for r in &outcome.records {
                     results.append(r)?;
                     if let Ok(mut f) = emit.try_borrow_mut() {
@@ -184,7 +200,8 @@ pub async fn run_sweep(
         }
     }
     Ok(SweepOutcome {
-        interrupted: ctx.cancel.is_cancelled(),
+        // A deadline that stopped the launches ends the rounds as an interrupt does.
+        interrupted: ctx.cancel.is_cancelled() || ctx.deadline.is_some_and(|d| d.reached()),
         records,
     })
 }

@@ -29,6 +29,9 @@ pub struct TuningInput<'a> {
     pub slots: &'a SlotSpec,
     /// The plan's expected seconds (tune::estimate), the ETA until a launch is measured.
     pub estimate_s: Option<f64>,
+    /// `--deadline` / `--budget`: what no longer fits is not started, and a launch still
+    /// running near it is cancelled in time for its server to stop.
+    pub deadline: Option<Arc<super::deadline::Deadline>>,
 }
 
 /// Everyone told of the runner's events: the person at the terminal (bars or plain lines)
@@ -89,10 +92,20 @@ pub async fn run_rounds(
         groups: &groups,
         slot: None,
         working_set_basis: &basis,
+        deadline: input.deadline.as_deref(),
     };
+    let guard = input.deadline.clone().map(|d| d.guard(cancel.clone()));
     let mut progress = Watch {
         progress: Progress::new(),
-        state: super::state::Tracker::new(&results.root, launches.len(), input.estimate_s),
+        state: super::state::Tracker::new(
+            &results.root,
+            launches.len(),
+            input.estimate_s,
+            input.deadline.as_ref().map(|d| {
+                d.at.with_timezone(&chrono::Local)
+                    .to_rfc3339_opts(chrono::SecondsFormat::Secs, false)
+            }),
+        ),
     };
     let mut launches = launches.to_vec();
     let mut interrupted = false;
@@ -170,6 +183,9 @@ pub async fn run_rounds(
         }
     }
     progress.progress.finish();
+    if let Some(g) = guard {
+        g.abort();
+    }
     if let (Some(sp), Ok(Some(b))) = (&input.spec.workload.shared_prefix, basis.lock().map(|b| *b))
     {
         if let Some(ws) = sp.working_set {
