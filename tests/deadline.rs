@@ -266,6 +266,7 @@ fn a_launch_running_at_the_cutoff_is_stopped_before_the_deadline() {
     )
     .expect("spec");
     let results = dir.path().join("results");
+    let hook = dir.path().join("hook.txt");
     let deadline = SystemTime::now() + Duration::from_secs_f64(15.0 + 8.0);
     let (out, seen) = watching(&tag, || {
         common::run(
@@ -276,10 +277,20 @@ fn a_launch_running_at_the_cutoff_is_stopped_before_the_deadline() {
                 .arg(&results)
                 .arg("--deadline")
                 .arg(rfc3339(deadline))
+                .arg("--on-finish")
+                .arg(format!(
+                    "echo \"$SGTUNE_OUTCOME $SGTUNE_EXIT_CODE $SGTUNE_NOT_MEASURED\" >> {}",
+                    hook.display()
+                ))
                 .stdin(Stdio::null()),
         )
     });
     let stderr = text(&out.stderr);
+    let told = std::fs::read_to_string(&hook).unwrap_or_default();
+    assert_eq!(
+        told, "deadline 3 only: c2 repeat 1\n",
+        "the hook, once: {stderr}"
+    );
     let before = |t: &SystemTime| match deadline.duration_since(*t) {
         Ok(d) => d.as_secs_f64(),
         Err(e) => -e.duration().as_secs_f64(),
