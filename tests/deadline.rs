@@ -221,7 +221,8 @@ fn bad_deadlines_and_budgets_launch_nothing() {
     let out = run_sweep(&bad_key, &results);
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("spec `budget:`"), "{err}");
+    assert!(err.contains("not a duration"), "{err}");
+    assert!(err.contains("k.yaml:"), "the key's place: {err}");
     assert!(!results.exists(), "nothing may be written or launched");
     assert!(procs_with_tag(&tag).is_empty());
 }

@@ -826,3 +826,50 @@ pub fn conclude_decided(
         (ExitCode::Ok, decided)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+    use crate::cmd::cli::EndArgs;
+
+    fn spec(extra: &str) -> SweepSpec {
+        let text = format!(
+            "name: d\nserver: {{command: [python3], model_path: /m}}\nconfigs: [{{name: a}}]\nworkload: {{concurrency: 2, requests: 4, input_tokens: 4, output_tokens: 8, vocab_size: 100}}\n{extra}"
+        );
+        crate::plan::spec::parse(&text, "s.yaml").expect("spec")
+    }
+
+    fn end(deadline: Option<&str>, budget: Option<&str>) -> EndArgs {
+        EndArgs {
+            on_finish: None,
+            deadline: deadline.map(str::to_string),
+            budget: budget.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn the_flag_wins_and_a_resume_does_not_reuse_the_specs_deadline() {
+        let now = chrono::Utc::now();
+        let s = spec("budget: 2h\n");
+        let at = deadline(&s, &end(None, None), false).unwrap().unwrap();
+        let secs = (at - now).num_seconds();
+        assert!((7190..=7210).contains(&secs), "{secs}");
+        let at = deadline(&s, &end(None, Some("30m")), false)
+            .unwrap()
+            .unwrap();
+        assert!(((at - now).num_seconds() - 1800).abs() <= 10);
+        assert_eq!(deadline(&s, &end(None, None), true).unwrap(), None);
+        let at = deadline(&s, &end(None, Some("30m")), true).unwrap();
+        assert!(at.is_some(), "given again on resume, it counts");
+        let both = spec("budget: 2h\ndeadline: '07:00'\n");
+        let e = deadline(&both, &end(None, None), false).unwrap_err();
+        assert!(e.to_string().contains("keep one"), "{e}");
+        let past = spec("deadline: '2020-01-01T07:00:00Z'\n");
+        let e = deadline(&past, &end(None, None), false).unwrap_err();
+        assert!(e.to_string().contains("spec `deadline:`"), "{e}");
+        assert!(e.to_string().contains("already past"), "{e}");
+        assert_eq!(e.exit_code(), ExitCode::BadInput);
+        assert_eq!(ExitCode::Deadline.code(), 3);
+    }
+}

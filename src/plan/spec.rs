@@ -109,10 +109,10 @@ pub struct SweepSpec {
     pub on_finish: Option<OnFinish>,
     /// Stop by this time (HH:MM local, or RFC 3339) with the best decision so far; read when
     /// the sweep starts (`--deadline` overrides it; a resume does not reuse it).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "opt_deadline")]
     pub deadline: Option<String>,
     /// As `deadline`, counted from the start: `8h`, `90m`, `30s`.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "opt_budget")]
     pub budget: Option<String>,
     /// What the time estimate assumes where nothing was measured yet.
     #[serde(default)]
@@ -1340,6 +1340,70 @@ impl<'de> Deserialize<'de> for Positive {
     }
 }
 
+/// `8h`, `90m`, `30s`, `1h30m`, `2h 15m`: seconds (> 0). A `budget:` (and `--budget`).
+pub fn parse_budget(text: &str) -> Result<f64, String> {
+    let bad = || {
+        format!(
+            "budget `{text}` is not a duration: give hours, minutes and/or seconds, like 8h, 90m, 30s or 1h30m"
+        )
+    };
+    let mut total = 0.0;
+    let mut number = String::new();
+    let mut units = 0;
+    for c in text.trim().chars() {
+        match c {
+            '0'..='9' | '.' => number.push(c),
+            'h' | 'm' | 's' => {
+                let n: f64 = number.parse().map_err(|_| bad())?;
+                total += n * match c {
+                    'h' => 3600.0,
+                    'm' => 60.0,
+                    _ => 1.0,
+                };
+                number.clear();
+                units += 1;
+            }
+            ' ' if number.is_empty() => {}
+            _ => return Err(bad()),
+        }
+    }
+    if !number.is_empty() || units == 0 || !total.is_finite() {
+        return Err(bad());
+    }
+    if total <= 0.0 {
+        return Err(format!("budget `{text}` must be more than 0"));
+    }
+    Ok(total)
+}
+
+/// The form of a `deadline:` (and `--deadline`): `HH:MM`, `HH:MM:SS` or RFC 3339. Whether it
+/// is past is known only when the sweep starts (`tune::deadline::parse_deadline`).
+pub fn check_deadline_form(text: &str) -> Result<(), String> {
+    let t = text.trim();
+    let ok = chrono::DateTime::parse_from_rfc3339(t).is_ok()
+        || chrono::NaiveTime::parse_from_str(t, "%H:%M").is_ok()
+        || chrono::NaiveTime::parse_from_str(t, "%H:%M:%S").is_ok();
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "deadline `{text}` is not a time: give HH:MM (local time, today or tomorrow), or an RFC 3339 time like 2026-12-02T07:00:00+01:00"
+        ))
+    }
+}
+
+fn opt_budget<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let s = String::deserialize(d)?;
+    parse_budget(&s).map_err(de::Error::custom)?;
+    Ok(Some(s))
+}
+
+fn opt_deadline<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let s = String::deserialize(d)?;
+    check_deadline_form(&s).map_err(de::Error::custom)?;
+    Ok(Some(s))
+}
+
 /// A number > 0.
 #[derive(Debug, Clone, Copy)]
 struct PositiveF64(f64);
@@ -2169,6 +2233,22 @@ workload:
         assert!(e.message.contains("not both"), "{e}");
         let e = err_of(&GOOD.replace("requests: 1000", "concurrency_x: 1"));
         assert!(e.message.contains("concurrency_x"), "{e}");
+    }
+
+    #[test]
+    fn a_bad_budget_or_deadline_names_its_line() {
+        let s = parse(
+            &GOOD.replace("name: kv-cache-tuning", "name: k\nbudget: 1h30m"),
+            "s.yaml",
+        )
+        .expect("parses");
+        assert_eq!(s.budget.as_deref(), Some("1h30m"));
+        let e = err_of(&GOOD.replace("name: kv-cache-tuning", "name: k\nbudget: soon"));
+        assert!(e.message.contains("not a duration"), "{e}");
+        assert_eq!(e.line, 2, "{e}");
+        let e = err_of(&GOOD.replace("name: kv-cache-tuning", "name: k\ndeadline: '7am'"));
+        assert!(e.message.contains("is not a time"), "{e}");
+        assert_eq!(e.line, 2, "{e}");
     }
 
     #[test]

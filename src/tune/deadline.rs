@@ -10,41 +10,8 @@ use crate::tune::estimate;
 use crate::tune::work::{self, Launch};
 use chrono::{DateTime, Local, NaiveTime, TimeZone, Utc};
 
-/// `8h`, `90m`, `30s`, `1h30m`, `2h 15m`: seconds (> 0).
-pub fn parse_budget(text: &str) -> Result<f64, String> {
-    let bad = || {
-        format!(
-            "budget `{text}` is not a duration: give hours, minutes and/or seconds, like 8h, 90m, 30s or 1h30m"
-        )
-    };
-    let mut total = 0.0;
-    let mut number = String::new();
-    let mut units = 0;
-    for c in text.trim().chars() {
-        match c {
-            '0'..='9' | '.' => number.push(c),
-            'h' | 'm' | 's' => {
-                let n: f64 = number.parse().map_err(|_| bad())?;
-                total += n * match c {
-                    'h' => 3600.0,
-                    'm' => 60.0,
-                    _ => 1.0,
-                };
-                number.clear();
-                units += 1;
-            }
-            ' ' if number.is_empty() => {}
-            _ => return Err(bad()),
-        }
-    }
-    if !number.is_empty() || units == 0 || !total.is_finite() {
-        return Err(bad());
-    }
-    if total <= 0.0 {
-        return Err(format!("budget `{text}` must be more than 0"));
-    }
-    Ok(total)
-}
+/// `8h`, `90m`, `30s`, `1h30m`, `2h 15m`: seconds (> 0); the spec checks `budget:` with it.
+pub use crate::plan::spec::parse_budget;
 
 /// `07:00` or `07:00:30` (local time: today, or tomorrow when that is not after `now`), or an
 /// RFC 3339 time (`2026-12-02T07:00:00+01:00`), which must be after `now`.
@@ -60,13 +27,10 @@ pub fn parse_deadline(text: &str, now: DateTime<Local>) -> Result<DateTime<Utc>,
         }
         return Ok(at);
     }
+    spec::check_deadline_form(t)?;
     let time = NaiveTime::parse_from_str(t, "%H:%M")
         .or_else(|_| NaiveTime::parse_from_str(t, "%H:%M:%S"))
-        .map_err(|_| {
-            format!(
-                "deadline `{text}` is not a time: give HH:MM (local time, today or tomorrow), or an RFC 3339 time like 2026-12-02T07:00:00+01:00"
-            )
-        })?;
+        .map_err(|e| format!("deadline `{text}`: {e}"))?;
     let mut day = now.date_naive();
     for _ in 0..3 {
         // A local time that does not exist today (a DST gap) is taken on the next day.
