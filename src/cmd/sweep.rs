@@ -583,10 +583,22 @@ pub async fn execute(
     let ordered;
     let launches = match &tuning.deadline {
         Some(d) => {
+            let left_s = (d.at - chrono::Utc::now()).num_seconds().max(0) as f64;
+            let usable_s = (left_s - d.lead_s()).max(0.0);
+            let fits = match estimate_s {
+                Some(e) if e <= usable_s => format!("the expected {} fits", estimate::human(e)),
+                Some(e) => format!(
+                    "the expected {} does not fit: every configuration once first, the rest left for `sgtune resume`",
+                    estimate::human(e)
+                ),
+                None => "the plan's time is not known".to_string(),
+            };
             say(&format!(
-                "deadline: {} (launches that no longer fit are not started; `sgtune resume` measures them later)",
+                "deadline: {} (in {}; measuring stops {} before it, for the servers to stop): {fits}. Launches that no longer fit are not started.",
                 d.at.with_timezone(&chrono::Local)
-                    .to_rfc3339_opts(chrono::SecondsFormat::Secs, false)
+                    .to_rfc3339_opts(chrono::SecondsFormat::Secs, false),
+                estimate::human(left_s),
+                estimate::human(d.lead_s())
             ));
             ordered = crate::tune::deadline::order_for_decision(launches);
             &ordered[..]

@@ -32,6 +32,11 @@ impl Deadline {
         }
     }
 
+    /// Seconds before the cut-off, when a launch still running is cancelled.
+    pub fn lead_s(&self) -> f64 {
+        self.lead_s
+    }
+
     fn left_s(&self) -> f64 {
         (self.at - Utc::now()).num_milliseconds() as f64 / 1000.0
     }
@@ -75,13 +80,10 @@ impl Deadline {
     }
 
     /// Cancel `cancel` at the cut-off (the deadline less the lead): whatever runs then stops
-    /// sending, records its row and stops its server before the deadline. Abort the handle
-    /// when the sweep ends first.
-    pub fn guard(
-        self: std::sync::Arc<Self>,
-        cancel: CancellationToken,
-    ) -> tokio::task::JoinHandle<()> {
-        tokio::spawn(async move {
+    /// sending, records its row and stops its server before the deadline. Dropping the guard
+    /// (the rounds ended first, or stopped on an error) ends it.
+    pub fn guard(self: std::sync::Arc<Self>, cancel: CancellationToken) -> Guard {
+        Guard(tokio::spawn(async move {
             let wait = (self.left_s() - self.lead_s).max(0.0);
             tokio::select! {
                 _ = tokio::time::sleep(Duration::from_secs_f64(wait)) => {
@@ -94,6 +96,15 @@ impl Deadline {
                 }
                 _ = cancel.cancelled() => {}
             }
-        })
+        }))
+    }
+}
+
+/// The cut-off's timer, stopped when dropped.
+pub struct Guard(tokio::task::JoinHandle<()>);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }

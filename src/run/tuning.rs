@@ -94,7 +94,8 @@ pub async fn run_rounds(
         working_set_basis: &basis,
         deadline: input.deadline.as_deref(),
     };
-    let guard = input.deadline.clone().map(|d| d.guard(cancel.clone()));
+    // Until the rounds end, however they end (the guard stops when dropped).
+    let _guard = input.deadline.clone().map(|d| d.guard(cancel.clone()));
     let mut progress = Watch {
         progress: Progress::new(),
         state: super::state::Tracker::new(
@@ -183,9 +184,6 @@ pub async fn run_rounds(
         }
     }
     progress.progress.finish();
-    if let Some(g) = guard {
-        g.abort();
-    }
     if let (Some(sp), Ok(Some(b))) = (&input.spec.workload.shared_prefix, basis.lock().map(|b| *b))
     {
         if let Some(ws) = sp.working_set {
