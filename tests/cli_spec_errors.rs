@@ -204,6 +204,56 @@ fn validate_and_dry_run_print_the_plan_and_start_nothing() {
     assert!(!dir.path().join("results").exists());
 }
 
+/// The story's sweep over the host pool's ratio: every ratio implies the enable flag (once),
+/// a ratio of 0 means off, and a ratio beside a size is said to be ignored by SGLang.
+#[test]
+fn validate_plans_the_hierarchical_cache_as_one_knob_set() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let marker = dir.path().join("launched");
+    let spec = dir.path().join("ok.yaml");
+    let body = format!(
+        "sweep:\n  hicache_ratio: [0, 2, 'off']\nconfigs:\n  - {{name: both, hicache_ratio: 2, hicache_size: 8, hicache_write_policy: write_back}}\n{WORKLOAD}"
+    );
+    std::fs::write(&spec, spec_with_marker(&marker, &body)).expect("write");
+    for args in [vec!["validate"], vec!["run", "--dry-run"]] {
+        let out = run(sgtune().args(&args).arg(&spec).current_dir(dir.path()));
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let plan = text(&out.stdout);
+        let line = |name: &str| {
+            plan.lines()
+                .find(|l| l.contains(&format!(" {name}  [")))
+                .unwrap_or_else(|| panic!("no {name} in {plan}"))
+                .to_string()
+        };
+        assert!(
+            line("hicache-ratio2").ends_with("--enable-hierarchical-cache --hicache-ratio 2"),
+            "{plan}"
+        );
+        for off in ["hicache-ratio0", "hicache-ratiooff"] {
+            assert!(
+                !line(off).contains("--enable-hierarchical-cache"),
+                "{off} is off: {plan}"
+            );
+            assert!(!line(off).contains("--hicache"), "{off} is off: {plan}");
+        }
+        let both = line("both");
+        assert_eq!(
+            both.matches("--enable-hierarchical-cache").count(),
+            1,
+            "{both}"
+        );
+        assert!(
+            both.ends_with("--enable-hierarchical-cache --hicache-ratio 2 --hicache-size 8 --hicache-write-policy write_back"),
+            "{both}"
+        );
+        assert!(
+            plan.contains("warning: both: `hicache_size: 8` and `hicache_ratio: 2` are both set: SGLang sizes the host pool by hicache_size (it overrides --hicache-ratio), so hicache_ratio has no effect"),
+            "{plan}"
+        );
+    }
+    assert!(!marker.exists());
+}
+
 #[test]
 fn validate_prints_the_objective() {
     let dir = tempfile::tempdir().expect("tempdir");

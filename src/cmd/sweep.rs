@@ -219,6 +219,9 @@ pub fn print_plan(s: &SweepSpec, plan: &RunPlan) {
             cmd.display()
         ));
     }
+    for w in expand::warnings(plan) {
+        out(&format!("warning: {w}"));
+    }
 }
 
 /// What earlier sweeps under `results_dir` measured for this plan's configurations (same run

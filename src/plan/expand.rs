@@ -98,6 +98,23 @@ pub fn run_id(spec: &SweepSpec, resolved: &[(String, ParamValue)]) -> String {
     digest.iter().take(6).map(|b| format!("{b:02x}")).collect()
 }
 
+/// `flags::warnings` for a whole plan, each once, naming the runs it concerns (printed by
+/// `validate` and the dry run).
+pub fn warnings(plan: &RunPlan) -> Vec<String> {
+    let mut seen: Vec<(String, Vec<&str>)> = Vec::new();
+    for r in &plan.runs {
+        for w in flags::warnings(&r.resolved) {
+            match seen.iter_mut().find(|(x, _)| *x == w) {
+                Some((_, runs)) => runs.push(&r.name),
+                None => seen.push((w, vec![&r.name])),
+            }
+        }
+    }
+    seen.into_iter()
+        .map(|(w, runs)| format!("{}: {w}", runs.join(", ")))
+        .collect()
+}
+
 /// Expand a sweep into its run plan.
 pub fn expand(spec: &SweepSpec) -> RunPlan {
     let base = &spec.server.args.0;

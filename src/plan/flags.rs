@@ -1,10 +1,18 @@
 //! The one place that knows how a sweep key becomes SGLang launch flags.
 //!
 //! `key_name: value` → `--key-name value`; `true` → bare `--key-name`; `false`/null → omitted;
-//! a list → `--key-name v1 v2 ...` (argparse `nargs`); `hicache_size: 0` → hierarchical cache
-//! off, `hicache_size: N > 0` → `--enable-hierarchical-cache --hicache-size N`.
+//! a list → `--key-name v1 v2 ...` (argparse `nargs`).
+//!
+//! The hierarchical cache is one knob set: SGLang ignores every `--hicache-*` flag unless
+//! `--enable-hierarchical-cache` is on (0.5.23's `handle_hicache` returns early), so any
+//! `hicache_*` key implies that flag, once. `hicache_size: 0` or `hicache_ratio: 0` (or `off`)
+//! means the cache is off for that configuration, and then no `--hicache-*` flag is passed.
+//! [`requested`] is that meaning as `(key, value)` pairs: what the command line asks the server
+//! for, which the effective-argument check compares with what the server says it runs.
+//!
 //! It also holds the early sanity checks for flags whose nonsense values we can spot before
-//! launching anything, and the short labels used in run names.
+//! launching anything, the warnings `validate` prints for settings SGLang would not honour,
+//! and the short labels used in run names.
 
 use serde::Serialize;
 use std::fmt;
@@ -54,8 +62,19 @@ impl ParamValue {
 /// Keys the spec sets elsewhere (`server.model_path`, `server.host`, `server.port`).
 pub const RESERVED_KEYS: &[&str] = &["model_path", "host", "port"];
 
-/// The key that expands into two flags.
+/// The host pool size in GB (0 = off here; SGLang: "Overrides --hicache-ratio").
 pub const HICACHE_SIZE: &str = "hicache_size";
+/// The host pool as a multiple of the device pool (0 or `off` = off here).
+pub const HICACHE_RATIO: &str = "hicache_ratio";
+/// The flag every `hicache_*` key needs.
+pub const ENABLE_HICACHE: &str = "enable_hierarchical_cache";
+/// What the `hicache_*` keys share: SGLang 0.5.23's HiCache knobs are `hicache_ratio`,
+/// `hicache_size`, `hicache_host_memory_mode`, `hicache_host_memory_fraction`,
+/// `hicache_write_policy`, `hicache_io_backend`, `hicache_mem_layout`,
+/// `hicache_storage_backend`, `hicache_storage_prefetch_policy`,
+/// `hicache_storage_backend_extra_config` and `hicache_storage_prefetch_retry_*`; a later one
+/// with the same prefix is treated the same way.
+pub const HICACHE_PREFIX: &str = "hicache_";
 
 /// `--kv-cache-dtype` choices at SGLang HEAD (2026-05); there is no plain `fp8`.
 pub const KV_CACHE_DTYPES: &[&str] = &[
@@ -102,11 +121,19 @@ pub fn check_value(key: &str, value: &ParamValue) -> Result<(), String> {
         },
         HICACHE_SIZE => match int {
             Some(i) if i >= 0 => Ok(()),
+            _ if is_off_word(value) => Ok(()),
             _ => Err(need_num(
-                "a whole number of GB >= 0 (0 = hierarchical cache off)",
+                "a whole number of GB >= 0, or `off` (0 = hierarchical cache off)",
             )),
         },
-        "hicache_ratio" | "schedule_conservativeness" => match num {
+        HICACHE_RATIO => match num {
+            Some(x) if x >= 0.0 => Ok(()),
+            _ if is_off_word(value) => Ok(()),
+            _ => Err(need_num(
+                "a number >= 0, or `off` (0 = hierarchical cache off)",
+            )),
+        },
+        "schedule_conservativeness" => match num {
             Some(x) if x > 0.0 => Ok(()),
             _ => Err(need_num("a number > 0")),
         },
@@ -152,48 +179,209 @@ fn flag_name(key: &str) -> String {
     format!("--{}", key.replace('_', "-"))
 }
 
-/// Map resolved `(key, value)` pairs to argv pieces, in the given order.
+/// `off` (any case) as a value: the hierarchical cache's sizing keys take it for "off".
+fn is_off_word(value: &ParamValue) -> bool {
+    matches!(value, ParamValue::Str(s) if s.eq_ignore_ascii_case("off"))
+}
+
+/// A sizing key's value that means "no hierarchical cache": 0, `off`, false.
+fn is_off(value: &ParamValue) -> bool {
+    match value {
+        ParamValue::Int(0) | ParamValue::Bool(false) => true,
+        ParamValue::Float(x) => *x == 0.0,
+        other => is_off_word(other),
+    }
+}
+
+pub fn is_hicache_key(key: &str) -> bool {
+    key.starts_with(HICACHE_PREFIX)
+}
+
+/// Settings under which SGLang reads the `hicache_*` keys without the hierarchical cache (a
+/// PD-disaggregation decode server's host pool, its KV offload, the unified-cache linker,
+/// which SGLang refuses together with `--enable-hierarchical-cache`): there the keys pass
+/// through as written and imply nothing.
+fn hicache_without_enable(params: &[(String, ParamValue)]) -> bool {
+    params.iter().any(|(k, v)| match (k.as_str(), v) {
+        ("disaggregation_mode", ParamValue::Str(s)) => s == "decode",
+        (
+            "disaggregation_decode_enable_offload_kvcache" | "enable_unified_cache_external_linker",
+            ParamValue::Bool(b),
+        ) => *b,
+        _ => false,
+    })
+}
+
+/// Whether one configuration runs the hierarchical cache, and why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Hicache {
+    /// No `hicache_*` key and no `enable_hierarchical_cache`: nothing to do.
+    Untouched,
+    /// `enable_hierarchical_cache: false` said so, or a sizing key is 0/`off` and none sizes it.
+    Off,
+    /// On: set by the user, or implied by a `hicache_*` key.
+    On,
+    /// A decode server or the unified linker: the keys pass through, nothing is implied.
+    PassThrough,
+}
+
+fn hicache_state(params: &[(String, ParamValue)]) -> Hicache {
+    let explicit = params.iter().find_map(|(k, v)| match (k.as_str(), v) {
+        (ENABLE_HICACHE, ParamValue::Bool(b)) => Some(*b),
+        _ => None,
+    });
+    let keys: Vec<&ParamValue> = params
+        .iter()
+        .filter(|(k, v)| is_hicache_key(k) && *v != ParamValue::Null)
+        .map(|(_, v)| v)
+        .collect();
+    if hicache_without_enable(params) {
+        return Hicache::PassThrough;
+    }
+    let sizing = |on: bool| {
+        params.iter().any(|(k, v)| {
+            (k == HICACHE_SIZE || k == HICACHE_RATIO) && *v != ParamValue::Null && is_off(v) != on
+        })
+    };
+    match explicit {
+        Some(true) => Hicache::On,
+        Some(false) => Hicache::Off,
+        None if keys.is_empty() => Hicache::Untouched,
+        None if sizing(false) && !sizing(true) => Hicache::Off,
+        None => Hicache::On,
+    }
+}
+
+/// What one configuration's command line asks the server for, as `(key, value)` pairs in
+/// command-line order: the hierarchical cache resolved (the implied
+/// `enable_hierarchical_cache: true` before the first `hicache_*` key, `false` in place of
+/// an off value, the family's keys dropped when it is off, 0/`off` sizes omitted).
+/// [`flag_args`] renders exactly this; the effective-argument check compares it with
+/// `/server_info`.
+pub fn requested(params: &[(String, ParamValue)]) -> Vec<(String, ParamValue)> {
+    let state = hicache_state(params);
+    let mut out: Vec<(String, ParamValue)> = Vec::new();
+    let mut enable_said = false;
+    let mut say_enable = |out: &mut Vec<(String, ParamValue)>, on: bool| {
+        if !enable_said {
+            out.push((ENABLE_HICACHE.to_string(), ParamValue::Bool(on)));
+            enable_said = true;
+        }
+    };
+    for (key, value) in params {
+        let sizing = key == HICACHE_SIZE || key == HICACHE_RATIO;
+        if key == ENABLE_HICACHE && state != Hicache::PassThrough {
+            say_enable(&mut out, state == Hicache::On);
+            continue;
+        }
+        if !is_hicache_key(key) || *value == ParamValue::Null {
+            out.push((key.clone(), value.clone()));
+            continue;
+        }
+        match state {
+            Hicache::Off => say_enable(&mut out, false),
+            Hicache::On => {
+                say_enable(&mut out, true);
+                if !(sizing && is_off(value)) {
+                    out.push((key.clone(), value.clone()));
+                }
+            }
+            Hicache::PassThrough | Hicache::Untouched => {
+                if !(sizing && is_off(value)) {
+                    out.push((key.clone(), value.clone()));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Map resolved `(key, value)` pairs to argv pieces, in the given order (through
+/// [`requested`], so the hierarchical cache's keys imply its flag).
 pub fn flag_args(params: &[(String, ParamValue)]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let push_flag = |out: &mut Vec<String>, flag: String| {
-        // A bare flag can arrive twice (user's `enable_hierarchical_cache: true` plus
-        // `hicache_size: 48`); argparse would accept it, but the command line reads better once.
+        // A bare flag can arrive twice (a key and its `--key-name` spelling); argparse would
+        // accept it, but the command line reads better once.
         if !out.contains(&flag) {
             out.push(flag);
         }
     };
-    for (key, value) in params {
-        if key == HICACHE_SIZE {
-            match value {
-                ParamValue::Int(0) | ParamValue::Null | ParamValue::Bool(false) => {}
-                other => {
-                    push_flag(&mut out, "--enable-hierarchical-cache".to_string());
-                    out.push("--hicache-size".to_string());
-                    out.push(other.to_string());
-                }
-            }
-            continue;
-        }
-        match value {
+    for (key, value) in requested(params) {
+        match &value {
             ParamValue::Null | ParamValue::Bool(false) => {}
-            ParamValue::Bool(true) => push_flag(&mut out, flag_name(key)),
+            ParamValue::Bool(true) => push_flag(&mut out, flag_name(&key)),
             ParamValue::List(items) => {
                 if items.is_empty() {
                     continue;
                 }
-                out.push(flag_name(key));
+                out.push(flag_name(&key));
                 out.extend(items.iter().map(|v| v.to_string()));
             }
             // Not a value yet: the pre-flight decides it before this configuration launches.
             ParamValue::Str(s) if s == PREFLIGHT_VALUE => {
-                out.push(flag_name(key));
+                out.push(flag_name(&key));
                 out.push(format!("<{s}>"));
             }
             other => {
-                out.push(flag_name(key));
+                out.push(flag_name(&key));
                 out.push(other.to_string());
             }
         }
+    }
+    out
+}
+
+/// What `validate` and the dry run warn about in one configuration's settings: the ones SGLang
+/// would not honour as written (checked against SGLang 0.5.23's argument handling).
+pub fn warnings(params: &[(String, ParamValue)]) -> Vec<String> {
+    let get = |key: &str| {
+        params
+            .iter()
+            .find(|(k, v)| k == key && *v != ParamValue::Null)
+            .map(|(_, v)| v)
+    };
+    let mut out = Vec::new();
+    fn on(v: Option<&ParamValue>) -> Option<&ParamValue> {
+        v.filter(|v| !is_off(v))
+    }
+    match hicache_state(params) {
+        Hicache::On => {
+            if let (Some(size), Some(ratio)) = (on(get(HICACHE_SIZE)), on(get(HICACHE_RATIO))) {
+                out.push(format!(
+                    "`hicache_size: {size}` and `hicache_ratio: {ratio}` are both set: SGLang sizes the host pool by hicache_size (it overrides --hicache-ratio), so hicache_ratio has no effect"
+                ));
+            }
+            if get(ENABLE_HICACHE) == Some(&ParamValue::Bool(true)) {
+                for key in [HICACHE_SIZE, HICACHE_RATIO] {
+                    if let Some(v) = get(key).filter(|v| is_off(v)) {
+                        out.push(format!(
+                            "`{key}: {v}` means off, but `enable_hierarchical_cache: true` keeps the hierarchical cache on (sized by {})",
+                            if key == HICACHE_SIZE && on(get(HICACHE_RATIO)).is_some() {
+                                "hicache_ratio"
+                            } else {
+                                "SGLang's default hicache_ratio"
+                            }
+                        ));
+                    }
+                }
+            }
+        }
+        Hicache::Off if get(ENABLE_HICACHE) == Some(&ParamValue::Bool(false)) => {
+            let ignored: Vec<String> = params
+                .iter()
+                .filter(|(k, v)| is_hicache_key(k) && *v != ParamValue::Null && !is_off(v))
+                .map(|(k, _)| k.clone())
+                .collect();
+            if !ignored.is_empty() {
+                out.push(format!(
+                    "`enable_hierarchical_cache: false` turns the hierarchical cache off, so {} {} not passed",
+                    ignored.join(", "),
+                    if ignored.len() == 1 { "is" } else { "are" }
+                ));
+            }
+        }
+        _ => {}
     }
     out
 }
@@ -204,6 +392,7 @@ pub fn abbreviation(key: &str) -> String {
         "mem_fraction_static" => "mfs".into(),
         "kv_cache_dtype" => "kv-".into(),
         HICACHE_SIZE => "hicache".into(),
+        HICACHE_RATIO => "hicache-ratio".into(),
         "max_running_requests" => "mrr".into(),
         "max_total_tokens" => "mtt".into(),
         "chunked_prefill_size" => "cps".into(),
@@ -281,14 +470,177 @@ mod tests {
         );
     }
 
+    fn args(params: &[(&str, ParamValue)]) -> Vec<String> {
+        let owned: Vec<(String, ParamValue)> =
+            params.iter().map(|(k, v)| p(k, v.clone())).collect();
+        flag_args(&owned)
+    }
+
+    fn enables(argv: &[String]) -> usize {
+        argv.iter()
+            .filter(|a| *a == "--enable-hierarchical-cache")
+            .count()
+    }
+
     #[test]
     fn hicache_zero_means_off_and_enable_flag_is_not_doubled() {
-        assert!(flag_args(&[p("hicache_size", ParamValue::Int(0))]).is_empty());
-        let args = flag_args(&[
-            p("enable_hierarchical_cache", ParamValue::Bool(true)),
-            p("hicache_size", ParamValue::Int(4)),
+        assert!(args(&[("hicache_size", ParamValue::Int(0))]).is_empty());
+        let a = args(&[
+            ("enable_hierarchical_cache", ParamValue::Bool(true)),
+            ("hicache_size", ParamValue::Int(4)),
         ]);
-        assert_eq!(args, ["--enable-hierarchical-cache", "--hicache-size", "4"]);
+        assert_eq!(a, ["--enable-hierarchical-cache", "--hicache-size", "4"]);
+    }
+
+    #[test]
+    fn every_hicache_key_implies_the_enable_flag_exactly_once() {
+        // The story's case: a ratio alone used to go out without the flag SGLang needs.
+        let a = args(&[("hicache_ratio", ParamValue::Int(2))]);
+        assert_eq!(a, ["--enable-hierarchical-cache", "--hicache-ratio", "2"]);
+        for key in [
+            "hicache_storage_backend",
+            "hicache_io_backend",
+            "hicache_write_policy",
+            "hicache_mem_layout",
+            "hicache_host_memory_mode",
+            "hicache_storage_prefetch_policy",
+        ] {
+            let a = args(&[(key, ParamValue::Str("x".into()))]);
+            assert_eq!(enables(&a), 1, "{key}: {a:?}");
+            assert_eq!(a[0], "--enable-hierarchical-cache", "{key}: {a:?}");
+        }
+        // Many keys, the user's own flag among them, in any order: still once, and first.
+        let a = args(&[
+            ("mem_fraction_static", ParamValue::Float(0.8)),
+            ("hicache_write_policy", ParamValue::Str("write_back".into())),
+            ("hicache_ratio", ParamValue::Float(1.5)),
+            ("enable_hierarchical_cache", ParamValue::Bool(true)),
+            ("hicache_io_backend", ParamValue::Str("direct".into())),
+        ]);
+        assert_eq!(
+            a,
+            [
+                "--mem-fraction-static",
+                "0.8",
+                "--enable-hierarchical-cache",
+                "--hicache-write-policy",
+                "write_back",
+                "--hicache-ratio",
+                "1.5",
+                "--hicache-io-backend",
+                "direct"
+            ]
+        );
+        assert_eq!(enables(&a), 1);
+    }
+
+    #[test]
+    fn hicache_off_values_turn_the_whole_family_off() {
+        for off in [
+            ParamValue::Int(0),
+            ParamValue::Float(0.0),
+            ParamValue::Str("off".into()),
+            ParamValue::Str("OFF".into()),
+            ParamValue::Bool(false),
+        ] {
+            for key in ["hicache_ratio", "hicache_size"] {
+                let a = args(&[
+                    (key, off.clone()),
+                    ("hicache_write_policy", ParamValue::Str("write_back".into())),
+                    ("max_total_tokens", ParamValue::Int(4096)),
+                ]);
+                assert_eq!(a, ["--max-total-tokens", "4096"], "{key}: {off:?}");
+                let asked = requested(&[p(key, off.clone())]);
+                assert_eq!(
+                    asked,
+                    [p("enable_hierarchical_cache", ParamValue::Bool(false))]
+                );
+            }
+        }
+        // An explicit false wins over every other key, which is then not passed (and said).
+        let params = [
+            p("enable_hierarchical_cache", ParamValue::Bool(false)),
+            p("hicache_ratio", ParamValue::Int(2)),
+        ];
+        assert!(flag_args(&params).is_empty());
+        assert!(warnings(&params)[0].contains("hicache_ratio is not passed"));
+    }
+
+    #[test]
+    fn hicache_both_sizes_pass_and_say_that_size_wins() {
+        let params = [
+            p("hicache_ratio", ParamValue::Int(2)),
+            p("hicache_size", ParamValue::Int(48)),
+        ];
+        assert_eq!(
+            flag_args(&params),
+            [
+                "--enable-hierarchical-cache",
+                "--hicache-ratio",
+                "2",
+                "--hicache-size",
+                "48"
+            ]
+        );
+        let w = warnings(&params);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].contains("SGLang sizes the host pool by hicache_size")
+                && w[0].contains("hicache_ratio has no effect"),
+            "{w:?}"
+        );
+        // One size off and the other on: the one that is on sizes it, no warning.
+        let params = [
+            p("hicache_size", ParamValue::Int(0)),
+            p("hicache_ratio", ParamValue::Int(3)),
+        ];
+        assert_eq!(
+            flag_args(&params),
+            ["--enable-hierarchical-cache", "--hicache-ratio", "3"]
+        );
+        assert!(warnings(&params).is_empty());
+        // Off by value but on by the user's flag: on, at SGLang's default size, and said.
+        let params = [
+            p("enable_hierarchical_cache", ParamValue::Bool(true)),
+            p("hicache_ratio", ParamValue::Str("off".into())),
+        ];
+        assert_eq!(flag_args(&params), ["--enable-hierarchical-cache"]);
+        assert!(warnings(&params)[0].contains("keeps the hierarchical cache on"));
+    }
+
+    #[test]
+    fn hicache_keys_of_a_decode_server_pass_through_unchanged() {
+        let params = [
+            p("disaggregation_mode", ParamValue::Str("decode".into())),
+            p("hicache_storage_backend", ParamValue::Str("file".into())),
+            p("hicache_ratio", ParamValue::Int(0)),
+        ];
+        assert_eq!(
+            flag_args(&params),
+            [
+                "--disaggregation-mode",
+                "decode",
+                "--hicache-storage-backend",
+                "file"
+            ]
+        );
+        assert!(warnings(&params).is_empty());
+    }
+
+    #[test]
+    fn unknown_keys_still_pass_through() {
+        assert_eq!(
+            args(&[("hicache_new_knob_of_2027", ParamValue::Int(7))]),
+            [
+                "--enable-hierarchical-cache",
+                "--hicache-new-knob-of-2027",
+                "7"
+            ]
+        );
+        assert_eq!(
+            args(&[("some_new_flag", ParamValue::Str("x".into()))]),
+            ["--some-new-flag", "x"]
+        );
     }
 
     #[test]
@@ -297,6 +649,11 @@ mod tests {
         assert!(check_value("mem_fraction_static", &ParamValue::Float(0.0)).is_err());
         assert!(check_value("mem_fraction_static", &ParamValue::Int(1)).is_ok());
         assert!(check_value("hicache_size", &ParamValue::Int(-1)).is_err());
+        assert!(check_value("hicache_size", &ParamValue::Str("off".into())).is_ok());
+        assert!(check_value("hicache_ratio", &ParamValue::Int(0)).is_ok());
+        assert!(check_value("hicache_ratio", &ParamValue::Str("off".into())).is_ok());
+        assert!(check_value("hicache_ratio", &ParamValue::Float(-1.0)).is_err());
+        assert!(check_value("hicache_ratio", &ParamValue::Str("two".into())).is_err());
         assert!(check_value("kv_cache_dtype", &ParamValue::Str("fp8".into())).is_err());
         assert!(check_value("max_running_requests", &ParamValue::Int(0)).is_err());
         assert!(check_value("chunked_prefill_size", &ParamValue::Int(-1)).is_ok());
