@@ -4,6 +4,7 @@
 //! `client` and `sglang_log` share.
 pub mod client;
 pub mod diagnose;
+pub mod effective;
 pub mod prom;
 pub mod quantiles;
 pub mod sglang_log;

@@ -99,6 +99,8 @@ pub struct RunRecord {
     pub time_to_ready_s: Option<f64>,
     /// The server's side from `/metrics` (with `--enable-metrics`).
     pub metrics: Option<crate::observe::prom::MetricsSummary>,
+    /// What the server ran with against what was asked (`/server_info`, the start-up log).
+    pub effective: Option<crate::observe::effective::EffectiveArgs>,
     /// Things worth knowing that are not failures (a GPU not released, a slow stop, ...).
     pub notes: Vec<String>,
     pub started_at: String,
@@ -443,6 +445,23 @@ pub fn trailing() -> Vec<Column> {
         Column { name: "time_to_ready_s", better: Better::Lower, doc: "Launch → ready line and HTTP answer (s)", get: |r| f(r.time_to_ready_s) },
         Column { name: "verdict", better: Better::Neither, doc: "What limited the run: `kv_cache_bound`, `retraction_churn`, `cuda_graph_limited`, `queue_with_spare_kv`, `client_bound`, `compute_bound`, `unknown`", get: |r| r.verdict.as_ref().map(|v| v.kind.as_str().to_string()).unwrap_or_default() },
         Column { name: "verdict_evidence", better: Better::Neither, doc: "The numbers behind the verdict", get: |r| r.verdict.as_ref().map(|v| v.evidence.clone()).unwrap_or_default() },
+        Column {
+            name: "not_in_effect",
+            better: Better::Neither,
+            doc: "Settings asked for that the server did not run with, `; `-separated: key, value asked, value in effect and the evidence (`/server_info`, or a start-up log line such as \"Cuda graph is disabled because ...\"); each is also a warning in `notes`. The whole comparison is in runs/<launch>/effective_args.json",
+            get: |r| {
+                r.effective
+                    .as_ref()
+                    .map(|e| e.not_in_effect.iter().map(|f| f.text()).collect::<Vec<_>>().join("; "))
+                    .unwrap_or_default()
+            },
+        },
+        Column {
+            name: "effective_args_id",
+            better: Better::Neither,
+            doc: "Hash of the server-relevant arguments the server reported in `/server_info` (less ports, host, names, paths, the random seed, and settings SGLang ignores there, e.g. CUDA graph sizes with CUDA graphs off): configurations with equal ids ran the same server in effect, and the table and decision.md say so (empty: no `/server_info`)",
+            get: |r| r.effective.as_ref().and_then(|e| e.id.clone()).unwrap_or_default(),
+        },
         Column { name: "notes", better: Better::Neither, doc: "Warnings that are not failures, `; `-separated (e.g. a GPU not back to its baseline memory)", get: |r| r.notes.join("; ") },
         Column { name: "started_at", better: Better::Neither, doc: "UTC start of this row's work (RFC 3339): its load point's start, or the server launch for a row that never reached its load", get: |r| r.started_at.clone() },
         Column { name: "finished_at", better: Better::Neither, doc: "UTC end of this row's work (RFC 3339)", get: |r| r.finished_at.clone() },
@@ -542,6 +561,7 @@ mod tests {
             verdict: None,
             time_to_ready_s: None,
             metrics: None,
+            effective: None,
             notes: vec![],
             started_at: "t".into(),
             finished_at: "t".into(),
@@ -665,6 +685,15 @@ mod tests {
                 retractions: Some(9025.0),
                 cache_hit_rate: Some(0.4375),
             }),
+            effective: Some(crate::observe::effective::EffectiveArgs {
+                id: Some("id-of-effective".into()),
+                not_in_effect: vec![crate::observe::effective::Finding {
+                    key: "key".into(),
+                    asked: "asked".into(),
+                    in_effect: "effect".into(),
+                    evidence: "evidence".into(),
+                }],
+            }),
             notes: vec!["first note".into(), "second note".into()],
             started_at: "2026-01-02T03:04:05Z".into(),
             finished_at: "2026-01-02T03:09:55Z".into(),
@@ -750,6 +779,11 @@ mod tests {
             ("time_to_ready_s", "42.25"),
             ("verdict", "queue_with_spare_kv"),
             ("verdict_evidence", "evidence of verdict"),
+            (
+                "not_in_effect",
+                "`key` asked asked, in effect effect (evidence)",
+            ),
+            ("effective_args_id", "id-of-effective"),
             ("notes", "first note; second note"),
             ("started_at", "2026-01-02T03:04:05Z"),
             ("finished_at", "2026-01-02T03:09:55Z"),

@@ -70,6 +70,8 @@ struct LaunchState<'c, 'l> {
     notes: Vec<String>,
     /// `shared_prefix.working_set` sized for this launch: the number of prefix groups.
     prefix_groups: Option<u64>,
+    /// What the server runs with against what was asked (set once it is ready).
+    effective: Option<crate::observe::effective::EffectiveArgs>,
 }
 
 /// One load point's measurement, before it becomes a record.
@@ -95,6 +97,7 @@ impl<'c, 'l> LaunchState<'c, 'l> {
             },
             notes: Vec::new(),
             prefix_groups: None,
+            effective: None,
         }
     }
 
@@ -126,6 +129,7 @@ impl<'c, 'l> LaunchState<'c, 'l> {
             verdict: None,
             time_to_ready_s: None,
             metrics: None,
+            effective: self.effective.clone(),
             notes: Vec::new(),
             started_at: started_at.to_string(),
             finished_at: String::new(),
@@ -213,6 +217,7 @@ pub async fn run_launch(
         },
         notes: Vec::new(),
         prefix_groups: None,
+        effective: None,
     };
     let records = match prepare(&mut st) {
         Ok((cmd, port)) => start_and_measure(&mut st, &cmd, port, emit).await,
@@ -397,6 +402,13 @@ async fn measure(
         st.keep("server_info.json", res);
         st.provenance.effective = Some(info.clone());
     }
+    let checked = super::effective::check_launch(st.dir, &st.run().resolved, info.as_ref());
+    st.keep(super::effective::FILE, checked.written);
+    for w in &checked.warnings {
+        emit(RunEvent::Warning { message: w });
+    }
+    st.notes.extend(checked.warnings);
+    st.effective = Some(checked.row);
     size_working_set(st, info.as_ref());
     let model = match &ctx.spec.workload.model {
         Some(m) => m.clone(),

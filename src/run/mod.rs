@@ -4,6 +4,7 @@
 //! its own folder. The runner owns cancellation and never prints: it emits RunEvents.
 
 pub mod deadline;
+pub mod effective;
 pub mod finish;
 pub mod launch;
 pub mod preflight;

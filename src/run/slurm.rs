@@ -538,6 +538,7 @@ pub fn missing_rows(
             verdict: None,
             time_to_ready_s: None,
             metrics: None,
+            effective: None,
             notes: vec![format!("slurm: {state}")],
             started_at: now.clone(),
             finished_at: now.clone(),

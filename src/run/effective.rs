@@ -1,0 +1,87 @@
+//! After a server is ready: compare what its configuration asked for with what it runs
+//! (`observe::effective`, pure), from the `/server_info` already fetched and the start-up part
+//! of server.log, and keep the result in runs/<launch>/effective_args.json.
+
+use crate::observe::effective::{self, EffectiveArgs};
+use crate::plan::flags::{self, ParamValue};
+use crate::record::store::{self, StoreError};
+use serde::Serialize;
+use std::io::{BufRead, Read};
+use std::path::Path;
+
+/// The per-launch file.
+pub const FILE: &str = "effective_args.json";
+
+/// At most this much of server.log is read for the start-up override lines (the log up to the
+/// ready line is a few hundred KB at most).
+const LOG_LIMIT_BYTES: u64 = 16 << 20;
+
+#[derive(Serialize)]
+struct EffectiveFile<'a> {
+    /// The settings as the command line asks for them (the hierarchical cache resolved).
+    asked: &'a [(String, ParamValue)],
+    #[serde(flatten)]
+    found: &'a effective::Effective,
+}
+
+/// What the launch keeps: the row's part, the warnings for its notes, and whether the file
+/// could be written.
+pub struct Checked {
+    pub row: EffectiveArgs,
+    pub warnings: Vec<String>,
+    pub written: Result<(), StoreError>,
+}
+
+/// Check one ready server. `resolved`: the run's settings; `info`: its `/server_info` (None
+/// when it answered none); `dir`: the launch folder, holding server.log.
+pub fn check_launch(
+    dir: &Path,
+    resolved: &[(String, ParamValue)],
+    info: Option<&serde_json::Value>,
+) -> Checked {
+    let asked = flags::requested(resolved);
+    let lines = startup_lines(&dir.join("server.log"));
+    let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let found = effective::check(&asked, info, &refs);
+    let warnings = found
+        .not_in_effect
+        .iter()
+        .map(|f| format!("not in effect: {}", f.text()))
+        .collect();
+    let written = store::write_json(
+        &dir.join(FILE),
+        &EffectiveFile {
+            asked: &asked,
+            found: &found,
+        },
+    );
+    Checked {
+        row: found.for_row(),
+        warnings,
+        written,
+    }
+}
+
+/// server.log's lines up to the ready line (an unreadable log: none; lines that are not UTF-8
+/// are read lossily).
+fn startup_lines(path: &Path) -> Vec<String> {
+    let Ok(file) = std::fs::File::open(path) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut reader = std::io::BufReader::new(file).take(LOG_LIMIT_BYTES);
+    let mut buf = Vec::new();
+    while let Ok(n) = reader.read_until(b'\n', &mut buf) {
+        if n == 0 {
+            break;
+        }
+        let line = String::from_utf8_lossy(&buf).trim_end().to_string();
+        buf.clear();
+        let ready = line.contains(crate::server::supervise::READY_LINE);
+        out.push(line);
+        if ready {
+            break;
+        }
+    }
+    out
+}
