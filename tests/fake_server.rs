@@ -490,3 +490,100 @@ objective:
     );
     assert!(folder.join("decision.md").exists());
 }
+
+/// What a server runs with is checked against what was asked: on a CPU without AMX, the fake
+/// (like SGLang 0.5.23) falls back from intel_amx to torch_native. That run gets a warning
+/// naming key, asked and in effect (row, table, decision), and, being the same server as the
+/// torch_native run, the two are said to be one; a pool size that takes effect gets nothing.
+#[test]
+fn a_setting_the_server_does_not_run_with_is_a_warning_and_same_servers_are_named() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tag = unique_tag("effective");
+    let body = r#"sweep:
+  attention_backend: [torch_native, intel_amx]
+configs:
+  - {name: mtt8192, attention_backend: torch_native, max_total_tokens: 8192}
+workload:
+  concurrency: 2
+  requests: 4
+  input_tokens: 8
+  output_tokens: 8
+  vocab_size: 1000
+objective:
+  maximize: output_tok_s
+"#;
+    let spec_text = spec(&tag, "", body).replace(
+        "    served_model_name: fake\n",
+        "    served_model_name: fake\n    device: cpu\n    max_total_tokens: 4096\n",
+    );
+    let spec_path = write_spec(dir.path(), &spec_text);
+    let results = dir.path().join("results");
+    let out = run_sweep(&spec_path, &results);
+    assert_eq!(out.status.code(), Some(0), "{}", text_of(&out));
+    assert_no_leftovers(&tag);
+    let folder = only_results_folder(&results);
+    let rows = by_name(&read_rows(&folder.join("results.csv")));
+    let (native, amx, roomy) = (
+        &rows["ab-torch_native"],
+        &rows["ab-intel_amx"],
+        &rows["mtt8192"],
+    );
+    let warning = "`attention_backend` asked intel_amx, in effect torch_native (/server_info, start-up log: \"The current platform does not support Intel AMX, will fallback to torch_native backend.\")";
+    assert_eq!(amx["not_in_effect"], warning, "{amx:?}");
+    assert!(
+        amx["notes"].contains(&format!("not in effect: {warning}")),
+        "{amx:?}"
+    );
+    for r in [native, roomy] {
+        assert_eq!(r["not_in_effect"], "", "{r:?}");
+        assert!(!r["notes"].contains("not in effect"), "{r:?}");
+    }
+    let id = &amx["effective_args_id"];
+    assert_eq!(id.len(), 12, "{amx:?}");
+    assert_eq!(
+        &native["effective_args_id"], id,
+        "the same server in effect"
+    );
+    assert_ne!(
+        &roomy["effective_args_id"], id,
+        "a larger pool is another server"
+    );
+
+    let file: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(folder.join("runs/ab-intel_amx/effective_args.json"))
+            .expect("effective_args.json"),
+    )
+    .expect("JSON");
+    assert_eq!(
+        file["not_in_effect"][0]["key"], "attention_backend",
+        "{file:#}"
+    );
+    assert_eq!(file["not_in_effect"][0]["asked"], "intel_amx");
+    assert_eq!(file["not_in_effect"][0]["in_effect"], "torch_native");
+    assert_eq!(file["id"], id.as_str());
+
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains(&format!("Not in effect (asked for, but the server ran otherwise; runs/<run>/effective_args.json):\n- ab-intel_amx: {warning}")),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!("- ab-torch_native, ab-intel_amx ({id}): what they differ in (attention_backend) did not change the server")),
+        "{stdout}"
+    );
+    let md = std::fs::read_to_string(folder.join("decision.md")).expect("decision.md");
+    assert!(md.contains("## Effective arguments"), "{md}");
+    assert!(md.contains(warning), "{md}");
+    assert!(
+        md.contains(&format!(
+            "ab-torch_native and ab-intel_amx ran the same server in effect ({id})"
+        )),
+        "{md}"
+    );
+    assert!(
+        md.contains(&format!(
+            "ran the same server in effect as ab-intel_amx ({id})"
+        )),
+        "{md}"
+    );
+}

@@ -545,7 +545,9 @@ fn decide(
     let mut d = decision::decide(sweep, o, rows, &commands, decision::cost(manifest));
     d.preflight = preflight_knob.and_then(|k| decision::preflight_summary(rows, k));
     d.quality = quality;
-    let written = store::write_atomic(&md_path, decision_md::render_md(&d).as_bytes())
+    crate::tune::effective::annotate_decision(&mut d, rows);
+    let md = decision_md::render_md(&d) + &crate::report::effective::decision_section(rows);
+    let written = store::write_atomic(&md_path, md.as_bytes())
         .and_then(|_| store::write_json(&json_path, &d));
     if let Err(e) = written {
         say(&format!("warning: cannot write the decision: {e}"));

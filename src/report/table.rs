@@ -85,6 +85,7 @@ pub fn render(rows: &[Row], param_keys: &[String]) -> String {
     render_failures(&mut out, rows);
     render_verdict_evidence(&mut out, &groups, many_points);
     render_quality(&mut out, rows);
+    out.push_str(&crate::report::effective::table_notes(rows));
     out
 }
 

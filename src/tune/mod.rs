@@ -5,6 +5,8 @@
 //! - `objective`: whether a spec's objective and SLO name results.csv columns the right way.
 //! - `stats`: estimates over repeats, Welch margins, t quantiles, the `repeats: auto` rule.
 //! - `decision`: the decision rule: eligibility, the leader, its margins, why each lost.
+//! - `effective`: configurations that ran the same server in effect, and what the decision
+//!   says about them and about settings not in effect.
 //! - `search`: the max-load search's next probe and each probe's judgement.
 //! - `preflight`: the memory pre-flight's next attempt and the burst it runs.
 //! - `prune`: successive halving, which configurations the lowest load point rules out.
@@ -16,6 +18,7 @@
 
 pub mod deadline;
 pub mod decision;
+pub mod effective;
 pub mod estimate;
 pub mod objective;
 pub mod preflight;

@@ -50,6 +50,12 @@ Environment knobs:
   --fake-token-s S           FAKE_SGLANG_TOKEN_S as a flag: each configuration its own pace
                             (`fake_token_s: 0.02` in a config), so its throughput is known
 Flag-driven behaviour (as real 0.5.23 on a CPU without AMX):
+  --attention-backend intel_amx          "The current platform does not support Intel AMX, will
+                                         fallback to torch_native backend."; /server_info and
+                                         server_args= then say torch_native
+  --attention-backend torch_native       "Cuda graph is disabled because of using torch native
+                                         attention backend" (/server_info keeps
+                                         disable_cuda_graph false, as the real one does)
   --kv-cache-dtype fp8_e4m3 / fp8_e5m2   scheduler ValueError traceback, then SIGKILL itself
   --enable-hierarchical-cache            "Allocating X GB host memory ..." then
                                          "RuntimeError: Found no NVIDIA driver" + SIGKILL
@@ -122,7 +128,7 @@ def build_parser():
     for name in ("--mem-fraction-static",):
         a(name, type=float)
     for name in ("--max-total-tokens", "--max-running-requests", "--context-length",
-                 "--chunked-prefill-size", "--cuda-graph-max-bs"):
+                 "--chunked-prefill-size", "--cuda-graph-max-bs", "--cuda-graph-max-bs-decode"):
         a(name, type=int)
     a("--max-prefill-tokens", type=int, default=16384)
     a("--kv-cache-dtype", default="auto",
@@ -728,6 +734,13 @@ def main():
             "mutually exclusive and cannot be used at the same time. Please use only one of "
             "them.", prefix=False)
         exit_now(1)
+    if args.attention_backend == "intel_amx" and cpu:
+        # srt/arg_groups/overrides.py, _attention_backend_platform_fallbacks (no AMX here).
+        log("The current platform does not support Intel AMX, will fallback to torch_native "
+            "backend.")
+        args.attention_backend = "torch_native"
+    if args.attention_backend == "torch_native":
+        log("Cuda graph is disabled because of using torch native attention backend")
     pause(step)
     log(f"server_args={server_args_dict()!r}")
     pause(step)

@@ -1,0 +1,72 @@
+//! What the table and decision.md say about effective arguments, from results.csv rows: the
+//! settings that did not take effect and the configurations that ran the same server in
+//! effect (both found by `tune::effective`).
+
+use crate::record::rows::Row;
+use crate::tune::effective::{duplicates, no_effect_clause, not_in_effect};
+
+/// The lines under the comparison table: settings not in effect, and configurations that ran
+/// the same server. Empty when there is nothing to say.
+pub fn table_notes(rows: &[Row]) -> String {
+    let mut out = String::new();
+    let missed = not_in_effect(rows);
+    if !missed.is_empty() {
+        out.push_str(
+            "\nNot in effect (asked for, but the server ran otherwise; runs/<run>/effective_args.json):\n",
+        );
+        for (name, f) in &missed {
+            out.push_str(&format!("- {name}: {f}\n"));
+        }
+    }
+    let dups = duplicates(rows);
+    if !dups.is_empty() {
+        out.push_str("\nSame server in effect (equal effective arguments, `effective_args_id`):\n");
+        for (id, names) in &dups {
+            out.push_str(&format!(
+                "- {} ({id}): {}\n",
+                names.join(", "),
+                no_effect_clause(rows, names)
+            ));
+        }
+    }
+    out
+}
+
+/// decision.md's section on effective arguments (empty when there is nothing to say).
+pub fn decision_section(rows: &[Row]) -> String {
+    let notes = table_notes(rows);
+    if notes.is_empty() {
+        return String::new();
+    }
+    format!(
+        "\n## Effective arguments\n\nEach server's `/server_info` and start-up log were compared with what its configuration asked for.\n{notes}"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tune::effective::tests::rows;
+
+    #[test]
+    fn the_table_lists_what_was_not_in_effect_and_the_same_servers() {
+        let t = table_notes(&rows());
+        assert!(
+            t.contains("- cgbd8: `cuda_graph_max_bs_decode` asked 8, in effect no CUDA graph"),
+            "{t}"
+        );
+        assert!(
+            t.contains("- cgbd8, cgbd16 (aaa): what they differ in (cuda_graph_max_bs_decode) did not change the server"),
+            "{t}"
+        );
+        assert!(!t.contains("mtt8192"), "{t}");
+        assert_eq!(table_notes(&rows()[2..]), "");
+    }
+
+    #[test]
+    fn decision_md_gets_a_section_only_with_something_to_say() {
+        let md = decision_section(&rows());
+        assert!(md.starts_with("\n## Effective arguments"), "{md}");
+        assert_eq!(decision_section(&rows()[2..]), "");
+    }
+}
