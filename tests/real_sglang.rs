@@ -526,3 +526,108 @@ quality:
             .status();
     }
 }
+
+/// A sweep over a setting SGLang 0.5.23 overrides on CPU: with the torch-native attention
+/// backend it disables CUDA graphs ("Cuda graph is disabled because of using torch native
+/// attention backend"), so `cuda_graph_max_bs_decode` 8 and 16 run the same server. Both runs
+/// get the warning, and the table and the decision say they are one server; a KV pool size,
+/// which takes effect, gets neither.
+#[test]
+#[ignore = "needs real SGLang on CPU: run scripts/test.sh"]
+fn a_setting_sglang_overrides_on_cpu_is_a_warning_and_its_runs_are_one_server() {
+    let env = real_env();
+    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tag = unique_tag("effective");
+    let body = r#"sweep:
+  cuda_graph_max_bs_decode: [8, 16]
+configs:
+  - {name: mtt8192, max_total_tokens: 8192}
+workload:
+  concurrency: 2
+  requests: 4
+  warmup_requests: 1
+  input_tokens: 16
+  output_tokens: 16
+objective:
+  maximize: output_tok_s
+"#;
+    let text_of_spec = spec(&env, &tag, body).replace(
+        "    enable_metrics: true\n",
+        "    enable_metrics: true\n    max_total_tokens: 4096\n",
+    );
+    let spec_path = dir.path().join("effective.yaml");
+    std::fs::write(&spec_path, text_of_spec).expect("write spec");
+    let results = dir.path().join("results");
+    let out = run_sweep(&spec_path, &results);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        wait_until(Duration::from_secs(10), || procs_with_tag(&tag).is_empty()),
+        "server processes left"
+    );
+    let folder = only_results_folder(&results);
+    let rows = read_rows(&folder.join("results.csv"));
+    let row = |name: &str| {
+        rows.iter()
+            .find(|r| r["run_name"] == name)
+            .unwrap_or_else(|| panic!("no row for {name}: {rows:?}"))
+    };
+    for (name, asked) in [("cgmbd-8", 8), ("cgmbd-16", 16)] {
+        let warning = format!(
+            "`cuda_graph_max_bs_decode` asked {asked}, in effect no CUDA graph (start-up log: \"Cuda graph is disabled because of using torch native attention backend\")"
+        );
+        assert_eq!(row(name)["not_in_effect"], warning, "{:?}", row(name));
+        assert!(
+            row(name)["notes"].contains(&format!("not in effect: {warning}")),
+            "{:?}",
+            row(name)
+        );
+        assert!(stdout.contains(&format!("- {name}: {warning}")), "{stdout}");
+    }
+    let id = row("cgmbd-8")["effective_args_id"].clone();
+    assert_eq!(id.len(), 12, "{:?}", row("cgmbd-8"));
+    assert_eq!(
+        row("cgmbd-16")["effective_args_id"],
+        id,
+        "one server in effect"
+    );
+    let roomy = row("mtt8192");
+    assert_eq!(
+        roomy["not_in_effect"], "",
+        "max_total_tokens takes effect: {roomy:?}"
+    );
+    assert!(!roomy["notes"].contains("not in effect"), "{roomy:?}");
+    assert_eq!(roomy["max_total_num_tokens"], "8192", "{roomy:?}");
+    assert_ne!(
+        roomy["effective_args_id"], id,
+        "another pool, another server"
+    );
+    assert!(
+        stdout.contains(&format!(
+            "- cgmbd-8, cgmbd-16 ({id}): what they differ in (cuda_graph_max_bs_decode) did not change the server"
+        )),
+        "{stdout}"
+    );
+    let md = std::fs::read_to_string(folder.join("decision.md")).expect("decision.md");
+    assert!(
+        md.contains(&format!(
+            "cgmbd-8 and cgmbd-16 ran the same server in effect ({id})"
+        )),
+        "{md}"
+    );
+    let file: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(folder.join("runs/cgmbd-8/effective_args.json"))
+            .expect("effective_args.json"),
+    )
+    .expect("JSON");
+    assert_eq!(file["args"]["cuda_graph"], "off", "{file:#}");
+    assert!(
+        file["override_lines"].as_array().is_some_and(|l| {
+            l.iter().any(|l| {
+                l == "Cuda graph is disabled because of using torch native attention backend"
+            })
+        }),
+        "{file:#}"
+    );
+}
