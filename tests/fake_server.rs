@@ -430,12 +430,15 @@ objective:
         "the winner's SLO holds: {winner:#}"
     );
     let margin = &point["margin"];
+    // The noise is pooled over the three configurations that ran (3 repeats each: 6 df).
     assert!(
         margin["separated"] == true
             && margin["ci"]["low"].as_f64().is_some_and(|l| l > 0.0)
-            && margin["basis"] == "welch",
+            && (margin["basis"] == "pooled" || margin["basis"] == "own")
+            && margin["df"] == 6.0,
         "{margin:#}"
     );
+    assert_eq!(point["noise"]["df"], 6, "{point:#}");
     assert_eq!(config("kv-small")["standing"], "behind");
     assert_eq!(config("kv-small")["verdict"], "kv_cache_bound");
     assert_eq!(config("slow")["standing"], "slo_not_met");

@@ -110,24 +110,24 @@ pub fn print_plan(s: &SweepSpec, plan: &RunPlan) {
     if let Some(o) = &s.objective {
         let rule = if let Some(a) = s.auto_repeats {
             format!(
-                "repeats: auto: 2 repeats, then one more at a time until the 95% interval of {} is within ±{}% of its mean (at most {} repeats); a winner only when its margins' 95% intervals lie above zero",
+                "repeats: auto: 2 repeats, then one more at a time until the 95% interval of {} is within ±{}% of its mean (at most {} repeats); a winner only when its margins' 95% intervals, from the noise pooled over every configuration and load point, lie above zero",
                 o.metric,
                 a.precision * 100.0,
                 a.max
             )
         } else if s.search.max_load.is_some() {
             format!(
-                "a winner only when its margin separates from every other's: by 95% intervals where probes were repeated, else by more than {}% (objective.noise)",
+                "a winner only when its margins' 95% intervals, from the noise pooled over the probes that were repeated, lie above zero; with no probe repeated, no noise is measured and the best is named the leader, not the winner (a margin under {}%, objective.noise, is within noise)",
                 o.noise * 100.0
             )
         } else if s.repeats < 2 {
             format!(
-                "one repeat, so no interval: a winner needs a margin over {}% (objective.noise)",
+                "one repeat, so no noise is measured: the best is named the leader, not the winner (a margin under {}%, objective.noise, is within noise); `repeats: 2` or more, or `sgtune reproduce DIR --decision`, confirms it",
                 o.noise * 100.0
             )
         } else {
             format!(
-                "a winner only when the 95% intervals of its margins ({} repeats) lie above zero",
+                "a winner only when the 95% intervals of its margins ({} repeats) lie above zero, from the noise pooled over every configuration and load point",
                 s.repeats
             )
         };
