@@ -301,9 +301,9 @@ pub fn prepare_resume(
     resume::prepare_resume(&r, dir, retry_failed, force).map_err(CmdError::Input)
 }
 
-/// With an objective: write decision.md and decision.json from every row the folder holds and
-/// print the summary. An interrupted sweep is not decided (its rows are incomplete), and an
-/// earlier decision in the folder is removed rather than left to contradict the rows.
+/// With an objective: decide from every row the folder holds. An interrupted sweep is not
+/// decided (its rows are incomplete), and an earlier decision in the folder is removed rather
+/// than left to contradict the rows.
 fn decide(
     o: &spec::Objective,
     sweep: &str,
@@ -312,21 +312,20 @@ fn decide(
     manifest: &Manifest,
     interrupted: bool,
     preflight_knob: Option<&str>,
-) {
-    let (md_path, json_path) = (
-        results.root.join("decision.md"),
-        results.root.join("decision.json"),
-    );
+) -> Option<decision::Decision> {
     if interrupted {
-        for p in [&md_path, &json_path] {
-            if let Err(e) = std::fs::remove_file(p) {
+        for p in [
+            results.root.join("decision.md"),
+            results.root.join("decision.json"),
+        ] {
+            if let Err(e) = std::fs::remove_file(&p) {
                 if e.kind() != std::io::ErrorKind::NotFound {
                     say(&format!("warning: cannot remove {}: {e}", p.display()));
                 }
             }
         }
         say("no decision: the sweep was interrupted; `sgtune resume` finishes it and decides");
-        return;
+        return None;
     }
     let mut commands = decision::commands(manifest);
     for r in rows {
@@ -346,8 +345,16 @@ fn decide(
     }
     let mut d = decision::decide(sweep, o, rows, &commands, decision::cost(manifest));
     d.preflight = preflight_knob.and_then(|k| decision::preflight_summary(rows, k));
-    let written = store::write_atomic(&md_path, decision_md::render_md(&d).as_bytes())
-        .and_then(|_| store::write_json(&json_path, &d));
+    Some(d)
+}
+
+/// decision.md and decision.json, and the summary after the table.
+fn write_decision(d: &decision::Decision, results: &ResultsDir) {
+    let written = store::write_atomic(
+        &results.root.join("decision.md"),
+        decision_md::render_md(d).as_bytes(),
+    )
+    .and_then(|_| store::write_json(&results.root.join("decision.json"), d));
     if let Err(e) = written {
         say(&format!("warning: cannot write the decision: {e}"));
     }
@@ -404,7 +411,20 @@ pub fn conclude(
             Vec::new()
         }
     };
-    let table = table::render(&all, &plan.param_keys);
+    // Decided first, so that the table stars the decision's pick; printed after the table.
+    let decision = spec.objective.as_ref().and_then(|o| {
+        decide(
+            o,
+            &plan.sweep_name,
+            &all,
+            results,
+            manifest,
+            interrupted,
+            spec.search.preflight.as_ref().map(|p| p.knob.as_str()),
+        )
+    });
+    let marks = decision.as_ref().map(table::DecisionMarks::of);
+    let table = table::render(&all, &plan.param_keys, marks.as_ref());
     let md = format!(
         "# {}\n\nResults folder: `{}`\n\n{table}",
         plan.sweep_name,
@@ -414,16 +434,8 @@ pub fn conclude(
         say(&format!("warning: cannot write results.md: {e}"));
     }
     out(&format!("\n{table}"));
-    if let Some(o) = &spec.objective {
-        decide(
-            o,
-            &plan.sweep_name,
-            &all,
-            results,
-            manifest,
-            interrupted,
-            spec.search.preflight.as_ref().map(|p| p.knob.as_str()),
-        );
+    if let Some(d) = &decision {
+        write_decision(d, results);
     }
     // The pictures: a report that cannot be written loses nothing (the rows are in
     // results.csv); say so and carry on.
