@@ -1367,6 +1367,445 @@ mod tests {
         assert!((c.server_hours - 1.5).abs() < 1e-9);
     }
 
+    #[test]
+    fn numbers_for_people() {
+        assert_eq!(num(100.0), "100");
+        assert_eq!(num(-250.4), "-250");
+        assert_eq!(num(99.94), "99.9");
+        assert_eq!(num(10.0), "10.0");
+        assert_eq!(num(9.994), "9.99");
+        assert_eq!(num(1.0), "1.00");
+        assert_eq!(num(0.5), "0.500");
+        assert_eq!(hours(10.0), "10.0");
+        assert_eq!(hours(12.345), "12.3");
+        assert_eq!(hours(9.994), "9.99");
+        assert_eq!(pct(0.1234), "12.3%");
+    }
+
+    #[test]
+    fn the_pre_flight_summary_is_the_highest_pass_and_the_failure_above_it() {
+        let attempt = |v: &str, probe: &str, kind: &str| {
+            row(
+                "pf",
+                1,
+                &[
+                    ("phase", "preflight"),
+                    ("param_mem_fraction_static", v),
+                    ("probe", probe),
+                    ("failure_kind", kind),
+                    ("failure_message", if kind.is_empty() { "" } else { "boom" }),
+                ],
+            )
+        };
+        let rows = vec![
+            attempt("0.95", "fail", "oom"),
+            attempt("0.80", "pass", ""),
+            attempt("0.91", "fail", "crashed"),
+            attempt("0.87", "pass", ""),
+            attempt("0.89", "fail", "oom"),
+            attempt("0.70", "fail", "oom"), // below the value found: not its margin
+            attempt("", "pass", ""),        // no value: not an attempt
+            row("measured", 1, &[("param_mem_fraction_static", "0.99")]),
+        ];
+        let p = preflight_summary(&rows, "mem_fraction_static").expect("a pre-flight");
+        assert_eq!(p.knob, "mem_fraction_static");
+        assert_eq!((p.found, p.next_up), (Some(0.87), Some(0.89)));
+        assert_eq!(p.next_up_failure.as_deref(), Some("oom: boom"));
+        assert_eq!(p.attempts, 6);
+        // Nothing passed: the lowest failure is the margin.
+        let p = preflight_summary(&rows[..1], "mem_fraction_static").expect("a pre-flight");
+        assert_eq!((p.found, p.next_up), (None, Some(0.95)));
+        assert_eq!(preflight_summary(&rows[7..], "mem_fraction_static"), None);
+    }
+
+    #[test]
+    fn commands_and_cost_from_the_manifest() {
+        use crate::record::provenance::LaunchRecord;
+        let mut m = Manifest::default();
+        for (dir, run, cmd, a, b) in [
+            (
+                "a.r1",
+                "a",
+                "cmd a1",
+                "2026-01-01T00:00:00Z",
+                "2026-01-01T00:00:00Z",
+            ),
+            (
+                "a.r2",
+                "a",
+                "cmd a2",
+                "2026-01-01T02:00:00Z",
+                "2026-01-01T01:00:00Z",
+            ),
+            ("b", "b", "", "x", "2026-01-01T01:00:00Z"),
+            (
+                "b.r2",
+                "b",
+                "cmd b2",
+                "2026-01-01T00:00:00Z",
+                "2026-01-01T00:06:00Z",
+            ),
+        ] {
+            m.launches.insert(
+                dir.into(),
+                LaunchRecord {
+                    run_name: run.into(),
+                    command: cmd.into(),
+                    started_at: a.into(),
+                    finished_at: b.into(),
+                    ..Default::default()
+                },
+            );
+        }
+        let c = commands(&m);
+        assert_eq!(c.len(), 2);
+        assert_eq!(c["a"], "cmd a1", "the first launch folder by name");
+        assert_eq!(c["b"], "cmd b2", "an empty command is skipped");
+        let c = cost(&m);
+        // A launch that stopped when it started counts 0 hours; one whose stop is before its
+        // start, or whose time does not parse, counts no hours and is said.
+        assert_eq!((c.launches, c.launches_without_times), (4, 2));
+        assert!((c.server_hours - 0.1).abs() < 1e-9, "{c:?}");
+    }
+
+    #[test]
+    fn verdicts_of_most_repeats() {
+        let v = |vs: &[&str]| {
+            let rows: Vec<Row> = vs
+                .iter()
+                .enumerate()
+                .map(|(i, v)| {
+                    row(
+                        "a",
+                        i as u64 + 1,
+                        &[("verdict", v), ("verdict_evidence", &format!("e{i}"))],
+                    )
+                })
+                .collect();
+            let refs: Vec<&Row> = rows.iter().collect();
+            verdict_of(&refs)
+        };
+        assert_eq!(v(&["x", "x"]), ("x".into(), "e0".into()));
+        assert_eq!(
+            v(&["a", "b", "", "b"]),
+            ("b (2 of 4 repeats)".into(), "e1".into())
+        );
+        // A tie goes to the first seen.
+        assert_eq!(v(&["a", "b"]), ("a (1 of 2 repeats)".into(), "e0".into()));
+        assert_eq!(v(&["", ""]), (String::new(), String::new()));
+    }
+
+    #[test]
+    fn why_a_configuration_has_no_standing() {
+        let o = objective(
+            Goal::Maximize,
+            "output_tok_s",
+            &[("goodput_share", Bound::AtLeast, 0.9)],
+        );
+        let long = "x".repeat(200);
+        let mut failed = row("crash", 1, &[("failure_kind", "crashed")]);
+        failed.0.insert("status".into(), "failed".into());
+        failed.0.insert("failure_message".into(), long.clone());
+        let mut failed2 = row("crash", 2, &[("failure_kind", "oom")]);
+        failed2.0.insert("status".into(), "failed".into());
+        let mut pruned = row("pruned", 1, &[]);
+        pruned.0.insert("status".into(), "pruned".into());
+        pruned
+            .0
+            .insert("failure_message".into(), "pruned: clearly beaten".into());
+        let mut interrupted = row("cut", 1, &[]);
+        interrupted.0.insert("status".into(), "interrupted".into());
+        let rows = vec![
+            failed,
+            failed2,
+            row("crash", 3, &[("output_tok_s", "5"), ("goodput_share", "1")]),
+            pruned,
+            interrupted,
+            row("empty", 1, &[("goodput_share", "1")]),
+            row("low", 1, &[("output_tok_s", "9"), ("goodput_share", "0.8")]),
+            row("ok", 1, &[("output_tok_s", "1"), ("goodput_share", "0.95")]),
+        ];
+        let p = &decide_rows(&o, &rows).points[0];
+        let why = |n: &str| {
+            p.configurations
+                .iter()
+                .find(|c| c.run_name == n)
+                .map(|c| (c.standing, c.why.clone()))
+                .expect("present")
+        };
+        let (standing, w) = why("crash");
+        assert_eq!(standing, Standing::Failed);
+        assert_eq!(
+            w,
+            format!(
+                "failed in 2 of 3 repeats (crashed, oom): {}…",
+                "x".repeat(160)
+            )
+        );
+        assert_eq!(
+            why("pruned"),
+            (Standing::NoValue, "pruned: clearly beaten".into())
+        );
+        assert_eq!(why("cut"), (Standing::NoValue, "no finished repeat".into()));
+        assert_eq!(
+            why("empty"),
+            (
+                Standing::NoValue,
+                "no value of output_tok_s in its repeats".into()
+            )
+        );
+        assert_eq!(
+            why("low"),
+            (
+                Standing::SloNotMet,
+                "SLO violated: goodput_share median 0.800 < 0.9".into()
+            )
+        );
+        assert_eq!(p.winner.as_deref(), Some("ok"));
+        // Read in order: the eligible, then SLO misses, failures, no value.
+        let order: Vec<&str> = p
+            .configurations
+            .iter()
+            .map(|c| c.run_name.as_str())
+            .collect();
+        assert_eq!(order, ["ok", "low", "crash", "pruned", "cut", "empty"]);
+        assert_eq!(
+            p.sentence,
+            "At concurrency 8, ok wins as the only eligible configuration (mean output_tok_s 1.00); of the other configurations, 1 violated the SLO, 1 failed, 3 had no value."
+        );
+        // Nothing eligible: the sentence says what became of each.
+        let p = &decide_rows(&o, &rows[..5]).points[0];
+        assert_eq!(p.outcome, Outcome::NoEligibleConfiguration);
+        assert_eq!(
+            p.sentence,
+            "At concurrency 8, no configuration is eligible: 1 failed, 2 had no value."
+        );
+        assert_eq!((p.leader.as_deref(), p.command.as_deref()), (None, None));
+        let d = decide_rows(&o, &[]);
+        assert!(d.points.is_empty());
+        assert!(
+            d.summary.starts_with("Decision (maximize output_tok_s subject to goodput_share ≥ 0.9): no rows to decide on. Cost: 0 server launch(es), 0.00 server-hours."),
+            "{}",
+            d.summary
+        );
+    }
+
+    #[test]
+    fn an_open_loop_point_is_named_by_its_rate() {
+        let o = objective(Goal::Maximize, "output_tok_s", &[]);
+        let mut rows = rows_of(&[("a", &[100.0, 101.0]), ("b", &[200.0, 202.0])]);
+        for r in &mut rows {
+            r.0.insert("request_rate".into(), "2.5".into());
+        }
+        let d = decide_rows(&o, &rows);
+        assert_eq!(d.points[0].load_point, "2.5/s");
+        assert_eq!(
+            d.points[0].label,
+            "request rate 2.5/s (at most 8 in flight)"
+        );
+    }
+
+    /// The tie's sentence and the leader's line name every configuration it does not separate
+    /// from, and the ranks follow the means.
+    #[test]
+    fn a_tie_names_everything_within_noise() {
+        let o = objective(Goal::Maximize, "output_tok_s", &[]);
+        let d = decide_rows(
+            &o,
+            &rows_of(&[
+                ("c", &[950.0, 1050.0]),
+                ("a", &[1000.0, 1100.0]),
+                ("far", &[100.0, 101.0]),
+                ("b", &[900.0, 1100.0]),
+            ]),
+        );
+        let p = &d.points[0];
+        assert_eq!(p.outcome, Outcome::TieWithinNoise);
+        assert_eq!(p.tied_with, vec!["c".to_string(), "b".to_string()]);
+        let ranks: Vec<(&str, Option<usize>, Standing)> = p
+            .configurations
+            .iter()
+            .map(|c| (c.run_name.as_str(), c.rank, c.standing))
+            .collect();
+        assert_eq!(
+            ranks,
+            [
+                ("a", Some(1), Standing::Leader),
+                ("c", Some(2), Standing::WithinNoise),
+                ("b", Some(3), Standing::WithinNoise),
+                ("far", Some(4), Standing::Behind),
+            ]
+        );
+        assert_eq!(
+            p.configurations[0].why,
+            "best mean, but within noise of c, b: no winner claimed"
+        );
+        assert!(
+            p.configurations[3]
+                .why
+                .starts_with("behind the leader by 950 ± "),
+            "{}",
+            p.configurations[3].why
+        );
+        assert!(
+            p.sentence.starts_with(
+                "At concurrency 8, tie within noise: a leads (mean output_tok_s 1050) but is not separated from c, b, its margin over the runner-up being 50.0 ± "
+            ),
+            "{}",
+            p.sentence
+        );
+        assert!(
+            p.sentence
+                .ends_with("; more repeats would narrow the intervals.")
+        );
+    }
+
+    fn probe(name: &str, c: &str, repeat: u64, standing: &str, tok: &str, good: &str) -> Row {
+        let mut r = row(
+            name,
+            repeat,
+            &[
+                ("phase", "probe"),
+                ("probe", standing),
+                ("output_tok_s", tok),
+                ("goodput_req_s", good),
+                ("request_throughput", "99"),
+            ],
+        );
+        r.0.insert("concurrency".into(), c.into());
+        r
+    }
+
+    #[test]
+    fn a_max_load_search_is_decided_at_each_configurations_highest_passing_load() {
+        let o = objective(Goal::Maximize, "output_tok_s", &[]);
+        let mut oom = probe("oom", "2", 1, "fail", "", "");
+        oom.0.insert("status".into(), "failed".into());
+        oom.0.insert("failure_kind".into(), "oom".into());
+        let rows = vec![
+            probe("small", "2", 1, "pass", "100", "1.0"),
+            probe("small", "4", 1, "pass", "180", "2.0"),
+            probe("small", "4", 2, "pass", "184", "3.0"),
+            probe("small", "8", 1, "fail", "300", "1.0"),
+            probe("large", "2", 1, "pass", "100", ""),
+            probe("large", "4", 1, "pass", "200", ""),
+            probe("large", "8", 1, "pass", "390", ""),
+            probe("large", "8", 2, "pass", "400", ""),
+            probe("none", "2", 1, "fail", "50", "0.1"),
+            probe("none", "4", 1, "fail", "60", "0.1"),
+            probe("unjudged", "2", 1, "", "50", "0.1"),
+            oom,
+            row("plain", 1, &[("output_tok_s", "10")]),
+        ];
+        let d = decide_rows(&o, &rows);
+        assert_eq!(d.points.len(), 2, "the plain point, then the search's");
+        let p = &d.points[1];
+        assert_eq!(p.load_point, "max_load_at_slo");
+        assert_eq!(
+            p.label,
+            "each configuration's highest load within the SLO (max-load search)"
+        );
+        assert_eq!(p.winner.as_deref(), Some("large"), "{}", p.sentence);
+        assert!(p.sentence.starts_with("At each configuration's highest load within the SLO (max-load search), large wins: mean output_tok_s 395 against the runner-up small's 182"), "{}", p.sentence);
+        assert!(
+            p.sentence
+                .ends_with("; of the other configurations, 2 violated the SLO, 1 failed."),
+            "{}",
+            p.sentence
+        );
+        let c = |n: &str| {
+            p.configurations
+                .iter()
+                .find(|c| c.run_name == n)
+                .expect("present")
+        };
+        assert_eq!(c("large").max_load_at_slo.as_deref(), Some("8"));
+        assert_eq!(
+            c("large").goodput_at_max_load,
+            Some(99.0),
+            "request_throughput"
+        );
+        assert_eq!(c("small").max_load_at_slo.as_deref(), Some("4"));
+        assert_eq!(c("small").goodput_at_max_load, Some(2.5), "the median");
+        assert_eq!(c("small").repeats, 2);
+        assert_eq!(
+            (c("none").standing, c("none").why.as_str()),
+            (
+                Standing::SloNotMet,
+                "no load within the SLO: the lowest probe (concurrency 2) was fail"
+            )
+        );
+        assert_eq!(c("none").max_load_at_slo, None);
+        assert_eq!(
+            c("unjudged").why,
+            "no load within the SLO: the lowest probe (concurrency 2) was not judged"
+        );
+        assert_eq!(
+            (c("oom").standing, c("oom").why.as_str()),
+            (
+                Standing::Failed,
+                "no load within the SLO: failed in 1 of 1 repeats (oom)"
+            )
+        );
+        // The noise is the sweep's: the repeated probes at 4 and 8.
+        assert_eq!(p.noise.map(|n| n.df), Some(2));
+        // With an SLO the lowest probe's own miss is said too.
+        let o = objective(
+            Goal::Maximize,
+            "output_tok_s",
+            &[("goodput_req_s", Bound::AtLeast, 0.5)],
+        );
+        let p = decide_rows(&o, &rows[8..10]).points.remove(0);
+        assert_eq!(
+            p.configurations[0].why,
+            "no load within the SLO: the lowest probe (concurrency 2) was fail (SLO violated: goodput_req_s median 0.100 < 0.5)"
+        );
+    }
+
+    #[test]
+    fn margins_and_noise_in_words() {
+        let m = Margin {
+            delta: 12.0,
+            relative: Some(0.1),
+            ci: Some(Interval {
+                low: 10.0,
+                high: 14.0,
+            }),
+            df: Some(3.0),
+            basis: "own".into(),
+            separated: true,
+        };
+        assert_eq!(
+            margin_text(&m),
+            "12.0 ± 2.00 (10.0%; 95% CI, own spread, 3 df)"
+        );
+        let m = Margin {
+            relative: None,
+            basis: "pooled".into(),
+            ..m
+        };
+        assert_eq!(margin_text(&m), "12.0 ± 2.00 (95% CI, pooled noise, 3 df)");
+        assert_eq!(
+            noise_text("x", None, 0.05),
+            "not measured: no configuration × load point of the sweep has two or more repeats, so no margin has an interval (5.0% of the other's mean, the objective's noise threshold, only sorts within noise from behind)"
+        );
+        let p = PooledNoise {
+            cv: 0.048,
+            df: 6,
+            groups: 3,
+        };
+        assert_eq!(
+            noise_text("x", Some(p), 0.05),
+            "x varies by 4.8% run to run (coefficient of variation pooled over 3 configuration × load point group(s) with repeats, 6 degrees of freedom)"
+        );
+        let r = rule(&objective(Goal::Minimize, "ttft_ms_p99", &[]));
+        assert!(
+            r.contains("the one with the lowest mean `ttft_ms_p99` leads"),
+            "{r}"
+        );
+        assert!(r.contains("(no SLO is given)"), "{r}");
+    }
+
     /// A draw from N(0, 1) (Box–Muller on two SplitMix64 uniforms).
     fn normal(rng: &mut SplitMix64) -> f64 {
         let u1 = unit(rng);
