@@ -369,6 +369,9 @@ fn an_objective_ends_the_sweep_with_a_decision() {
     let tag = unique_tag("decision");
     // A 100-token pool holds 2 of the 8 requests (40 tokens each): a quarter of the roomy
     // pool's throughput, same TPOT. slow_stream decodes 10x slower: over the TPOT bound.
+    // The fake is paced (a 10 ms decode step on the wall clock, tokens a late handler missed
+    // sent at once), so the 4x between the pools is set by its sleeps: a busy CPU once blurred
+    // the roomy pool to 1071 ± 388 tok/s when each step was 5 ms of Python's own speed.
     let body = r#"configs:
   - {name: kv-small, max_total_tokens: 100}
   - {name: roomy, max_total_tokens: 16384}
@@ -388,7 +391,7 @@ objective:
 "#;
     let spec_text = spec(&tag, "", body).replace(
         "    FAKE_SGLANG_SPAWN_CHILD: \"1\"\n",
-        "    FAKE_SGLANG_TOKEN_S: \"0.005\"\n",
+        "    FAKE_SGLANG_TOKEN_S: \"0.01\"\n    FAKE_SGLANG_PACED: \"1\"\n",
     );
     let spec_path = write_spec(dir.path(), &spec_text);
     let results = dir.path().join("results");
@@ -430,11 +433,27 @@ objective:
         "the winner's SLO holds: {winner:#}"
     );
     let margin = &point["margin"];
+    // The noise is pooled over the three configurations that ran (3 repeats each: 6 df).
     assert!(
         margin["separated"] == true
             && margin["ci"]["low"].as_f64().is_some_and(|l| l > 0.0)
-            && margin["basis"] == "welch",
+            && (margin["basis"] == "pooled" || margin["basis"] == "own")
+            && margin["df"] == 6.0,
         "{margin:#}"
+    );
+    assert_eq!(point["noise"]["df"], 6, "{point:#}");
+    // By construction: 8 decoding at once against 2, at the same pace.
+    let mean = |name: &str| config(name)["estimate"]["mean"].as_f64().unwrap_or(0.0);
+    let ratio = mean("roomy") / mean("kv-small");
+    eprintln!(
+        "roomy {}, kv-small {}, margin {margin}, slow: {}",
+        config("roomy")["estimate"],
+        config("kv-small")["estimate"],
+        config("slow")["why"]
+    );
+    assert!(
+        (2.5..=6.0).contains(&ratio),
+        "roomy / kv-small = {ratio}: {point:#}"
     );
     assert_eq!(config("kv-small")["standing"], "behind");
     assert_eq!(config("kv-small")["verdict"], "kv_cache_bound");

@@ -73,11 +73,30 @@ fn decimals_to_shape_keeps_integers_names_and_percentages() {
 /// verdict evidence.
 #[test]
 fn results_md_table() {
+    results_md_from_fixture_rows("", "results_md");
+}
+
+/// The same rows under an objective: the star follows the decision at each load point, not
+/// the highest output tok/s (mtt16384 at 8, whose other repeat failed), and a line under the
+/// table says why that one is not starred.
+#[test]
+fn results_md_table_with_an_objective() {
+    let md = results_md_from_fixture_rows(
+        "objective: {maximize: output_tok_s}\n",
+        "results_md_with_an_objective",
+    );
+    assert!(!md.contains("(best)"), "{md}");
+}
+
+/// Render the table of tests/fixtures/results/table-rows.csv under a spec with `extra`, and
+/// snapshot results.md as `name`.
+fn results_md_from_fixture_rows(extra: &str, name: &str) -> String {
     let dir = tempfile::tempdir().expect("tempdir");
     let spec = dir.path().join("spec.yaml");
     std::fs::write(
         &spec,
-        r#"name: table-snapshot
+        format!(
+            r#"name: table-snapshot
 repeats: 2
 server:
   command: ["false"]
@@ -89,14 +108,15 @@ server:
 sweep:
   max_total_tokens: [4096, 16384]
 configs:
-  - {name: fp8, kv_cache_dtype: fp8_e4m3}
+  - {{name: fp8, kv_cache_dtype: fp8_e4m3}}
 workload:
   concurrency: [4, 8]
   requests: 8
   vocab_size: 100
   input_tokens: 4
   output_tokens: 8
-"#,
+{extra}"#
+        ),
     )
     .expect("write spec");
     let results = dir.path().join("results");
@@ -179,7 +199,8 @@ workload:
         stdout.contains(table),
         "stdout:\n{stdout}\nresults.md:\n{md}"
     );
-    insta::assert_snapshot!("results_md", md);
+    insta::assert_snapshot!(name, md);
+    md
 }
 
 /// `sgtune compare` on two fixed results folders (tests/fixtures/results/compare-{a,b}):

@@ -35,6 +35,9 @@ fn report_defaults_to_the_folder_and_says_where() {
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     assert!(html.starts_with("<!DOCTYPE html>"));
     assert!(html.contains("id=\"run-mtt2048-reqs\""));
+    // With an objective, the table's star is the decision's (decision.json), as in results.md.
+    assert!(html.contains(">★ mtt32768 (winner)</td>"), "{html}");
+    assert!(!html.contains("(best)"));
     // results.csv alone works too (no runs/ folder next to it is needed).
     let out = sgtune(&[
         "report",
@@ -108,4 +111,49 @@ fn report_of_a_missing_folder_is_bad_input() {
     let out = sgtune(&["report", "/nonexistent/sweep"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("error:"));
+}
+
+/// The demo on a fresh machine: the KV-bound pool had the higher output tok/s but broke the
+/// SLO, and the table starred it "(best)" above a decision that named the roomy pool. The page
+/// stars the decision's winner and says why the faster one is not starred.
+#[test]
+fn the_pages_star_follows_the_decision_not_the_highest_output() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cpu-demo");
+    let st = Command::new("cp")
+        .args(["-r", &format!("{FIXTURES}/cpu-demo"), s(&dir)])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let csv = dir.join("results.csv");
+    let mut r = csv::Reader::from_path(&csv).unwrap();
+    let header = r.headers().unwrap().clone();
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let (name, tok) = (col("run_name"), col("output_tok_s"));
+    let rows: Vec<Vec<String>> = r
+        .records()
+        .map(|rec| {
+            let mut v: Vec<String> = rec.unwrap().iter().map(String::from).collect();
+            if v[name] == "mtt2048" {
+                v[tok] = "457.7".into();
+            }
+            v
+        })
+        .collect();
+    let mut w = csv::Writer::from_path(&csv).unwrap();
+    w.write_record(&header).unwrap();
+    for v in rows {
+        w.write_record(&v).unwrap();
+    }
+    w.flush().unwrap();
+    let page = tmp.path().join("r.html");
+    let out = sgtune(&["report", s(&dir), "-o", s(&page)]);
+    assert!(out.status.success(), "{out:?}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains(">★ mtt32768 (winner)</td>"), "{html}");
+    assert!(!html.contains("★ mtt2048"), "{html}");
+    assert!(
+        html.contains("The highest output tok/s, mtt2048 (457.7), is not starred: SLO violated: ttft_ms_p99 median 44516 &gt; 5000."),
+        "{html}"
+    );
 }

@@ -114,6 +114,10 @@ pub fn read_sweep(p: &Path) -> Result<Sweep, CmdError> {
         param_keys: rows::param_keys(&t.header),
         rows: t.rows,
         decision_md: std::fs::read_to_string(root.join("decision.md")).ok(),
+        decision_marks: std::fs::read_to_string(root.join("decision.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .map(|j| crate::report::table::DecisionMarks::from_json(&j)),
         ..Default::default()
     };
     // Launch order: the plan's, else the rows', then any other folder under runs/.

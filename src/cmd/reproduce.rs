@@ -128,7 +128,12 @@ pub async fn decision(dir: &Path, results_dir: &Path) -> Result<ExitCode, CmdErr
         .points
         .iter()
         .filter(|p| p.leader.is_some() && p.runner_up.is_some())
-        .max_by_key(|p| p.outcome == Outcome::Winner)
+        // A claimed winner first, then a leader not confirmed, then a tie.
+        .max_by_key(|p| match p.outcome {
+            Outcome::Winner => 2,
+            Outcome::Unconfirmed => 1,
+            _ => 0,
+        })
         .ok_or_else(|| {
             CmdError::input(format!(
                 "no decision in {} has a leader and a runner-up to re-check (fewer than two eligible configurations)",

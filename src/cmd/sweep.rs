@@ -139,24 +139,24 @@ pub fn print_plan(s: &SweepSpec, plan: &RunPlan) {
     if let Some(o) = &s.objective {
         let rule = if let Some(a) = s.auto_repeats {
             format!(
-                "repeats: auto: 2 repeats, then one more at a time until the 95% interval of {} is within ±{}% of its mean (at most {} repeats); a winner only when its margins' 95% intervals lie above zero",
+                "repeats: auto: 2 repeats, then one more at a time until the 95% interval of {} is within ±{}% of its mean (at most {} repeats); a winner only when its margins' 95% intervals, from the noise pooled over every configuration and load point, lie above zero",
                 o.metric,
                 a.precision * 100.0,
                 a.max
             )
         } else if s.search.max_load.is_some() {
             format!(
-                "a winner only when its margin separates from every other's: by 95% intervals where probes were repeated, else by more than {}% (objective.noise)",
+                "a winner only when its margins' 95% intervals, from the noise pooled over the probes that were repeated, lie above zero; with no probe repeated, no noise is measured and the best is named the leader, not the winner (a margin under {}%, objective.noise, is within noise)",
                 o.noise * 100.0
             )
         } else if s.repeats < 2 {
             format!(
-                "one repeat, so no interval: a winner needs a margin over {}% (objective.noise)",
+                "one repeat, so no noise is measured: the best is named the leader, not the winner (a margin under {}%, objective.noise, is within noise); `repeats: 2` or more, or `sgtune reproduce DIR --decision`, confirms it",
                 o.noise * 100.0
             )
         } else {
             format!(
-                "a winner only when the 95% intervals of its margins ({} repeats) lie above zero",
+                "a winner only when the 95% intervals of its margins ({} repeats) lie above zero, from the noise pooled over every configuration and load point",
                 s.repeats
             )
         };
@@ -488,9 +488,6 @@ fn deadline_section(left: &[String], root: &Path) -> String {
     s
 }
 
-/// With an objective: write decision.md and decision.json from every row the folder holds and
-/// print the summary. An interrupted sweep is not decided (its rows are incomplete), and an
-/// earlier decision in the folder is removed rather than left to contradict the rows.
 /// The decision's sections besides the load points: the memory pre-flight's knob, and the
 /// quality guard's report.
 struct Sections<'a> {
@@ -498,6 +495,9 @@ struct Sections<'a> {
     quality: Option<crate::tune::quality::QualityReport>,
 }
 
+/// With an objective: decide from every row the folder holds. An interrupted sweep is not
+/// decided (its rows are incomplete), and an earlier decision in the folder is removed rather
+/// than left to contradict the rows.
 fn decide(
     o: &spec::Objective,
     sweep: &str,
@@ -511,13 +511,12 @@ fn decide(
         preflight_knob,
         quality,
     } = sections;
-    let (md_path, json_path) = (
-        results.root.join("decision.md"),
-        results.root.join("decision.json"),
-    );
     if interrupted {
-        for p in [&md_path, &json_path] {
-            if let Err(e) = std::fs::remove_file(p) {
+        for p in [
+            results.root.join("decision.md"),
+            results.root.join("decision.json"),
+        ] {
+            if let Err(e) = std::fs::remove_file(&p) {
                 if e.kind() != std::io::ErrorKind::NotFound {
                     say(&format!("warning: cannot remove {}: {e}", p.display()));
                 }
@@ -546,14 +545,20 @@ fn decide(
     d.preflight = preflight_knob.and_then(|k| decision::preflight_summary(rows, k));
     d.quality = quality;
     crate::tune::effective::annotate_decision(&mut d, rows);
-    let md = decision_md::render_md(&d) + &crate::report::effective::decision_section(rows);
-    let written = store::write_atomic(&md_path, md.as_bytes())
-        .and_then(|_| store::write_json(&json_path, &d));
+    Some(d)
+}
+
+/// decision.md (with the sections the renderer of the decision does not know: the same
+/// servers in effect, what a deadline left unmeasured) and decision.json, and the summary
+/// after the table.
+fn write_decision(d: &decision::Decision, rows: &[rows::Row], extra: &str, results: &ResultsDir) {
+    let md = decision_md::render_md(d) + &crate::report::effective::decision_section(rows) + extra;
+    let written = store::write_atomic(&results.root.join("decision.md"), md.as_bytes())
+        .and_then(|_| store::write_json(&results.root.join("decision.json"), d));
     if let Err(e) = written {
         say(&format!("warning: cannot write the decision: {e}"));
     }
     out(&format!("{}\n", d.summary));
-    Some(d)
 }
 
 /// Run the launches into `results` (`run::tuning` runs every round the tuner asks for),
@@ -779,16 +784,7 @@ pub fn conclude_decided(
     } else {
         crate::cmd::quality::apply(spec, &names, &results.root, csv_table, reference)
     };
-    let table = table::render(&all, &plan.param_keys);
-    let md = format!(
-        "# {}\n\nResults folder: `{}`\n\n{table}",
-        plan.sweep_name,
-        results.root.display()
-    );
-    if let Err(e) = store::write_atomic(&results.root.join("results.md"), md.as_bytes()) {
-        say(&format!("warning: cannot write results.md: {e}"));
-    }
-    out(&format!("\n{table}"));
+    // Decided first, so that the table stars the decision's pick; printed after the table.
     let decided = if let Some(o) = &spec.objective {
         decide(
             o,
@@ -805,12 +801,23 @@ pub fn conclude_decided(
     } else {
         None
     };
-    if let (Some(d), Some(left)) = (&decided, not_measured) {
-        // decision.md says what the decision could not use.
-        let md = decision_md::render_md(d) + &deadline_section(left, &results.root);
-        if let Err(e) = store::write_atomic(&results.root.join("decision.md"), md.as_bytes()) {
-            say(&format!("warning: cannot write the decision: {e}"));
-        }
+    let marks = decided.as_ref().map(table::DecisionMarks::of);
+    let table = table::render(&all, &plan.param_keys, marks.as_ref());
+    let md = format!(
+        "# {}\n\nResults folder: `{}`\n\n{table}",
+        plan.sweep_name,
+        results.root.display()
+    );
+    if let Err(e) = store::write_atomic(&results.root.join("results.md"), md.as_bytes()) {
+        say(&format!("warning: cannot write results.md: {e}"));
+    }
+    out(&format!("\n{table}"));
+    if let Some(d) = &decided {
+        // After a deadline, decision.md says what the decision could not use.
+        let extra = not_measured
+            .map(|left| deadline_section(left, &results.root))
+            .unwrap_or_default();
+        write_decision(d, &all, &extra, results);
     }
     // The pictures: a report that cannot be written loses nothing (the rows are in
     // results.csv); say so and carry on.

@@ -312,7 +312,8 @@ pub struct Objective {
     pub metric: String,
     /// Every bound, in the order written.
     pub slo: Vec<SloBound>,
-    /// Relative difference that counts as noise when a side has one repeat (no interval).
+    /// Relative margin that counts as within noise when the sweep measured no noise (no
+    /// repeats: no interval, and no winner is claimed either way).
     pub noise: f64,
     /// Successive halving: after every configuration is measured at the lowest load point,
     /// the ones clearly beaten there (their margin separates) skip the other points.

@@ -2,7 +2,7 @@
 //! decided here.
 
 use crate::tune::decision::{
-    ConfigResult, Decision, Estimate, Outcome, Standing, hours, margin_text, num,
+    ConfigResult, Decision, Estimate, Outcome, Standing, hours, margin_text, noise_text, num,
 };
 
 fn md_cell(s: &str) -> String {
@@ -38,6 +38,11 @@ pub fn render_md(d: &Decision) -> String {
             (Outcome::Winner, Some(w)) => {
                 s.push_str(&format!("**Winner: {w}**{margin}.\n\n"));
             }
+            (Outcome::Unconfirmed, Some(l)) => {
+                s.push_str(&format!(
+                    "**Leader: {l}** (not claimed as the winner){margin}. The sweep measured no noise: every configuration ran once, so whether this margin is more than the run-to-run noise is unknown. To confirm it, run with `repeats: 2` or more (or `repeats: auto`), or re-check the leader against the runner-up with `sgtune reproduce DIR --decision`.\n\n"
+                ));
+            }
             (Outcome::TieWithinNoise, Some(l)) => {
                 s.push_str(&format!(
                     "**Tie within noise** between {l} and {}: no winner is claimed ({l} leads{margin}).\n\n",
@@ -47,6 +52,12 @@ pub fn render_md(d: &Decision) -> String {
             _ => s.push_str(
                 "**No configuration is eligible**: each one failed, broke the SLO or has no value.\n\n",
             ),
+        }
+        if p.leader.is_some() {
+            s.push_str(&format!(
+                "Noise: {}.\n\n",
+                noise_text(&d.objective.metric, p.noise, d.objective.noise)
+            ));
         }
         if let (Some(l), Some(cmd)) = (&p.leader, &p.command) {
             let whose = if p.outcome == Outcome::Winner {

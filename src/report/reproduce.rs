@@ -129,7 +129,9 @@ fn render_verdict_line(report: &mut String, differs: &[String], tolerance: f64) 
 }
 
 /// Whether a re-check upholds a decision, and the report saying so. It holds when the same
-/// configuration leads again and, if it had been claimed the winner, is separated again.
+/// configuration leads again and, if it had been claimed the winner, is separated again. A
+/// leader the sweep could not confirm (it measured no noise) is confirmed when the re-check
+/// claims it as the winner.
 pub fn decision_verdict(
     before: &crate::tune::decision::Decision,
     point: &crate::tune::decision::PointDecision,
@@ -148,6 +150,7 @@ pub fn decision_verdict(
         match point.outcome {
             Outcome::Winner => "winner",
             Outcome::TieWithinNoise => "leader, tie within noise with",
+            Outcome::Unconfirmed => "leader, not confirmed (no noise measured), ahead of",
             Outcome::NoEligibleConfiguration => "no eligible configuration",
         },
         name(&point.leader),
@@ -185,6 +188,12 @@ pub fn decision_verdict(
                 name(&point.leader),
                 name(&point.runner_up)
             )
+        } else if point.outcome == Outcome::Unconfirmed && after.outcome == Outcome::Winner {
+            format!(
+                "**The decision holds, and is now confirmed**: {} wins the re-check, separated from {}.",
+                name(&point.leader),
+                name(&point.runner_up)
+            )
         } else {
             format!(
                 "**The decision holds**: {} leads again (it was not claimed as a winner).",
@@ -207,4 +216,90 @@ pub fn decision_verdict(
     };
     s.push_str(&format!("\n{verdict}\n"));
     (holds, s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::decision_verdict;
+    use crate::plan::spec::Goal;
+    use crate::record::rows::Row;
+    use crate::tune::decision::{Outcome, decide, decide_rows};
+
+    fn rows(configs: &[(&str, &[f64])]) -> Vec<Row> {
+        configs
+            .iter()
+            .flat_map(|(name, values)| {
+                values.iter().enumerate().map(|(i, v)| {
+                    Row([
+                        ("run_name", name.to_string()),
+                        ("status", "ok".into()),
+                        ("concurrency", "8".into()),
+                        ("repeat", (i + 1).to_string()),
+                        ("output_tok_s", v.to_string()),
+                    ]
+                    .into_iter()
+                    .map(|(k, v)| (k.to_string(), v))
+                    .collect())
+                })
+            })
+            .collect()
+    }
+
+    /// Each recorded outcome against a re-check of two launches each.
+    #[test]
+    fn a_recheck_confirms_upholds_or_overturns() {
+        let o = crate::tune::objective::test_objective(Goal::Maximize, "output_tok_s", &[]);
+        let recheck = |configs: &[(&str, &[f64])]| {
+            let r = rows(configs);
+            let refs: Vec<&Row> = r.iter().collect();
+            decide_rows(&o, "re-check", &refs, &Default::default())
+        };
+        let record = |configs: &[(&str, &[f64])]| {
+            decide(
+                "s",
+                &o,
+                &rows(configs),
+                &Default::default(),
+                Default::default(),
+            )
+        };
+        // One repeat: a leader, not confirmed. A re-check that separates confirms it.
+        let once = record(&[("a", &[1000.0]), ("b", &[1200.0])]);
+        assert_eq!(once.points[0].outcome, Outcome::Unconfirmed);
+        let clear = recheck(&[("a", &[1000.0, 1010.0]), ("b", &[1200.0, 1190.0])]);
+        assert_eq!(clear.outcome, Outcome::Winner);
+        let (holds, report) = decision_verdict(&once, &once.points[0], &clear);
+        assert!(holds, "{report}");
+        assert!(
+            report.contains("**The decision holds, and is now confirmed**: b wins the re-check, separated from a."),
+            "{report}"
+        );
+        assert!(report.contains("leader, not confirmed (no noise measured), ahead of"));
+        // The same leader, still not separated: it holds as it was, unconfirmed.
+        let blurred = recheck(&[("a", &[1000.0, 1300.0]), ("b", &[1200.0, 1190.0])]);
+        assert_eq!(blurred.outcome, Outcome::TieWithinNoise);
+        let (holds, report) = decision_verdict(&once, &once.points[0], &blurred);
+        assert!(holds, "{report}");
+        assert!(
+            report.contains(
+                "**The decision holds**: b leads again (it was not claimed as a winner)."
+            ),
+            "{report}"
+        );
+        // A claimed winner that no longer separates does not hold; another leader overturns.
+        let won = record(&[("a", &[1000.0, 1010.0]), ("b", &[1200.0, 1190.0])]);
+        assert_eq!(won.points[0].outcome, Outcome::Winner);
+        let (holds, report) = decision_verdict(&won, &won.points[0], &blurred);
+        assert!(
+            !holds && report.contains("does not hold as claimed"),
+            "{report}"
+        );
+        let turned = recheck(&[("a", &[1300.0, 1310.0]), ("b", &[1200.0, 1190.0])]);
+        let (holds, report) = decision_verdict(&won, &won.points[0], &turned);
+        assert!(!holds, "{report}");
+        assert!(
+            report.contains("**The decision does not hold**: a leads the re-check, not b."),
+            "{report}"
+        );
+    }
 }

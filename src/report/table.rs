@@ -1,11 +1,96 @@
 //! The comparison table, rendered from results.csv rows (so a fresh sweep, a resumed one and a
 //! reproduction print the same way): one line per configuration and load point, key columns
 //! side by side, repeats as mean ± stddev with the coefficient of variation, failures with
-//! their kind, the best configuration by client output tok/s marked. Markdown, padded so it
-//! reads well in a terminal; saved as results.md.
+//! their kind, and a ★: with an objective, on the decision's pick at each load point (the
+//! winner, or the leader when no winner is claimed), else on the best client output tok/s.
+//! Markdown, padded so it reads well in a terminal; saved as results.md.
 
 use crate::record::rows::Row;
+use crate::tune::decision::{Decision, Outcome};
 pub use crate::tune::stats::mean_sd;
+
+/// The decision's pick at one load point, as the table marks it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pick {
+    pub run_name: String,
+    /// The load point of the table line (results.csv's: a concurrency, or `<rate>/s`); with a
+    /// max-load search, the leader's highest load within the SLO.
+    pub load_point: String,
+    /// Claimed as the winner (else the leader, no winner claimed).
+    pub winner: bool,
+}
+
+/// What a sweep with an objective stars: the decision's picks, and for each configuration at
+/// each load point it was judged at, why it won or lost (to say why the best output tok/s is
+/// not starred when it is not).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DecisionMarks {
+    pub picks: Vec<Pick>,
+    /// (run name, load point, why).
+    pub why: Vec<(String, String, String)>,
+}
+
+impl DecisionMarks {
+    /// From the decision itself (a sweep's conclusion).
+    pub fn of(d: &Decision) -> Self {
+        let mut m = DecisionMarks::default();
+        for p in &d.points {
+            let at = |run: &str| {
+                p.configurations
+                    .iter()
+                    .find(|c| c.run_name == run)
+                    .and_then(|c| c.max_load_at_slo.clone())
+                    .unwrap_or_else(|| p.load_point.clone())
+            };
+            if let Some(l) = &p.leader {
+                m.picks.push(Pick {
+                    run_name: l.clone(),
+                    load_point: at(l),
+                    winner: p.outcome == Outcome::Winner,
+                });
+            }
+            for c in &p.configurations {
+                m.why
+                    .push((c.run_name.clone(), at(&c.run_name), c.why.clone()));
+            }
+        }
+        m
+    }
+
+    /// From decision.json as a sweep wrote it (the report page reads it back).
+    pub fn from_json(d: &serde_json::Value) -> Self {
+        let mut m = DecisionMarks::default();
+        let s = |v: &serde_json::Value| v.as_str().map(String::from);
+        for p in d["points"].as_array().into_iter().flatten() {
+            let configs: Vec<&serde_json::Value> = p["configurations"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .collect();
+            let point = s(&p["load_point"]).unwrap_or_default();
+            let at = |run: &str| {
+                configs
+                    .iter()
+                    .find(|c| c["run_name"] == run)
+                    .and_then(|c| s(&c["max_load_at_slo"]))
+                    .unwrap_or_else(|| point.clone())
+            };
+            if let Some(l) = s(&p["leader"]) {
+                m.picks.push(Pick {
+                    load_point: at(&l),
+                    run_name: l,
+                    winner: p["outcome"] == "winner",
+                });
+            }
+            for c in &configs {
+                let run = s(&c["run_name"]).unwrap_or_default();
+                m.why
+                    .push((run.clone(), at(&run), s(&c["why"]).unwrap_or_default()));
+            }
+        }
+        m
+    }
+}
 
 fn num(v: Option<f64>, digits: usize) -> String {
     v.map(|x| format!("{x:.digits$}"))
@@ -66,22 +151,51 @@ pub fn render_plain(header: &[String], rows: &[Vec<String>]) -> String {
     out
 }
 
-/// The table plus the failures and the verdict evidence.
-pub fn render(rows: &[Row], param_keys: &[String]) -> String {
+/// The table plus the failures and the verdict evidence. `decision`: the sweep's objective
+/// decided ([`DecisionMarks`]); None without an objective, and the best output tok/s is
+/// starred.
+pub fn render(rows: &[Row], param_keys: &[String], decision: Option<&DecisionMarks>) -> String {
     let groups = groups(rows);
     let aggregates: Vec<GroupAggregate> = groups
         .iter()
         .filter_map(|g| GroupAggregate::of(g))
         .collect();
     let best = best_group(&aggregates);
+    let key = |a: &GroupAggregate| (a.first.get("run_name").to_string(), a.first.load_point());
+    let star = |i: usize| -> Option<String> {
+        let a = &aggregates[i];
+        let name = a.first.get("run_name");
+        match decision {
+            None => (Some(i) == best).then(|| format!("★ {name} (best)")),
+            Some(d) => d
+                .picks
+                .iter()
+                .find(|p| (p.run_name.clone(), p.load_point.clone()) == key(a))
+                .map(|p| {
+                    if p.winner {
+                        format!("★ {name} (winner)")
+                    } else {
+                        format!("★ {name} (leader, no winner claimed)")
+                    }
+                }),
+        }
+    };
     let many_points = many_load_points(rows);
     let header = header(rows, param_keys, many_points);
     let lines: Vec<Vec<String>> = aggregates
         .iter()
         .enumerate()
-        .map(|(i, a)| format_line(a, Some(i) == best, many_points, param_keys))
+        .map(|(i, a)| format_line(a, star(i), many_points, param_keys))
         .collect();
     let mut out = render_plain(&header, &lines);
+    if let Some(d) = decision {
+        render_star_note(
+            &mut out,
+            d,
+            best.and_then(|i| aggregates.get(i)),
+            many_points,
+        );
+    }
     render_failures(&mut out, rows);
     render_verdict_evidence(&mut out, &groups, many_points);
     render_quality(&mut out, rows);
@@ -239,18 +353,60 @@ fn header(rows: &[Row], param_keys: &[String], many_points: bool) -> Vec<String>
     header
 }
 
-/// Row formatting: one group's line of the table, in the header's column order.
+/// With an objective, a line under the table: what ★ marks, and when the highest output tok/s
+/// is not starred, why the decision passed it over.
+fn render_star_note(
+    out: &mut String,
+    d: &DecisionMarks,
+    best: Option<&GroupAggregate>,
+    many_points: bool,
+) {
+    if d.picks.is_empty() {
+        out.push_str("\n★: no configuration is eligible (decision.md says why).\n");
+        return;
+    }
+    out.push_str("\n★ marks the decision's pick (decision.md).");
+    let Some(a) = best else {
+        out.push('\n');
+        return;
+    };
+    let (name, lp) = (a.first.get("run_name"), a.first.load_point());
+    if d.picks
+        .iter()
+        .any(|p| p.run_name == name && p.load_point == lp)
+    {
+        out.push('\n');
+        return;
+    }
+    let at = if many_points {
+        format!(" at {lp}")
+    } else {
+        String::new()
+    };
+    let tok = a
+        .output_tok_s
+        .map_or("-".into(), |(m, _)| format!("{m:.1}"));
+    let why = d
+        .why
+        .iter()
+        .find(|(r, l, _)| r == name && *l == lp)
+        .map(|(_, _, w)| w.clone())
+        .filter(|w| !w.is_empty())
+        .unwrap_or_else(|| "the decision did not judge it at this load".into());
+    out.push_str(&format!(
+        " The highest output tok/s, {name}{at} ({tok}), is not starred: {why}.\n"
+    ));
+}
+
+/// Row formatting: one group's line of the table, in the header's column order; `star`: the
+/// name cell when the line is starred.
 fn format_line(
     a: &GroupAggregate,
-    best: bool,
+    star: Option<String>,
     many_points: bool,
     param_keys: &[String],
 ) -> Vec<String> {
-    let name = if best {
-        format!("★ {} (best)", a.first.get("run_name"))
-    } else {
-        a.first.get("run_name").to_string()
-    };
+    let name = star.unwrap_or_else(|| a.first.get("run_name").to_string());
     let mut line = vec![name];
     if many_points {
         line.push(a.first.load_point());
@@ -405,7 +561,7 @@ mod tests {
             row("b", "8", "ok", "200"),
             row("c", "8", "failed", ""),
         ];
-        let t = render(&rows, &["mfs".to_string()]);
+        let t = render(&rows, &["mfs".to_string()], None);
         assert!(t.contains("100.0 ± 10.0 (CV 10.0%)"), "{t}");
         assert!(t.contains("★ b (best)"), "{t}");
         assert!(t.contains("ok ×3"), "{t}");
@@ -414,8 +570,120 @@ mod tests {
             !t.contains("concurrency |"),
             "one load point: no column\n{t}"
         );
-        let t = render(&[row("a", "8", "ok", "1"), row("a", "16", "ok", "2")], &[]);
+        let t = render(
+            &[row("a", "8", "ok", "1"), row("a", "16", "ok", "2")],
+            &[],
+            None,
+        );
         assert!(t.contains("| concurrency |"), "{t}");
+    }
+
+    fn decided(rows: &[Row], slo: &[(&str, crate::plan::spec::Bound, f64)]) -> DecisionMarks {
+        let o = crate::tune::objective::test_objective(
+            crate::plan::spec::Goal::Maximize,
+            "output_tok_s",
+            slo,
+        );
+        let d =
+            crate::tune::decision::decide("s", &o, rows, &Default::default(), Default::default());
+        let marks = DecisionMarks::of(&d);
+        // decision.json read back gives the same marks.
+        let json = serde_json::to_value(&d).expect("serializes");
+        assert_eq!(DecisionMarks::from_json(&json), marks);
+        marks
+    }
+
+    fn with(mut r: Row, k: &str, v: &str) -> Row {
+        r.0.insert(k.to_string(), v.to_string());
+        r
+    }
+
+    /// The demo's case: the highest output tok/s broke the SLO, so the star follows the
+    /// decision's winner and a line says why the faster one is not starred.
+    #[test]
+    fn with_an_objective_the_star_follows_the_decision() {
+        let ttft = |r: Row, v: &str| with(r, "ttft_ms_p99", v);
+        let rows = vec![
+            ttft(row("mtt2048", "32", "ok", "457.7"), "44516"),
+            ttft(row("mtt32768", "32", "ok", "314.7"), "1867"),
+            row("fp8", "32", "failed", ""),
+        ];
+        let marks = decided(
+            &rows,
+            &[("ttft_ms_p99", crate::plan::spec::Bound::AtMost, 5000.0)],
+        );
+        let t = render(&rows, &[], Some(&marks));
+        assert!(t.contains("| ★ mtt32768 (winner) |"), "{t}");
+        assert!(!t.contains("(best)"), "{t}");
+        assert!(
+            t.contains("★ marks the decision's pick (decision.md). The highest output tok/s, mtt2048 (457.7), is not starred: SLO violated: ttft_ms_p99 median 44516 > 5000.\n"),
+            "{t}"
+        );
+        // Without the objective, as before: the best output tok/s.
+        let t = render(&rows, &[], None);
+        assert!(t.contains("★ mtt2048 (best)"), "{t}");
+
+        // One repeat each, no noise measured: the leader is starred as a leader, at each load
+        // point its own; the highest (b at 16) is starred, so no note of why.
+        let rows = vec![
+            row("a", "8", "ok", "100"),
+            row("b", "8", "ok", "150"),
+            row("a", "16", "ok", "300"),
+            row("b", "16", "ok", "400"),
+        ];
+        let marks = decided(&rows, &[]);
+        let t = render(&rows, &[], Some(&marks));
+        assert!(t.contains("| ★ b (leader, no winner claimed) | 8 "), "{t}");
+        assert!(t.contains("| ★ b (leader, no winner claimed) | 16 "), "{t}");
+        assert!(
+            t.contains("★ marks the decision's pick (decision.md).\n"),
+            "{t}"
+        );
+        assert!(!t.contains("is not starred"), "{t}");
+
+        // Nothing eligible: no star, and the line says so.
+        let rows = vec![row("a", "8", "failed", ""), row("b", "8", "failed", "")];
+        let t = render(&rows, &[], Some(&decided(&rows, &[])));
+        assert!(!t.contains("| ★"), "{t}");
+        assert!(t.contains("★: no configuration is eligible"), "{t}");
+    }
+
+    /// With a max-load search each configuration is starred at its own highest load within
+    /// the SLO; another load of the same configuration is not.
+    #[test]
+    fn with_a_max_load_search_the_star_is_at_the_leaders_max_load() {
+        let probe = |n: &str, c: &str, tok: &str, standing: &str| {
+            with(
+                with(row(n, c, "ok", tok), "phase", "probe"),
+                "probe",
+                standing,
+            )
+        };
+        let rows = vec![
+            probe("small", "4", "100", "pass"),
+            probe("small", "8", "900", "fail"),
+            probe("large", "4", "100", "pass"),
+            probe("large", "8", "200", "pass"),
+        ];
+        let marks = decided(&rows, &[]);
+        assert_eq!(
+            marks.picks,
+            vec![Pick {
+                run_name: "large".into(),
+                load_point: "8".into(),
+                winner: false
+            }]
+        );
+        let t = render(&rows, &[], Some(&marks));
+        assert!(
+            t.contains("| ★ large (leader, no winner claimed) | 8 "),
+            "{t}"
+        );
+        assert!(t.contains("| large "), "{t}");
+        assert!(
+            t.contains("The highest output tok/s, small at 8 (900.0), is not starred: the decision did not judge it at this load."),
+            "{t}"
+        );
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! `report/` renders the decision they hand it.
 //!
 //! - `objective`: whether a spec's objective and SLO name results.csv columns the right way.
-//! - `stats`: estimates over repeats, Welch margins, t quantiles, the `repeats: auto` rule.
+//! - `stats`: estimates over repeats, the pooled noise and the margins, t quantiles, the
+//!   `repeats: auto` rule.
 //! - `decision`: the decision rule: eligibility, the leader, its margins, why each lost.
 //! - `effective`: configurations that ran the same server in effect, and what the decision
 //!   says about them and about settings not in effect.

@@ -1,7 +1,8 @@
 //! The statistics the tuner decides with: a configuration's estimate over its repeats (mean,
-//! sd, 95% t-interval), the leader's margin over another configuration (Welch's interval for a
-//! difference of means, or the noise threshold with a single repeat), and the precision rule
-//! of `repeats: auto`. Pure numbers in, numbers out.
+//! sd, 95% t-interval), the sweep's noise pooled over every configuration × load point that
+//! was repeated ([`pooled_noise`]), the leader's margin over another configuration (an
+//! interval from that pooled noise, or the noise threshold when the sweep measured none), and
+//! the precision rule of `repeats: auto`. Pure numbers in, numbers out.
 
 use crate::plan::spec::Goal;
 use serde::Serialize;
@@ -37,6 +38,48 @@ pub struct Estimate {
     pub ci: Option<Interval>,
 }
 
+/// The sweep's own noise: the relative spread of the objective (coefficient of variation,
+/// sd ÷ |mean|), pooled over every group of repeats of one configuration at one load point
+/// with two or more values: the groups' CV² weighted by their degrees of freedom (n − 1).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PooledNoise {
+    /// √(Σ (nᵢ − 1)·CVᵢ² ÷ Σ (nᵢ − 1)).
+    pub cv: f64,
+    /// Σ (nᵢ − 1): the degrees of freedom of the margins' intervals.
+    pub df: usize,
+    /// How many groups contributed.
+    pub groups: usize,
+}
+
+/// Pool the relative noise of `groups` (each: one configuration's values at one load point).
+/// A group with fewer than two values says nothing about the noise and is skipped, as is one
+/// whose mean is 0 while its values differ (no relative spread); identical values are a CV
+/// of 0. None when no group contributes.
+pub fn pooled_noise<'a>(groups: impl IntoIterator<Item = &'a [f64]>) -> Option<PooledNoise> {
+    let (mut weighted, mut df, mut n_groups) = (0.0, 0usize, 0usize);
+    for g in groups {
+        let Some((mean, Some(sd))) = mean_sd(g) else {
+            continue;
+        };
+        let cv2 = if sd == 0.0 {
+            0.0
+        } else if mean != 0.0 && (sd / mean).is_finite() {
+            (sd / mean).powi(2)
+        } else {
+            continue;
+        };
+        let k = g.len() - 1;
+        weighted += k as f64 * cv2;
+        df += k;
+        n_groups += 1;
+    }
+    (df > 0).then(|| PooledNoise {
+        cv: (weighted / df as f64).sqrt(),
+        df,
+        groups: n_groups,
+    })
+}
+
 /// How much better the leader is than another configuration, in the objective's units
 /// (positive: the leader is better, whichever the goal).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -44,11 +87,13 @@ pub struct Margin {
     pub delta: f64,
     /// `delta` over the other configuration's mean (None when that mean is 0).
     pub relative: Option<f64>,
-    /// 95% Welch interval of `delta`; None when a side has a single repeat.
+    /// 95% interval of `delta`; None when the sweep measured no noise.
     pub ci: Option<Interval>,
-    /// Welch–Satterthwaite degrees of freedom of the interval.
+    /// Degrees of freedom of the interval: the pooled noise's.
     pub df: Option<f64>,
-    /// "welch", or "threshold" (a side has one repeat: `delta` against the noise threshold).
+    /// "pooled" (the standard error from the pooled CV), "own" (the two configurations' own
+    /// standard deviations gave the larger standard error), or "threshold" (no noise was
+    /// measured: `delta` against the objective's noise threshold, no interval).
     pub basis: String,
     /// The leader is better beyond noise: the interval lies above zero, or (no interval) the
     /// relative margin exceeds the noise threshold.
@@ -63,7 +108,7 @@ impl Margin {
 }
 
 /// Student's t quantile at 0.975 (a two-sided 95% interval) for `df` degrees of freedom
-/// (fractional for Welch): the table below, interpolated linearly in 1/df; values at or
+/// (fractional allowed): the table below, interpolated linearly in 1/df; values at or
 /// above the exact ones (never narrower), accurate to ~0.01 beyond 2 degrees of freedom.
 pub fn t975(df: f64) -> f64 {
     const TABLE: &[(f64, f64)] = &[
@@ -128,50 +173,60 @@ pub fn estimate(values: &[f64]) -> Option<Estimate> {
     Some(Estimate { n, mean, sd, ci })
 }
 
-/// The leader's margin over `other` (`goal` says which way is better).
-pub fn margin(goal: Goal, leader: &Estimate, other: &Estimate, noise: f64) -> Margin {
+/// The leader's margin over `other` (`goal` says which way is better). With the sweep's
+/// pooled noise, a 95% interval: delta ± t(pooled df) × se, se the larger of the pooled CV's
+/// standard error, CV·√(m₁²/n₁ + m₂²/n₂), and (both with two or more repeats) the pair's own,
+/// √(s₁²/n₁ + s₂²/n₂), so a pair noisier than the pool is judged by its own spread. Without
+/// (the sweep measured no noise), no interval: the relative margin against `threshold`.
+pub fn margin(
+    goal: Goal,
+    leader: &Estimate,
+    other: &Estimate,
+    noise: Option<PooledNoise>,
+    threshold: f64,
+) -> Margin {
     let delta = match goal {
         Goal::Maximize => leader.mean - other.mean,
         Goal::Minimize => other.mean - leader.mean,
     };
     let relative = (other.mean != 0.0).then(|| delta / other.mean.abs());
-    match (leader.sd, other.sd) {
-        (Some(s1), Some(s2)) => {
-            let a = s1 * s1 / leader.n as f64;
-            let b = s2 * s2 / other.n as f64;
-            let se = (a + b).sqrt();
-            let (h, df) = if se > 0.0 {
-                let df = (a + b).powi(2)
-                    / (a * a / (leader.n - 1) as f64 + b * b / (other.n - 1) as f64);
-                (t975(df) * se, Some(df))
-            } else {
-                // Every repeat on both sides gave the same value: the interval is a point.
-                (0.0, None)
-            };
-            let ci = Interval {
-                low: delta - h,
-                high: delta + h,
-            };
-            Margin {
-                delta,
-                relative,
-                ci: Some(ci),
-                df,
-                basis: "welch".into(),
-                separated: ci.low > 0.0,
-            }
-        }
-        _ => Margin {
+    let Some(p) = noise else {
+        return Margin {
             delta,
             relative,
             ci: None,
             df: None,
             basis: "threshold".into(),
             separated: match relative {
-                Some(r) => r > noise,
+                Some(r) => r > threshold,
                 None => delta > 0.0,
             },
-        },
+        };
+    };
+    let var_of_mean = |m: f64, n: usize| m * m / n as f64;
+    let pooled_se =
+        p.cv * (var_of_mean(leader.mean, leader.n) + var_of_mean(other.mean, other.n)).sqrt();
+    let own_se = match (leader.sd, other.sd) {
+        (Some(s1), Some(s2)) => (var_of_mean(s1, leader.n) + var_of_mean(s2, other.n)).sqrt(),
+        _ => 0.0,
+    };
+    let (se, basis) = if own_se > pooled_se {
+        (own_se, "own")
+    } else {
+        (pooled_se, "pooled")
+    };
+    let h = t975(p.df as f64) * se;
+    let ci = Interval {
+        low: delta - h,
+        high: delta + h,
+    };
+    Margin {
+        delta,
+        relative,
+        ci: Some(ci),
+        df: Some(p.df as f64),
+        basis: basis.into(),
+        separated: ci.low > 0.0,
     }
 }
 
@@ -218,5 +273,173 @@ mod auto_repeat_tests {
             0.03
         ));
         assert!(needs_more_repeats(&[90.0, 110.0, 95.0, 105.0, 100.0], 0.03));
+    }
+
+    /// The rule at its edge: the half-width of [98, 100, 102] is 4.303 × 2 / √3 = 4.969,
+    /// 4.969% of the mean; a precision just above stops, just below goes on.
+    #[test]
+    fn the_precision_is_held_against_the_half_width() {
+        let v = [98.0, 100.0, 102.0];
+        let h = 4.303 * 2.0 / 3f64.sqrt() / 100.0;
+        assert!(!needs_more_repeats(&v, h + 1e-6));
+        assert!(needs_more_repeats(&v, h - 1e-6));
+        // A negative mean: the precision is relative to |mean|.
+        let n = [-98.0, -100.0, -102.0];
+        assert!(!needs_more_repeats(&n, h + 1e-6));
+        assert!(needs_more_repeats(&n, h - 1e-6));
+        // Identical repeats meet any precision, even 0: the half-width is not above it.
+        assert!(!needs_more_repeats(&[5.0, 5.0], 0.0));
+        assert!(needs_more_repeats(&[], 0.5));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn est(values: &[f64]) -> Estimate {
+        estimate(values).expect("values")
+    }
+
+    #[test]
+    fn mean_sd_and_the_estimates_interval() {
+        assert_eq!(mean_sd(&[]), None);
+        assert_eq!(mean_sd(&[4.0]), Some((4.0, None)));
+        let (m, sd) = mean_sd(&[2.0, 4.0, 9.0]).expect("values");
+        assert!((m - 5.0).abs() < 1e-12);
+        // Σ (x − 5)² = 9 + 1 + 16 = 26, over n − 1 = 2.
+        assert!((sd.expect("sd") - 13f64.sqrt()).abs() < 1e-12);
+        let e = est(&[2.0, 4.0, 9.0]);
+        assert_eq!((e.n, e.mean), (3, 5.0));
+        let ci = e.ci.expect("an interval");
+        let h = 4.303 * 13f64.sqrt() / 3f64.sqrt();
+        assert!((ci.low - (5.0 - h)).abs() < 1e-9 && (ci.high - (5.0 + h)).abs() < 1e-9);
+        assert_eq!(est(&[7.0]).ci, None);
+        assert_eq!(estimate(&[]), None);
+    }
+
+    #[test]
+    fn medians() {
+        assert_eq!(median(&[]), None);
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
+    }
+
+    #[test]
+    fn t_quantiles_between_and_beyond_the_table() {
+        // Between 1 and 2 degrees of freedom, linear in 1/df: at 4/3, a third of the way.
+        let t = t975(4.0 / 3.0);
+        assert!((t - (12.706 + (4.303 - 12.706) * 0.5)).abs() < 1e-9, "{t}");
+        // Between 120 and infinity, in 1/df: at 240, halfway from 1.980 to 1.960.
+        assert!((t975(240.0) - 1.970).abs() < 1e-9);
+        assert!((t975(120.0) - 1.980).abs() < 1e-9);
+        assert!((t975(f64::NAN) - 1.960).abs() < 1e-9);
+        // Exactly at a row, and inside the last interval (60, 120].
+        assert!((t975(60.0) - 2.000).abs() < 1e-9);
+        let t = t975(80.0);
+        let x = (1.0 / 80.0 - 1.0 / 60.0) / (1.0 / 120.0 - 1.0 / 60.0);
+        assert!((t - (2.000 + (1.980 - 2.000) * x)).abs() < 1e-9, "{t}");
+        // Monotone: more degrees of freedom, a narrower interval.
+        let mut last = f64::INFINITY;
+        for k in 1..400 {
+            let t = t975(k as f64 * 0.5);
+            assert!(t <= last, "{k}");
+            last = t;
+        }
+    }
+
+    #[test]
+    fn the_pool_weights_each_groups_cv_by_its_degrees_of_freedom() {
+        // 100 and 120 (mean 110, sd √200: one degree of freedom), two degrees of freedom of
+        // identical values, a single value (skipped), and a zero mean with spread (skipped).
+        let g1 = [100.0, 120.0];
+        let g2 = [50.0, 50.0, 50.0];
+        let groups: Vec<&[f64]> = vec![&g1, &g2, &[7.0], &[-1.0, 1.0]];
+        let p = pooled_noise(groups).expect("a pool");
+        let cv1 = 200f64.sqrt() / 110.0;
+        assert_eq!((p.df, p.groups), (3, 2));
+        assert!((p.cv - (cv1 * cv1 / 3.0).sqrt()).abs() < 1e-12, "{p:?}");
+        // Zeros measured alike are a CV of 0, not nothing.
+        let zeros = [0.0, 0.0];
+        let p = pooled_noise(vec![&zeros[..]]).expect("a pool");
+        assert_eq!((p.cv, p.df, p.groups), (0.0, 1, 1));
+        let single = [3.0];
+        assert_eq!(pooled_noise(vec![&single[..]]), None);
+        assert_eq!(pooled_noise(Vec::<&[f64]>::new()), None);
+        // Negative means: the CV is relative to |mean|.
+        let neg = [-100.0, -120.0];
+        let p = pooled_noise(vec![&neg[..]]).expect("a pool");
+        assert!((p.cv - cv1).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_margin_from_the_pooled_noise() {
+        let pool = PooledNoise {
+            cv: 0.05,
+            df: 6,
+            groups: 3,
+        };
+        // One repeat each: only the pool knows the noise.
+        let m = margin(
+            Goal::Maximize,
+            &est(&[1100.0]),
+            &est(&[1000.0]),
+            Some(pool),
+            0.5,
+        );
+        let se = 0.05 * (1100f64.powi(2) + 1000f64.powi(2)).sqrt();
+        assert_eq!((m.basis.as_str(), m.df), ("pooled", Some(6.0)));
+        assert!((m.half_width() - 2.447 * se).abs() < 1e-9, "{m:?}");
+        assert!((m.delta - 100.0).abs() < 1e-12);
+        assert!((m.relative.expect("relative") - 0.1).abs() < 1e-12);
+        // 100 − 2.447 × 74.3 < 0: not separated, whatever the threshold says.
+        assert!(!m.separated);
+        let ci = m.ci.expect("ci");
+        assert!((ci.low - (100.0 - 2.447 * se)).abs() < 1e-9);
+        assert!((ci.high - (100.0 + 2.447 * se)).abs() < 1e-9);
+        // Two repeats each with a tight pool: the pair's own wider spread sets the width.
+        let tight = PooledNoise { cv: 0.001, ..pool };
+        let (a, b) = (est(&[1300.0, 1100.0]), est(&[900.0, 910.0]));
+        let m = margin(Goal::Maximize, &a, &b, Some(tight), 0.05);
+        let own = (200f64.powi(2) / 2.0 / 2.0 + 50.0 / 2.0).sqrt();
+        assert_eq!(m.basis, "own");
+        assert!((m.half_width() - 2.447 * own).abs() < 1e-9, "{m:?}");
+        assert!(m.separated, "295 − 2.447 × 100.1 > 0: {m:?}");
+        // Minimize: lower is better, and the margin is still positive for the leader.
+        let m = margin(
+            Goal::Minimize,
+            &est(&[90.0, 91.0]),
+            &est(&[120.0, 121.0]),
+            Some(tight),
+            0.05,
+        );
+        assert!((m.delta - 30.0).abs() < 1e-12 && m.separated, "{m:?}");
+        // A pool with no spread at all: a point interval, separated by any lead.
+        let zero = PooledNoise { cv: 0.0, ..pool };
+        let m = margin(Goal::Maximize, &est(&[5.0]), &est(&[4.0]), Some(zero), 0.5);
+        assert_eq!((m.half_width(), m.separated), (0.0, true));
+        let m = margin(Goal::Maximize, &est(&[5.0]), &est(&[5.0]), Some(zero), 0.5);
+        assert!(!m.separated);
+    }
+
+    #[test]
+    fn without_noise_the_margin_meets_only_the_threshold() {
+        let m = margin(Goal::Maximize, &est(&[1060.0]), &est(&[1000.0]), None, 0.05);
+        assert_eq!((m.basis.as_str(), m.ci, m.df), ("threshold", None, None));
+        assert_eq!(m.half_width(), 0.0);
+        assert!(m.separated, "6% > 5%");
+        let m = margin(Goal::Maximize, &est(&[1040.0]), &est(&[1000.0]), None, 0.05);
+        assert!(!m.separated, "4% < 5%");
+        // Exactly at the threshold is not beyond it.
+        let m = margin(Goal::Maximize, &est(&[3.0]), &est(&[2.0]), None, 0.5);
+        assert!(!m.separated, "{m:?}");
+        // The other's mean is 0: no relative margin, any lead separates.
+        let m = margin(Goal::Maximize, &est(&[1.0]), &est(&[0.0]), None, 0.05);
+        assert_eq!((m.relative, m.separated), (None, true));
+        let m = margin(Goal::Minimize, &est(&[1.0]), &est(&[0.0]), None, 0.05);
+        assert_eq!((m.relative, m.separated), (None, false));
+        // Relative to |mean|, for a negative other.
+        let m = margin(Goal::Maximize, &est(&[-90.0]), &est(&[-100.0]), None, 0.05);
+        assert!((m.relative.expect("relative") - 0.1).abs() < 1e-12);
     }
 }

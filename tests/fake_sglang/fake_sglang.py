@@ -13,6 +13,11 @@ Environment knobs:
   FAKE_SGLANG_STARTUP_S     startup delay in seconds, spread over the lines (default 0.3)
   FAKE_SGLANG_TOKEN_S       seconds per decode step; every running request gets one token
                             per step (default 0.002)
+  FAKE_SGLANG_PACED=1       decode steps follow the wall clock (step k at start + k x TOKEN_S,
+                            even when the decode thread wakes late) and a request whose handler
+                            missed steps gets their tokens at once: throughput is set by the
+                            sleeps, not by how busy the CPU is (without it, a late thread
+                            loses its steps, as a slow server would)
   FAKE_SGLANG_CRASH_AFTER   completed requests before `crash_during_load` fires (default 5)
   FAKE_SGLANG_HICACHE_OK=1  let --enable-hierarchical-cache start instead of dying like on CPU
   FAKE_SGLANG_SPAWN_CHILD=1 spawn a `sleep 3600` python child in the same process group;
@@ -85,6 +90,7 @@ VERSION = "0.5.23-fake"
 FAULT = os.environ.get("FAKE_SGLANG_FAULT", "").strip()
 STARTUP_S = float(os.environ.get("FAKE_SGLANG_STARTUP_S", "0.3"))
 TOKEN_S = float(os.environ.get("FAKE_SGLANG_TOKEN_S", "0.002")) * (10 if FAULT == "slow_stream" else 1)
+PACED = os.environ.get("FAKE_SGLANG_PACED") == "1"
 CRASH_AFTER = int(os.environ.get("FAKE_SGLANG_CRASH_AFTER", "5"))
 
 _log_lock = threading.Lock()
@@ -241,15 +247,21 @@ class Scheduler:
                     self.step_cv.wait()
             now = time.monotonic()
             next_t = now + TOKEN_S if next_t is None else next_t + TOKEN_S
+            steps = 1
             if next_t > now:
                 time.sleep(next_t - now)
+            elif PACED:
+                # Woke late: every step whose time has come is taken, on the same clock.
+                steps += int((now - next_t) / TOKEN_S)
+                next_t += (steps - 1) * TOKEN_S
             else:
                 next_t = now  # fell behind: do not burst
             with self.lock:
-                self.step += 1
-                self.gen_since_log += self.running
-                self.gen_total += self.running
-                if self.running and self.step % self.interval == 0:
+                before = self.step
+                self.step += steps
+                self.gen_since_log += self.running * steps
+                self.gen_total += self.running * steps
+                if self.running and self.step // self.interval > before // self.interval:
                     now = time.monotonic()
                     g = self.gen_since_log / max(now - self.last_decode_log, 1e-6)
                     self.last_gen_throughput = g
@@ -502,9 +514,15 @@ class Handler(BaseHTTPRequestHandler):
                 die_sigkill()
 
     def _tokens(self, prompt, n, step):
-        for i in range(n):
-            step = S.sched.next_token(step)
-            yield f" tok{(prompt * 31 + i * 7) % S.vocab}"
+        i = 0
+        while i < n:
+            new = S.sched.next_token(step)
+            # Paced: the steps this handler was too late to see still carry its tokens.
+            owed = min(new - step, n - i) if PACED else 1
+            step = new
+            for _ in range(owed):
+                yield f" tok{(prompt * 31 + i * 7) % S.vocab}"
+                i += 1
 
     def _quality(self, body, n, step):
         """A greedy answer with logprobs: the same for the same prompt on every configuration,

@@ -57,6 +57,8 @@ pub struct Sweep {
     pub param_keys: Vec<String>,
     /// decision.md, when the sweep had an objective.
     pub decision_md: Option<String>,
+    /// What the table stars, from decision.json (None without one: the best output tok/s).
+    pub decision_marks: Option<crate::report::table::DecisionMarks>,
     pub launches: Vec<Launch>,
     pub notes: Vec<String>,
 }

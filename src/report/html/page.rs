@@ -460,7 +460,10 @@ fn overview(s: &Sweep, shift: usize) -> String {
     if s.rows.is_empty() {
         o.push_str("<p class=\"note\">results.csv has no rows yet.</p>");
     } else {
-        o.push_str(&markdown(&table::render(&s.rows, &s.param_keys), 2 + shift));
+        o.push_str(&markdown(
+            &table::render(&s.rows, &s.param_keys, s.decision_marks.as_ref()),
+            2 + shift,
+        ));
     }
     if let Some(d) = &s.decision_md {
         o.push_str(&markdown(d, 1 + shift));
@@ -866,6 +869,7 @@ mod tests {
             rows,
             param_keys: Vec::new(),
             decision_md: None,
+            decision_marks: None,
             launches: Vec::new(),
             notes: Vec::new(),
         }
