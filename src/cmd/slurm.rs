@@ -191,12 +191,20 @@ pub async fn run_one(dir: &Path, launch_name: &str, marker: &str) -> Result<Exit
 /// its Slurm state), then the manifest, results.md and the decision. Idempotent.
 pub fn merge(dir: &Path) -> Result<ExitCode, CmdError> {
     let sub = slurm::latest(dir)?;
+    let jobs: Vec<String> = sub.arrays.iter().map(|a| a.job_id.clone()).collect();
+    merge_with(dir, &sub, &slurm::task_states(&jobs))
+}
+
+/// The merge, given every task's Slurm state (what squeue, sacct or jobcomp said).
+fn merge_with(
+    dir: &Path,
+    sub: &slurm::Submission,
+    states: &slurm::States,
+) -> Result<ExitCode, CmdError> {
     let (s, _, plan, _, launches) = submitted_launches(dir)?;
     let results = ResultsDir::open(dir, &plan.param_keys);
     let base = rows::read(&slurm::folder(dir).join(slurm::BASE))
         .map_err(|e| CmdError::input(e.to_string()))?;
-    let jobs: Vec<String> = sub.arrays.iter().map(|a| a.job_id.clone()).collect();
-    let states = slurm::task_states(&jobs);
     let mut manifest = provenance::read(dir).map_err(|e| CmdError::input(e.to_string()))?;
     let mut raw = base.raw.clone();
     let mut pending = false;
@@ -209,7 +217,7 @@ pub fn merge(dir: &Path) -> Result<ExitCode, CmdError> {
             Ok(t) => raw.extend(t.raw),
             Err(_) => {
                 let (job, idx) = sub.task_of(name).unwrap_or_default();
-                let state = known_state(&sub, &states, &job, idx);
+                let state = known_state(sub, states, &job, idx);
                 if matches!(slurm::describe(Some(&state)), "pending" | "running") {
                     // Merged early (by hand): this run has no row yet.
                     pending = true;
@@ -333,4 +341,170 @@ pub fn cancel(dir: &Path) -> Result<ExitCode, CmdError> {
         dir.display()
     ));
     Ok(ExitCode::Ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run::slurm::{ArrayJob, States, Submission};
+    use std::collections::BTreeMap;
+
+    const SPEC: &str = "name: merged\nserver:\n  command: [python3, fake.py]\n  model_path: /nonexistent-model\nconfigs:\n  - {name: a}\n  - {name: b}\n  - {name: c}\n  - {name: d}\n  - {name: e}\nworkload:\n  vocab_size: 100\n  concurrency: 2\n  requests: 4\n  input_tokens: 4\n  output_tokens: 4\n";
+
+    /// A results folder as `--executor slurm` leaves it, made by hand: the spec, a manifest,
+    /// an empty base.csv, one array of five tasks (job 77, launches a-e) and its merge job
+    /// (78); task `a` wrote its row, the others none.
+    fn folder(cancelled: bool) -> (tempfile::TempDir, Submission) {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path();
+        std::fs::write(dir.join("spec.yaml"), SPEC).expect("spec");
+        let (_, _, plan, _, launches) = {
+            std::fs::create_dir_all(slurm::folder(dir)).expect("mkdir");
+            let (_, _, plan, _) = sweep::load_checked(&dir.join("spec.yaml")).expect("spec");
+            let results = ResultsDir::open(dir, &plan.param_keys);
+            results.init_csv().expect("results.csv");
+            std::fs::copy(results.results_csv(), slurm::folder(dir).join(slurm::BASE))
+                .expect("base.csv");
+            submitted_launches(dir).expect("launches")
+        };
+        store::write_json(
+            &dir.join(provenance::FILE),
+            &provenance::Manifest::default(),
+        )
+        .expect("manifest");
+        let names: Vec<String> = launches.iter().map(|l| l.dir_name.clone()).collect();
+        assert_eq!(names, ["a", "b", "c", "d", "e"]);
+        let sub = Submission {
+            at: "2026-12-01T00:00:00Z".into(),
+            marker: "m".into(),
+            arrays: vec![ArrayJob {
+                job_id: "77".into(),
+                gpus: 0,
+                launches: names,
+            }],
+            merge_job: Some("78".into()),
+            cancelled_at: cancelled.then(|| "2026-12-01T00:01:00Z".to_string()),
+        };
+        slurm::write_submissions(dir, std::slice::from_ref(&sub)).expect("submissions");
+        let mut ok = slurm::missing_rows(&launches[0], &plan.param_keys, "77_0", "COMPLETED", "");
+        for r in &mut ok {
+            r.status = crate::record::RunStatus::Ok;
+            r.failure_kind = None;
+            r.failure_message = None;
+            r.notes.clear();
+        }
+        let results = ResultsDir::open(dir, &plan.param_keys);
+        let a = results.run_dir("a").expect("runs/a");
+        results
+            .write_rows(&a.join(slurm::ROWS), &ok)
+            .expect("rows.csv");
+        (tmp, sub)
+    }
+
+    fn states(s: &[(usize, &str)]) -> States {
+        s.iter()
+            .map(|(i, st)| (("77".to_string(), *i), st.to_string()))
+            .collect()
+    }
+
+    /// results.csv after the merge: run → (status, failure_kind, failure_message).
+    fn merged(dir: &Path) -> BTreeMap<String, (String, String, String)> {
+        let t = rows::read(&dir.join("results.csv")).expect("results.csv");
+        let mut m = BTreeMap::new();
+        for r in &t.rows {
+            let prev = m.insert(
+                r.get("run_name").to_string(),
+                (
+                    r.get("status").to_string(),
+                    r.get("failure_kind").to_string(),
+                    r.get("failure_message").to_string(),
+                ),
+            );
+            assert!(prev.is_none(), "two rows for {}", r.get("run_name"));
+        }
+        m
+    }
+
+    #[test]
+    fn the_merge_turns_each_tasks_state_into_its_rows() {
+        let (tmp, sub) = folder(false);
+        let dir = tmp.path();
+        std::fs::write(
+            slurm::folder(dir).join("77_2.out"),
+            "sgtune run-one: c\n\nTraceback (most recent call last):\nslurmstepd: error: *** JOB 77 CANCELLED DUE TO TIME LIMIT ***\n",
+        )
+        .expect("out");
+        // b was cancelled, c ran out of time, d still waits in the queue, e is running.
+        let st = states(&[
+            (0, "COMPLETED"),
+            (1, "CANCELLED"),
+            (2, "TIMEOUT"),
+            (3, "PENDING"),
+            (4, "RUNNING"),
+        ]);
+        let code = merge_with(dir, &sub, &st).expect("merge");
+        assert_eq!(
+            code,
+            ExitCode::Interrupted,
+            "tasks still queued or running: the sweep is not finished"
+        );
+        let m = merged(dir);
+        assert_eq!(m["a"].0, "ok");
+        assert_eq!(
+            m["b"],
+            (
+                "interrupted".to_string(),
+                "interrupted".to_string(),
+                "Slurm task 77_1 ended CANCELLED without writing its rows (`sgtune resume` runs it again)".to_string()
+            )
+        );
+        assert_eq!(
+            (m["c"].0.as_str(), m["c"].1.as_str()),
+            ("failed", "slurm_task")
+        );
+        assert_eq!(
+            m["c"].2,
+            "Slurm task 77_2 ended TIMEOUT without writing its rows; its output ends: Traceback (most recent call last): | slurmstepd: error: *** JOB 77 CANCELLED DUE TO TIME LIMIT ***"
+        );
+        assert!(
+            !m.contains_key("d") && !m.contains_key("e"),
+            "a pending or running task has no row yet: {m:?}"
+        );
+        assert!(dir.join("results.md").exists());
+
+        // Later d ended without rows and e is gone from Slurm's records: each gets its row;
+        // merging again rebuilds results.csv (one row per run, nothing doubled).
+        let st = states(&[(1, "CANCELLED"), (2, "TIMEOUT"), (3, "COMPLETED")]);
+        let code = merge_with(dir, &sub, &st).expect("merge");
+        assert_eq!(
+            code,
+            ExitCode::Ok,
+            "failed runs are rows, not a failed merge"
+        );
+        let m = merged(dir);
+        assert_eq!(m.len(), 5, "{m:?}");
+        assert_eq!(
+            (m["d"].0.as_str(), m["d"].1.as_str()),
+            ("failed", "slurm_task")
+        );
+        assert_eq!(
+            (m["e"].0.as_str(), m["e"].1.as_str()),
+            ("interrupted", "interrupted")
+        );
+        assert!(m["e"].2.contains("ended UNKNOWN"), "{m:?}");
+    }
+
+    #[test]
+    fn after_a_cancel_a_task_slurm_kept_no_record_of_was_cancelled() {
+        let (tmp, sub) = folder(true);
+        let dir = tmp.path();
+        // Cancelled while pending: sacct and squeue know nothing of b-e.
+        let code = merge_with(dir, &sub, &States::new()).expect("merge");
+        assert_eq!(code, ExitCode::Ok);
+        let m = merged(dir);
+        for name in ["b", "c", "d", "e"] {
+            assert_eq!(m[name].0, "interrupted", "{name}: {m:?}");
+            assert!(m[name].2.contains("ended CANCELLED"), "{name}: {m:?}");
+        }
+    }
 }

@@ -334,6 +334,25 @@ mod mser_tests {
         late.extend([1000.0; 15]);
         assert!(mser5(&late).unwrap_or(0) <= 30);
     }
+
+    #[test]
+    fn mser5_considers_every_truncation_up_to_half_the_batches() {
+        // 12 batches: 6 of warm-up at 0, then 6 at exactly 1,000. The best truncation is
+        // the last candidate, m/2 = 6 batches (30 observations).
+        let mut y = vec![0.0; 30];
+        y.extend([1000.0; 30]);
+        assert_eq!(mser5(&y), Some(30));
+        // 13 batches (m/2 rounds down to 6), and the 3 values past the last whole batch are
+        // not judged.
+        let mut y = vec![0.0; 30];
+        y.extend([1000.0; 35]);
+        y.extend([0.0, 0.0, 0.0]);
+        assert_eq!(mser5(&y), Some(30));
+        // Four batches are enough to judge; a constant series keeps its first candidate (no
+        // truncation), not a later one with the same statistic.
+        assert_eq!(mser5(&[7.0; 20]), Some(0));
+        assert_eq!(mser5(&[7.0; 60]), Some(0));
+    }
 }
 
 #[cfg(test)]

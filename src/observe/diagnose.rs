@@ -587,6 +587,52 @@ mod tests {
     }
 
     #[test]
+    fn retraction_churn_thresholds() {
+        let with = |retractions: u64, seconds: Option<f64>, lines: usize| {
+            let s = ServerSummary {
+                retractions,
+                retracted_requests: retractions,
+                stats_lines: lines,
+                token_usage_max: Some(0.99),
+                window: WindowSpan {
+                    seconds,
+                    ..WindowSpan::default()
+                },
+                ..server()
+            };
+            diagnose(32, 320, None, Some(&s)).kind == VerdictKind::RetractionChurn
+        };
+        // At least 3 retractions, more than one a minute.
+        assert!(with(3, Some(60.0), 100));
+        assert!(!with(2, Some(60.0), 100), "fewer than 3 is never churn");
+        assert!(!with(3, Some(180.0), 100), "exactly one a minute is fine");
+        assert!(with(3, Some(179.0), 100));
+        // No window length: one retraction per 20 Decode lines or more.
+        assert!(with(3, None, 60));
+        assert!(!with(3, None, 61));
+        assert!(
+            with(3, Some(0.0), 60),
+            "a zero-length window counts as unknown"
+        );
+        assert!(!with(2, None, 10));
+        // Its evidence without a window names the Decode lines.
+        let s = ServerSummary {
+            retractions: 4,
+            retracted_requests: 9,
+            stats_lines: 50,
+            window: WindowSpan::default(),
+            ..server()
+        };
+        let v = diagnose(32, 320, None, Some(&s));
+        assert!(
+            v.evidence
+                .starts_with("4 retractions (9 requests) over 50 Decode lines"),
+            "{}",
+            v.evidence
+        );
+    }
+
+    #[test]
     fn cuda_graph_limited_only_for_device_graphs() {
         let s = ServerSummary {
             running_req_max: Some(200),

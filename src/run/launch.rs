@@ -25,6 +25,7 @@ use crate::server::command::{self, LaunchCommand};
 use crate::server::control::Control;
 use crate::server::failure::{self, FailureKind, StartFailure};
 use crate::server::supervise::{self, LogSink, ReadyOutcome, ServerHandle, StopOutcome};
+use crate::tune::preflight;
 use crate::tune::search::{self, ProbeRun};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -956,20 +957,7 @@ fn preflight_standing(st: &LaunchState<'_, '_>, mut record: RunRecord) -> RunRec
         .preflight
         .as_ref()
         .map_or(u64::MAX, |p| p.max_retractions);
-    // A burst cut at burst_s before any request could finish (long prompts on a slow machine)
-    // is still survived when the server is up and nothing failed: the question is memory, not
-    // speed.
-    let cut_alive = record.failure_kind == Some(FailureKind::LoadFailed)
-        && record
-            .client
-            .as_ref()
-            .is_some_and(|c| c.completed == 0 && c.failed == 0 && c.cut_off > 0)
-        && record
-            .failure_message
-            .as_deref()
-            .is_some_and(|m| m.starts_with("no request succeeded"));
-    if cut_alive {
-        let n = record.client.as_ref().map_or(0, |c| c.cut_off);
+    if let Some(n) = preflight::cut_but_alive(&record) {
         record.status = RunStatus::Ok;
         record.failure_kind = None;
         record.failure_message = None;
@@ -977,12 +965,10 @@ fn preflight_standing(st: &LaunchState<'_, '_>, mut record: RunRecord) -> RunRec
             "pre-flight burst cut at burst_s with {n} request(s) still in flight and none failed: survived"
         ));
     }
-    let retractions = record.server.as_ref().map_or(0, |s| s.retractions);
-    if record.status == RunStatus::Ok && retractions > limit {
-        let msg = format!(
-            "retraction storm under the burst: {retractions} retractions (search.preflight.max_retractions is {limit})"
-        );
-        record = fail(record, FailureKind::LoadFailed, &msg);
+    if record.status == RunStatus::Ok {
+        if let Some(msg) = preflight::storm(&record, limit) {
+            record = fail(record, FailureKind::LoadFailed, &msg);
+        }
     }
     record.probe = Some(if record.status == RunStatus::Ok {
         ProbeResult::Pass

@@ -469,11 +469,18 @@ fn jobcomp_states(job_ids: &[String], st: &mut States) {
     }
 }
 
-/// Per run, as `sgtune status` shows it.
+/// Per run, as `sgtune status` shows it. A task still queued (held ones too) is pending; one
+/// that holds its node (stopped, resizing, signalled, staging out) is running: neither has
+/// finished, so the merge gives neither a row yet.
 pub fn describe(state: Option<&str>) -> &'static str {
     match state {
-        Some("PENDING" | "REQUEUED" | "SUSPENDED") => "pending",
-        Some("RUNNING" | "CONFIGURING" | "COMPLETING") => "running",
+        Some(
+            "PENDING" | "REQUEUED" | "REQUEUE_HOLD" | "REQUEUE_FED" | "RESV_DEL_HOLD" | "SUSPENDED",
+        ) => "pending",
+        Some(
+            "RUNNING" | "CONFIGURING" | "COMPLETING" | "RESIZING" | "SIGNALING" | "STAGE_OUT"
+            | "STOPPED",
+        ) => "running",
         Some("CANCELLED") => "cancelled",
         Some("COMPLETED") => "ended",
         Some(_) => "failed",
@@ -481,13 +488,15 @@ pub fn describe(state: Option<&str>) -> &'static str {
     }
 }
 
-/// Status and kind of rows made for a task that left none: cancelled, preempted and dead
-/// nodes are interrupted (a resume runs them again); the rest failed.
+/// Status and kind of rows made for a task that left none: cancelled, preempted, dead nodes,
+/// a state no tool knew, and a task that never finished are interrupted (a resume runs them
+/// again); a task that ended on its own (completed, failed, timed out, ...) failed.
 pub fn status_for(state: &str) -> RunStatus {
     match state {
         "CANCELLED" | "NODE_FAIL" | "PREEMPTED" | "BOOT_FAIL" | "REQUEUED" | "UNKNOWN" => {
             RunStatus::Interrupted
         }
+        s if matches!(describe(Some(s)), "pending" | "running") => RunStatus::Interrupted,
         _ => RunStatus::Failed,
     }
 }
@@ -594,9 +603,245 @@ mod tests {
         parse_jobcomp(jc, &["1".to_string()], &mut st);
         assert_eq!(st.len(), 1);
         assert_eq!(st.get(&("1".into(), 1)).map(String::as_str), Some("FAILED"));
-        assert_eq!(describe(Some("CANCELLED")), "cancelled");
-        assert_eq!(status_for("NODE_FAIL"), RunStatus::Interrupted);
-        assert_eq!(status_for("TIMEOUT"), RunStatus::Failed);
+    }
+
+    /// Every job state Slurm names (squeue --help, sacct's JOB STATE CODES), plus our
+    /// UNKNOWN (no tool knew the task): how `status` shows it, and the row a task that left
+    /// none gets. Cancelled, preempted, lost nodes, the unknown and the unfinished are
+    /// interrupted (a resume runs them again); a task that ended on its own without rows
+    /// failed.
+    #[test]
+    fn every_slurm_state_is_shown_and_recorded_the_right_way() {
+        use RunStatus::{Failed, Interrupted};
+        let table: &[(&str, &str, RunStatus)] = &[
+            ("PENDING", "pending", Interrupted),
+            ("REQUEUED", "pending", Interrupted),
+            ("REQUEUE_HOLD", "pending", Interrupted),
+            ("REQUEUE_FED", "pending", Interrupted),
+            ("RESV_DEL_HOLD", "pending", Interrupted),
+            ("SUSPENDED", "pending", Interrupted),
+            ("RUNNING", "running", Interrupted),
+            ("CONFIGURING", "running", Interrupted),
+            ("COMPLETING", "running", Interrupted),
+            ("RESIZING", "running", Interrupted),
+            ("SIGNALING", "running", Interrupted),
+            ("STAGE_OUT", "running", Interrupted),
+            ("STOPPED", "running", Interrupted),
+            ("CANCELLED", "cancelled", Interrupted),
+            ("COMPLETED", "ended", Failed),
+            ("NODE_FAIL", "failed", Interrupted),
+            ("PREEMPTED", "failed", Interrupted),
+            ("BOOT_FAIL", "failed", Interrupted),
+            ("UNKNOWN", "failed", Interrupted),
+            ("FAILED", "failed", Failed),
+            ("TIMEOUT", "failed", Failed),
+            ("DEADLINE", "failed", Failed),
+            ("OUT_OF_MEMORY", "failed", Failed),
+            ("SPECIAL_EXIT", "failed", Failed),
+            ("REVOKED", "failed", Failed),
+        ];
+        for (state, shown, status) in table {
+            assert_eq!(describe(Some(state)), *shown, "{state}");
+            assert_eq!(status_for(state), *status, "{state}");
+        }
+        assert_eq!(describe(None), "unknown");
+    }
+
+    #[test]
+    fn rows_for_a_task_that_left_none() {
+        let spec = crate::plan::spec::parse(
+            "name: t\nserver:\n  command: [python3, f.py]\n  model_path: /m\nsweep:\n  max_total_tokens: [300]\nworkload:\n  vocab_size: 100\n  concurrency: [2, 8]\n  requests: 4\n  input_tokens: 4\n  output_tokens: 4\nrepeats: 2\n",
+            "t.yaml",
+        )
+        .expect("spec");
+        let plan = crate::plan::expand::expand(&spec);
+        let launches =
+            crate::tune::work::plan_launches(&spec, &plan, &|_, _| false, &|_| Vec::new());
+        let l = &launches[1];
+        assert_eq!(l.dir_name, "mtt300.r2");
+        let keys = vec!["max_total_tokens".to_string(), "absent".to_string()];
+        let rows = missing_rows(l, &keys, "9_1", "CANCELLED", "a | b");
+        assert_eq!(rows.len(), 2, "one per measurement");
+        for (r, c) in rows.iter().zip([2, 8]) {
+            assert_eq!(r.run_name, "mtt300");
+            assert_eq!(r.run_id, l.run.id);
+            assert_eq!((r.concurrency, r.repeat), (c, 2));
+            assert_eq!(r.status, RunStatus::Interrupted);
+            assert_eq!(r.failure_kind, Some(FailureKind::Interrupted));
+            assert_eq!(
+                r.failure_message.as_deref(),
+                Some(
+                    "Slurm task 9_1 ended CANCELLED without writing its rows (`sgtune resume` runs it again); its output ends: a | b"
+                )
+            );
+            assert_eq!(r.notes, ["slurm: CANCELLED"]);
+            assert_eq!(
+                r.params,
+                vec![
+                    ("max_total_tokens".to_string(), Some(ParamValue::Int(300))),
+                    ("absent".to_string(), None)
+                ]
+            );
+            assert_eq!(r.phase, l.phase);
+        }
+        let failed = missing_rows(l, &keys, "9_1", "OUT_OF_MEMORY", "");
+        assert_eq!(failed[0].status, RunStatus::Failed);
+        assert_eq!(failed[0].failure_kind, Some(FailureKind::SlurmTask));
+        assert_eq!(
+            failed[0].failure_message.as_deref(),
+            Some("Slurm task 9_1 ended OUT_OF_MEMORY without writing its rows")
+        );
+    }
+
+    #[test]
+    fn the_end_of_a_tasks_output_on_one_line() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        assert_eq!(out_tail(tmp.path(), "5", 0), "", "no output file");
+        std::fs::create_dir_all(folder(tmp.path())).expect("mkdir");
+        std::fs::write(
+            folder(tmp.path()).join("5_0.out"),
+            "one\n  two  \n\nthree\n\n",
+        )
+        .expect("write");
+        assert_eq!(out_tail(tmp.path(), "5", 0), "two | three");
+        std::fs::write(folder(tmp.path()).join("5_1.out"), "only\n").expect("write");
+        assert_eq!(out_tail(tmp.path(), "5", 1), "only");
+        let long = "x".repeat(400);
+        std::fs::write(folder(tmp.path()).join("5_2.out"), &long).expect("write");
+        let t = out_tail(tmp.path(), "5", 2);
+        assert_eq!(t.chars().count(), 301);
+        assert!(t.ends_with("x…"));
+        std::fs::write(folder(tmp.path()).join("5_3.out"), "y".repeat(300)).expect("write");
+        assert_eq!(out_tail(tmp.path(), "5", 3), "y".repeat(300), "300 fit");
+    }
+
+    #[test]
+    fn gpus_per_task_and_the_merge_script() {
+        let spec = crate::plan::spec::parse(
+            "name: t\nserver:\n  command: [python3, f.py]\n  model_path: /m\n  args: {tp_size: 2}\nconfigs:\n  - {name: a}\n  - {name: b, dp_size: 3}\n  - {name: c}\nworkload:\n  vocab_size: 100\n  concurrency: 2\n  requests: 4\n  input_tokens: 4\n  output_tokens: 4\n",
+            "t.yaml",
+        )
+        .expect("spec");
+        let mut plan = crate::plan::expand::expand(&spec);
+        // (A size below 1 or not a number counts 1; the spec refuses those, a hand-made
+        // configuration may not.)
+        plan.runs[2].resolved = vec![
+            ("tp_size".into(), ParamValue::Int(0)),
+            ("dp_size".into(), ParamValue::Str("x".into())),
+        ];
+        let o = SlurmSpec::default();
+        let g: Vec<u64> = plan.runs.iter().map(|r| gpus_for(&o, r)).collect();
+        assert_eq!(
+            g,
+            [2, 6, 1],
+            "tp × dp, a missing or non-positive size counting 1"
+        );
+        let fixed = SlurmSpec {
+            gpus_per_run: Some(0),
+            ..Default::default()
+        };
+        assert_eq!(gpus_for(&fixed, &plan.runs[1]), 0);
+
+        let opts = SlurmSpec {
+            partition: Some("gpu".into()),
+            account: Some("acct".into()),
+            qos: Some("high".into()),
+            time: Some("1:00:00".into()),
+            setup: vec!["module load cuda".into()],
+            ..Default::default()
+        };
+        let s = merge_script("kv", Path::new("/shared/r"), "/opt/sgtune", &opts);
+        assert_eq!(
+            s,
+            "#!/bin/bash\n#SBATCH --job-name=sgtune-kv-merge\n#SBATCH --output=/shared/r/slurm/merge-%j.out\n#SBATCH --partition=gpu\n#SBATCH --account=acct\n#SBATCH --qos=high\nset -e\nmodule load cuda\nexec /opt/sgtune merge /shared/r\n"
+        );
+    }
+
+    #[test]
+    fn submissions_are_recorded_and_read_back() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let e = latest(tmp.path()).expect_err("never submitted");
+        assert!(e.to_string().contains("was not submitted to Slurm"), "{e}");
+        assert_eq!(read_submissions(tmp.path()).expect("none").len(), 0);
+        let sub = |id: &str| Submission {
+            at: "t".into(),
+            marker: "m".into(),
+            arrays: vec![
+                ArrayJob {
+                    job_id: id.into(),
+                    gpus: 1,
+                    launches: vec!["a".into(), "b".into()],
+                },
+                ArrayJob {
+                    job_id: "99".into(),
+                    gpus: 2,
+                    launches: vec!["c".into()],
+                },
+            ],
+            merge_job: None,
+            cancelled_at: None,
+        };
+        std::fs::create_dir_all(folder(tmp.path())).expect("mkdir");
+        write_submissions(tmp.path(), &[sub("1"), sub("2")]).expect("write");
+        let l = latest(tmp.path()).expect("latest");
+        assert_eq!(l, sub("2"));
+        assert_eq!(l.task_of("b"), Some(("2".to_string(), 1)));
+        assert_eq!(l.task_of("c"), Some(("99".to_string(), 0)));
+        assert_eq!(l.task_of("z"), None);
+        let all: Vec<&String> = l.launches().collect();
+        assert_eq!(all, ["a", "b", "c"]);
+        std::fs::write(folder(tmp.path()).join(SUBMISSIONS), "not json").expect("write");
+        assert!(
+            read_submissions(tmp.path())
+                .expect_err("bad")
+                .to_string()
+                .contains("not a submissions file")
+        );
+        // Nothing to cancel: no scancel is run.
+        let none = Submission {
+            arrays: Vec::new(),
+            ..sub("3")
+        };
+        assert!(cancel(&none).is_ok());
+    }
+
+    #[test]
+    fn squeue_and_sacct_lines_with_odd_fields() {
+        let mut st = States::new();
+        parse_pairs(
+            "55_3|COMPLETED
+55_x|FAILED
+55_4|
+ 56_0 | PENDING (Resources)
+57_[1-3]|PENDING
+",
+            &mut st,
+        );
+        let want: States = [
+            (("55".to_string(), 3), "COMPLETED".to_string()),
+            (("56".to_string(), 0), "PENDING".to_string()),
+        ]
+        .into_iter()
+        .collect();
+        assert_eq!(st, want);
+        // jobcomp: lines of other jobs, and lines missing a field, are skipped.
+        let mut st = States::new();
+        parse_jobcomp(
+            "JobState=FAILED ArrayJobId=1
+ArrayJobId=1 ArrayTaskId=x JobState=FAILED
+ArrayJobId=2 ArrayTaskId=0 JobState=TIMEOUT
+ArrayJobId=1 ArrayTaskId=4 JobState=CANCELLED
+",
+            &["1".to_string()],
+            &mut st,
+        );
+        assert_eq!(st.len(), 1);
+        assert_eq!(
+            st.get(&("1".into(), 4)).map(String::as_str),
+            Some("CANCELLED")
+        );
+        // No job: no Slurm tool is asked.
+        assert!(task_states(&[]).is_empty());
     }
 
     #[test]

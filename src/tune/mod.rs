@@ -29,3 +29,53 @@ pub mod repeats;
 pub mod search;
 pub mod stats;
 pub mod work;
+
+/// Specs and rows for the tuner's unit tests.
+#[cfg(test)]
+pub(crate) mod testing {
+    use crate::plan::spec::SweepSpec;
+    use crate::record::rows::Row;
+    use crate::record::{Phase, RunRecord, RunStatus};
+
+    /// A sweep spec from the YAML that follows its `server:` section (configs, workload,
+    /// objective, search, ...). The server is never launched.
+    pub fn spec(rest: &str) -> SweepSpec {
+        let text = format!(
+            "name: t\nserver:\n  command: [python3, fake.py]\n  model_path: /nonexistent-model\n{rest}"
+        );
+        crate::plan::spec::parse(&text, "t.yaml").unwrap_or_else(|e| panic!("{e}\n{text}"))
+    }
+
+    /// A results.csv row from (column, value) cells.
+    pub fn row(cells: &[(&str, &str)]) -> Row {
+        Row(cells
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect())
+    }
+
+    /// An ok record of `run_name` at concurrency 8, repeat 1, with nothing measured.
+    pub fn record(run_name: &str) -> RunRecord {
+        RunRecord {
+            run_name: run_name.into(),
+            run_id: "id".into(),
+            status: RunStatus::Ok,
+            failure_kind: None,
+            failure_message: None,
+            params: Vec::new(),
+            concurrency: 8,
+            request_rate: None,
+            repeat: 1,
+            phase: Phase::Measure,
+            probe: None,
+            client: None,
+            server: None,
+            verdict: None,
+            time_to_ready_s: None,
+            metrics: None,
+            notes: Vec::new(),
+            started_at: String::new(),
+            finished_at: String::new(),
+        }
+    }
+}

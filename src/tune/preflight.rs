@@ -19,6 +19,7 @@ use crate::plan::search::{INTEGER_KNOBS, Preflight};
 use crate::plan::spec::{DeadlinePolicy, LoadPoint, SweepSpec};
 use crate::record::RunRecord;
 use crate::record::rows::Row;
+use crate::server::failure::FailureKind;
 use crate::tune::work::Launch;
 use serde::Serialize;
 
@@ -154,6 +155,40 @@ pub fn burst_spec(spec: &SweepSpec, p: &Preflight) -> SweepSpec {
     s.search.max_load = None;
     s.repeats = 1;
     s
+}
+
+/// More than `max_retractions` retractions under the burst is a retraction storm: the
+/// attempt did not survive (the pool admits more than it holds, then evicts, again and again).
+/// Exactly `max_retractions` is still survived.
+pub fn retraction_storm(retractions: u64, max_retractions: u64) -> bool {
+    retractions > max_retractions
+}
+
+/// Why an attempt whose server stayed up through the burst still failed: the retraction storm
+/// its log shows (None: it survived).
+pub fn storm(r: &RunRecord, max_retractions: u64) -> Option<String> {
+    let n = r.server.as_ref().map_or(0, |s| s.retractions);
+    retraction_storm(n, max_retractions).then(|| {
+        format!(
+            "retraction storm under the burst: {n} retractions (search.preflight.max_retractions is {max_retractions})"
+        )
+    })
+}
+
+/// A burst cut at `burst_s` before any request could finish (long prompts on a slow machine)
+/// is survived when the server is up and nothing failed: the question is memory, not speed.
+/// For such a record (failed as "no request succeeded", every request cut, none failed), the
+/// requests still in flight at the cut; else None.
+pub fn cut_but_alive(r: &RunRecord) -> Option<u64> {
+    let c = r.client.as_ref()?;
+    let cut = r.failure_kind == Some(FailureKind::LoadFailed)
+        && c.completed == 0
+        && c.failed == 0
+        && c.cut_off > 0
+        && r.failure_message
+            .as_deref()
+            .is_some_and(|m| m.starts_with("no request succeeded"));
+    cut.then_some(c.cut_off)
 }
 
 /// What the pre-flight found, for preflight.json and the decision.
@@ -324,5 +359,381 @@ mod tests {
         let (found, _, _) = search(&p, 100.0);
         assert_eq!(found, Some(96.0));
         assert_eq!(value_of(&p, 96.0), ParamValue::Int(96));
+    }
+
+    #[test]
+    fn a_retraction_storm_is_more_than_max_retractions() {
+        assert!(!retraction_storm(0, 0));
+        assert!(retraction_storm(1, 0));
+        assert!(!retraction_storm(2, 2), "exactly the limit is survived");
+        assert!(retraction_storm(3, 2));
+        let mut r = crate::tune::testing::record("preflight-mfs0.9");
+        assert_eq!(storm(&r, 2), None, "no server summary: no retractions");
+        r.server = Some(crate::observe::sglang_log::ServerSummary {
+            retractions: 3,
+            ..Default::default()
+        });
+        assert_eq!(
+            storm(&r, 2).as_deref(),
+            Some(
+                "retraction storm under the burst: 3 retractions (search.preflight.max_retractions is 2)"
+            )
+        );
+        assert_eq!(storm(&r, 3), None);
+    }
+
+    #[test]
+    fn a_cut_burst_with_nothing_failed_is_alive() {
+        use crate::observe::client::ClientSummary;
+        let cut = RunRecord {
+            status: crate::record::RunStatus::Failed,
+            failure_kind: Some(FailureKind::LoadFailed),
+            failure_message: Some("no request succeeded (0 failed): ".into()),
+            client: Some(ClientSummary {
+                cut_off: 16,
+                ..Default::default()
+            }),
+            ..crate::tune::testing::record("a")
+        };
+        assert_eq!(cut_but_alive(&cut), Some(16));
+        let with = |f: &dyn Fn(&mut RunRecord)| {
+            let mut r = cut.clone();
+            f(&mut r);
+            cut_but_alive(&r)
+        };
+        // Anything else is not a cut burst: a failed request, a finished one, nothing cut,
+        // another failure, another message, no client side.
+        let client = |f: fn(&mut ClientSummary)| {
+            move |r: &mut RunRecord| {
+                if let Some(c) = r.client.as_mut() {
+                    f(c)
+                }
+            }
+        };
+        assert_eq!(with(&client(|c| c.failed = 1)), None);
+        assert_eq!(with(&client(|c| c.completed = 1)), None);
+        assert_eq!(with(&client(|c| c.cut_off = 0)), None);
+        assert_eq!(with(&|r| r.failure_kind = Some(FailureKind::Oom)), None);
+        assert_eq!(
+            with(&|r| r.failure_message = Some("the server died".into())),
+            None
+        );
+        assert_eq!(with(&|r| r.failure_message = None), None);
+        assert_eq!(with(&|r| r.client = None), None);
+    }
+
+    /// A sweep with `mem_fraction_static: [preflight]` and a second key; `workload` and
+    /// `search_extra` are YAML lines under `workload:` and `search:`.
+    fn pf_spec(workload: &str, search_extra: &str) -> SweepSpec {
+        crate::tune::testing::spec(&format!(
+            "  args: {{tp_size: 2}}\nsweep:\n  mem_fraction_static: [preflight]\n  chunked_prefill_size: [512]\nworkload:\n  vocab_size: 100\n  input_tokens: 10\n  output_tokens: 20\n{workload}objective:\n  maximize: output_tok_s\n  slo: {{ttft_ms_p99: 250}}\nsearch:\n  preflight:\n    mem_fraction_static: {{from: 0.8, to: 0.95, resolution: 0.01}}\n    burst_s: 7\n{search_extra}"
+        ))
+    }
+
+    #[test]
+    fn the_burst_is_the_workloads_worst_case() {
+        let s = pf_spec(
+            "  concurrency: [2, 8, 4]\n  requests: 40\n  warmup_requests: 3\n",
+            "",
+        );
+        let p = s.search.preflight.clone().expect("preflight");
+        let b = burst_spec(&s, &p);
+        let w = &b.workload;
+        assert_eq!(
+            w.load_points,
+            vec![LoadPoint {
+                concurrency: 8,
+                request_rate: None
+            }]
+        );
+        assert_eq!(w.concurrency, 8);
+        assert_eq!((w.input_tokens, w.output_tokens), (10, 20));
+        assert_eq!(w.duration_s, Some(7.0));
+        assert_eq!(w.requests, None);
+        assert_eq!(w.deadline, DeadlinePolicy::Cut);
+        assert_eq!(w.warmup_requests, 0);
+        assert!(w.ignore_eos);
+        assert_eq!(w.request_rate, None);
+        assert_eq!(b.repeats, 1);
+        assert!(b.search.max_load.is_none());
+
+        // The longest of a length distribution; the max-load search's top when higher.
+        let s = pf_spec(
+            "  concurrency: 2\n  duration_s: 5\n",
+            "  max_load:\n    concurrency: {from: 1, to: 48}\n",
+        );
+        let s = SweepSpec {
+            workload: crate::plan::spec::WorkloadSpec {
+                input_dist: Some(crate::plan::spec::LengthDist::Normal {
+                    mean: 100.0,
+                    stddev: 10.0,
+                    min: 50,
+                    max: 300,
+                }),
+                ..s.workload.clone()
+            },
+            ..s
+        };
+        let p = s.search.preflight.clone().expect("preflight");
+        let b = burst_spec(&s, &p);
+        assert_eq!(b.workload.concurrency, 48);
+        assert_eq!(b.workload.input_tokens, 300);
+        assert!(b.workload.input_dist.is_none() && b.workload.output_dist.is_none());
+        assert!(b.workload.dataset.is_none());
+        assert!(b.search.max_load.is_none());
+    }
+
+    #[test]
+    fn an_attempt_sets_the_knob_on_the_first_configuration() {
+        let s = pf_spec("  concurrency: 2\n  requests: 4\n", "");
+        let p = s.search.preflight.clone().expect("preflight");
+        let plan = crate::plan::expand::expand(&s);
+        let base = &plan.runs[0];
+        let c = attempt_config(&s, base, &p, 0.88);
+        assert_eq!(c.name, "preflight-mfs0.88");
+        assert_eq!(
+            c.param("mem_fraction_static"),
+            Some(&ParamValue::Float(0.88))
+        );
+        assert_eq!(
+            c.params
+                .iter()
+                .filter(|(k, _)| k == "mem_fraction_static")
+                .count(),
+            1,
+            "replaced, not added: {:?}",
+            c.params
+        );
+        assert_eq!(
+            c.param("chunked_prefill_size"),
+            base.param("chunked_prefill_size")
+        );
+        assert_eq!(c.param("tp_size"), Some(&ParamValue::Int(2)));
+        assert_eq!(c.id, expand::run_id(&s, &c.resolved));
+        assert_ne!(c.id, attempt_config(&s, base, &p, 0.9).id);
+        // A knob the configuration does not set is added.
+        let mut bare = base.clone();
+        bare.params.retain(|(k, _)| k != "mem_fraction_static");
+        bare.resolved.retain(|(k, _)| k != "mem_fraction_static");
+        let c = attempt_config(&s, &bare, &p, 0.81);
+        assert_eq!(
+            c.param("mem_fraction_static"),
+            Some(&ParamValue::Float(0.81))
+        );
+        assert!(
+            c.params
+                .iter()
+                .any(|(k, v)| k == "mem_fraction_static" && *v == ParamValue::Float(0.81))
+        );
+    }
+
+    #[test]
+    fn the_value_found_replaces_preflight_in_waiting_launches() {
+        let s = pf_spec("  concurrency: 2\n  requests: 4\n", "");
+        let p = s.search.preflight.clone().expect("preflight");
+        let plan = crate::plan::expand::expand(&s);
+        let mut l =
+            crate::tune::work::plan_launches(&s, &plan, &|_, _| false, &|_| Vec::new()).remove(0);
+        assert!(needs_value(&l, &p));
+        substitute(&mut l, &p, 0.9);
+        assert!(!needs_value(&l, &p));
+        assert_eq!(
+            l.run.param("mem_fraction_static"),
+            Some(&ParamValue::Float(0.9))
+        );
+        assert!(
+            l.run
+                .params
+                .iter()
+                .any(|(k, v)| k == "mem_fraction_static" && *v == ParamValue::Float(0.9))
+        );
+        // Other keys, and a value that is not `preflight`, are left alone.
+        assert_eq!(
+            l.run.param("chunked_prefill_size"),
+            Some(&ParamValue::Int(512))
+        );
+        substitute(&mut l, &p, 0.5);
+        assert_eq!(
+            l.run.param("mem_fraction_static"),
+            Some(&ParamValue::Float(0.9))
+        );
+        let mut other = p.clone();
+        other.knob = "chunked_prefill_size".into();
+        assert!(!needs_value(&l, &other));
+    }
+
+    #[test]
+    fn attempts_and_their_failures_are_recorded() {
+        let row = |v: &str, probe: &str| {
+            crate::tune::testing::row(&[("param_mem_fraction_static", v), ("probe", probe)])
+        };
+        assert_eq!(
+            Attempt::of_row(&row("0.9", "pass"), "mem_fraction_static"),
+            Some(Attempt {
+                value: 0.9,
+                survived: true
+            })
+        );
+        assert_eq!(
+            Attempt::of_row(&row("0.95", "fail"), "mem_fraction_static"),
+            Some(Attempt {
+                value: 0.95,
+                survived: false
+            })
+        );
+        assert_eq!(
+            Attempt::of_row(&row("", "pass"), "mem_fraction_static"),
+            None
+        );
+        assert_eq!(
+            Attempt::of_row(&row("0.9", "pass"), "max_total_tokens"),
+            None
+        );
+
+        let mut r = crate::tune::testing::record("a");
+        assert_eq!(why(&r), "");
+        r.failure_kind = Some(FailureKind::Oom);
+        assert_eq!(why(&r), "oom");
+        r.failure_message = Some("CUDA out of memory".into());
+        assert_eq!(why(&r), "oom: CUDA out of memory");
+        r.failure_kind = None;
+        assert_eq!(why(&r), "");
+
+        let p = pf(0.80, 0.95, 0.01, 6);
+        let h = vec![
+            (
+                Attempt {
+                    value: 0.95,
+                    survived: false,
+                },
+                "oom: at start".to_string(),
+            ),
+            (
+                Attempt {
+                    value: 0.8,
+                    survived: true,
+                },
+                String::new(),
+            ),
+            (
+                Attempt {
+                    value: 0.88,
+                    survived: false,
+                },
+                "load_failed: retraction storm".to_string(),
+            ),
+        ];
+        let o = outcome(&p, &h, Some(0.87), Some(0.88), false);
+        assert_eq!(o.knob, "mem_fraction_static");
+        assert_eq!((o.found, o.next_up), (Some(0.87), Some(0.88)));
+        assert_eq!(
+            o.next_up_failure.as_deref(),
+            Some("load_failed: retraction storm")
+        );
+        assert_eq!(o.attempts.len(), 3);
+        assert_eq!(o.attempts[2].value, 0.88);
+        assert_eq!(o.max_attempts, 6);
+        assert!(!o.interrupted);
+        let o = outcome(&p, &h, None, None, true);
+        assert_eq!(o.next_up_failure, None);
+        assert!(o.interrupted);
+    }
+
+    #[test]
+    fn running_out_of_attempts_early_keeps_what_was_shown() {
+        // One attempt: `to` failed, nothing survived yet.
+        let p = pf(0.80, 0.95, 0.01, 1);
+        assert_eq!(next_attempt(&p, &[]), Step::Try(0.95));
+        let h = [Attempt {
+            value: 0.95,
+            survived: false,
+        }];
+        assert_eq!(
+            next_attempt(&p, &h),
+            Step::Done {
+                found: None,
+                next_up: Some(0.95),
+                attempts: 1
+            }
+        );
+        // Two: `to` failed, `from` survived, no bisection left.
+        let p = pf(0.80, 0.95, 0.01, 2);
+        assert_eq!(next_attempt(&p, &h), Step::Try(0.8));
+        let h2 = [
+            h[0],
+            Attempt {
+                value: 0.8,
+                survived: true,
+            },
+        ];
+        assert_eq!(
+            next_attempt(&p, &h2),
+            Step::Done {
+                found: Some(0.8),
+                next_up: Some(0.95),
+                attempts: 2
+            }
+        );
+        // `to` survives: done at once, nothing above it to report.
+        assert_eq!(
+            next_attempt(
+                &p,
+                &[Attempt {
+                    value: 0.95,
+                    survived: true
+                }]
+            ),
+            Step::Done {
+                found: Some(0.95),
+                next_up: None,
+                attempts: 1
+            }
+        );
+        // A range of one value.
+        let one = pf(0.9, 0.9, 0.01, 6);
+        assert_eq!(next_attempt(&one, &[]), Step::Try(0.9));
+        assert_eq!(
+            next_attempt(
+                &one,
+                &[Attempt {
+                    value: 0.9,
+                    survived: false
+                }]
+            ),
+            Step::Done {
+                found: None,
+                next_up: Some(0.9),
+                attempts: 1
+            }
+        );
+    }
+
+    #[test]
+    fn the_bisection_tries_the_midpoint_on_the_grid() {
+        // 0.95 failed, 0.80 survived: the next is 0.87 (k = 7 of 15), then by halves.
+        let p = pf(0.80, 0.95, 0.01, 10);
+        let mut h = vec![
+            Attempt {
+                value: 0.95,
+                survived: false,
+            },
+            Attempt {
+                value: 0.8,
+                survived: true,
+            },
+        ];
+        assert_eq!(next_attempt(&p, &h), Step::Try(0.87));
+        h.push(Attempt {
+            value: 0.87,
+            survived: false,
+        });
+        assert_eq!(next_attempt(&p, &h), Step::Try(0.83));
+        h.push(Attempt {
+            value: 0.83,
+            survived: true,
+        });
+        assert_eq!(next_attempt(&p, &h), Step::Try(0.85));
+        assert_eq!(grid(&p, 3.0), 0.83);
+        assert_eq!(value_of(&p, 0.83), ParamValue::Float(0.83));
     }
 }

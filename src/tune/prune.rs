@@ -98,3 +98,209 @@ pub fn prune(spec: &SweepSpec, launches: &[Launch], rows: &[Row], lowest: LoadPo
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tune::testing;
+
+    /// Three configurations at `points` (YAML list under `workload:`), pruning on.
+    fn spec(points: &str) -> SweepSpec {
+        testing::spec(&format!(
+            "configs:\n  - {{name: fast}}\n  - {{name: close}}\n  - {{name: beaten}}\nworkload:\n  vocab_size: 100\n{points}  requests: 4\n  input_tokens: 4\n  output_tokens: 4\nobjective:\n  maximize: output_tok_s\n  prune: true\n"
+        ))
+    }
+
+    fn launches(s: &SweepSpec) -> Vec<Launch> {
+        let plan = crate::plan::expand::expand(s);
+        crate::tune::work::plan_launches(s, &plan, &|_, _| false, &|_| Vec::new())
+    }
+
+    /// One measured row per value (repeats 1, 2, ...).
+    fn rows(name: &str, point: (&str, &str), phase: &str, values: &[f64]) -> Vec<Row> {
+        values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                testing::row(&[
+                    ("run_name", name),
+                    ("status", "ok"),
+                    ("phase", phase),
+                    ("concurrency", point.0),
+                    ("request_rate", point.1),
+                    ("repeat", &(i + 1).to_string()),
+                    ("output_tok_s", &v.to_string()),
+                ])
+            })
+            .collect()
+    }
+
+    const LOWEST: LoadPoint = LoadPoint {
+        concurrency: 2,
+        request_rate: None,
+    };
+
+    /// The leader at 1,000 tok/s; `close` 0.5% behind (within noise); `beaten` 7% behind
+    /// with tight repeats (clearly beaten, though by little).
+    fn first_round_rows() -> Vec<Row> {
+        let at = ("2", "");
+        let mut r = rows("fast", at, "measure", &[990.0, 1000.0, 1010.0]);
+        r.extend(rows("close", at, "measure", &[985.0, 995.0, 1005.0]));
+        r.extend(rows("beaten", at, "measure", &[928.0, 930.0, 932.0]));
+        r
+    }
+
+    #[test]
+    fn only_the_clearly_beaten_are_pruned_not_those_within_noise() {
+        let s = spec("  concurrency: [8, 2, 16]\n");
+        let all = launches(&s);
+        let p = prune(&s, &all, &first_round_rows(), LOWEST);
+        assert_eq!(p.judged, 3);
+        let rest: Vec<&str> = p.rest.iter().map(|l| l.run.name.as_str()).collect();
+        assert_eq!(rest, ["fast", "close"], "within noise is not pruned");
+        assert_eq!(p.beaten.len(), 1);
+        let (l, why) = &p.beaten[0];
+        assert_eq!(l.run.name, "beaten");
+        assert!(
+            why.starts_with(
+                "pruned: at concurrency 2 it was clearly beaten by fast on output_tok_s, by 70"
+            ),
+            "{why}"
+        );
+        // The launches left hold the other points only.
+        for l in p.rest.iter().chain(p.beaten.iter().map(|(l, _)| l)) {
+            let points: Vec<u64> = l.measurements.iter().map(|m| m.point.concurrency).collect();
+            assert_eq!(points, [8, 16], "{}", l.run.name);
+        }
+    }
+
+    #[test]
+    fn a_configuration_barely_but_clearly_beaten_is_pruned() {
+        // Single repeats: the noise threshold (5%). 4% behind survives, 6% behind is pruned.
+        let s = spec("  concurrency: [2, 8]\n");
+        let mut r = rows("fast", ("2", ""), "measure", &[1000.0]);
+        r.extend(rows("close", ("2", ""), "measure", &[960.0]));
+        r.extend(rows("beaten", ("2", ""), "measure", &[940.0]));
+        let p = prune(&s, &launches(&s), &r, LOWEST);
+        let rest: Vec<&str> = p.rest.iter().map(|l| l.run.name.as_str()).collect();
+        let beaten: Vec<&str> = p.beaten.iter().map(|(l, _)| l.run.name.as_str()).collect();
+        assert_eq!((rest, beaten), (vec!["fast", "close"], vec!["beaten"]));
+    }
+
+    #[test]
+    fn pruning_judges_only_the_lowest_point_and_no_preflight_rows() {
+        let s = spec("  concurrency: [2, 8]\n");
+        let mut r = first_round_rows();
+        // At 8 `close` collapsed, and a pre-flight attempt at 2 was far faster than anyone:
+        // neither counts at the first round.
+        r.extend(rows("close", ("8", ""), "measure", &[10.0, 11.0, 12.0]));
+        r.extend(rows(
+            "fast",
+            ("8", ""),
+            "measure",
+            &[2000.0, 2001.0, 2002.0],
+        ));
+        r.extend(rows("preflight-mfs0.9", ("2", ""), "preflight", &[5000.0]));
+        let p = prune(&s, &launches(&s), &r, LOWEST);
+        assert_eq!(p.judged, 3);
+        let beaten: Vec<&str> = p.beaten.iter().map(|(l, _)| l.run.name.as_str()).collect();
+        assert_eq!(beaten, ["beaten"]);
+        // Without an objective nothing is pruned.
+        let mut none = s.clone();
+        none.objective = None;
+        let p = prune(&none, &launches(&s), &r, LOWEST);
+        assert!(p.rest.is_empty() && p.beaten.is_empty() && p.judged == 0);
+    }
+
+    #[test]
+    fn open_loop_points_are_pruned_by_their_rate() {
+        let s = spec("  concurrency: 4\n  request_rate: [4, 1]\n");
+        let lowest = first_point(&s).expect("a first point");
+        assert_eq!(
+            lowest,
+            LoadPoint {
+                concurrency: 4,
+                request_rate: Some(1.0)
+            }
+        );
+        let at = ("4", "1");
+        let mut r = rows("fast", at, "measure", &[1000.0]);
+        r.extend(rows("close", at, "measure", &[990.0]));
+        r.extend(rows("beaten", at, "measure", &[500.0]));
+        r.extend(rows("fast", ("4", "4"), "measure", &[1.0]));
+        let p = prune(&s, &launches(&s), &r, lowest);
+        assert_eq!(p.judged, 3);
+        let beaten: Vec<&str> = p.beaten.iter().map(|(l, _)| l.run.name.as_str()).collect();
+        assert_eq!(beaten, ["beaten"]);
+        assert!(
+            p.beaten[0].1.contains("at request rate 1/s"),
+            "{}",
+            p.beaten[0].1
+        );
+        let rates: Vec<Option<f64>> = p.rest[0]
+            .measurements
+            .iter()
+            .map(|m| m.point.request_rate)
+            .collect();
+        assert_eq!(rates, [Some(4.0)]);
+    }
+
+    #[test]
+    fn the_first_point_is_the_lowest_load_when_pruning_can_save_anything() {
+        let s = spec("  concurrency: [8, 2, 16]\n");
+        assert_eq!(first_point(&s), Some(LOWEST));
+        let mut off = s.clone();
+        if let Some(o) = off.objective.as_mut() {
+            o.prune = false;
+        }
+        assert_eq!(first_point(&off), None);
+        let mut no_objective = s.clone();
+        no_objective.objective = None;
+        assert_eq!(first_point(&no_objective), None);
+        assert_eq!(first_point(&spec("  concurrency: 2\n")), None, "one point");
+        let mut searched = s.clone();
+        searched.search.max_load = Some(crate::plan::search::MaxLoad {
+            axis: crate::plan::search::Axis::Concurrency,
+            range: crate::plan::search::Range {
+                from: 1.0,
+                to: 8.0,
+                resolution: 1.0,
+            },
+            repeats: 1,
+        });
+        assert_eq!(
+            first_point(&searched),
+            None,
+            "the search picks its own loads"
+        );
+    }
+
+    #[test]
+    fn the_first_round_measures_only_the_first_point() {
+        let mut s = spec("  concurrency: [2, 8]\n");
+        s.repeats = 2;
+        s.reuse_server = true;
+        let all = launches(&s);
+        let first = first_round(&all, LOWEST);
+        assert_eq!(first.len(), 3);
+        for l in &first {
+            let m: Vec<(u64, u64)> = l
+                .measurements
+                .iter()
+                .map(|m| (m.point.concurrency, m.repeat))
+                .collect();
+            assert_eq!(m, [(2, 1), (2, 2)], "{}", l.run.name);
+        }
+        let none = first_round(
+            &all,
+            LoadPoint {
+                concurrency: 99,
+                request_rate: None,
+            },
+        );
+        assert!(
+            none.is_empty(),
+            "a launch with nothing at the point is left out"
+        );
+    }
+}

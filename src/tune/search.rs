@@ -430,13 +430,83 @@ mod tests {
         let (got, probes) = search(&ml(1.0, 64.0, 1.0, 3), &ttft_bound(2000.0), 0.05, &f);
         let got = got.unwrap_or(0.0);
         assert!((19.0..=20.0).contains(&got), "got {got}");
-        // Every load the search claims passed was a pass by the rule.
+        // The load claimed, and every load below it that was measured, passed by the rule:
+        // not `fail`, and not `uncertain` either (the search cannot show those hold).
         let v = verdicts(&ml(1.0, 64.0, 1.0, 3), &ttft_bound(2000.0), 0.05, &probes);
-        for (l, r) in v {
-            if l <= got {
-                assert_ne!(r, Some(ProbeResult::Fail), "load {l}");
+        assert!(v.iter().any(|(l, _)| *l == got), "{got} was never measured");
+        for (l, r) in &v {
+            if *l <= got {
+                assert_eq!(*r, Some(ProbeResult::Pass), "load {l}: {v:?}");
+            } else {
+                assert_ne!(*r, Some(ProbeResult::Pass), "load {l} passed above {got}");
             }
         }
+        // Near the bound the noise made some probe uncertain or repeated: the test is not
+        // one the cliff alone would pass.
+        assert!(probes.len() > v.len(), "no probe was repeated: {probes:?}");
+    }
+
+    /// A probe whose repeats straddle the bound: 980, 1010, 990 ms against 1,000 ms.
+    fn straddle(repeat: u64) -> f64 {
+        [980.0, 1010.0, 990.0][((repeat.max(1) - 1) % 3) as usize]
+    }
+
+    #[test]
+    fn an_uncertain_probe_in_the_ramp_is_a_miss() {
+        // 1 and 2 pass clearly, 4 is uncertain (its median holds, its repeats straddle), 5
+        // and above fail: the highest load shown to hold is 3, not 4.
+        let f = |c: f64, k: u64| {
+            if c <= 3.0 {
+                500.0
+            } else if c == 4.0 {
+                straddle(k)
+            } else {
+                5000.0
+            }
+        };
+        let m = ml(1.0, 64.0, 1.0, 3);
+        let (got, probes) = search(&m, &ttft_bound(1000.0), 0.05, &f);
+        assert_eq!(got, Some(3.0), "{probes:?}");
+        let v = verdicts(&m, &ttft_bound(1000.0), 0.05, &probes);
+        assert!(v.contains(&(4.0, Some(ProbeResult::Uncertain))), "{v:?}");
+        // The ramp stopped at the uncertain probe: nothing above 4 was measured.
+        assert!(probes.iter().all(|p| p.load <= 4.0), "{probes:?}");
+    }
+
+    #[test]
+    fn an_uncertain_probe_in_the_bisection_is_a_miss() {
+        // Ramp 1..16 passes, 32 fails; the bisection meets 21, uncertain: the answer is 20.
+        let f = |c: f64, k: u64| {
+            if c <= 20.0 {
+                500.0
+            } else if c == 21.0 {
+                straddle(k)
+            } else {
+                5000.0
+            }
+        };
+        let m = ml(1.0, 64.0, 1.0, 3);
+        let (got, probes) = search(&m, &ttft_bound(1000.0), 0.05, &f);
+        assert_eq!(got, Some(20.0), "{probes:?}");
+        let at21 = probes.iter().filter(|p| p.load == 21.0).count();
+        assert_eq!(at21, 3, "21 measured up to the repeat cap: {probes:?}");
+        let v = verdicts(&m, &ttft_bound(1000.0), 0.05, &probes);
+        assert!(v.contains(&(21.0, Some(ProbeResult::Uncertain))), "{v:?}");
+    }
+
+    #[test]
+    fn an_uncertain_top_of_the_range_is_not_claimed() {
+        // Everything passes up to `to`, which is uncertain: the answer is the load below it.
+        let f = |c: f64, k: u64| if c < 8.0 { 500.0 } else { straddle(k) };
+        let (got, _) = search(&ml(1.0, 8.0, 1.0, 3), &ttft_bound(1000.0), 0.05, &f);
+        assert_eq!(got, Some(7.0));
+        // And with `to` a clear pass, `to` itself is the answer after the ramp reaches it.
+        let (got, probes) = search(&ml(1.0, 8.0, 1.0, 3), &ttft_bound(1000.0), 0.05, &|_, _| {
+            500.0
+        });
+        assert_eq!(got, Some(8.0));
+        let loads: Vec<f64> = probes.iter().map(|p| p.load).collect();
+        assert_eq!(loads, [1.0, 2.0, 4.0, 8.0]);
     }
 
     #[test]
@@ -470,5 +540,259 @@ mod tests {
         });
         let got = got.unwrap_or(0.0);
         assert!(got <= 5.3 && 5.3 - got <= 0.25, "got {got}");
+    }
+
+    #[test]
+    fn near_means_within_noise_of_the_bound_on_either_side() {
+        // noise 0.25 of a 1,000 ms bound: 750..=1250 is near (exact in binary).
+        let b = ttft_bound(1000.0);
+        let one = |v: f64| ProbeRun {
+            load: 4.0,
+            failed: false,
+            values: vec![Some(v)],
+        };
+        assert_eq!(judge(&b, 0.25, 3, &[&one(1250.0)]), Judged::Repeat);
+        assert_eq!(judge(&b, 0.25, 3, &[&one(750.0)]), Judged::Repeat);
+        assert_eq!(
+            judge(&b, 0.25, 3, &[&one(1250.5)]),
+            Judged::Done(ProbeResult::Fail)
+        );
+        assert_eq!(
+            judge(&b, 0.25, 3, &[&one(749.5)]),
+            Judged::Done(ProbeResult::Pass)
+        );
+        // With one measurement allowed, near is decided at once: uncertain.
+        assert_eq!(
+            judge(&b, 0.25, 1, &[&one(1000.0)]),
+            Judged::Done(ProbeResult::Uncertain)
+        );
+        // No measurement yet: measure.
+        assert_eq!(judge(&b, 0.25, 3, &[]), Judged::Repeat);
+    }
+
+    #[test]
+    fn a_lower_bound_and_several_bounds() {
+        // goodput_share ≥ 0.9 and TTFT ≤ 1,000 ms.
+        let b = vec![
+            SloBound {
+                column: "goodput_share".into(),
+                bound: Bound::AtLeast,
+                limit: 0.9,
+            },
+            SloBound {
+                column: "ttft_ms_p99".into(),
+                bound: Bound::AtMost,
+                limit: 1000.0,
+            },
+        ];
+        let p = |g: f64, t: f64| ProbeRun {
+            load: 4.0,
+            failed: false,
+            values: vec![Some(g), Some(t)],
+        };
+        let j = |runs: &[&ProbeRun]| judge(&b, 0.05, 3, runs);
+        assert_eq!(j(&[&p(0.99, 100.0)]), Judged::Done(ProbeResult::Pass));
+        assert_eq!(j(&[&p(0.5, 100.0)]), Judged::Done(ProbeResult::Fail));
+        assert_eq!(j(&[&p(0.99, 5000.0)]), Judged::Done(ProbeResult::Fail));
+        // One bound near, the other clearly missed: a miss, not a repeat.
+        assert_eq!(j(&[&p(0.5, 990.0)]), Judged::Done(ProbeResult::Fail));
+        assert_eq!(j(&[&p(0.91, 5000.0)]), Judged::Done(ProbeResult::Fail));
+        // One bound near, the other clearly held: measure again.
+        assert_eq!(j(&[&p(0.91, 100.0)]), Judged::Repeat);
+        // Two repeats on the failing side of the lower bound: decided.
+        assert_eq!(
+            j(&[&p(0.85, 100.0), &p(0.86, 100.0)]),
+            Judged::Done(ProbeResult::Fail)
+        );
+        // One of two repeats has an empty cell: it cannot pass.
+        let empty = ProbeRun {
+            values: vec![None, Some(100.0)],
+            ..p(0.99, 100.0)
+        };
+        assert_eq!(
+            j(&[&p(0.99, 100.0), &empty]),
+            Judged::Done(ProbeResult::Fail)
+        );
+    }
+
+    #[test]
+    fn the_median_of_the_repeats_decides_when_they_do_not_straddle() {
+        let b = ttft_bound(1000.0);
+        let one = |v: f64| ProbeRun {
+            load: 4.0,
+            failed: false,
+            values: vec![Some(v)],
+        };
+        // Three repeats all just above the bound: a fail, not uncertain.
+        assert_eq!(
+            judge(&b, 0.05, 3, &[&one(1010.0), &one(1020.0), &one(1030.0)]),
+            Judged::Done(ProbeResult::Fail)
+        );
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+    }
+
+    #[test]
+    fn probes_are_read_from_records_and_rows_alike() {
+        let b = vec![
+            SloBound {
+                column: "ttft_ms_p99".into(),
+                bound: Bound::AtMost,
+                limit: 1000.0,
+            },
+            SloBound {
+                column: "output_tok_s".into(),
+                bound: Bound::AtLeast,
+                limit: 1.0,
+            },
+        ];
+        let row = crate::tune::testing::row;
+        let r = row(&[
+            ("status", "ok"),
+            ("concurrency", "8"),
+            ("request_rate", "2.5"),
+            ("ttft_ms_p99", "123.5"),
+            ("output_tok_s", ""),
+        ]);
+        let p = ProbeRun::of_row(&r, Axis::Concurrency, &b);
+        assert_eq!(
+            p,
+            ProbeRun {
+                load: 8.0,
+                failed: false,
+                values: vec![Some(123.5), None],
+            }
+        );
+        assert_eq!(ProbeRun::of_row(&r, Axis::RequestRate, &b).load, 2.5);
+        let failed = row(&[("status", "failed"), ("concurrency", "8")]);
+        assert!(ProbeRun::of_row(&failed, Axis::Concurrency, &b).failed);
+        assert!(
+            ProbeRun::of_row(&failed, Axis::RequestRate, &b)
+                .load
+                .is_nan()
+        );
+        // A record is read through the results.csv getters: the same numbers.
+        let rec = crate::record::RunRecord {
+            request_rate: Some(2.5),
+            client: Some(crate::observe::client::ClientSummary {
+                ttft_ms: crate::observe::client::Stats::of(vec![123.5]),
+                output_tok_s: Some(42.0),
+                ..Default::default()
+            }),
+            ..crate::tune::testing::record("a")
+        };
+        let p = ProbeRun::of(&rec, Axis::Concurrency, &b);
+        assert_eq!(p.load, 8.0);
+        assert!(!p.failed);
+        assert_eq!(p.values, vec![Some(123.5), Some(42.0)]);
+        assert_eq!(ProbeRun::of(&rec, Axis::RequestRate, &b).load, 2.5);
+        let bad = crate::record::RunRecord {
+            status: RunStatus::Failed,
+            ..rec
+        };
+        assert!(ProbeRun::of(&bad, Axis::Concurrency, &b).failed);
+        assert!(load_of(Axis::RequestRate, 8, None).is_nan());
+    }
+
+    #[test]
+    fn recorded_probes_are_the_configurations_probe_rows() {
+        let spec = crate::tune::testing::spec(
+            "configs:\n  - {name: a}\n  - {name: b}\nworkload:\n  vocab_size: 100\n  concurrency: 1\n  requests: 4\n  input_tokens: 4\n  output_tokens: 4\nobjective:\n  maximize: output_tok_s\n  slo: {ttft_ms_p99: 250}\nsearch:\n  max_load:\n    concurrency: {from: 1, to: 8}\n",
+        );
+        let plan = crate::plan::expand::expand(&spec);
+        let row = |name: &str, phase: &str, c: &str| {
+            crate::tune::testing::row(&[
+                ("run_name", name),
+                ("phase", phase),
+                ("status", "ok"),
+                ("concurrency", c),
+                ("ttft_ms_p99", "100"),
+            ])
+        };
+        let rows = [
+            row("a", "probe", "1"),
+            row("b", "probe", "1"),
+            row("a", "probe", "2"),
+            row("a", "measure", "4"),
+            row("a", "preflight", "8"),
+        ];
+        let refs: Vec<&Row> = rows.iter().collect();
+        let a = &plan.runs[0];
+        assert_eq!(a.name, "a");
+        let loads: Vec<f64> = recorded_probes(&spec, &refs, a)
+            .iter()
+            .map(|p| p.load)
+            .collect();
+        assert_eq!(loads, [1.0, 2.0]);
+        // Without a search, nothing is replayed.
+        let mut plain = spec.clone();
+        plain.search.max_load = None;
+        assert!(recorded_probes(&plain, &refs, a).is_empty());
+        let mut no_objective = spec;
+        no_objective.objective = None;
+        assert!(recorded_probes(&no_objective, &refs, a).is_empty());
+    }
+
+    #[test]
+    fn a_probe_is_a_load_point() {
+        let w = crate::tune::testing::spec(
+            "workload:\n  vocab_size: 100\n  concurrency: 64\n  requests: 4\n  input_tokens: 4\n  output_tokens: 4\n",
+        )
+        .workload;
+        assert_eq!(
+            point(Axis::Concurrency, 12.4, &w),
+            LoadPoint {
+                concurrency: 12,
+                request_rate: None
+            }
+        );
+        assert_eq!(point(Axis::Concurrency, 0.2, &w).concurrency, 1);
+        assert_eq!(
+            point(Axis::RequestRate, 2.5, &w),
+            LoadPoint {
+                concurrency: 64,
+                request_rate: Some(2.5)
+            }
+        );
+        // Rates keep four significant digits; concurrencies are whole and at least 1.
+        assert_eq!(snap(Axis::RequestRate, 1.234_567, 0.1), 1.235);
+        assert_eq!(snap(Axis::RequestRate, 123.456_7, 0.1), 123.5);
+        assert_eq!(snap(Axis::Concurrency, 7.9, 1.0), 7.0);
+        assert_eq!(snap(Axis::Concurrency, 0.5, 1.0), 1.0);
+    }
+
+    #[test]
+    fn verdicts_leave_a_probe_still_to_repeat_unjudged() {
+        let m = ml(1.0, 64.0, 1.0, 3);
+        let b = ttft_bound(1000.0);
+        let h = [
+            ProbeRun {
+                load: 1.0,
+                failed: false,
+                values: vec![Some(100.0)],
+            },
+            ProbeRun {
+                load: 2.0,
+                failed: false,
+                values: vec![Some(990.0)],
+            },
+            ProbeRun {
+                load: 1.0 + 1e-12,
+                failed: false,
+                values: vec![Some(100.0)],
+            },
+        ];
+        assert_eq!(
+            verdicts(&m, &b, 0.05, &h),
+            vec![(1.0, Some(ProbeResult::Pass)), (2.0, None)]
+        );
+        // The search asks for 2's second measurement.
+        assert_eq!(
+            next_step(&m, &b, 0.05, &h),
+            Step::Probe {
+                load: 2.0,
+                repeat: 2
+            }
+        );
     }
 }

@@ -20,6 +20,9 @@ Environment knobs:
                             loses its steps, as a slow server would)
   FAKE_SGLANG_CRASH_AFTER   completed requests before `crash_during_load` fires (default 5)
   FAKE_SGLANG_HICACHE_OK=1  let --enable-hierarchical-cache start instead of dying like on CPU
+  FAKE_SGLANG_PROMPT_LOG    append to this file "start PID" when ready, "flush" for each
+                            flush that took effect, and "prompt HASH" for each completion
+                            request (a hash of its prompt): what the tests compare prompts by
   FAKE_SGLANG_SPAWN_CHILD=1 spawn a `sleep 3600` python child in the same process group;
                             it is terminated on graceful exit and on the startup faults, and
                             is left behind when the fake is SIGKILLed from outside or by
@@ -50,6 +53,12 @@ Environment knobs:
   --fake-near-tie Q          with `logprobs`, while other requests are in flight (a shared batch),
                             each prompt's one nearly tied position flips with probability Q
                             (a near tie: both tokens within 0.01 nats in each other's top-k)
+  --fake-retractions N       once requests run, log N retractions, one per decode step, in
+                            SGLang 0.5's words (a warning: "KV cache pool is full. Retract
+                            requests. #retracted_reqs: 1, #new_tokens_gained: G,
+                            #new_token_ratio: A -> B"); only the log says so, the requests run on
+  --fake-retractions-above Z only when --mem-fraction-static is above Z (the pre-flight's
+                            retraction storm)
   --fake-fault NAME          the same faults as a flag, so one sweep can give each
                             configuration its own (`fake_fault: oom_at_start` in a config)
   --fake-token-s S           FAKE_SGLANG_TOKEN_S as a flag: each configuration its own pace
@@ -92,6 +101,7 @@ STARTUP_S = float(os.environ.get("FAKE_SGLANG_STARTUP_S", "0.3"))
 TOKEN_S = float(os.environ.get("FAKE_SGLANG_TOKEN_S", "0.002")) * (10 if FAULT == "slow_stream" else 1)
 PACED = os.environ.get("FAKE_SGLANG_PACED") == "1"
 CRASH_AFTER = int(os.environ.get("FAKE_SGLANG_CRASH_AFTER", "5"))
+PROMPT_LOG = os.environ.get("FAKE_SGLANG_PROMPT_LOG", "")
 
 _log_lock = threading.Lock()
 QUIET_INFO = False  # --log-level warning/error hides Prefill/Decode/access lines
@@ -108,6 +118,14 @@ def log(msg, prefix=True, sched=False):
             sys.stderr.flush()
         except (OSError, ValueError):
             pass
+
+
+def prompt_log(line):
+    """A line for the tests in FAKE_SGLANG_PROMPT_LOG (not part of SGLang's log)."""
+    if PROMPT_LOG:
+        with _log_lock:
+            with open(PROMPT_LOG, "a") as f:
+                f.write(line + "\n")
 
 
 def info(msg, sched=False):
@@ -162,6 +180,10 @@ def build_parser():
     # above the second, the server starts but dies of a CUDA OOM once 3 requests run at once.
     a("--fake-max-mfs-launch", type=float, default=None)
     a("--fake-max-mfs-burst", type=float, default=None)
+    # Retractions for the pre-flight's retraction-storm rule: N lines once requests run (only
+    # above the given --mem-fraction-static when --fake-retractions-above is set).
+    a("--fake-retractions", type=int, default=0)
+    a("--fake-retractions-above", type=float, default=None)
     return p
 
 
@@ -177,8 +199,9 @@ def read_model_config(path):
 class Scheduler:
     """Global KV-pool / FIFO queue. Every running request gets one token per decode step."""
 
-    def __init__(self, total, max_running, interval, graph):
+    def __init__(self, total, max_running, interval, graph, retractions=0):
         self.total, self.max_running = total, max_running
+        self.retractions_left = retractions  # --fake-retractions still to log
         self.interval, self.graph = max(1, interval), graph
         self.lock = threading.Lock()
         self.admit_cv = threading.Condition(self.lock)  # queue heads wait here for room
@@ -261,6 +284,12 @@ class Scheduler:
                 self.step += steps
                 self.gen_since_log += self.running * steps
                 self.gen_total += self.running * steps
+                if self.running and self.retractions_left > 0:
+                    # SGLang >= 0.5 (logger.warning, so shown at --log-level warning too).
+                    self.retractions_left -= 1
+                    log("KV cache pool is full. Retract requests. #retracted_reqs: 1, "
+                        f"#new_tokens_gained: {self.used // max(self.running, 1)}, "
+                        "#new_token_ratio: 0.0980 -> 0.7047", sched=True)
                 if self.running and self.step // self.interval > before // self.interval:
                     now = time.monotonic()
                     g = self.gen_since_log / max(now - self.last_decode_log, 1e-6)
@@ -474,6 +503,7 @@ class Handler(BaseHTTPRequestHandler):
                 return self._send(400, raw=b"Flush cache failed.\n", ctype="text/plain")
             if FAULT != "flush_silently":
                 log("Cache flushed successfully!", sched=True)
+                prompt_log("flush")
             return self._send(200, raw=b"Cache flushed.\n", ctype="text/plain")
         if path not in ("/v1/completions", "/v1/chat/completions"):
             return self._send(404, {"detail": "Not Found"})
@@ -484,6 +514,10 @@ class Handler(BaseHTTPRequestHandler):
         except ValueError as e:
             return self._error(400, f"Invalid JSON body: {e}", "BadRequestError")
         chat = path == "/v1/chat/completions"
+        if PROMPT_LOG:
+            sent = body.get("messages") if chat else body.get("prompt")
+            digest = hashlib.sha256(jdump(sent).encode()).hexdigest()[:16]
+            prompt_log(f"prompt {digest}")
         prompt = prompt_tokens_of(body, chat)
         mt = body.get("max_tokens", body.get("max_completion_tokens"))
         try:
@@ -825,7 +859,10 @@ def main():
         f"context_len={S.ctx_len}, {mem_kind}=20.73 GB", sched=True)
     pause(step)
 
-    S.sched = Scheduler(S.total, S.max_running, args.decode_log_interval, graph)
+    retractions = args.fake_retractions if (
+        args.fake_retractions_above is None
+        or (mfs is not None and mfs > args.fake_retractions_above + 1e-9)) else 0
+    S.sched = Scheduler(S.total, S.max_running, args.decode_log_interval, graph, retractions)
     try:
         httpd = Server((args.host, args.port), Handler)
     except OSError as e:
@@ -848,6 +885,7 @@ def main():
             pause(step)
             info('INFO:     127.0.0.1:5555 - "POST /generate HTTP/1.1" 200 OK')
         S.ready = True
+        prompt_log(f"start {os.getpid()}")
         log("The server is fired up and ready to roll!")
     while True:
         pause(0.05)

@@ -1,0 +1,260 @@
+//! `--executor slurm` without a Slurm: stand-ins for `sbatch`, `sacct`, `squeue` and `scancel`
+//! on PATH (shell scripts that record what they were asked and answer what the test says), so
+//! the submission, a task (`run-one`, on the fake SGLang), `status`, the merge and `cancel` run
+//! through the binary on every `cargo test`. The real cluster is `tests/slurm_executor.rs`
+//! (ignored by default: it needs root).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test may panic: that is its failure
+
+mod common;
+use common::*;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The stand-ins' folder (`bin/` on PATH) and their state (`FAKE_SLURM_DIR`): `next_id` (the
+/// next job id sbatch answers), `sacct` and `squeue` (what they print), `*.log` (each call).
+struct FakeSlurm {
+    root: PathBuf,
+}
+
+impl FakeSlurm {
+    fn new(root: &Path) -> FakeSlurm {
+        let bin = root.join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let scripts = [
+            (
+                "sbatch",
+                r#"if [ "$1" = "--version" ]; then echo "slurm 24.11.0"; exit 0; fi
+echo "$*" >> "$FAKE_SLURM_DIR/sbatch.log"
+n=$(cat "$FAKE_SLURM_DIR/next_id" 2>/dev/null || echo 500)
+echo $((n + 1)) > "$FAKE_SLURM_DIR/next_id"
+echo "$n""#,
+            ),
+            (
+                "sacct",
+                r#"cat "$FAKE_SLURM_DIR/sacct" 2>/dev/null; exit 0"#,
+            ),
+            (
+                "squeue",
+                r#"cat "$FAKE_SLURM_DIR/squeue" 2>/dev/null; exit 0"#,
+            ),
+            ("scancel", r#"echo "$*" >> "$FAKE_SLURM_DIR/scancel.log""#),
+        ];
+        for (name, body) in scripts {
+            let p = bin.join(name);
+            std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        FakeSlurm {
+            root: root.to_path_buf(),
+        }
+    }
+
+    /// What sacct (finished tasks) and squeue (live ones) say, as `JOB_INDEX|STATE` lines.
+    fn states(&self, sacct: &str, squeue: &str) {
+        std::fs::write(self.root.join("sacct"), sacct).unwrap();
+        std::fs::write(self.root.join("squeue"), squeue).unwrap();
+    }
+
+    fn log(&self, tool: &str) -> String {
+        std::fs::read_to_string(self.root.join(format!("{tool}.log"))).unwrap_or_default()
+    }
+
+    fn sgtune(&self, args: &[&str]) -> std::process::Output {
+        let path = format!(
+            "{}:{}",
+            self.root.join("bin").display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        run(sgtune()
+            .args(args)
+            .env("PATH", path)
+            .env("FAKE_SLURM_DIR", &self.root))
+    }
+}
+
+fn spec(tag: &str) -> String {
+    format!(
+        r#"name: fakeslurm
+server:
+  command: [python3, "{fake}"]
+  model_path: /nonexistent-model
+  env:
+    SGTUNE_TEST_TAG: {tag}
+    FAKE_SGLANG_STARTUP_S: "0.2"
+  args:
+    served_model_name: fake
+  ready_timeout_s: 20
+  stop_timeout_s: 3
+configs:
+  - {{name: a}}
+  - {{name: b}}
+  - {{name: c}}
+  - {{name: d}}
+workload:
+  vocab_size: 100
+  input_tokens: 4
+  output_tokens: 10
+  warmup_requests: 0
+  concurrency: 2
+  requests: 4
+slurm:
+  partition: debug
+"#,
+        fake = fake_server()
+    )
+}
+
+/// results.csv: run → (status, failure_kind, failure_message).
+fn merged(dir: &Path) -> BTreeMap<String, (String, String, String)> {
+    let mut m = BTreeMap::new();
+    for r in read_rows(&dir.join("results.csv")) {
+        let prev = m.insert(
+            r["run_name"].clone(),
+            (
+                r["status"].clone(),
+                r["failure_kind"].clone(),
+                r["failure_message"].clone(),
+            ),
+        );
+        assert!(prev.is_none(), "two rows for {}", r["run_name"]);
+    }
+    m
+}
+
+/// `sgtune status`: run → its state column.
+fn status(slurm: &FakeSlurm, dir: &str) -> BTreeMap<String, String> {
+    let out = slurm.sgtune(&["status", dir]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    text(&out.stdout)
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            Some((f.next()?.to_string(), f.next()?.to_string()))
+        })
+        .filter(|(run, _)| ["a", "b", "c", "d"].contains(&run.as_str()))
+        .collect()
+}
+
+#[test]
+fn submit_run_a_task_merge_and_cancel_with_slurms_tools_standing_in() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let slurm = FakeSlurm::new(&tmp.path().join("slurm"));
+    let tag = unique_tag("fakeslurm");
+    let spec_path = tmp.path().join("s.yaml");
+    std::fs::write(&spec_path, spec(&tag)).unwrap();
+    let results = tmp.path().join("results");
+
+    // Submit: one array of four tasks (job 500), the merge job (501) after it.
+    let out = slurm.sgtune(&[
+        "run",
+        spec_path.to_str().unwrap(),
+        "--results-dir",
+        results.to_str().unwrap(),
+        "--executor",
+        "slurm",
+    ]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains("submitted job array 500 (4 task(s), gres gpu:1): a b c d"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("merge job 501 runs after them"), "{stdout}");
+    let sbatch = slurm.log("sbatch");
+    assert!(
+        sbatch.contains("--dependency=afterany:500"),
+        "the merge waits for the array: {sbatch}"
+    );
+    let dir = only_results_folder(&results);
+    let d = dir.to_str().unwrap();
+    let script = std::fs::read_to_string(dir.join("slurm/array-gpu1.sbatch")).unwrap();
+    assert!(script.contains("#SBATCH --array=0-3\n"), "{script}");
+    assert!(script.contains("#SBATCH --partition=debug\n"), "{script}");
+
+    // Task 0 runs (as Slurm would start it), the others have not.
+    let marker = std::fs::read_to_string(dir.join("slurm/marker")).unwrap();
+    let out = slurm.sgtune(&["run-one", d, "--launch", "a", "--marker", marker.trim()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(dir.join("runs/a/rows.csv").exists());
+    // A task that sees another submission's marker refuses to run.
+    let out = slurm.sgtune(&["run-one", d, "--launch", "b", "--marker", "stale"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+
+    // b was cancelled, c timed out (its output says why), d still waits in the queue.
+    std::fs::write(
+        dir.join("slurm/500_2.out"),
+        "sgtune run-one: c\nslurmstepd: error: *** JOB 500 CANCELLED DUE TO TIME LIMIT ***\n",
+    )
+    .unwrap();
+    slurm.states(
+        "500_0|COMPLETED\n500_1|CANCELLED by 0\n500_2|TIMEOUT\n",
+        "500_3|PENDING\n",
+    );
+    let st = status(&slurm, d);
+    let want: BTreeMap<String, String> = [
+        ("a", "ok"),
+        ("b", "cancelled"),
+        ("c", "failed"),
+        ("d", "pending"),
+    ]
+    .iter()
+    .map(|(a, b)| (a.to_string(), b.to_string()))
+    .collect();
+    assert_eq!(st, want);
+
+    // A merge now (by hand, early): d has no row yet, and the sweep is not finished.
+    let out = slurm.sgtune(&["merge", d]);
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
+    let m = merged(&dir);
+    assert_eq!(m.keys().collect::<Vec<_>>(), ["a", "b", "c"], "{m:?}");
+    assert_eq!(m["a"].0, "ok");
+    assert_eq!(
+        (m["b"].0.as_str(), m["b"].1.as_str()),
+        ("interrupted", "interrupted")
+    );
+    assert!(m["b"].2.contains("`sgtune resume` runs it again"), "{m:?}");
+    assert_eq!(
+        (m["c"].0.as_str(), m["c"].1.as_str()),
+        ("failed", "slurm_task")
+    );
+    assert!(
+        m["c"].2.contains("ended TIMEOUT") && m["c"].2.contains("DUE TO TIME LIMIT"),
+        "{m:?}"
+    );
+
+    // d runs and ends; the merge job's run rebuilds results.csv: one row per run.
+    let out = slurm.sgtune(&["run-one", d, "--launch", "d", "--marker", marker.trim()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    slurm.states(
+        "500_0|COMPLETED\n500_1|CANCELLED by 0\n500_2|TIMEOUT\n500_3|COMPLETED\n",
+        "",
+    );
+    let out = slurm.sgtune(&["merge", d]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "failed runs are rows, not a failed merge: {}",
+        text(&out.stderr)
+    );
+    let m = merged(&dir);
+    assert_eq!(m.len(), 4, "{m:?}");
+    assert_eq!(m["d"].0, "ok");
+    assert!(dir.join("results.md").exists() && dir.join("report.html").exists());
+
+    // cancel: scancel of the array, recorded in the submission.
+    let out = slurm.sgtune(&["cancel", d]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(slurm.log("scancel").trim(), "500");
+    let subs: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("slurm/submissions.json")).unwrap())
+            .unwrap();
+    assert!(subs[0]["cancelled_at"].is_string(), "{subs}");
+    assert!(
+        wait_until(std::time::Duration::from_secs(10), || procs_with_tag(&tag)
+            .is_empty()),
+        "servers left: {:?}",
+        procs_with_tag(&tag)
+    );
+}
