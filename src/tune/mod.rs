@@ -73,6 +73,7 @@ pub(crate) mod testing {
             verdict: None,
             time_to_ready_s: None,
             metrics: None,
+            effective: None,
             notes: Vec::new(),
             started_at: String::new(),
             finished_at: String::new(),
