@@ -59,16 +59,15 @@ fn benchmarks_doc_states_the_searches_setup_as_the_code_has_it() {
         doc.contains(&want),
         "docs/benchmarks.md should say {want:?}"
     );
-    // `let knee = A + (rng.next_u64() % B) as f64;`: knees from A to A + B - 1.
+    // `trials(&ml, SEED, (A, B), cv, &cliff)` then `... &line)`: knees from A to B.
     let bench = read("benches/tuner.rs");
     let knees: Vec<(u64, u64)> = bench
-        .split("let knee = ")
+        .split("let r = trials(&ml, ")
         .skip(1)
         .filter_map(|s| {
-            let (a, rest) = s.split_once(" + (rng.next_u64() % ")?;
-            let b = rest.split(')').next()?;
-            let a = a.trim_end_matches(".0").parse::<u64>().ok()?;
-            Some((a, a + b.parse::<u64>().ok()? - 1))
+            let range = s.split_once(", (")?.1.split_once(')')?.0;
+            let (a, b) = range.split_once(", ")?;
+            Some((a.trim().parse().ok()?, b.trim().parse().ok()?))
         })
         .collect();
     let [(c0, c1), (l0, l1)] = knees[..] else {
