@@ -990,6 +990,10 @@ mod tests {
         assert!((noise.cv - cv).abs() < 1e-12);
         assert_eq!(p.configurations[0].run_name, "fast");
         assert_eq!(p.configurations[0].rank, Some(1));
+        assert_eq!(
+            p.configurations[0].why,
+            "best mean, separated from every other eligible configuration"
+        );
         assert!(
             p.configurations[1].why
                 == "behind the winner by 200 ± 23.0 (20.0%; 95% CI, pooled noise, 4 df)",
@@ -1433,6 +1437,7 @@ mod tests {
             attempt("0.87", "pass", ""),
             attempt("0.89", "fail", "oom"),
             attempt("0.70", "fail", "oom"), // below the value found: not its margin
+            attempt("0.87", "fail", "crashed"), // at it (a retry that failed): not above it
             attempt("", "pass", ""),        // no value: not an attempt
             row("measured", 1, &[("param_mem_fraction_static", "0.99")]),
         ];
@@ -1440,11 +1445,11 @@ mod tests {
         assert_eq!(p.knob, "mem_fraction_static");
         assert_eq!((p.found, p.next_up), (Some(0.87), Some(0.89)));
         assert_eq!(p.next_up_failure.as_deref(), Some("oom: boom"));
-        assert_eq!(p.attempts, 6);
+        assert_eq!(p.attempts, 7);
         // Nothing passed: the lowest failure is the margin.
         let p = preflight_summary(&rows[..1], "mem_fraction_static").expect("a pre-flight");
         assert_eq!((p.found, p.next_up), (None, Some(0.95)));
-        assert_eq!(preflight_summary(&rows[7..], "mem_fraction_static"), None);
+        assert_eq!(preflight_summary(&rows[8..], "mem_fraction_static"), None);
     }
 
     #[test]
