@@ -338,11 +338,11 @@ fn the_tuning_sweep_finds_more_load_within_the_slo_for_a_larger_kv_pool() {
             .and_then(|s| s.parse().ok())
             .unwrap_or(0)
     };
-    let (small, large) = (max_load("mtt1024"), max_load("mtt4096"));
+    let (small, large) = (max_load("mtt2048"), max_load("mtt10240"));
     assert!(small >= 2, "the small pool holds some load: {point}");
     assert!(
         large > small,
-        "max_load_at_slo grows with the KV pool: {small} (1024 tokens) vs {large} (4096)\n{point}"
+        "max_load_at_slo grows with the KV pool: {small} (2,048 tokens) vs {large} (10,240)\n{point}"
     );
     // Whoever leads, its SLO holds at its max load (medians of its repeats there).
     let leader = point["leader"].as_str().expect("a leader");
@@ -354,7 +354,7 @@ fn the_tuning_sweep_finds_more_load_within_the_slo_for_a_larger_kv_pool() {
         assert_eq!(check["holds"], true, "{lead}");
     }
     // And the probes above the small pool's max load did not pass.
-    for r in rows.iter().filter(|r| r["run_name"] == "mtt1024") {
+    for r in rows.iter().filter(|r| r["run_name"] == "mtt2048") {
         let c: u64 = r["concurrency"].parse().unwrap_or(0);
         if c > small {
             assert_ne!(r["probe"], "pass", "{r:?}");
