@@ -6,7 +6,6 @@ pub mod cli;
 pub mod compare;
 pub mod load;
 pub mod log;
-pub mod quality;
 pub mod report;
 pub mod reproduce;
 pub mod slurm;

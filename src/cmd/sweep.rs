@@ -201,7 +201,7 @@ pub fn print_plan(s: &SweepSpec, plan: &RunPlan) {
         ));
     }
     if let Some(q) = &s.quality {
-        out(&crate::cmd::quality::plan_line(s, q, plan));
+        out(&crate::report::plan::quality_line(s, q, plan));
     }
     if let Some(h) = &s.on_finish {
         out(&format!(
@@ -782,7 +782,7 @@ pub fn conclude_decided(
     let (quality, all) = if interrupted {
         (None, csv_table.rows)
     } else {
-        crate::cmd::quality::apply(spec, &names, &results.root, csv_table, reference)
+        crate::run::quality::apply(spec, &names, &results.root, csv_table, reference)
     };
     // Decided first, so that the table stars the decision's pick; printed after the table.
     let decided = if let Some(o) = &spec.objective {

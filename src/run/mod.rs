@@ -8,6 +8,7 @@ pub mod effective;
 pub mod finish;
 pub mod launch;
 pub mod preflight;
+pub mod quality;
 pub mod resume;
 pub mod session;
 pub mod signals;
