@@ -58,6 +58,16 @@ pub enum CmdError {
     Input(String),
 }
 
+/// Each of report.html's errors is one of ours, with the same words.
+impl From<crate::run::report::ReportError> for CmdError {
+    fn from(e: crate::run::report::ReportError) -> CmdError {
+        match e {
+            crate::run::report::ReportError::Read(e) => CmdError::Read(e),
+            crate::run::report::ReportError::Store(e) => CmdError::Store(e),
+        }
+    }
+}
+
 impl CmdError {
     pub fn input(msg: impl Into<String>) -> CmdError {
         CmdError::Input(msg.into())

@@ -821,7 +821,7 @@ pub fn conclude_decided(
     }
     // The pictures: a report that cannot be written loses nothing (the rows are in
     // results.csv); say so and carry on.
-    match crate::cmd::report::write_sweep_report(&results.root, None) {
+    match crate::run::report::write_sweep_report(&results.root, None) {
         Ok(p) => out(&format!("report: {}", p.display())),
         Err(e) => say(&format!("warning: cannot write report.html: {e}")),
     }

@@ -9,6 +9,7 @@ pub mod finish;
 pub mod launch;
 pub mod preflight;
 pub mod quality;
+pub mod report;
 pub mod resume;
 pub mod session;
 pub mod signals;
