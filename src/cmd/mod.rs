@@ -152,12 +152,9 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
             sweep::print_plan(&s, &plan);
             let launches =
                 crate::tune::work::plan_launches(&s, &plan, &|_, _| false, &|_| Vec::new());
-            out(&crate::tune::estimate::line(&sweep::estimate(
-                &s,
-                &plan,
-                &launches,
-                &results_dir,
-            )));
+            out(&crate::tune::estimate::line(
+                &crate::run::estimate::estimate(&s, &plan, &launches, &results_dir),
+            ));
             Ok(ExitCode::Ok)
         }
         Command::Run {

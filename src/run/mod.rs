@@ -5,6 +5,7 @@
 
 pub mod deadline;
 pub mod effective;
+pub mod estimate;
 pub mod finish;
 pub mod launch;
 pub mod preflight;
