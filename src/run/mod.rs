@@ -3,6 +3,7 @@
 //! configuration in, its records out (one per repeat × load point it measures), everything in
 //! its own folder. The runner owns cancellation and never prints: it emits RunEvents.
 
+pub mod conclude;
 pub mod deadline;
 pub mod effective;
 pub mod estimate;
