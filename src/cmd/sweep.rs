@@ -1,5 +1,6 @@
 //! `sgtune run`, `validate` and `resume`: check everything that can be checked before
-//! launching anything, set up the results folder, run the launches, print the table.
+//! launching anything, read the flags (deadline, hook, slots), then hand the sweep to
+//! `run::execute`, which sets up the results folder, runs the launches and concludes.
 
 use super::{CmdError, ExitCode, out};
 use crate::plan::expand::{self, RunPlan};
