@@ -1,12 +1,11 @@
 //! Cmd: one thin front-end per subcommand. Each parses nothing itself (clap did, in `cli`),
-//! wires the stages together, and returns an [`ExitCode`] or a [`CmdError`]; the mapping of
-//! outcomes to exit statuses is here and only here.
+//! wires the stages together, and returns an [`ExitCode`] or a [`CmdError`]; a sweep's outcome
+//! becomes its exit code in `run::conclude`, every error's here.
 
 pub mod cli;
 pub mod compare;
 pub mod load;
 pub mod log;
-pub mod quality;
 pub mod report;
 pub mod reproduce;
 pub mod slurm;
@@ -15,35 +14,10 @@ pub mod sweep;
 
 use crate::util::say;
 use cli::{Cli, Command};
-use std::io::Write;
 
-/// How sgtune exits. Documented in `sgtune --help` and the README.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ExitCode {
-    /// Every run (or every file, every load point) was fine.
-    Ok,
-    /// At least one run failed (its row says why), or nothing succeeded.
-    RunsFailed,
-    /// Bad input or usage, or a results folder that cannot be written: nothing was judged.
-    BadInput,
-    /// Stopped by Ctrl-C / SIGTERM / SIGHUP; every finished row is kept.
-    Interrupted,
-    /// Stopped at `--deadline` / `--budget`: decided from what was measured, the rest is
-    /// left for `sgtune resume` (3).
-    Deadline,
-}
-
-impl ExitCode {
-    pub fn code(self) -> i32 {
-        match self {
-            ExitCode::Ok => 0,
-            ExitCode::RunsFailed => 1,
-            ExitCode::BadInput => 2,
-            ExitCode::Interrupted => crate::run::signals::INTERRUPTED_STATUS,
-            ExitCode::Deadline => 3,
-        }
-    }
-}
+/// How sgtune exits: `run::finish` has it, as outcome.json records it; the mapping of errors
+/// to it is here (`CmdError::exit_code`).
+pub use crate::run::finish::ExitCode;
 
 /// Why a command could not do its job at all (a failed run is not this: it is a row).
 #[derive(Debug, thiserror::Error)]
@@ -57,6 +31,16 @@ pub enum CmdError {
     /// Anything else the user can fix: the message names the place and the fix.
     #[error("{0}")]
     Input(String),
+}
+
+/// Each of report.html's errors is one of ours, with the same words.
+impl From<crate::run::report::ReportError> for CmdError {
+    fn from(e: crate::run::report::ReportError) -> CmdError {
+        match e {
+            crate::run::report::ReportError::Read(e) => CmdError::Read(e),
+            crate::run::report::ReportError::Store(e) => CmdError::Store(e),
+        }
+    }
 }
 
 impl CmdError {
@@ -91,10 +75,8 @@ fn local_deadline(
     Ok(d)
 }
 
-/// Results go to stdout; write errors (a closed pipe) are ignored, as `say` does for stderr.
-pub(crate) fn out(msg: &str) {
-    let _ = writeln!(std::io::stdout(), "{msg}");
-}
+/// Results go to stdout (`util::out`, which the conclusion in `run` also uses).
+pub(crate) use crate::util::out;
 
 /// Run one subcommand; errors are said here, once, and mapped to their exit code.
 pub async fn run(cli: Cli) -> ExitCode {
@@ -143,12 +125,9 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
             sweep::print_plan(&s, &plan);
             let launches =
                 crate::tune::work::plan_launches(&s, &plan, &|_, _| false, &|_| Vec::new());
-            out(&crate::tune::estimate::line(&sweep::estimate(
-                &s,
-                &plan,
-                &launches,
-                &results_dir,
-            )));
+            out(&crate::tune::estimate::line(
+                &crate::run::estimate::estimate(&s, &plan, &launches, &results_dir),
+            ));
             Ok(ExitCode::Ok)
         }
         Command::Run {

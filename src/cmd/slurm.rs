@@ -242,7 +242,7 @@ fn merge_with(
     }
     results.rewrite_csv(&raw)?;
     let interrupted = pending;
-    let code = sweep::conclude(&s, &plan, &results, &mut manifest, interrupted);
+    let code = crate::run::conclude::conclude(&s, &plan, &results, &mut manifest, interrupted);
     store::write_json(&dir.join(provenance::FILE), &manifest)?;
     // Failed runs are rows, not a failed merge: the merge job itself ends COMPLETED.
     Ok(match code {

@@ -1,21 +1,16 @@
 //! `sgtune run`, `validate` and `resume`: check everything that can be checked before
-//! launching anything, set up the results folder, run the launches, print the table.
+//! launching anything, read the flags (deadline, hook, slots), then hand the sweep to
+//! `run::execute`, which sets up the results folder, runs the launches and concludes.
 
 use super::{CmdError, ExitCode, out};
 use crate::plan::expand::{self, RunPlan};
-use crate::plan::spec::{self, Endpoint, SweepSpec};
-use crate::record::provenance::{self, Manifest};
-use crate::record::rows;
-use crate::record::store::{self, ResultsDir};
-use crate::report::decision as decision_md;
-use crate::report::table;
-use crate::run::deadline::Deadline;
-use crate::run::finish::{self, Hook};
+use crate::plan::spec::{self, SweepSpec};
+use crate::record::provenance::Manifest;
+use crate::record::store::ResultsDir;
+use crate::run::estimate::estimate;
+use crate::run::finish::Hook;
 use crate::run::resume::{self, ResumeInput};
 use crate::run::slots::SlotSpec;
-use crate::run::tuning::{self, TuningInput};
-use crate::server::command;
-use crate::tune::decision;
 use crate::tune::estimate;
 use crate::tune::work::{self, Launch};
 use crate::util::say;
@@ -23,13 +18,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// What a sweep needs besides its spec, read before anything is launched.
-pub struct Prepared {
-    /// Prompt token ids are drawn from [0, vocab) (0: not needed).
-    pub vocab: u64,
-    /// `workload.dataset`, loaded.
-    pub dataset: Option<Arc<Vec<crate::load::dataset::DatasetPrompt>>>,
-}
+/// A checked sweep and how it runs: `run::execute`.
+pub use crate::run::execute::{Prepared, SweepInput, execute};
 
 pub fn load_checked(path: &Path) -> Result<(SweepSpec, String, RunPlan, Prepared), CmdError> {
     let (s, text) = spec::load(path)?;
@@ -67,8 +57,8 @@ pub fn load_checked(path: &Path) -> Result<(SweepSpec, String, RunPlan, Prepared
             })?;
         q.baseline = Some(name);
     }
-    let vocab =
-        resolve_vocab(&s).map_err(|e| CmdError::input(format!("{}: {e}", path.display())))?;
+    let vocab = crate::run::execute::resolve_vocab(&s)
+        .map_err(|e| CmdError::input(format!("{}: {e}", path.display())))?;
     let dataset = match &s.workload.dataset {
         Some(d) => Some(Arc::new(
             crate::load::dataset::load(Path::new(d))
@@ -79,231 +69,11 @@ pub fn load_checked(path: &Path) -> Result<(SweepSpec, String, RunPlan, Prepared
     Ok((s, text, plan, Prepared { vocab, dataset }))
 }
 
-/// Token ids for completions prompts are drawn from [0, vocab_size): from the spec, else the
-/// model's config.json (also `text_config.vocab_size` for multimodal configs).
-pub fn resolve_vocab(s: &SweepSpec) -> Result<u64, String> {
-    if let Some(v) = s.workload.vocab_size {
-        return Ok(v);
-    }
-    // Built-in quality prompts are token ids too, whatever the workload's prompts are.
-    let quality_ids = s
-        .quality
-        .as_ref()
-        .is_some_and(|q| q.prompts == crate::plan::quality::QualityPrompts::Builtin);
-    if (s.workload.endpoint == Endpoint::Chat || s.workload.dataset.is_some()) && !quality_ids {
-        return Ok(0);
-    }
-    let path = Path::new(&s.server.model_path.0).join("config.json");
-    let text = std::fs::read_to_string(&path).map_err(|e| {
-        format!(
-            "workload.vocab_size is not set and {} cannot be read ({e}): set workload.vocab_size",
-            path.display()
-        )
-    })?;
-    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
-        format!(
-            "{} is not valid JSON ({e}): set workload.vocab_size",
-            path.display()
-        )
-    })?;
-    v.get("vocab_size")
-        .or_else(|| v.get("text_config").and_then(|t| t.get("vocab_size")))
-        .and_then(serde_json::Value::as_u64)
-        .filter(|&n| n > 0)
-        .ok_or_else(|| {
-            format!(
-                "{} has no vocab_size: set workload.vocab_size",
-                path.display()
-            )
-        })
-}
-
+/// The plan as `validate` and a dry run print it (`report::plan`).
 pub fn print_plan(s: &SweepSpec, plan: &RunPlan) {
-    let w = &s.workload;
-    let amount = match (w.requests, w.duration_s) {
-        (Some(n), _) => format!("{n} requests"),
-        (None, Some(d)) => format!("{d} s"),
-        _ => String::new(),
-    };
-    out(&format!(
-        "plan {}: {} run(s); workload {:?} at concurrency {}, {amount} after {} warmup, {} input / {} output tokens, seed {}",
-        plan.sweep_name,
-        plan.runs.len(),
-        w.endpoint,
-        w.concurrency,
-        w.warmup_requests,
-        w.input_tokens,
-        w.output_tokens,
-        w.seed
-    ));
-    if let Some(o) = &s.objective {
-        let rule = if let Some(a) = s.auto_repeats {
-            format!(
-                "repeats: auto: 2 repeats, then one more at a time until the 95% interval of {} is within ±{}% of its mean (at most {} repeats); a winner only when its margins' 95% intervals, from the noise pooled over every configuration and load point, lie above zero",
-                o.metric,
-                a.precision * 100.0,
-                a.max
-            )
-        } else if s.search.max_load.is_some() {
-            format!(
-                "a winner only when its margins' 95% intervals, from the noise pooled over the probes that were repeated, lie above zero; with no probe repeated, no noise is measured and the best is named the leader, not the winner (a margin under {}%, objective.noise, is within noise)",
-                o.noise * 100.0
-            )
-        } else if s.repeats < 2 {
-            format!(
-                "one repeat, so no noise is measured: the best is named the leader, not the winner (a margin under {}%, objective.noise, is within noise); `repeats: 2` or more, or `sgtune reproduce DIR --decision`, confirms it",
-                o.noise * 100.0
-            )
-        } else {
-            format!(
-                "a winner only when the 95% intervals of its margins ({} repeats) lie above zero, from the noise pooled over every configuration and load point",
-                s.repeats
-            )
-        };
-        let per = if s.search.max_load.is_some() {
-            "decided at each configuration's highest load within the SLO"
-        } else {
-            "decided per load point"
-        };
-        out(&format!("objective: {o}; {per} (decision.md), {rule}"));
+    for l in crate::report::plan::lines(s, plan) {
+        out(&l);
     }
-    if let Some(p) = crate::tune::prune::first_point(s) {
-        out(&format!(
-            "prune: every configuration is measured at {p} first; those clearly beaten there skip the other load points (rows `pruned`, with the evidence)"
-        ));
-    }
-    if let Some(ml) = &s.search.max_load {
-        let unit = match ml.axis {
-            crate::plan::search::Axis::Concurrency => "",
-            crate::plan::search::Axis::RequestRate => " requests/s",
-        };
-        out(&format!(
-            "search max_load: per configuration, on one server, the highest {} within the SLO: ramp from {}{unit} doubling to {}{unit}, then bisect to {}{unit}; a probe near a bound is repeated up to {} times",
-            ml.axis.as_str(),
-            ml.range.from,
-            ml.range.to,
-            ml.range.resolution,
-            ml.repeats
-        ));
-    }
-    if let Some(p) = &s.search.preflight {
-        out(&format!(
-            "search preflight: on {}, the highest {} in [{}, {}] (step {}) that launches and survives {} s of the worst-case burst (longest inputs, highest load, ignore_eos; at most {} retractions); at most {} launches (a bisection needs {})",
-            plan.runs.first().map_or("-", |r| r.name.as_str()),
-            p.knob,
-            p.range.from,
-            p.range.to,
-            p.range.resolution,
-            p.burst_s,
-            p.max_retractions,
-            p.max_attempts,
-            crate::plan::search::bisection_launches(&p.range)
-        ));
-    }
-    if let Some(q) = &s.quality {
-        out(&crate::cmd::quality::plan_line(s, q, plan));
-    }
-    if let Some(h) = &s.on_finish {
-        out(&format!(
-            "on_finish: `{}` once at the end, however it ends (at most {} s; outcome.json and SGTUNE_* variables)",
-            h.command, h.timeout_s
-        ));
-    }
-    for (i, r) in plan.runs.iter().enumerate() {
-        let cmd = command::build(&s.server, r, s.server.port);
-        out(&format!(
-            "{:>3}. {}  [{}]  {}",
-            i + 1,
-            r.name,
-            r.id,
-            cmd.display()
-        ));
-    }
-    for w in expand::warnings(plan) {
-        out(&format!("warning: {w}"));
-    }
-}
-
-/// What earlier sweeps under `results_dir` measured for this plan's configurations (same run
-/// id: same command, model, flags and environment): the median start-up and, for `requests:`
-/// workloads, the median load point; else the spec's stated defaults (`estimate:`).
-pub fn known(s: &SweepSpec, plan: &RunPlan, results_dir: &Path) -> estimate::Known {
-    let ids: std::collections::HashSet<&str> = plan.runs.iter().map(|r| r.id.as_str()).collect();
-    let (mut ready, mut window, mut sweeps) = (Vec::new(), Vec::new(), 0);
-    let folders = std::fs::read_dir(results_dir)
-        .map(|d| d.flatten().map(|e| e.path()).collect::<Vec<_>>())
-        .unwrap_or_default();
-    for f in folders {
-        let Ok(t) = rows::read(&f.join("results.csv")) else {
-            continue;
-        };
-        let before = ready.len();
-        for r in t
-            .rows
-            .iter()
-            .filter(|r| r.is_ok() && ids.contains(r.get("run_id")))
-        {
-            ready.extend(r.f64("time_to_ready_s"));
-            window.extend(r.f64("duration_s"));
-        }
-        sweeps += usize::from(ready.len() > before);
-    }
-    let median = |v: &mut Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v.get(v.len() / 2).copied()
-    };
-    let (startup_s, startup_from) = match median(&mut ready) {
-        Some(m) => (
-            m,
-            format!(
-                "median of {} launch(es) of these configurations in {sweeps} earlier sweep(s) under {}",
-                ready.len(),
-                results_dir.display()
-            ),
-        ),
-        None => (
-            s.estimate.startup_s,
-            "estimate.startup_s: nothing measured yet".to_string(),
-        ),
-    };
-    let measured = s
-        .workload
-        .requests
-        .and_then(|_| median(&mut window))
-        .filter(|_| s.estimate.point_s.is_none());
-    let (point_s, point_from) = estimate::point_seconds(s, measured);
-    estimate::Known {
-        startup_s,
-        startup_from,
-        point_s,
-        point_from,
-        stop_s: s.estimate.stop_s,
-    }
-}
-
-/// The plan's estimate, from what earlier sweeps under `results_dir` measured.
-pub fn estimate(
-    s: &SweepSpec,
-    plan: &RunPlan,
-    launches: &[Launch],
-    results_dir: &Path,
-) -> estimate::Estimate {
-    estimate::estimate(s, launches, &known(s, plan, results_dir))
-}
-
-/// A checked sweep, ready to run.
-pub struct SweepInput<'a> {
-    pub spec: &'a SweepSpec,
-    pub text: &'a str,
-    pub spec_path: &'a Path,
-    pub plan: &'a RunPlan,
-    pub prep: &'a Prepared,
-    /// One launch at a time, or several in slots.
-    pub slots: &'a SlotSpec,
-    /// Run once when the sweep ends (`--on-finish`, `on_finish:`).
-    pub hook: Option<Hook>,
-    /// Stop by then with the best decision so far (`--deadline`, `--budget`, the spec's).
-    pub deadline: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// The deadline this session runs against: `--deadline` or `--budget` (from now), else, for
@@ -385,56 +155,22 @@ pub fn slot_spec(
     Ok(slots)
 }
 
-fn write_plan(s: &SweepSpec, plan: &RunPlan, root: &Path) -> Result<(), store::StoreError> {
-    let commands: Vec<String> = plan
-        .runs
-        .iter()
-        .map(|r| command::build(&s.server, r, s.server.port).display())
-        .collect();
-    store::write_json(
-        &root.join("plan.json"),
-        &serde_json::json!({
-            "sweep": plan.sweep_name,
-            "sgtune_version": env!("CARGO_PKG_VERSION"),
-            "param_keys": plan.param_keys,
-            "workload": s.workload,
-            "repeats": s.repeats,
-            "reuse_server": s.reuse_server,
-            "objective": s.objective,
-            "runs": plan.runs,
-            "commands": commands,
-        }),
-    )
-}
-
-/// A new results folder, its spec copy, plan, manifest and CSV header; then the sweep.
+/// A new results folder (`run::execute::create_results`); then the sweep.
 pub async fn new_sweep(input: &SweepInput<'_>, results_dir: &Path) -> Result<ExitCode, CmdError> {
     let (results, mut manifest) = create_results(input, results_dir, &input.plan.sweep_name)?;
     let launches = work::plan_launches(input.spec, input.plan, &|_, _| false, &|_| Vec::new());
     let e = estimate(input.spec, input.plan, &launches, results_dir);
     say(&estimate::line(&e));
-    execute(input, &results, &launches, &mut manifest, e.expected_s).await
+    Ok(execute(input, &results, &launches, &mut manifest, e.expected_s).await?)
 }
 
+/// A new results folder, its spec copy, plan, manifest and CSV header.
 pub fn create_results(
     input: &SweepInput<'_>,
     results_dir: &Path,
     name: &str,
 ) -> Result<(ResultsDir, Manifest), CmdError> {
-    let results = ResultsDir::create(results_dir, name, &input.plan.param_keys)
-        .map_err(|e| CmdError::input(format!("cannot create the results folder: {e}")))?;
-    let manifest = provenance::collect(
-        input.spec,
-        &input.spec_path.display().to_string(),
-        input.text,
-        input.plan,
-    );
-    let setup = store::write_atomic(&results.root.join("spec.yaml"), input.text.as_bytes())
-        .and_then(|_| write_plan(input.spec, input.plan, &results.root))
-        .and_then(|_| store::write_json(&results.root.join(provenance::FILE), &manifest))
-        .and_then(|_| results.init_csv());
-    setup.map_err(|e| CmdError::input(format!("cannot write the results folder: {e}")))?;
-    Ok((results, manifest))
+    crate::run::execute::create_results(input, results_dir, name).map_err(CmdError::Input)
 }
 
 /// Continue a sweep: keep its finished rows, redo interrupted (and, asked, failed) ones, run
@@ -454,7 +190,7 @@ pub async fn resume_sweep(
         dir.parent().unwrap_or(Path::new(".")),
     );
     say(&format!("what is left: {}", estimate::line(&e)));
-    execute(input, &results, &launches, &mut recorded, e.expected_s).await
+    Ok(execute(input, &results, &launches, &mut recorded, e.expected_s).await?)
 }
 
 /// What a resume keeps and what it redoes (`run::resume`).
@@ -471,384 +207,6 @@ pub fn prepare_resume(
         plan: input.plan,
     };
     resume::prepare_resume(&r, dir, retry_failed, force).map_err(CmdError::Input)
-}
-
-/// decision.md's last section after a deadline: what the decision above could not use.
-fn deadline_section(left: &[String], root: &Path) -> String {
-    let mut s = String::from(
-        "\n## Not measured before the deadline\n\nThe decision above is from what was measured by the deadline. Not measured before the deadline:\n\n",
-    );
-    for l in left {
-        s.push_str(&format!("- {l}\n"));
-    }
-    s.push_str(&format!(
-        "\n`sgtune resume {}` measures them and decides again from every row.\n",
-        root.display()
-    ));
-    s
-}
-
-/// The decision's sections besides the load points: the memory pre-flight's knob, and the
-/// quality guard's report.
-struct Sections<'a> {
-    preflight_knob: Option<&'a str>,
-    quality: Option<crate::tune::quality::QualityReport>,
-}
-
-/// With an objective: decide from every row the folder holds. An interrupted sweep is not
-/// decided (its rows are incomplete), and an earlier decision in the folder is removed rather
-/// than left to contradict the rows.
-fn decide(
-    o: &spec::Objective,
-    sweep: &str,
-    rows: &[rows::Row],
-    results: &ResultsDir,
-    manifest: &Manifest,
-    interrupted: bool,
-    sections: Sections<'_>,
-) -> Option<decision::Decision> {
-    let Sections {
-        preflight_knob,
-        quality,
-    } = sections;
-    if interrupted {
-        for p in [
-            results.root.join("decision.md"),
-            results.root.join("decision.json"),
-        ] {
-            if let Err(e) = std::fs::remove_file(&p) {
-                if e.kind() != std::io::ErrorKind::NotFound {
-                    say(&format!("warning: cannot remove {}: {e}", p.display()));
-                }
-            }
-        }
-        say("no decision: the sweep was interrupted; `sgtune resume` finishes it and decides");
-        return None;
-    }
-    let mut commands = decision::commands(manifest);
-    for r in rows {
-        let name = r.get("run_name");
-        if commands.contains_key(name) {
-            continue;
-        }
-        // A folder from before the manifest recorded commands: the launch's own file.
-        let found = [name.to_string(), format!("{name}.r1")]
-            .iter()
-            .find_map(|d| {
-                std::fs::read_to_string(results.root.join("runs").join(d).join("command.txt")).ok()
-            });
-        if let Some(c) = found {
-            commands.insert(name.to_string(), c.trim_end().to_string());
-        }
-    }
-    let mut d = decision::decide(sweep, o, rows, &commands, decision::cost(manifest));
-    d.preflight = preflight_knob.and_then(|k| decision::preflight_summary(rows, k));
-    d.quality = quality;
-    crate::tune::effective::annotate_decision(&mut d, rows);
-    Some(d)
-}
-
-/// decision.md (with the sections the renderer of the decision does not know: the same
-/// servers in effect, what a deadline left unmeasured) and decision.json, and the summary
-/// after the table.
-fn write_decision(d: &decision::Decision, rows: &[rows::Row], extra: &str, results: &ResultsDir) {
-    let md = decision_md::render_md(d) + &crate::report::effective::decision_section(rows) + extra;
-    let written = store::write_atomic(&results.root.join("decision.md"), md.as_bytes())
-        .and_then(|_| store::write_json(&results.root.join("decision.json"), d));
-    if let Err(e) = written {
-        say(&format!("warning: cannot write the decision: {e}"));
-    }
-    out(&format!("{}\n", d.summary));
-}
-
-/// Run the launches into `results` (`run::tuning` runs every round the tuner asks for),
-/// then print and save the table of every row the folder holds, map the outcome to an exit
-/// code, and tell it (`outcome.json`, the `on_finish` hook), also when a round stopped on an
-/// error.
-pub async fn execute(
-    input: &SweepInput<'_>,
-    results: &ResultsDir,
-    launches: &[Launch],
-    manifest: &mut Manifest,
-    estimate_s: Option<f64>,
-) -> Result<ExitCode, CmdError> {
-    let tuning = TuningInput {
-        spec: input.spec,
-        plan: input.plan,
-        vocab: input.prep.vocab,
-        dataset: input.prep.dataset.clone(),
-        slots: input.slots,
-        estimate_s,
-        deadline: input.deadline.map(|at| {
-            let known = known(
-                input.spec,
-                input.plan,
-                results.root.parent().unwrap_or(Path::new(".")),
-            );
-            Arc::new(Deadline::new(at, input.spec.server.stop_timeout_s, &known))
-        }),
-    };
-    // Against a deadline, a decision as early as possible: every configuration once before
-    // any extra repeat.
-    let ordered;
-    let launches = match &tuning.deadline {
-        Some(d) => {
-            let left_s = (d.at - chrono::Utc::now()).num_seconds().max(0) as f64;
-            let usable_s = (left_s - d.lead_s()).max(0.0);
-            let fits = match estimate_s {
-                Some(e) if e <= usable_s => format!("the expected {} fits", estimate::human(e)),
-                Some(e) => format!(
-                    "the expected {} does not fit: every configuration once first, the rest left for `sgtune resume`",
-                    estimate::human(e)
-                ),
-                None => "the plan's time is not known".to_string(),
-            };
-            say(&format!(
-                "deadline: {} (in {}; measuring stops {} before it, for the servers to stop): {fits}. Launches that no longer fit are not started.",
-                d.at.with_timezone(&chrono::Local)
-                    .to_rfc3339_opts(chrono::SecondsFormat::Secs, false),
-                estimate::human(left_s),
-                estimate::human(d.lead_s())
-            ));
-            ordered = crate::tune::deadline::order_for_decision(launches);
-            &ordered[..]
-        }
-        None => launches,
-    };
-    let (code, decided, error, missing) =
-        match tuning::run_rounds(&tuning, results, launches, manifest).await {
-            Ok(interrupted) => {
-                let at_deadline = tuning.deadline.as_ref().is_some_and(|d| d.reached());
-                let missing = at_deadline.then(|| not_measured(input.spec, input.plan, results));
-                let (code, d) = conclude_decided(
-                    input.spec,
-                    input.plan,
-                    results,
-                    manifest,
-                    interrupted && !at_deadline,
-                    missing.as_deref(),
-                );
-                (code, d, None, missing.unwrap_or_default())
-            }
-            Err(e) => (
-                ExitCode::BadInput,
-                None,
-                Some(CmdError::from(e)),
-                Vec::new(),
-            ),
-        };
-    let mut outcome = outcome(
-        &input.plan.sweep_name,
-        results,
-        code,
-        decided.as_ref(),
-        error.as_ref(),
-    );
-    outcome.not_measured = missing;
-    if let Err(e) =
-        crate::run::state::finished(&results.root, &outcome.outcome, &outcome.not_measured)
-    {
-        say(&format!("warning: {e}"));
-    }
-    for w in finish::tell(&results.root, &outcome, input.hook.as_ref()).await {
-        say(&format!("warning: {w}"));
-    }
-    match error {
-        Some(e) => Err(e),
-        None => Ok(code),
-    }
-}
-
-/// What the plan still lacks after a deadline stopped it (`tune::deadline::not_measured`); when
-/// the plan's own measurements are all there, the rounds the tuner would have added.
-fn not_measured(spec: &SweepSpec, plan: &RunPlan, results: &ResultsDir) -> Vec<String> {
-    let all = rows::read(&results.results_csv())
-        .map(|t| t.rows)
-        .unwrap_or_default();
-    let mut left = crate::tune::deadline::not_measured(spec, plan, &all);
-    if left.is_empty() {
-        left.push(
-            "the further rounds the tuner would have run (repeats: auto, or the search's next probes)"
-                .to_string(),
-        );
-    }
-    left
-}
-
-/// How the sweep ended, from its exit code, its rows and its decision.
-fn outcome(
-    sweep: &str,
-    results: &ResultsDir,
-    code: ExitCode,
-    d: Option<&decision::Decision>,
-    error: Option<&CmdError>,
-) -> finish::Outcome {
-    let all = rows::read(&results.results_csv())
-        .map(|t| t.rows)
-        .unwrap_or_default();
-    let ok = all.iter().filter(|r| r.is_ok()).count();
-    let word = match (code, error) {
-        (_, Some(_)) => "error",
-        (ExitCode::Ok, _) => "done",
-        (ExitCode::RunsFailed, _) => "runs_failed",
-        (ExitCode::Interrupted, _) => "interrupted",
-        (ExitCode::Deadline, _) => "deadline",
-        (ExitCode::BadInput, _) => "error",
-    };
-    // One winner for the hook: the same configuration won at every load point decided.
-    let points = d.map_or(&[][..], |d| d.points.as_slice());
-    let winner = points
-        .first()
-        .and_then(|p| p.winner.clone())
-        .filter(|w| points.iter().all(|p| p.winner.as_ref() == Some(w)));
-    let winner_command = winner
-        .as_ref()
-        .and_then(|_| points.first().and_then(|p| p.command.clone()));
-    let mut summary = format!(
-        "{sweep}: {word} (exit {}), {} row(s), {ok} ok, {} not ok",
-        code.code(),
-        all.len(),
-        all.len() - ok
-    );
-    match (&winner, d) {
-        (Some(w), _) => summary.push_str(&format!("; winner {w}")),
-        (None, Some(_)) => summary.push_str("; no single winner (decision.md)"),
-        (None, None) => {}
-    }
-    if let Some(e) = error {
-        summary.push_str(&format!("; error: {e}"));
-    }
-    finish::Outcome {
-        outcome: word.to_string(),
-        exit_code: code.code(),
-        sweep: sweep.to_string(),
-        results_dir: results.root.display().to_string(),
-        rows: all.len(),
-        rows_ok: ok,
-        rows_failed: all.len() - ok,
-        winner,
-        winner_command,
-        summary,
-        not_measured: Vec::new(),
-        error: error.map(|e| e.to_string()),
-        finished_at: provenance::now_rfc3339(),
-    }
-}
-
-/// After the runs (here, or the Slurm merge): the manifest, results.md and the table from every
-/// row the folder holds, the decision, and the exit code.
-pub fn conclude(
-    spec: &SweepSpec,
-    plan: &RunPlan,
-    results: &ResultsDir,
-    manifest: &mut Manifest,
-    interrupted: bool,
-) -> ExitCode {
-    conclude_decided(spec, plan, results, manifest, interrupted, None).0
-}
-
-/// [`conclude`], with the decision it wrote (None without an objective, or interrupted).
-pub fn conclude_decided(
-    spec: &SweepSpec,
-    plan: &RunPlan,
-    results: &ResultsDir,
-    manifest: &mut Manifest,
-    interrupted: bool,
-    not_measured: Option<&[String]>,
-) -> (ExitCode, Option<decision::Decision>) {
-    if !interrupted && not_measured.is_none() {
-        manifest.finished_at = Some(provenance::now_rfc3339());
-    }
-    if let Err(e) = store::write_json(&results.root.join(provenance::FILE), manifest) {
-        say(&format!("warning: cannot write manifest.json: {e}"));
-    }
-    let csv_table = match rows::read(&results.results_csv()) {
-        Ok(t) => t,
-        Err(e) => {
-            say(&format!(
-                "warning: cannot read results.csv back for the table: {e}"
-            ));
-            Default::default()
-        }
-    };
-    // The quality guard's verdicts go into the rows (and results.csv) before anything reads
-    // them; an interrupted sweep is not judged (its baseline may be missing).
-    let names: Vec<String> = plan.runs.iter().map(|r| r.name.clone()).collect();
-    let reference = spec
-        .quality
-        .as_ref()
-        .and_then(|q| q.reference_dir.as_deref())
-        .map(Path::new);
-    let (quality, all) = if interrupted {
-        (None, csv_table.rows)
-    } else {
-        crate::cmd::quality::apply(spec, &names, &results.root, csv_table, reference)
-    };
-    // Decided first, so that the table stars the decision's pick; printed after the table.
-    let decided = if let Some(o) = &spec.objective {
-        decide(
-            o,
-            &plan.sweep_name,
-            &all,
-            results,
-            manifest,
-            interrupted,
-            Sections {
-                preflight_knob: spec.search.preflight.as_ref().map(|p| p.knob.as_str()),
-                quality,
-            },
-        )
-    } else {
-        None
-    };
-    let marks = decided.as_ref().map(table::DecisionMarks::of);
-    let table = table::render(&all, &plan.param_keys, marks.as_ref());
-    let md = format!(
-        "# {}\n\nResults folder: `{}`\n\n{table}",
-        plan.sweep_name,
-        results.root.display()
-    );
-    if let Err(e) = store::write_atomic(&results.root.join("results.md"), md.as_bytes()) {
-        say(&format!("warning: cannot write results.md: {e}"));
-    }
-    out(&format!("\n{table}"));
-    if let Some(d) = &decided {
-        // After a deadline, decision.md says what the decision could not use.
-        let extra = not_measured
-            .map(|left| deadline_section(left, &results.root))
-            .unwrap_or_default();
-        write_decision(d, &all, &extra, results);
-    }
-    // The pictures: a report that cannot be written loses nothing (the rows are in
-    // results.csv); say so and carry on.
-    match crate::cmd::report::write_sweep_report(&results.root, None) {
-        Ok(p) => out(&format!("report: {}", p.display())),
-        Err(e) => say(&format!("warning: cannot write report.html: {e}")),
-    }
-    out(&format!("results: {}", results.root.display()));
-    if let Some(left) = not_measured {
-        say(&format!(
-            "deadline: decided from what was measured; {} launch(es) not measured before the deadline; continue with `sgtune resume {}`",
-            left.len(),
-            results.root.display()
-        ));
-        (ExitCode::Deadline, decided)
-    } else if interrupted {
-        say(&format!(
-            "interrupted: every finished run is in results.csv; continue with `sgtune resume {}`",
-            results.root.display()
-        ));
-        (ExitCode::Interrupted, decided)
-    } else if all
-        .iter()
-        .any(|r| !r.is_ok() && r.get("phase") != "preflight" && r.get("status") != "pruned")
-    {
-        // A pre-flight attempt that failed, or a pruned measurement, is the search working,
-        // not a failed run.
-        (ExitCode::RunsFailed, decided)
-    } else {
-        (ExitCode::Ok, decided)
-    }
 }
 
 #[cfg(test)]

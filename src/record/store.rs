@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! results/<sweep>-<UTC timestamp>/
-//!   spec.yaml  plan.json  results.csv  results.md  (decision.md decision.json: cmd::sweep)
+//!   spec.yaml  plan.json  results.csv  results.md  (decision.md decision.json: run::conclude)
 //!   runs/<run>/config.json command.txt server.log requests.csv summary.json
 //! ```
 

@@ -204,3 +204,18 @@ pub fn render_md(d: &Decision) -> String {
     ));
     s
 }
+
+/// decision.md's last section after a deadline: what the decision above could not use.
+pub fn deadline_section(left: &[String], root: &std::path::Path) -> String {
+    let mut s = String::from(
+        "\n## Not measured before the deadline\n\nThe decision above is from what was measured by the deadline. Not measured before the deadline:\n\n",
+    );
+    for l in left {
+        s.push_str(&format!("- {l}\n"));
+    }
+    s.push_str(&format!(
+        "\n`sgtune resume {}` measures them and decides again from every row.\n",
+        root.display()
+    ));
+    s
+}

@@ -6,6 +6,7 @@ pub mod events;
 pub mod html;
 pub mod load;
 pub mod log;
+pub mod plan;
 pub mod progress;
 pub mod reproduce;
 pub mod status;

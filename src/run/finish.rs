@@ -13,6 +13,34 @@ pub const FILE: &str = "outcome.json";
 /// The hook's stdout and stderr, appended, in the results folder.
 pub const LOG: &str = "on_finish.log";
 
+/// How sgtune exits. Documented in `sgtune --help` and the README.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitCode {
+    /// Every run (or every file, every load point) was fine.
+    Ok,
+    /// At least one run failed (its row says why), or nothing succeeded.
+    RunsFailed,
+    /// Bad input or usage, or a results folder that cannot be written: nothing was judged.
+    BadInput,
+    /// Stopped by Ctrl-C / SIGTERM / SIGHUP; every finished row is kept.
+    Interrupted,
+    /// Stopped at `--deadline` / `--budget`: decided from what was measured, the rest is
+    /// left for `sgtune resume` (3).
+    Deadline,
+}
+
+impl ExitCode {
+    pub fn code(self) -> i32 {
+        match self {
+            ExitCode::Ok => 0,
+            ExitCode::RunsFailed => 1,
+            ExitCode::BadInput => 2,
+            ExitCode::Interrupted => crate::run::signals::INTERRUPTED_STATUS,
+            ExitCode::Deadline => 3,
+        }
+    }
+}
+
 /// How a sweep ended, for the hook and for `outcome.json`.
 #[derive(Debug, Clone, Serialize)]
 pub struct Outcome {

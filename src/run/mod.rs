@@ -1,13 +1,20 @@
-//! Run: the sweep loop (`sweep`), one server launch (`launch`), one load point (`session`) and
-//! the signals that stop them (`signals`). The unit of work is one server launch: one
-//! configuration in, its records out (one per repeat × load point it measures), everything in
-//! its own folder. The runner owns cancellation and never prints: it emits RunEvents.
+//! Run: a checked sweep from start to end (`execute`), the sweep loop (`sweep`), one server
+//! launch (`launch`), one load point (`session`), the signals that stop them (`signals`), and
+//! the conclusion every sweep ends with (`conclude`). The unit of work is one server launch:
+//! one configuration in, its records out (one per repeat × load point it measures), everything
+//! in its own folder. The runner owns cancellation and, while launches run, never prints: it
+//! emits RunEvents; the conclusion prints the table and the decision's summary.
 
+pub mod conclude;
 pub mod deadline;
 pub mod effective;
+pub mod estimate;
+pub mod execute;
 pub mod finish;
 pub mod launch;
 pub mod preflight;
+pub mod quality;
+pub mod report;
 pub mod resume;
 pub mod session;
 pub mod signals;

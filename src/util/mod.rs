@@ -8,3 +8,8 @@ use std::io::Write;
 pub fn say(msg: &str) {
     let _ = writeln!(std::io::stderr(), "{msg}");
 }
+
+/// Results go to stdout; write errors (a closed pipe) are ignored, as `say` does for stderr.
+pub fn out(msg: &str) {
+    let _ = writeln!(std::io::stdout(), "{msg}");
+}

@@ -1,0 +1,164 @@
+//! What `validate` and a dry run print before anything is launched: the plan, the objective's
+//! rule, the search, the quality guard's cost, the hook, and each configuration's command.
+
+use crate::plan::expand::RunPlan;
+use crate::plan::spec::SweepSpec;
+
+/// The plan's lines: the workload, the objective's rule, pruning, the search, the quality
+/// guard, the hook, each configuration's command, and the plan's warnings.
+pub fn lines(s: &SweepSpec, plan: &RunPlan) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut out = |l: &str| lines.push(l.to_string());
+    let w = &s.workload;
+    let amount = match (w.requests, w.duration_s) {
+        (Some(n), _) => format!("{n} requests"),
+        (None, Some(d)) => format!("{d} s"),
+        _ => String::new(),
+    };
+    out(&format!(
+        "plan {}: {} run(s); workload {:?} at concurrency {}, {amount} after {} warmup, {} input / {} output tokens, seed {}",
+        plan.sweep_name,
+        plan.runs.len(),
+        w.endpoint,
+        w.concurrency,
+        w.warmup_requests,
+        w.input_tokens,
+        w.output_tokens,
+        w.seed
+    ));
+    if let Some(o) = &s.objective {
+        let rule = if let Some(a) = s.auto_repeats {
+            format!(
+                "repeats: auto: 2 repeats, then one more at a time until the 95% interval of {} is within ±{}% of its mean (at most {} repeats); a winner only when its margins' 95% intervals, from the noise pooled over every configuration and load point, lie above zero",
+                o.metric,
+                a.precision * 100.0,
+                a.max
+            )
+        } else if s.search.max_load.is_some() {
+            format!(
+                "a winner only when its margins' 95% intervals, from the noise pooled over the probes that were repeated, lie above zero; with no probe repeated, no noise is measured and the best is named the leader, not the winner (a margin under {}%, objective.noise, is within noise)",
+                o.noise * 100.0
+            )
+        } else if s.repeats < 2 {
+            format!(
+                "one repeat, so no noise is measured: the best is named the leader, not the winner (a margin under {}%, objective.noise, is within noise); `repeats: 2` or more, or `sgtune reproduce DIR --decision`, confirms it",
+                o.noise * 100.0
+            )
+        } else {
+            format!(
+                "a winner only when the 95% intervals of its margins ({} repeats) lie above zero, from the noise pooled over every configuration and load point",
+                s.repeats
+            )
+        };
+        let per = if s.search.max_load.is_some() {
+            "decided at each configuration's highest load within the SLO"
+        } else {
+            "decided per load point"
+        };
+        out(&format!("objective: {o}; {per} (decision.md), {rule}"));
+    }
+    if let Some(p) = crate::tune::prune::first_point(s) {
+        out(&format!(
+            "prune: every configuration is measured at {p} first; those clearly beaten there skip the other load points (rows `pruned`, with the evidence)"
+        ));
+    }
+    if let Some(ml) = &s.search.max_load {
+        let unit = match ml.axis {
+            crate::plan::search::Axis::Concurrency => "",
+            crate::plan::search::Axis::RequestRate => " requests/s",
+        };
+        out(&format!(
+            "search max_load: per configuration, on one server, the highest {} within the SLO: ramp from {}{unit} doubling to {}{unit}, then bisect to {}{unit}; a probe near a bound is repeated up to {} times",
+            ml.axis.as_str(),
+            ml.range.from,
+            ml.range.to,
+            ml.range.resolution,
+            ml.repeats
+        ));
+    }
+    if let Some(p) = &s.search.preflight {
+        out(&format!(
+            "search preflight: on {}, the highest {} in [{}, {}] (step {}) that launches and survives {} s of the worst-case burst (longest inputs, highest load, ignore_eos; at most {} retractions); at most {} launches (a bisection needs {})",
+            plan.runs.first().map_or("-", |r| r.name.as_str()),
+            p.knob,
+            p.range.from,
+            p.range.to,
+            p.range.resolution,
+            p.burst_s,
+            p.max_retractions,
+            p.max_attempts,
+            crate::plan::search::bisection_launches(&p.range)
+        ));
+    }
+    if let Some(q) = &s.quality {
+        out(&quality_line(s, q, plan));
+    }
+    if let Some(h) = &s.on_finish {
+        out(&format!(
+            "on_finish: `{}` once at the end, however it ends (at most {} s; outcome.json and SGTUNE_* variables)",
+            h.command, h.timeout_s
+        ));
+    }
+    for (i, r) in plan.runs.iter().enumerate() {
+        let cmd = crate::server::command::build(&s.server, r, s.server.port);
+        out(&format!(
+            "{:>3}. {}  [{}]  {}",
+            i + 1,
+            r.name,
+            r.id,
+            cmd.display()
+        ));
+    }
+    for w in crate::plan::expand::warnings(plan) {
+        out(&format!("warning: {w}"));
+    }
+    lines
+}
+
+/// What `validate` says about the guard: the rule and what it adds to the sweep, in generated
+/// tokens (the quality pass is greedy decoding like the load, so tokens are its cost's unit).
+pub fn quality_line(s: &SweepSpec, q: &crate::plan::quality::Quality, plan: &RunPlan) -> String {
+    let per = q.tokens_per_pass();
+    let launches = if s.reuse_server {
+        plan.runs.len() as u64
+    } else {
+        plan.runs.len() as u64 * s.repeats.max(1)
+    };
+    // Every launch makes one pass, the baseline's two (one per launch of it).
+    let baseline_launches = if s.reuse_server { 1 } else { s.repeats.max(1) };
+    let total = per * (launches + baseline_launches);
+    let w = &s.workload;
+    // Every configuration measures each load point `repeats` times, whatever the launches.
+    let load = w.requests.map(|n| {
+        n * w.output_tokens
+            * w.load_points.len().max(1) as u64
+            * plan.runs.len() as u64
+            * s.repeats.max(1)
+    });
+    let share = match load {
+        Some(l) if l > 0 => {
+            let share = total as f64 / l as f64 * 100.0;
+            format!(
+                "; the workload generates {l} tokens over those launches, so the check adds {share:.1}% in generated tokens (its prompts are {} tokens each, the workload's {}){}",
+                q.input_tokens,
+                w.input_tokens,
+                if share > 5.0 {
+                    " — over 5%: lower quality.count or quality.output_tokens, or measure more per launch"
+                } else {
+                    ""
+                }
+            )
+        }
+        _ => String::new(),
+    };
+    format!(
+        "quality: against `{}`, {} greedy prompts × {} tokens ({} tokens, {} in flight) per launch, twice on the baseline's: about {total} generated tokens over {} launch(es){share}; a configuration whose outputs derail decisively beyond the baseline's own floor ({}% confidence) is not eligible",
+        q.baseline.as_deref().unwrap_or("-"),
+        q.count,
+        q.output_tokens,
+        per,
+        q.batch,
+        launches,
+        q.confidence * 100.0
+    )
+}

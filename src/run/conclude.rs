@@ -1,0 +1,332 @@
+//! The end of every sweep (local, resumed, reproduced, or the Slurm merge): the manifest,
+//! the quality guard's verdicts, results.md and the table from every row the folder holds, the
+//! decision (decision.md, decision.json), report.html, and the exit code; for a local sweep,
+//! then, how it ended told (`finish`).
+
+use crate::plan::expand::RunPlan;
+use crate::plan::spec::{self, SweepSpec};
+use crate::record::provenance::{self, Manifest};
+use crate::record::rows;
+use crate::record::store::{self, ResultsDir, StoreError};
+use crate::report::decision as decision_md;
+use crate::report::table;
+use crate::run::deadline::Deadline;
+use crate::run::finish::{self, ExitCode, Hook};
+use crate::tune::decision;
+use crate::util::{out, say};
+use std::path::Path;
+
+/// After the rounds, however they ended (`ran`: interrupted or not, or the error that stopped
+/// them): conclude as [`conclude_decided`] does, map the outcome to an exit code, and tell it
+/// (`outcome.json`, state.json, the `on_finish` hook), also when a round stopped on an error.
+pub async fn end(
+    spec: &SweepSpec,
+    plan: &RunPlan,
+    results: &ResultsDir,
+    manifest: &mut Manifest,
+    ran: Result<bool, StoreError>,
+    deadline: Option<&Deadline>,
+    hook: Option<&Hook>,
+) -> Result<ExitCode, StoreError> {
+    let (code, decided, error, missing) = match ran {
+        Ok(interrupted) => {
+            let at_deadline = deadline.is_some_and(|d| d.reached());
+            let missing = at_deadline.then(|| not_measured(spec, plan, results));
+            let (code, d) = conclude_decided(
+                spec,
+                plan,
+                results,
+                manifest,
+                interrupted && !at_deadline,
+                missing.as_deref(),
+            );
+            (code, d, None, missing.unwrap_or_default())
+        }
+        Err(e) => (ExitCode::BadInput, None, Some(e), Vec::new()),
+    };
+    let mut outcome = outcome(
+        &plan.sweep_name,
+        results,
+        code,
+        decided.as_ref(),
+        error.as_ref(),
+    );
+    outcome.not_measured = missing;
+    if let Err(e) =
+        crate::run::state::finished(&results.root, &outcome.outcome, &outcome.not_measured)
+    {
+        say(&format!("warning: {e}"));
+    }
+    for w in finish::tell(&results.root, &outcome, hook).await {
+        say(&format!("warning: {w}"));
+    }
+    match error {
+        Some(e) => Err(e),
+        None => Ok(code),
+    }
+}
+
+/// The decision's sections besides the load points: the memory pre-flight's knob, and the
+/// quality guard's report.
+struct Sections<'a> {
+    preflight_knob: Option<&'a str>,
+    quality: Option<crate::tune::quality::QualityReport>,
+}
+
+/// With an objective: decide from every row the folder holds. An interrupted sweep is not
+/// decided (its rows are incomplete), and an earlier decision in the folder is removed rather
+/// than left to contradict the rows.
+fn decide(
+    o: &spec::Objective,
+    sweep: &str,
+    rows: &[rows::Row],
+    results: &ResultsDir,
+    manifest: &Manifest,
+    interrupted: bool,
+    sections: Sections<'_>,
+) -> Option<decision::Decision> {
+    let Sections {
+        preflight_knob,
+        quality,
+    } = sections;
+    if interrupted {
+        for p in [
+            results.root.join("decision.md"),
+            results.root.join("decision.json"),
+        ] {
+            if let Err(e) = std::fs::remove_file(&p) {
+                if e.kind() != std::io::ErrorKind::NotFound {
+                    say(&format!("warning: cannot remove {}: {e}", p.display()));
+                }
+            }
+        }
+        say("no decision: the sweep was interrupted; `sgtune resume` finishes it and decides");
+        return None;
+    }
+    let mut commands = decision::commands(manifest);
+    for r in rows {
+        let name = r.get("run_name");
+        if commands.contains_key(name) {
+            continue;
+        }
+        // A folder from before the manifest recorded commands: the launch's own file.
+        let found = [name.to_string(), format!("{name}.r1")]
+            .iter()
+            .find_map(|d| {
+                std::fs::read_to_string(results.root.join("runs").join(d).join("command.txt")).ok()
+            });
+        if let Some(c) = found {
+            commands.insert(name.to_string(), c.trim_end().to_string());
+        }
+    }
+    let mut d = decision::decide(sweep, o, rows, &commands, decision::cost(manifest));
+    d.preflight = preflight_knob.and_then(|k| decision::preflight_summary(rows, k));
+    d.quality = quality;
+    crate::tune::effective::annotate_decision(&mut d, rows);
+    Some(d)
+}
+
+/// decision.md (with the sections the renderer of the decision does not know: the same
+/// servers in effect, what a deadline left unmeasured) and decision.json, and the summary
+/// after the table.
+fn write_decision(d: &decision::Decision, rows: &[rows::Row], extra: &str, results: &ResultsDir) {
+    let md = decision_md::render_md(d) + &crate::report::effective::decision_section(rows) + extra;
+    let written = store::write_atomic(&results.root.join("decision.md"), md.as_bytes())
+        .and_then(|_| store::write_json(&results.root.join("decision.json"), d));
+    if let Err(e) = written {
+        say(&format!("warning: cannot write the decision: {e}"));
+    }
+    out(&format!("{}\n", d.summary));
+}
+
+/// What the plan still lacks after a deadline stopped it (`tune::deadline::not_measured`); when
+/// the plan's own measurements are all there, the rounds the tuner would have added.
+fn not_measured(spec: &SweepSpec, plan: &RunPlan, results: &ResultsDir) -> Vec<String> {
+    let all = rows::read(&results.results_csv())
+        .map(|t| t.rows)
+        .unwrap_or_default();
+    let mut left = crate::tune::deadline::not_measured(spec, plan, &all);
+    if left.is_empty() {
+        left.push(
+            "the further rounds the tuner would have run (repeats: auto, or the search's next probes)"
+                .to_string(),
+        );
+    }
+    left
+}
+
+/// How the sweep ended, from its exit code, its rows and its decision.
+fn outcome(
+    sweep: &str,
+    results: &ResultsDir,
+    code: ExitCode,
+    d: Option<&decision::Decision>,
+    error: Option<&StoreError>,
+) -> finish::Outcome {
+    let all = rows::read(&results.results_csv())
+        .map(|t| t.rows)
+        .unwrap_or_default();
+    let ok = all.iter().filter(|r| r.is_ok()).count();
+    let word = match (code, error) {
+        (_, Some(_)) => "error",
+        (ExitCode::Ok, _) => "done",
+        (ExitCode::RunsFailed, _) => "runs_failed",
+        (ExitCode::Interrupted, _) => "interrupted",
+        (ExitCode::Deadline, _) => "deadline",
+        (ExitCode::BadInput, _) => "error",
+    };
+    // One winner for the hook: the same configuration won at every load point decided.
+    let points = d.map_or(&[][..], |d| d.points.as_slice());
+    let winner = points
+        .first()
+        .and_then(|p| p.winner.clone())
+        .filter(|w| points.iter().all(|p| p.winner.as_ref() == Some(w)));
+    let winner_command = winner
+        .as_ref()
+        .and_then(|_| points.first().and_then(|p| p.command.clone()));
+    let mut summary = format!(
+        "{sweep}: {word} (exit {}), {} row(s), {ok} ok, {} not ok",
+        code.code(),
+        all.len(),
+        all.len() - ok
+    );
+    match (&winner, d) {
+        (Some(w), _) => summary.push_str(&format!("; winner {w}")),
+        (None, Some(_)) => summary.push_str("; no single winner (decision.md)"),
+        (None, None) => {}
+    }
+    if let Some(e) = error {
+        summary.push_str(&format!("; error: {e}"));
+    }
+    finish::Outcome {
+        outcome: word.to_string(),
+        exit_code: code.code(),
+        sweep: sweep.to_string(),
+        results_dir: results.root.display().to_string(),
+        rows: all.len(),
+        rows_ok: ok,
+        rows_failed: all.len() - ok,
+        winner,
+        winner_command,
+        summary,
+        not_measured: Vec::new(),
+        error: error.map(|e| e.to_string()),
+        finished_at: provenance::now_rfc3339(),
+    }
+}
+
+/// After the runs (here, or the Slurm merge): the manifest, results.md and the table from every
+/// row the folder holds, the decision, and the exit code.
+pub fn conclude(
+    spec: &SweepSpec,
+    plan: &RunPlan,
+    results: &ResultsDir,
+    manifest: &mut Manifest,
+    interrupted: bool,
+) -> ExitCode {
+    conclude_decided(spec, plan, results, manifest, interrupted, None).0
+}
+
+/// [`conclude`], with the decision it wrote (None without an objective, or interrupted).
+pub fn conclude_decided(
+    spec: &SweepSpec,
+    plan: &RunPlan,
+    results: &ResultsDir,
+    manifest: &mut Manifest,
+    interrupted: bool,
+    not_measured: Option<&[String]>,
+) -> (ExitCode, Option<decision::Decision>) {
+    if !interrupted && not_measured.is_none() {
+        manifest.finished_at = Some(provenance::now_rfc3339());
+    }
+    if let Err(e) = store::write_json(&results.root.join(provenance::FILE), manifest) {
+        say(&format!("warning: cannot write manifest.json: {e}"));
+    }
+    let csv_table = match rows::read(&results.results_csv()) {
+        Ok(t) => t,
+        Err(e) => {
+            say(&format!(
+                "warning: cannot read results.csv back for the table: {e}"
+            ));
+            Default::default()
+        }
+    };
+    // The quality guard's verdicts go into the rows (and results.csv) before anything reads
+    // them; an interrupted sweep is not judged (its baseline may be missing).
+    let names: Vec<String> = plan.runs.iter().map(|r| r.name.clone()).collect();
+    let reference = spec
+        .quality
+        .as_ref()
+        .and_then(|q| q.reference_dir.as_deref())
+        .map(Path::new);
+    let (quality, all) = if interrupted {
+        (None, csv_table.rows)
+    } else {
+        crate::run::quality::apply(spec, &names, &results.root, csv_table, reference)
+    };
+    // Decided first, so that the table stars the decision's pick; printed after the table.
+    let decided = if let Some(o) = &spec.objective {
+        decide(
+            o,
+            &plan.sweep_name,
+            &all,
+            results,
+            manifest,
+            interrupted,
+            Sections {
+                preflight_knob: spec.search.preflight.as_ref().map(|p| p.knob.as_str()),
+                quality,
+            },
+        )
+    } else {
+        None
+    };
+    let marks = decided.as_ref().map(table::DecisionMarks::of);
+    let table = table::render(&all, &plan.param_keys, marks.as_ref());
+    let md = format!(
+        "# {}\n\nResults folder: `{}`\n\n{table}",
+        plan.sweep_name,
+        results.root.display()
+    );
+    if let Err(e) = store::write_atomic(&results.root.join("results.md"), md.as_bytes()) {
+        say(&format!("warning: cannot write results.md: {e}"));
+    }
+    out(&format!("\n{table}"));
+    if let Some(d) = &decided {
+        // After a deadline, decision.md says what the decision could not use.
+        let extra = not_measured
+            .map(|left| decision_md::deadline_section(left, &results.root))
+            .unwrap_or_default();
+        write_decision(d, &all, &extra, results);
+    }
+    // The pictures: a report that cannot be written loses nothing (the rows are in
+    // results.csv); say so and carry on.
+    match crate::run::report::write_sweep_report(&results.root, None) {
+        Ok(p) => out(&format!("report: {}", p.display())),
+        Err(e) => say(&format!("warning: cannot write report.html: {e}")),
+    }
+    out(&format!("results: {}", results.root.display()));
+    if let Some(left) = not_measured {
+        say(&format!(
+            "deadline: decided from what was measured; {} launch(es) not measured before the deadline; continue with `sgtune resume {}`",
+            left.len(),
+            results.root.display()
+        ));
+        (ExitCode::Deadline, decided)
+    } else if interrupted {
+        say(&format!(
+            "interrupted: every finished run is in results.csv; continue with `sgtune resume {}`",
+            results.root.display()
+        ));
+        (ExitCode::Interrupted, decided)
+    } else if all
+        .iter()
+        .any(|r| !r.is_ok() && r.get("phase") != "preflight" && r.get("status") != "pruned")
+    {
+        // A pre-flight attempt that failed, or a pruned measurement, is the search working,
+        // not a failed run.
+        (ExitCode::RunsFailed, decided)
+    } else {
+        (ExitCode::Ok, decided)
+    }
+}

@@ -1,0 +1,170 @@
+//! report.html's inputs, read from a results folder (results.csv, decision.md, and per launch
+//! server.log, summary*.json, requests*.csv) into a [`Sweep`], and the page written. Called at
+//! the end of every run and resume, and by `sgtune report`.
+
+use std::fs::File;
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::record::ReadError;
+use crate::record::provenance;
+use crate::record::rows;
+use crate::record::store::{self, StoreError};
+use crate::report::html::data::{self, WindowLines};
+use crate::report::html::{self, Launch, PointClient, Sweep};
+
+/// Why report.html could not be written: its results.csv does not read, or the page cannot be
+/// written.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// The label of one measurement: `c<concurrency>` or `rate<r>`, with ` r<repeat>` when the
+/// launch measured more than one repeat.
+fn label(v: &Value, many_repeats: bool) -> String {
+    let rec = &v["record"];
+    let mut s = match (rec["concurrency"].as_u64(), rec["request_rate"].as_f64()) {
+        (_, Some(r)) => format!("rate{r}"),
+        (Some(c), None) => format!("c{c}"),
+        (None, None) => "load".to_string(),
+    };
+    if many_repeats {
+        if let Some(r) = rec["repeat"].as_u64() {
+            s.push_str(&format!(" r{r}"));
+        }
+    }
+    s
+}
+
+/// One `runs/<name>/` folder: its measurements (summary*.json with the matching
+/// requests*.csv) and the server's timeline. What cannot be read becomes a note.
+fn read_launch(dir: &Path, name: &str) -> Launch {
+    let mut l = Launch {
+        name: name.to_string(),
+        ..Default::default()
+    };
+    let mut summaries: Vec<(String, Value)> = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            let f = e.file_name().to_string_lossy().to_string();
+            if let Some(sfx) = f
+                .strip_prefix("summary")
+                .and_then(|s| s.strip_suffix(".json"))
+            {
+                match std::fs::read(e.path())
+                    .map_err(|e| e.to_string())
+                    .and_then(|b| serde_json::from_slice::<Value>(&b).map_err(|e| e.to_string()))
+                {
+                    Ok(v) => summaries.push((sfx.to_string(), v)),
+                    Err(err) => l.notes.push(format!("{f}: {err}")),
+                }
+            }
+        }
+    }
+    // Measurement order: by the window's first line (the order they ran).
+    summaries.sort_by_key(|(_, v)| v["log_window"][0].as_u64().unwrap_or(u64::MAX));
+    let repeats: std::collections::BTreeSet<u64> = summaries
+        .iter()
+        .filter_map(|(_, v)| v["record"]["repeat"].as_u64())
+        .collect();
+    let many = repeats.len() > 1;
+    let mut windows = Vec::new();
+    for (sfx, v) in &summaries {
+        let label = label(v, many);
+        if let (Some(a), Some(b)) = (v["log_window"][0].as_u64(), v["log_window"][1].as_u64()) {
+            windows.push(WindowLines {
+                start_line: a as usize,
+                end_line: b as usize,
+                label: label.clone(),
+                offered: v["record"]["concurrency"].as_f64(),
+            });
+        }
+        let req = dir.join(format!("requests{sfx}.csv"));
+        let requests = match File::open(&req) {
+            Ok(f) => match data::read_requests(BufReader::new(f)) {
+                Ok(r) => r,
+                Err(e) => {
+                    l.notes.push(format!("{}: {e}", req.display()));
+                    Vec::new()
+                }
+            },
+            Err(_) => Vec::new(),
+        };
+        l.points.push(PointClient { label, requests });
+    }
+    let log = dir.join("server.log");
+    match File::open(&log) {
+        Ok(f) => match data::read_timeline(f, &windows) {
+            Ok(t) => l.timeline = Some(t),
+            Err(e) => l.notes.push(format!("{}: {e}", log.display())),
+        },
+        Err(e) => l.notes.push(format!("{}: {e}", log.display())),
+    }
+    l
+}
+
+/// Read a results folder (or its results.csv) into what the page shows.
+pub fn read_sweep(p: &Path) -> Result<Sweep, ReadError> {
+    let csv = rows::csv_path(p);
+    let root = csv.parent().map(Path::to_path_buf).unwrap_or_default();
+    let t = rows::read(&csv)?;
+    let mut s = Sweep {
+        name: root
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_else(|| "sweep".into()),
+        dir: root.display().to_string(),
+        param_keys: rows::param_keys(&t.header),
+        rows: t.rows,
+        decision_md: std::fs::read_to_string(root.join("decision.md")).ok(),
+        decision_marks: std::fs::read_to_string(root.join("decision.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .map(|j| crate::report::table::DecisionMarks::from_json(&j)),
+        ..Default::default()
+    };
+    // Launch order: the plan's, else the rows', then any other folder under runs/.
+    let mut names: Vec<String> = provenance::read(&root)
+        .map(|m| m.plan.runs.into_iter().map(|(n, _)| n).collect())
+        .unwrap_or_default();
+    for r in &s.rows {
+        let n = r.get("run_name").to_string();
+        if !names.contains(&n) {
+            names.push(n);
+        }
+    }
+    let runs = root.join("runs");
+    if let Ok(entries) = std::fs::read_dir(&runs) {
+        let mut extra: Vec<String> = entries
+            .flatten()
+            .filter(|e| e.path().is_dir())
+            .map(|e| e.file_name().to_string_lossy().to_string())
+            .filter(|n| !names.contains(n))
+            .collect();
+        extra.sort();
+        names.extend(extra);
+    }
+    for n in names {
+        let d = runs.join(&n);
+        if d.is_dir() {
+            s.launches.push(read_launch(&d, &n));
+        }
+    }
+    Ok(s)
+}
+
+/// Write one sweep's report to `out` (default DIR/report.html).
+pub fn write_sweep_report(dir: &Path, out_file: Option<&Path>) -> Result<PathBuf, ReportError> {
+    let s = read_sweep(dir)?;
+    let path = out_file
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from(&s.dir).join("report.html"));
+    store::write_atomic(&path, html::sweep_page(&s).as_bytes())?;
+    Ok(path)
+}
