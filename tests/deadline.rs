@@ -321,3 +321,88 @@ fn a_launch_running_at_the_cutoff_is_stopped_before_the_deadline() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(winners(&f), ["only"]);
 }
+
+/// The memory pre-flight is held to the deadline like any launch: its attempts stop starting
+/// when one no longer fits (each takes at least its 2 s start-up and 1 s burst, against 9 s
+/// usable, so at most 3 of the bisection's 6 run), decision.md says the pre-flight is not
+/// finished, and `resume` continues its bisection from the recorded attempts to the value an
+/// unbudgeted pre-flight finds (0.88 by construction: tests/search.rs).
+#[test]
+fn a_preflight_cut_by_the_deadline_is_said_and_resume_finishes_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tag = unique_tag("deadline-preflight");
+    let spec_path = dir.path().join("pf.yaml");
+    std::fs::write(
+        &spec_path,
+        format!(
+            r#"name: pf
+server:
+  command: [python3, "{fake}"]
+  model_path: /nonexistent-model
+  env:
+    SGTUNE_TEST_TAG: {tag}
+    FAKE_SGLANG_STARTUP_S: "2"
+  args:
+    served_model_name: fake
+    fake_max_mfs_launch: 0.93
+    fake_max_mfs_burst: 0.88
+  ready_timeout_s: 60
+  stop_timeout_s: 3
+sweep:
+  mem_fraction_static: [preflight]
+workload:
+  vocab_size: 100
+  concurrency: 4
+  requests: 8
+  input_tokens: 10
+  output_tokens: 20
+  warmup_requests: 0
+objective:
+  maximize: output_tok_s
+search:
+  preflight:
+    mem_fraction_static: {{from: 0.80, to: 0.95, resolution: 0.01}}
+    burst_s: 1
+estimate: {{startup_s: 2, stop_s: 1}}
+"#,
+            fake = fake_server()
+        ),
+    )
+    .expect("spec");
+    let results = dir.path().join("results");
+    // The lead is stop_timeout_s 3 + the 10 s grace + 2 s: 9 s usable.
+    let out = common::run(
+        sgtune()
+            .arg("run")
+            .arg(&spec_path)
+            .arg("--results-dir")
+            .arg(&results)
+            .args(["--budget", "24s"]),
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    let folder = only_results_folder(&results);
+    let rows = read_rows(&folder.join("results.csv"));
+    assert!(!rows.is_empty() && rows.len() <= 3, "{rows:?}");
+    assert!(rows.iter().all(|r| r["phase"] == "preflight"), "{rows:?}");
+    let md = std::fs::read_to_string(folder.join("decision.md")).unwrap();
+    assert!(
+        md.contains(&format!(
+            "the pre-flight: not finished after {} attempt(s)",
+            rows.len()
+        )),
+        "{md}"
+    );
+    assert!(procs_with_tag(&tag).is_empty(), "every server stopped");
+
+    let out = common::run(sgtune().arg("resume").arg(&folder));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let pf: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(folder.join("preflight.json")).unwrap())
+            .unwrap();
+    assert_eq!(pf["found"], 0.88, "{pf}");
+    let rows = read_rows(&folder.join("results.csv"));
+    let main: Vec<_> = rows.iter().filter(|r| r["phase"] == "measure").collect();
+    assert_eq!(main.len(), 1, "{rows:?}");
+    assert_eq!(main[0]["param_mem_fraction_static"], "0.88");
+    assert!(procs_with_tag(&tag).is_empty());
+}

@@ -151,3 +151,57 @@ fn a_12_launch_plan_is_estimated_within_20_percent_before_and_after_the_first_la
         "servers left"
     );
 }
+
+/// `validate --budget` (and the spec's `budget:`) says whether the plan fits before anything
+/// starts: the 12-launch plan's expected time is about 12 × (2 + 0.5) + 12 × 2 = 54 s.
+#[test]
+fn validate_says_whether_the_plan_fits_the_deadline() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tag = unique_tag("estimate-fit");
+    let spec_path = dir.path().join("s.yaml");
+    std::fs::write(&spec_path, spec(&tag)).expect("spec");
+    let results = dir.path().join("results");
+    let validate = |extra: &[&str]| {
+        let out = common::run(
+            sgtune()
+                .arg("validate")
+                .arg(&spec_path)
+                .arg("--results-dir")
+                .arg(&results)
+                .args(extra),
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let line = |out: &str| {
+        out.lines()
+            .find(|l| l.starts_with("deadline: "))
+            .unwrap_or_else(|| panic!("no deadline line in:\n{out}"))
+            .to_string()
+    };
+    let fits = validate(&["--budget", "8h"]);
+    assert!(line(&fits).contains("fits, even the worst case"), "{fits}");
+    // 30 s, less the lead (stop_timeout_s 5 + the interrupt grace + 2: 17 s): 13 s usable, for
+    // a plan of 54 s whose launches take 4.5 s each: 2 of 12.
+    let tight = validate(&["--budget", "30s"]);
+    let l = line(&tight);
+    assert!(l.contains("does NOT fit: expected 54 s"), "{l}");
+    assert!(l.contains("about 2 of 12 launch(es) fit"), "{l}");
+    // Without a deadline, no such line; the spec's `budget:` is read like the flag.
+    assert!(!validate(&[]).contains("deadline: "));
+    std::fs::write(&spec_path, format!("{}budget: 8h\n", spec(&tag))).expect("spec");
+    assert!(line(&validate(&[])).contains("fits, even the worst case"));
+    // A value that does not read is bad input, as for `run`.
+    let out = common::run(
+        sgtune()
+            .arg("validate")
+            .arg(&spec_path)
+            .args(["--deadline", "25:00"]),
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        !results.exists(),
+        "validate starts nothing and writes nothing"
+    );
+    assert!(procs_with_tag(&tag).is_empty());
+}

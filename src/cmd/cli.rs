@@ -134,6 +134,13 @@ pub enum Command {
         /// Where earlier sweeps are, whose measured start-up times the estimate uses.
         #[arg(long, default_value = "results")]
         results_dir: PathBuf,
+        /// Say whether the plan fits before this time (as `run --deadline`); the spec's
+        /// `deadline:`/`budget:` is checked without it.
+        #[arg(long, value_name = "TIME", conflicts_with = "budget")]
+        deadline: Option<String>,
+        /// As --deadline, counted from now: 8h, 90m, 30s, 1h30m.
+        #[arg(long, value_name = "DURATION")]
+        budget: Option<String>,
     },
     /// Drive a workload against a server that is already running and print the client's
     /// numbers (the same engine and measurements as `sgtune run`).

@@ -120,14 +120,28 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
             out(&crate::record::columns_markdown());
             Ok(ExitCode::Ok)
         }
-        Command::Validate { spec, results_dir } => {
+        Command::Validate {
+            spec,
+            results_dir,
+            deadline,
+            budget,
+        } => {
             let (s, _, plan, _) = sweep::load_checked(&spec)?;
+            // A deadline that does not read is bad input here too, before `run` would meet it.
+            let end = cli::EndArgs {
+                deadline,
+                budget,
+                ..cli::EndArgs::default()
+            };
+            let at = sweep::deadline(&s, &end, false)?;
             sweep::print_plan(&s, &plan);
             let launches =
                 crate::tune::work::plan_launches(&s, &plan, &|_, _| false, &|_| Vec::new());
-            out(&crate::tune::estimate::line(
-                &crate::run::estimate::estimate(&s, &plan, &launches, &results_dir),
-            ));
+            let e = crate::run::estimate::estimate(&s, &plan, &launches, &results_dir);
+            out(&crate::tune::estimate::line(&e));
+            if let Some(line) = sweep::fit_line(&e, &s, at) {
+                out(&line);
+            }
             Ok(ExitCode::Ok)
         }
         Command::Run {

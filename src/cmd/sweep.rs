@@ -161,7 +161,26 @@ pub async fn new_sweep(input: &SweepInput<'_>, results_dir: &Path) -> Result<Exi
     let launches = work::plan_launches(input.spec, input.plan, &|_, _| false, &|_| Vec::new());
     let e = estimate(input.spec, input.plan, &launches, results_dir);
     say(&estimate::line(&e));
+    if let Some(line) = fit_line(&e, input.spec, input.deadline) {
+        say(&line);
+    }
     Ok(execute(input, &results, &launches, &mut manifest, e.expected_s).await?)
+}
+
+/// Whether the estimate fits before the deadline, when there is one (`tune::deadline::fit_line`,
+/// with the lead the deadline's clock keeps to stop the last server).
+pub fn fit_line(
+    e: &estimate::Estimate,
+    s: &SweepSpec,
+    deadline: Option<chrono::DateTime<chrono::Utc>>,
+) -> Option<String> {
+    let at = deadline?;
+    let left_s = (at - chrono::Utc::now()).num_milliseconds() as f64 / 1000.0;
+    let lead_s = crate::tune::deadline::lead_s(
+        s.server.stop_timeout_s,
+        crate::run::session::INTERRUPT_GRACE.as_secs_f64(),
+    );
+    Some(crate::tune::deadline::fit_line(e, left_s, lead_s))
 }
 
 /// A new results folder, its spec copy, plan, manifest and CSV header.
@@ -190,6 +209,9 @@ pub async fn resume_sweep(
         dir.parent().unwrap_or(Path::new(".")),
     );
     say(&format!("what is left: {}", estimate::line(&e)));
+    if let Some(line) = fit_line(&e, input.spec, input.deadline) {
+        say(&line);
+    }
     Ok(execute(input, &results, &launches, &mut recorded, e.expected_s).await?)
 }
 

@@ -115,6 +115,49 @@ pub fn fits(left_s: f64, lead_s: f64, need_s: f64) -> bool {
     need_s <= left_s - lead_s
 }
 
+/// Whether the plan fits before a deadline `left_s` seconds away, in one line for `validate`
+/// and the first lines of `run`: judged on the estimate against the cut-off (the deadline
+/// less `lead_s`, when a launch still running is stopped). A plan that does not fit is not an
+/// error: the sweep runs what fits, in the order that decides earliest, and says what it
+/// left; the line tells the user how much that is before the night starts.
+pub fn fit_line(e: &estimate::Estimate, left_s: f64, lead_s: f64) -> String {
+    let usable = (left_s - lead_s).max(0.0);
+    let h = estimate::human;
+    let head = format!(
+        "deadline: {} from now, {} usable (less {:.0} s to stop the last server)",
+        h(left_s),
+        h(usable),
+        lead_s
+    );
+    match (e.expected_s, e.worst_s) {
+        (Some(_), Some(w)) if w <= usable => {
+            format!("{head}: fits, even the worst case ({})", h(w))
+        }
+        (Some(x), Some(w)) if x <= usable => format!(
+            "{head}: fits as expected ({}), not at worst ({}); if it runs long, no launch starts that cannot finish before the cut-off and the decision is made from what was measured",
+            h(x),
+            h(w)
+        ),
+        (Some(x), _) => {
+            // Launches of the plan's mean length that end before the cut-off.
+            let per = x / e.launches.max(1) as f64;
+            let n = if per > 0.0 {
+                ((usable / per).floor() as u64).min(e.launches)
+            } else {
+                e.launches
+            };
+            format!(
+                "{head}: does NOT fit: expected {}; about {n} of {} launch(es) fit, the rest is left for `sgtune resume` and decision.md lists it",
+                h(x),
+                e.launches
+            )
+        }
+        (None, _) => {
+            format!("{head}: cannot tell, the plan's time is unknown (set estimate.point_s)")
+        }
+    }
+}
+
 /// The load points a launch measures: its measurements, or a max-load search's probe bound.
 pub fn points_of(spec: &SweepSpec, l: &Launch) -> u64 {
     match (&l.search, &spec.search.max_load) {
@@ -153,9 +196,25 @@ pub fn not_measured(
         },
         &|run| crate::tune::search::recorded_probes(spec, &probes, run),
     );
-    order_for_decision(&launches)
-        .iter()
-        .map(|l| {
+    // A pre-flight cut short comes first: the sweep's launches wait for the value it finds.
+    let preflight = spec.search.preflight.as_ref().and_then(|p| {
+        let attempts: Vec<crate::tune::preflight::Attempt> = rows
+            .iter()
+            .filter(|r| r.get("phase") == "preflight" && r.get("status") != "interrupted")
+            .filter_map(|r| crate::tune::preflight::Attempt::of_row(r, &p.knob))
+            .collect();
+        match crate::tune::preflight::next_attempt(p, &attempts) {
+            crate::tune::preflight::Step::Try(v) => Some(format!(
+                "the pre-flight: not finished after {} attempt(s) (next: {} {v}); the sweep's launches use the value it finds",
+                attempts.len(),
+                p.knob
+            )),
+            crate::tune::preflight::Step::Done { .. } => None,
+        }
+    });
+    preflight
+        .into_iter()
+        .chain(order_for_decision(&launches).iter().map(|l| {
             let what: Vec<String> = l
                 .measurements
                 .iter()
@@ -167,7 +226,7 @@ pub fn not_measured(
                 ""
             };
             format!("{}: {}{search}", l.dir_name, what.join(", "))
-        })
+        }))
         .collect()
 }
 
@@ -241,6 +300,50 @@ mod tests {
         assert!(!fits(141.0, lead, 100.0));
         // Past the deadline nothing fits, not even nothing.
         assert!(!fits(-1.0, lead, 0.0));
+    }
+
+    fn est(expected: Option<f64>, worst: Option<f64>, launches: u64) -> estimate::Estimate {
+        estimate::Estimate {
+            launches,
+            launches_worst: launches,
+            points: launches,
+            points_worst: launches,
+            expected_s: expected,
+            worst_s: worst,
+            per_launch_s: 0.0,
+            point_s: None,
+            basis: String::new(),
+        }
+    }
+
+    #[test]
+    fn the_fit_line_tells_fits_fits_as_expected_and_how_much_does_not() {
+        // 1000 s away, 40 s of lead: 960 s usable.
+        let fits = fit_line(&est(Some(500.0), Some(960.0), 10), 1000.0, 40.0);
+        assert!(fits.contains("16m 00s usable"), "{fits}");
+        assert!(
+            fits.ends_with("fits, even the worst case (16m 00s)"),
+            "{fits}"
+        );
+        let expected = fit_line(&est(Some(960.0), Some(961.0), 10), 1000.0, 40.0);
+        assert!(
+            expected.contains("fits as expected (16m 00s), not at worst (16m 01s)"),
+            "{expected}"
+        );
+        // 2000 s expected for 10 launches: 200 s each, 4 end within 960 s (not 5).
+        let not = fit_line(&est(Some(2000.0), Some(3000.0), 10), 1000.0, 40.0);
+        assert!(
+            not.contains("does NOT fit: expected 33m 20s; about 4 of 10 launch(es) fit"),
+            "{not}"
+        );
+        // Past the cut-off already: nothing fits, and the usable time is not negative.
+        let none = fit_line(&est(Some(100.0), Some(100.0), 3), 10.0, 40.0);
+        assert!(
+            none.contains(" 0 s usable") && none.contains("about 0 of 3"),
+            "{none}"
+        );
+        let unknown = fit_line(&est(None, None, 3), 1000.0, 40.0);
+        assert!(unknown.contains("cannot tell"), "{unknown}");
     }
 
     #[test]
