@@ -366,6 +366,23 @@ mod tests {
         assert_eq!(q.need_s(3), 60.0);
         q.observe(None, &[f64::NAN, 5.0]);
         assert_eq!(q.need_s(3), 75.0);
+        // A negative or infinite reading (a clock that stepped back, a failed sum) is no pace.
+        q.observe(Some(-5.0), &[f64::INFINITY, -1.0]);
+        q.observe(Some(f64::INFINITY), &[]);
+        assert_eq!(q.need_s(3), 75.0);
+    }
+
+    #[test]
+    fn a_launch_needs_its_own_points_without_a_search() {
+        let spec = crate::plan::spec::parse(
+            "name: e\nserver: {model_path: /m}\nworkload: {concurrency: 2, duration_s: 1, input_tokens: 1, output_tokens: 1, vocab_size: 10}\n",
+            "s.yaml",
+        )
+        .expect("parses");
+        let mut l = launch("a", "a", 1);
+        let m = l.measurements[0];
+        l.measurements = vec![m, m, m];
+        assert_eq!(points_of(&spec, &l), 3);
     }
 
     #[test]
