@@ -373,6 +373,41 @@ mod tests {
     }
 
     #[test]
+    fn not_measured_lists_what_resume_would_run_in_the_decisions_order() {
+        use crate::tune::testing::{row, spec};
+        let s = spec(
+            "sweep: {max_running_requests: [8, 16, 32]}\nrepeats: 2\nworkload: {concurrency: 2, duration_s: 1, input_tokens: 1, output_tokens: 1, vocab_size: 10}\n",
+        );
+        let plan = crate::plan::expand::expand(&s);
+        let at = |name: &str, repeat: &str, status: &str| {
+            row(&[
+                ("run_name", name),
+                ("concurrency", "2"),
+                ("repeat", repeat),
+                ("status", status),
+                ("phase", "measure"),
+            ])
+        };
+        let rows = [
+            at("mrr8", "1", "ok"),
+            at("mrr16", "1", "failed"),     // finished: not redone
+            at("mrr32", "2", "pruned"),     // finished
+            at("mrr8", "2", "interrupted"), // redone
+        ];
+        let left = not_measured(&s, &plan, &rows);
+        assert_eq!(
+            left,
+            [
+                "mrr32.r1: c2 repeat 1",
+                "mrr8.r2: c2 repeat 2",
+                "mrr16.r2: c2 repeat 2"
+            ],
+            "{left:?}"
+        );
+        assert_eq!(not_measured(&s, &plan, &[]).len(), 6);
+    }
+
+    #[test]
     fn a_launch_needs_its_own_points_without_a_search() {
         let spec = crate::plan::spec::parse(
             "name: e\nserver: {model_path: /m}\nworkload: {concurrency: 2, duration_s: 1, input_tokens: 1, output_tokens: 1, vocab_size: 10}\n",
