@@ -181,8 +181,8 @@ pub fn not_measured(
         .filter(|r| r.is_ok() || matches!(r.get("status"), "pruned" | "failed"))
         .map(|r| r.key())
         .collect();
-    let probes: Vec<&crate::record::rows::Row> =
-        rows.iter().filter(|r| r.get("phase") == "probe").collect();
+    // recorded_probes keeps each configuration's `probe` rows.
+    let probes: Vec<&crate::record::rows::Row> = rows.iter().collect();
     let launches = work::plan_launches(
         spec,
         plan,
@@ -418,6 +418,17 @@ mod tests {
         let m = l.measurements[0];
         l.measurements = vec![m, m, m];
         assert_eq!(points_of(&spec, &l), 3);
+        // A max-load search launch needs its probe bound, whatever it holds now: ramp 2-4-8-16
+        // and bisect to 2 (2 probes), 6.
+        let spec = crate::tune::testing::spec(
+            "workload: {concurrency: 2, duration_s: 1, input_tokens: 1, output_tokens: 1, vocab_size: 10}\nobjective: {maximize: output_tok_s, slo: {ttft_ms_p99: 100}}\nsearch: {max_load: {concurrency: {from: 2, to: 16, resolution: 2}}}\n",
+        );
+        l.search = Some(Vec::new());
+        assert_eq!(
+            points_of(&spec, &l),
+            estimate::search_probes(2.0, 16.0, 2.0)
+        );
+        assert_eq!(points_of(&spec, &l), 6);
     }
 
     #[test]

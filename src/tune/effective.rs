@@ -236,6 +236,34 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn the_clause_names_only_the_keys_that_differ_between_the_named_configurations() {
+        let mut rows = rows();
+        // A second swept key, equal in the two: not named.
+        for r in &mut rows {
+            r.0.insert("param_dtype".into(), "bfloat16".into());
+        }
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let c = no_effect_clause(&rows, &names(&["cgbd8", "cgbd16"]));
+        assert!(
+            c.starts_with("what they differ in (cuda_graph_max_bs_decode) did not change")
+                && c.ends_with("that setting"),
+            "{c}"
+        );
+        // Both keys differ: both named, and "those settings".
+        rows[1].0.insert("param_dtype".into(), "float32".into());
+        let c = no_effect_clause(&rows, &names(&["cgbd8", "cgbd16"]));
+        assert!(
+            c.contains("(cuda_graph_max_bs_decode, dtype)") && c.ends_with("those settings"),
+            "{c}"
+        );
+        // One configuration alone differs in nothing.
+        assert_eq!(
+            no_effect_clause(&rows, &names(&["cgbd8"])),
+            "their difference in the results is run-to-run variation"
+        );
+    }
+
+    #[test]
     fn preflight_attempts_are_not_duplicates() {
         let mut a = row("p1", "", "aaa", "", "1");
         let mut b = row("p2", "", "aaa", "", "1");
