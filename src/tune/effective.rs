@@ -229,10 +229,67 @@ pub(crate) mod tests {
         assert!(why("cgbd16").contains("ran the same server in effect as cgbd8 (aaa)"));
         assert!(why("cgbd16").contains("not in effect: cuda_graph_max_bs_decode"));
         assert!(
-            !why("mtt8192").contains("same server"),
+            !why("mtt8192").contains("same server") && !why("mtt8192").contains("not in effect"),
             "{}",
             why("mtt8192")
         );
+    }
+
+    fn objective() -> Objective {
+        Objective {
+            goal: Goal::Maximize,
+            metric: "output_tok_s".into(),
+            slo: Vec::new(),
+            noise: 0.01,
+            prune: false,
+        }
+    }
+
+    #[test]
+    fn a_leader_on_another_server_makes_no_claim_about_the_pair_behind_it() {
+        // mtt8192 leads; the same-server pair is second and third: the sentence is about the
+        // leader and stays as it is, the summary still notes the pair.
+        let mut rows = rows();
+        rows[2].0.insert("output_tok_s".into(), "200".into());
+        let mut d = crate::tune::decision::decide(
+            "t",
+            &objective(),
+            &rows,
+            &BTreeMap::new(),
+            Default::default(),
+        );
+        annotate_decision(&mut d, &rows);
+        let p = &d.points[0];
+        assert_eq!(p.leader.as_deref(), Some("mtt8192"));
+        assert_eq!(p.runner_up.as_deref(), Some("cgbd8"));
+        assert!(!p.sentence.contains("same server"), "{}", p.sentence);
+        assert!(
+            d.summary
+                .contains("Same server in effect: cgbd8 and cgbd16")
+        );
+    }
+
+    #[test]
+    fn a_pair_at_different_load_points_is_not_compared() {
+        // cgbd16 ran at another load point: no point holds both, so nothing is said.
+        let mut rows = rows();
+        rows[1].0.insert("concurrency".into(), "8".into());
+        let mut d = crate::tune::decision::decide(
+            "t",
+            &objective(),
+            &rows,
+            &BTreeMap::new(),
+            Default::default(),
+        );
+        annotate_decision(&mut d, &rows);
+        assert!(
+            !d.summary.contains("Same server in effect"),
+            "{}",
+            d.summary
+        );
+        for p in &d.points {
+            assert!(!p.sentence.contains("same server"), "{}", p.sentence);
+        }
     }
 
     #[test]
