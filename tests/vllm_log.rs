@@ -5,11 +5,12 @@
 
 use std::path::PathBuf;
 
-use sgtune::observe::diagnose::{VerdictKind, diagnose};
+use sgtune::observe::diagnose::{VerdictKind, diagnose, failure_direction, log_failure};
 use sgtune::observe::engine_log::{LogSummarizer, summarize_file};
 use sgtune::observe::sglang_log::{Scope, ServerSummary};
 use sgtune::observe::vllm_log::{Event, Stats, StatsFormat, parse_line, summarize_text};
 use sgtune::plan::engine::Engine;
+use sgtune::server::failure::FailureKind;
 
 fn path(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -180,6 +181,9 @@ fn v1_summary_feeds_the_kv_bound_verdict() {
     assert_eq!(s.prefill_input_throughput_mean, None);
     let v = diagnose(0, 0, None, Some(&s));
     assert_eq!(v.kind, VerdictKind::KvCacheBound, "{v:?}");
+    // The hint names vLLM's knobs.
+    assert!(v.hint.contains("gpu_memory_utilization"), "{v:?}");
+    assert!(!v.hint.contains("hicache"), "{v:?}");
 }
 
 #[test]
@@ -275,4 +279,39 @@ fn real_0_32_cpu_log_with_a_small_pool() {
         "{:?}",
         s.launch_args
     );
+}
+
+fn failure_of(name: &str) -> (FailureKind, String, String) {
+    let s = summarize_file(&path(name), Scope::default(), None).expect("readable");
+    let sum = s.summary();
+    assert!(!sum.has_stats(), "{name}");
+    let Some(f) = log_failure(&s.tail(), sum.ready_seen) else {
+        panic!("{name}: no failure found")
+    };
+    let line = f.evidence.last().cloned().unwrap_or_default();
+    let dir = failure_direction(f.kind, &line);
+    (f.kind, line.trim().to_string(), dir)
+}
+
+#[test]
+fn real_vllm_start_up_failures_and_their_directions() {
+    // `--max-num-seqz 4`: argparse's own line, exit status 2.
+    let (k, line, dir) = failure_of("vllm-0.32.0-startup-bad-flag.log");
+    assert_eq!(k, FailureKind::BadFlag);
+    assert_eq!(
+        line,
+        "api_server.py: error: unrecognized arguments: --max-num-seqz"
+    );
+    assert!(
+        dir.starts_with("vLLM does not know --max-num-seqz"),
+        "{dir}"
+    );
+    // `--kv-cache-memory-bytes 10000000000000` on a 23.5 GiB node.
+    let (k, line, dir) = failure_of("vllm-0.32.0-startup-kv-too-big.log");
+    assert_eq!(k, FailureKind::Oom);
+    assert!(
+        line.contains("is less than requested memory for kv (9313.23 GiB)"),
+        "{line}"
+    );
+    assert!(dir.contains("lower kv_cache_memory_bytes"), "{dir}");
 }

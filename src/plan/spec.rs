@@ -5,6 +5,7 @@
 //! run inside deserialization (custom `Deserialize` impls) so serde_yaml attaches the position
 //! of the exact node that is wrong.
 
+use crate::plan::engine::Engine;
 use crate::plan::flags::{self, ParamValue};
 use crate::plan::keyed::{KEY_TAG, tag_key};
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
@@ -655,8 +656,9 @@ fn check_name(s: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn default_command() -> Vec<Expanded> {
-    ["python", "-m", "sglang.launch_server"]
+fn default_command(engine: Engine) -> Vec<Expanded> {
+    engine
+        .default_command()
         .iter()
         .map(|s| Expanded(s.to_string()))
         .collect()
@@ -674,8 +676,15 @@ fn default_stop_timeout() -> u64 {
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ServerSpec {
-    /// Program and leading arguments; `${VAR}` is expanded from the environment.
-    #[serde(default = "default_command")]
+    /// The serving engine: `sglang` (default) or `vllm` (`plan::engine` has what differs).
+    #[serde(default)]
+    pub engine: Engine,
+    /// `command` as written, when it is: the engine's default otherwise.
+    #[serde(default, rename = "command", skip_serializing)]
+    command_given: Option<Vec<Expanded>>,
+    /// Program and leading arguments; `${VAR}` is expanded from the environment. Set by
+    /// [`parse`] from `command`, or the engine's default command.
+    #[serde(skip_deserializing)]
     pub command: Vec<Expanded>,
     pub model_path: Expanded,
     #[serde(default = "default_host")]
@@ -1871,7 +1880,13 @@ pub fn parse(text: &str, origin: &str) -> Result<SweepSpec, SpecError> {
         }
     })?;
     let mut spec = spec;
+    spec.server.command = spec
+        .server
+        .command_given
+        .clone()
+        .unwrap_or_else(|| default_command(spec.server.engine));
     check_cross_fields(&spec, text, origin)?;
+    check_engine_keys(&spec, text, origin)?;
     resolve_repeats(&mut spec, text, origin)?;
     Ok(spec)
 }
@@ -1960,6 +1975,58 @@ fn explain(msg: &str) -> String {
         );
     }
     msg.to_string()
+}
+
+/// Under `engine: vllm`: no SGLang-only key, and no key set both by its common name and by
+/// vLLM's (`max_running_requests` and `max_num_seqs`) for one configuration.
+fn check_engine_keys(spec: &SweepSpec, text: &str, origin: &str) -> Result<(), SpecError> {
+    let engine = spec.server.engine;
+    let err = |key: &str, message: String| {
+        let (line, column) = locate_key(text, key).unwrap_or((1, 1));
+        SpecError {
+            file: origin.to_string(),
+            line,
+            column,
+            message,
+        }
+    };
+    let base: Vec<&str> = spec
+        .server
+        .args
+        .0
+        .iter()
+        .map(|(k, _)| k.as_str())
+        .chain(spec.sweep.0.iter().map(|(k, _)| k.as_str()))
+        .collect();
+    let mut sets: Vec<Vec<&str>> = vec![base.clone()];
+    for c in &spec.configs {
+        let mut keys = base.clone();
+        keys.extend(c.params.0.iter().map(|(k, _)| k.as_str()));
+        sets.push(keys);
+    }
+    for keys in &sets {
+        for k in keys {
+            if let Some(why) = engine.refuses(k) {
+                return Err(err(
+                    k,
+                    format!("{why} (server.engine is {})", engine.as_str()),
+                ));
+            }
+            if let Some(common) = engine.common_key(k) {
+                if keys.contains(&common) {
+                    return Err(err(
+                        k,
+                        format!(
+                            "`{k}` and `{common}` set the same {} flag (--{}): keep one",
+                            engine.label(),
+                            k.replace('_', "-")
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Checks that span several keys; placed at the line of the key they concern.

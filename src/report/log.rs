@@ -557,7 +557,11 @@ fn csv_row(r: &FileReport) -> Vec<String> {
         f(s.kv_cache_gb),
         f(s.hicache_host_gb),
         f(s.available_mem_gb),
-        s.version.one_line(),
+        match (s.engine.as_deref(), &s.engine_version) {
+            (Some("vllm"), Some(v)) => format!("vLLM {v}"),
+            (Some("vllm"), None) => "vLLM".to_string(),
+            _ => s.version.one_line(),
+        },
         u(r.offered),
         r.verdict.kind.as_str().to_string(),
         r.verdict.evidence.clone(),
