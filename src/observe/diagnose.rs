@@ -451,7 +451,17 @@ const DIED: [&str; 5] = [
 /// None when the log shows no failure (a clean run, a cut-off log, an old version that never
 /// printed the ready line).
 pub fn log_failure(tail: &[String], ready_seen: bool) -> Option<StartFailure> {
-    let usage = tail.iter().any(|l| l.trim_start().starts_with("usage: "));
+    // argparse prints `usage: ...` then `prog: error: ...`; vLLM's usage runs to hundreds of
+    // lines, past the tail, so its last line alone counts too when it is argparse's.
+    let argparse_last = tail
+        .iter()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .and_then(|l| l.split_once(": error: "))
+        .is_some_and(|(prog, _)| {
+            !prog.is_empty() && !prog.contains('[') && prog.split_whitespace().count() <= 2
+        });
+    let usage = argparse_last || tail.iter().any(|l| l.trim_start().starts_with("usage: "));
     if let (true, Some(i)) = (usage, tail.iter().rposition(|l| l.contains(": error: "))) {
         let from = i.saturating_sub(3);
         return Some(StartFailure {
