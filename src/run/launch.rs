@@ -306,7 +306,7 @@ async fn start_and_measure(
         &spec.server.host,
         port,
         &log_path,
-        spec.server.engine.ready_line(),
+        st.run().engine.ready_line(),
     ) {
         Ok(h) => h,
         Err(e) => {
@@ -402,7 +402,7 @@ async fn measure(
             return loads;
         }
     };
-    let info = if ctx.spec.server.engine.has_server_args_info() {
+    let info = if st.run().engine.has_server_args_info() {
         control.server_info().await
     } else {
         None
@@ -546,13 +546,9 @@ fn size_working_set(st: &mut LaunchState<'_, '_>, info: Option<&serde_json::Valu
         .and_then(serde_json::Value::as_u64)
         .or_else(|| {
             let scope = sglang_log::Scope::default();
-            engine_log::summarize_file(
-                &st.dir.join("server.log"),
-                scope,
-                Some(st.ctx.spec.server.engine),
-            )
-            .ok()
-            .and_then(|s| s.summary().max_total_num_tokens)
+            engine_log::summarize_file(&st.dir.join("server.log"), scope, Some(st.run().engine))
+                .ok()
+                .and_then(|s| s.summary().max_total_num_tokens)
         });
     let basis = match st.ctx.working_set_basis.lock() {
         Ok(mut b) => {
@@ -632,7 +628,7 @@ async fn search_max_load(
 /// "Cache flushed successfully!" when it did. Anything else is a note on the rows.
 async fn flush(st: &mut LaunchState<'_, '_>, handle: &ServerHandle, control: &Control) {
     let mark = handle.log.line_count();
-    let engine = st.ctx.spec.server.engine;
+    let engine = st.run().engine;
     if let Some(n) = control
         .flush_cache(engine.flush_path(), FLUSH_PATIENCE)
         .await
@@ -891,8 +887,7 @@ fn record_of(
         }),
         ..Default::default()
     };
-    let server = match engine_log::summarize_file(log_path, scope, Some(st.ctx.spec.server.engine))
-    {
+    let server = match engine_log::summarize_file(log_path, scope, Some(st.run().engine)) {
         Ok(s) => s.summary(),
         Err(e) => {
             record
