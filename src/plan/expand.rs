@@ -26,7 +26,6 @@ pub struct RunConfig {
     /// `server.args` overlaid with `params`: exactly what goes on the command line.
     pub resolved: Vec<(String, ParamValue)>,
     /// The engine it runs on: the configuration's `engine:`, else `server.engine`.
-    #[serde(default)]
     pub engine: Engine,
 }
 
