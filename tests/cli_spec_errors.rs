@@ -474,3 +474,35 @@ fn bad_quality_section() {
         "quality.baseline `nope` is not a configuration of this plan",
     );
 }
+
+#[test]
+fn sglang_only_key_under_vllm() {
+    check_rejected(
+        "  engine: vllm\nsweep:\n  schedule_conservativeness: [0.3, 1.0]\nworkload: {concurrency: 1, requests: 1, input_tokens: 8, output_tokens: 8}\n",
+        7,
+        "`schedule_conservativeness` is an SGLang flag with no vLLM equivalent",
+    );
+    check_rejected(
+        "  engine: vllm\n  args:\n    hicache_size: 8\nsweep:\n  max_num_seqs: [4]\nworkload: {concurrency: 1, requests: 1, input_tokens: 8, output_tokens: 8}\n",
+        7,
+        "`hicache_size` is SGLang's hierarchical cache",
+    );
+}
+
+#[test]
+fn common_key_and_its_vllm_name_together() {
+    check_rejected(
+        "  engine: vllm\n  args: {max_running_requests: 8}\nsweep:\n  max_num_seqs: [4, 8]\nworkload: {concurrency: 1, requests: 1, input_tokens: 8, output_tokens: 8}\n",
+        8,
+        "`max_num_seqs` and `max_running_requests` set the same vLLM flag",
+    );
+}
+
+#[test]
+fn unknown_engine() {
+    check_rejected(
+        "  engine: trt\nsweep:\n  max_num_seqs: [4]\nworkload: {concurrency: 1, requests: 1, input_tokens: 8, output_tokens: 8}\n",
+        5,
+        "unknown variant `trt`",
+    );
+}

@@ -1,4 +1,4 @@
-//! `sgtune log FILE...`: read SGLang logs (streaming, constant memory) and print, per file,
+//! `sgtune log FILE...`: read SGLang or vLLM logs (the engine found from the log; streaming, constant memory) and print, per file,
 //! version hints, capacity, the measured window, the stats summary, the verdict and, when the
 //! log ends in one, the failure with the direction to go. `--events jsonl` prints the event
 //! lines instead; `--follow` keeps reading one growing file.
@@ -14,11 +14,10 @@ use std::time::Duration;
 
 use crate::cmd::cli::{EventsFormat, LogArgs};
 use crate::cmd::{CmdError, ExitCode};
+use crate::observe::engine_log::{LogSummarizer, summarize_reader};
 use crate::observe::sglang_log::jsonl::line_event;
 use crate::observe::sglang_log::prefix::parse_datetime;
-use crate::observe::sglang_log::{
-    LineReader, LogWindow, Scope, Summarizer, Timestamp, cmp_ts, summarize_reader,
-};
+use crate::observe::sglang_log::{LineReader, LogWindow, Scope, Timestamp, cmp_ts};
 use crate::report::log::{file_report, render};
 
 use crate::util::say;
@@ -101,10 +100,10 @@ fn build_scope(since: Option<&str>, until: Option<&str>) -> Result<Scope, String
     Ok(scope)
 }
 
-fn read_file(path: &Path, scope: Scope) -> io::Result<(Summarizer, u64)> {
+fn read_file(path: &Path, scope: Scope) -> io::Result<(LogSummarizer, u64)> {
     let f = File::open(path)?;
     let bytes = f.metadata()?.len();
-    Ok((summarize_reader(f, scope)?, bytes))
+    Ok((summarize_reader(f, scope, None)?, bytes))
 }
 
 /// `sgtune log`.
@@ -218,7 +217,7 @@ async fn follow(args: &LogArgs, scope: Scope) -> Result<ExitCode, CmdError> {
     let (mut file, mut ino) = open(path).map_err(|e| CmdError::input(format!("{name}: {e}")))?;
     let refresh = Duration::from_millis(args.refresh_ms.max(50));
     let tty = io::stdout().is_terminal();
-    let mut s = Summarizer::new(scope);
+    let mut s = LogSummarizer::detect(scope);
     let mut lr = LineReader::new();
     let mut offset = 0u64;
     let mut dirty = true;
@@ -232,7 +231,7 @@ async fn follow(args: &LogArgs, scope: Scope) -> Result<ExitCode, CmdError> {
                 if let Ok((f, i)) = open(path) {
                     file = f;
                     ino = i;
-                    s = Summarizer::new(scope);
+                    s = LogSummarizer::detect(scope);
                     lr.reset();
                     offset = 0;
                     dirty = true;

@@ -89,6 +89,40 @@ pub fn diagnose(
     client: Option<&ClientSummary>,
     server: Option<&ServerSummary>,
 ) -> Verdict {
+    let mut v = diagnose_sglang_terms(concurrency, tokens_per_request, client, server);
+    if server.is_some_and(|s| s.engine.as_deref() == Some("vllm")) {
+        if let Some(h) = vllm_hint(v.kind) {
+            v.hint = h.into();
+        }
+    }
+    v
+}
+
+/// The hint in vLLM's knobs (the spec's common name in brackets), where it differs.
+fn vllm_hint(kind: VerdictKind) -> Option<&'static str> {
+    Some(match kind {
+        VerdictKind::KvCacheBound => {
+            "more KV capacity: raise gpu_memory_utilization (mem_fraction_static) or kv_cache_memory_bytes (on CPU also VLLM_CPU_KVCACHE_SPACE), a smaller kv_cache_dtype, or lower the concurrency"
+        }
+        VerdictKind::RetractionChurn => {
+            "vLLM preempts and recomputes when the pool fills: lower max_num_seqs (max_running_requests), or add KV capacity (gpu_memory_utilization, kv_cache_memory_bytes)"
+        }
+        VerdictKind::QueueWithSpareKv => {
+            "a scheduler-side limit: check max_num_seqs (max_running_requests) and max_num_batched_tokens (chunked_prefill_size)"
+        }
+        VerdictKind::ComputeBound => {
+            "healthy: everything offered runs and the KV cache is not the limit; for more throughput raise the concurrency or the compute (tensor_parallel_size)"
+        }
+        _ => return None,
+    })
+}
+
+fn diagnose_sglang_terms(
+    concurrency: u64,
+    tokens_per_request: u64,
+    client: Option<&ClientSummary>,
+    server: Option<&ServerSummary>,
+) -> Verdict {
     let unknown = |why: &str| Verdict {
         kind: VerdictKind::Unknown,
         evidence: why.to_string(),
@@ -285,6 +319,15 @@ fn graph_limited(s: &ServerSummary) -> Option<Verdict> {
 pub fn failure_direction(kind: FailureKind, message: &str) -> String {
     let m = message.trim();
     let lower = m.to_ascii_lowercase();
+    if m.contains("is less than requested memory for kv") {
+        return "vLLM's explicit KV space does not fit in this node's free memory: lower kv_cache_memory_bytes (or VLLM_CPU_KVCACHE_SPACE)".into();
+    }
+    if m.contains("No available memory for the cache blocks") {
+        return "no room for vLLM's KV pool after the weights: raise gpu_memory_utilization (mem_fraction_static), or shard the model (tp_size)".into();
+    }
+    if m.contains("which is larger than the available KV cache memory") {
+        return "vLLM's KV pool cannot hold one request of max_model_len: lower max_model_len (context_length) or give the pool more memory".into();
+    }
     if m.contains("Not enough host memory") {
         return "the hierarchical cache's host pool does not fit in RAM: lower hicache_size (GB per rank) or hicache_ratio".into();
     }
@@ -352,10 +395,17 @@ pub fn failure_direction(kind: FailureKind, message: &str) -> String {
 
 /// The flag and what it accepts, from an argparse error line.
 fn argparse_direction(m: &str) -> String {
-    let msg = m.split_once(": error: ").map_or(m, |(_, r)| r).trim();
+    let (prog, msg) = m.split_once(": error: ").unwrap_or(("", m));
+    let msg = msg.trim();
     if let Some(rest) = msg.strip_prefix("unrecognized arguments:") {
+        // vLLM's parser is `api_server.py` (module form) or `vllm serve`.
+        let who = if prog.contains("vllm") || prog.contains("api_server") {
+            "vLLM"
+        } else {
+            "SGLang"
+        };
         return format!(
-            "SGLang does not know {}: check the spelling and whether this SGLang version has the flag",
+            "{who} does not know {}: check the spelling and whether this {who} version has the flag",
             rest.trim()
         );
     }
@@ -401,7 +451,17 @@ const DIED: [&str; 5] = [
 /// None when the log shows no failure (a clean run, a cut-off log, an old version that never
 /// printed the ready line).
 pub fn log_failure(tail: &[String], ready_seen: bool) -> Option<StartFailure> {
-    let usage = tail.iter().any(|l| l.trim_start().starts_with("usage: "));
+    // argparse prints `usage: ...` then `prog: error: ...`; vLLM's usage runs to hundreds of
+    // lines, past the tail, so its last line alone counts too when it is argparse's.
+    let argparse_last = tail
+        .iter()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .and_then(|l| l.split_once(": error: "))
+        .is_some_and(|(prog, _)| {
+            !prog.is_empty() && !prog.contains('[') && prog.split_whitespace().count() <= 2
+        });
+    let usage = argparse_last || tail.iter().any(|l| l.trim_start().starts_with("usage: "));
     if let (true, Some(i)) = (usage, tail.iter().rposition(|l| l.contains(": error: "))) {
         let from = i.saturating_sub(3);
         return Some(StartFailure {

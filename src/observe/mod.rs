@@ -5,6 +5,8 @@
 pub mod client;
 pub mod diagnose;
 pub mod effective;
+pub mod engine_log;
 pub mod prom;
 pub mod quantiles;
 pub mod sglang_log;
+pub mod vllm_log;

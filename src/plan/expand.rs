@@ -2,6 +2,7 @@
 //! readable name (`mfs0.88_kv-fp8_e4m3_hicache48`) and a stable id (a hash of its canonical
 //! resolved form: command, model, flags, environment).
 
+use crate::plan::engine::Engine;
 use crate::plan::flags::{self, ParamValue};
 use crate::plan::spec::SweepSpec;
 use serde::Serialize;
@@ -24,6 +25,8 @@ pub struct RunConfig {
     pub params: Vec<(String, ParamValue)>,
     /// `server.args` overlaid with `params`: exactly what goes on the command line.
     pub resolved: Vec<(String, ParamValue)>,
+    /// The engine it runs on: the configuration's `engine:`, else `server.engine`.
+    pub engine: Engine,
 }
 
 impl RunConfig {
@@ -86,13 +89,18 @@ fn grid_name(point: &[(String, ParamValue)], varying: &[&str]) -> String {
 
 /// Stable id: sha256 of the canonical JSON of what defines the server, first 12 hex digits.
 pub fn run_id(spec: &SweepSpec, resolved: &[(String, ParamValue)]) -> String {
+    run_id_for(spec, spec.server.engine, resolved)
+}
+
+/// [`run_id`] of a configuration of `engine` (its command and environment).
+pub fn run_id_for(spec: &SweepSpec, engine: Engine, resolved: &[(String, ParamValue)]) -> String {
     let mut args: Vec<(&String, &ParamValue)> = resolved.iter().map(|(k, v)| (k, v)).collect();
     args.sort_by(|a, b| a.0.cmp(b.0));
     let canonical = serde_json::json!({
-        "command": spec.server.command,
+        "command": spec.server.command_for(engine),
         "model_path": spec.server.model_path,
         "args": args,
-        "env": spec.server.env,
+        "env": spec.server.env_for(engine),
     });
     let digest = Sha256::digest(canonical.to_string().as_bytes());
     digest.iter().take(6).map(|b| format!("{b:02x}")).collect()
@@ -158,17 +166,20 @@ pub fn expand(spec: &SweepSpec) -> RunPlan {
                 source: RunSource::Grid,
                 params: point,
                 resolved,
+                engine: spec.server.engine,
             });
         }
     }
     for c in &spec.configs {
-        let resolved = overlay(base, &c.params.0);
+        let engine = c.engine.unwrap_or(spec.server.engine);
+        let resolved = overlay(spec.server.args_for(engine), &c.params.0);
         runs.push(RunConfig {
             name: c.name.clone(),
-            id: run_id(spec, &resolved),
+            id: run_id_for(spec, engine, &resolved),
             source: RunSource::Config,
             params: c.params.0.clone(),
             resolved,
+            engine,
         });
     }
     // Names become folder names: make them unique, keeping the first as is.

@@ -1,5 +1,6 @@
 //! Plan: the YAML sweep (`spec`), the one flag mapping (`flags`) and the expansion of grid and
 //! explicit configurations into runs (`expand`). Pure: nothing here starts a process.
+pub mod engine;
 pub mod expand;
 pub mod flags;
 pub mod keyed;

@@ -5,6 +5,7 @@
 //! run inside deserialization (custom `Deserialize` impls) so serde_yaml attaches the position
 //! of the exact node that is wrong.
 
+use crate::plan::engine::Engine;
 use crate::plan::flags::{self, ParamValue};
 use crate::plan::keyed::{KEY_TAG, tag_key};
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
@@ -655,8 +656,9 @@ fn check_name(s: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn default_command() -> Vec<Expanded> {
-    ["python", "-m", "sglang.launch_server"]
+fn default_command(engine: Engine) -> Vec<Expanded> {
+    engine
+        .default_command()
         .iter()
         .map(|s| Expanded(s.to_string()))
         .collect()
@@ -674,8 +676,15 @@ fn default_stop_timeout() -> u64 {
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ServerSpec {
-    /// Program and leading arguments; `${VAR}` is expanded from the environment.
-    #[serde(default = "default_command")]
+    /// The serving engine: `sglang` (default) or `vllm` (`plan::engine` has what differs).
+    #[serde(default)]
+    pub engine: Engine,
+    /// `command` as written, when it is: the engine's default otherwise.
+    #[serde(default, rename = "command", skip_serializing)]
+    command_given: Option<Vec<Expanded>>,
+    /// Program and leading arguments; `${VAR}` is expanded from the environment. Set by
+    /// [`parse`] from `command`, or the engine's default command.
+    #[serde(skip_deserializing)]
     pub command: Vec<Expanded>,
     pub model_path: Expanded,
     #[serde(default = "default_host")]
@@ -697,6 +706,64 @@ pub struct ServerSpec {
     /// memory it used before the sweep (polled with nvidia-smi).
     #[serde(default = "default_gpu_release")]
     pub gpu_release_timeout_s: u64,
+    /// For configurations of the other engine (`engine: vllm` in a configuration of an SGLang
+    /// sweep, or the reverse): that engine's command, flags and extra environment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sglang: Option<EngineSide>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vllm: Option<EngineSide>,
+}
+
+/// `server.sglang:` / `server.vllm:`: what a configuration of that engine runs with when it
+/// is not `server.engine`. Its `args` replace `server.args` (the engines' flags differ); its
+/// `env` is added to `server.env`; without `command`, the engine's default command.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct EngineSide {
+    #[serde(default)]
+    pub command: Option<Vec<Expanded>>,
+    #[serde(default)]
+    pub args: ParamMap,
+    #[serde(default)]
+    pub env: BTreeMap<String, Expanded>,
+}
+
+impl ServerSpec {
+    fn side(&self, engine: Engine) -> Option<&EngineSide> {
+        match engine {
+            Engine::Sglang => self.sglang.as_ref(),
+            Engine::Vllm => self.vllm.as_ref(),
+        }
+    }
+
+    /// The program and leading arguments of a configuration of `engine`.
+    pub fn command_for(&self, engine: Engine) -> Vec<Expanded> {
+        if engine == self.engine {
+            return self.command.clone();
+        }
+        self.side(engine)
+            .and_then(|s| s.command.clone())
+            .unwrap_or_else(|| default_command(engine))
+    }
+
+    /// The flags every configuration of `engine` starts from.
+    pub fn args_for(&self, engine: Engine) -> &[(String, ParamValue)] {
+        if engine == self.engine {
+            return &self.args.0;
+        }
+        self.side(engine).map_or(&[], |s| s.args.0.as_slice())
+    }
+
+    /// The extra environment of a configuration of `engine`.
+    pub fn env_for(&self, engine: Engine) -> BTreeMap<String, Expanded> {
+        let mut env = self.env.clone();
+        if engine != self.engine {
+            if let Some(s) = self.side(engine) {
+                env.extend(s.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+            }
+        }
+        env
+    }
 }
 
 fn default_gpu_release() -> u64 {
@@ -1491,6 +1558,9 @@ pub struct ParamGrid(pub Vec<(String, Vec<ParamValue>)>);
 #[derive(Debug, Clone, Serialize)]
 pub struct ConfigSpec {
     pub name: String,
+    /// `engine: vllm` in a configuration: this one runs on that engine (default:
+    /// `server.engine`), from `server.vllm:`'s command and flags.
+    pub engine: Option<Engine>,
     pub params: ParamMap,
 }
 
@@ -1660,12 +1730,17 @@ impl<'de> Deserialize<'de> for ConfigSpec {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ConfigSpec, A::Error> {
                 let mut name = None;
+                let mut engine = None;
                 let mut out: Vec<(String, ParamValue)> = Vec::new();
                 while let Some(raw) = map.next_key::<String>()? {
                     if raw == "name" {
                         let n: String = map.next_value()?;
                         check_name(&n).map_err(de::Error::custom)?;
                         name = Some(n);
+                        continue;
+                    }
+                    if raw == "engine" {
+                        engine = Some(map.next_value::<Engine>()?);
                         continue;
                     }
                     let key = flags::canonical_key(&raw).map_err(de::Error::custom)?;
@@ -1682,6 +1757,7 @@ impl<'de> Deserialize<'de> for ConfigSpec {
                 })?;
                 Ok(ConfigSpec {
                     name,
+                    engine,
                     params: ParamMap(out),
                 })
             }
@@ -1871,7 +1947,13 @@ pub fn parse(text: &str, origin: &str) -> Result<SweepSpec, SpecError> {
         }
     })?;
     let mut spec = spec;
+    spec.server.command = spec
+        .server
+        .command_given
+        .clone()
+        .unwrap_or_else(|| default_command(spec.server.engine));
     check_cross_fields(&spec, text, origin)?;
+    check_engine_keys(&spec, text, origin)?;
     resolve_repeats(&mut spec, text, origin)?;
     Ok(spec)
 }
@@ -1960,6 +2042,67 @@ fn explain(msg: &str) -> String {
         );
     }
     msg.to_string()
+}
+
+/// Under `engine: vllm`: no SGLang-only key, and no key set both by its common name and by
+/// vLLM's (`max_running_requests` and `max_num_seqs`) for one configuration.
+fn check_engine_keys(spec: &SweepSpec, text: &str, origin: &str) -> Result<(), SpecError> {
+    let err = |key: &str, message: String| {
+        let (line, column) = locate_key(text, key).unwrap_or((1, 1));
+        SpecError {
+            file: origin.to_string(),
+            line,
+            column,
+            message,
+        }
+    };
+    let server = &spec.server;
+    let base = |engine: Engine| -> Vec<&str> {
+        server
+            .args_for(engine)
+            .iter()
+            .map(|(k, _)| k.as_str())
+            .collect()
+    };
+    // The grid runs on server.engine; each configuration on its own engine.
+    let mut grid = base(server.engine);
+    grid.extend(spec.sweep.0.iter().map(|(k, _)| k.as_str()));
+    let mut sets: Vec<(Engine, Vec<&str>)> = vec![(server.engine, grid)];
+    for e in Engine::ALL {
+        if e != server.engine && server.side(e).is_some() {
+            sets.push((e, base(e)));
+        }
+    }
+    for c in &spec.configs {
+        let engine = c.engine.unwrap_or(server.engine);
+        let mut keys = base(engine);
+        keys.extend(c.params.0.iter().map(|(k, _)| k.as_str()));
+        sets.push((engine, keys));
+    }
+    for (engine, keys) in &sets {
+        let engine = *engine;
+        for k in keys {
+            if let Some(why) = engine.refuses(k) {
+                return Err(err(
+                    k,
+                    format!("{why} (server.engine is {})", engine.as_str()),
+                ));
+            }
+            if let Some(common) = engine.common_key(k) {
+                if keys.contains(&common) {
+                    return Err(err(
+                        k,
+                        format!(
+                            "`{k}` and `{common}` set the same {} flag (--{}): keep one",
+                            engine.label(),
+                            k.replace('_', "-")
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Checks that span several keys; placed at the line of the key they concern.

@@ -7,8 +7,9 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use crate::observe::diagnose::{self, Verdict};
+use crate::observe::engine_log::LogSummarizer;
 use crate::observe::sglang_log::jsonl::format_ts;
-use crate::observe::sglang_log::{IDLE_GAP_SECS, ServerSummary, Summarizer, Timestamp};
+use crate::observe::sglang_log::{IDLE_GAP_SECS, ServerSummary, Timestamp};
 use crate::server::failure::{FailureKind, StartFailure};
 
 /// `sgtune log --format`.
@@ -78,7 +79,7 @@ fn failure_report(f: StartFailure, ready_seen: bool) -> FailureReport {
 pub fn file_report(
     file: &str,
     bytes: u64,
-    s: &Summarizer,
+    s: &LogSummarizer,
     concurrency: Option<u64>,
     restricted: bool,
 ) -> FileReport {
@@ -153,9 +154,14 @@ fn window_text(r: &FileReport) -> String {
     }
     if w.first_line.is_some() || s.warmup_stats_lines > 0 {
         let first = s.excluded_decode_lines.saturating_sub(s.idle_gap_lines);
+        let gap = if s.engine.as_deref() == Some("vllm") {
+            crate::observe::vllm_log::summary::IDLE_GAP_SECS
+        } else {
+            IDLE_GAP_SECS
+        };
         let _ = write!(
             t,
-            "; excluded: {} warmup stats lines, {first} first Decode line(s), {} after idle gaps > {IDLE_GAP_SECS:.0} s",
+            "; excluded: {} warmup stats lines, {first} first Decode line(s), {} after idle gaps > {gap:.0} s",
             s.warmup_stats_lines, s.idle_gap_lines
         );
     }
@@ -201,6 +207,17 @@ fn render_title(o: &mut String, r: &FileReport) {
 
 /// The `version` row, and the hints it was inferred from when there are any.
 fn render_version(o: &mut String, s: &ServerSummary) {
+    if s.engine.as_deref() == Some("vllm") {
+        let v = s.engine_version.as_deref().unwrap_or("version not printed");
+        row(
+            o,
+            "version",
+            &format!(
+                "vLLM {v} (Running → #running-req, Waiting/Pending → #queue-req, KV cache usage → token usage)"
+            ),
+        );
+        return;
+    }
     row(o, "version", &s.version.one_line());
     if !s.version.hints.is_empty() {
         row(o, "", &format!("from: {}", s.version.hints.join("; ")));
@@ -540,7 +557,11 @@ fn csv_row(r: &FileReport) -> Vec<String> {
         f(s.kv_cache_gb),
         f(s.hicache_host_gb),
         f(s.available_mem_gb),
-        s.version.one_line(),
+        match (s.engine.as_deref(), &s.engine_version) {
+            (Some("vllm"), Some(v)) => format!("vLLM {v}"),
+            (Some("vllm"), None) => "vLLM".to_string(),
+            _ => s.version.one_line(),
+        },
         u(r.offered),
         r.verdict.kind.as_str().to_string(),
         r.verdict.evidence.clone(),

@@ -13,6 +13,7 @@ use crate::load::driver::{self, LoadTarget};
 use crate::load::prompts::measurement_seed as mix_seed;
 use crate::load::requests_csv;
 use crate::observe::diagnose;
+use crate::observe::engine_log;
 use crate::observe::prom::{self, MetricsSummary, Scrape};
 use crate::observe::sglang_log::{self, LogWindow};
 use crate::plan::expand::RunConfig;
@@ -42,8 +43,6 @@ pub struct LaunchOutcome {
 
 /// How long to wait for an idle server to accept a prefix-cache flush between load points.
 const FLUSH_PATIENCE: Duration = Duration::from_secs(30);
-/// What SGLang's scheduler logs once the cache is really cleared (scheduler.py, 0.4 to 0.5.x).
-const FLUSHED_LINE: &str = "Cache flushed successfully";
 /// How long after the flush's HTTP answer its log line may take to appear.
 const FLUSH_LOG_WAIT: Duration = Duration::from_secs(3);
 
@@ -302,7 +301,13 @@ async fn start_and_measure(
     let ctx = st.ctx;
     let spec = ctx.spec;
     let log_path = st.dir.join("server.log");
-    let mut handle = match supervise::launch(cmd, &spec.server.host, port, &log_path) {
+    let mut handle = match supervise::launch(
+        cmd,
+        &spec.server.host,
+        port,
+        &log_path,
+        st.run().engine.ready_line(),
+    ) {
         Ok(h) => h,
         Err(e) => {
             let msg = format!("cannot start `{}`: {e} (check server.command)", cmd.program);
@@ -397,7 +402,11 @@ async fn measure(
             return loads;
         }
     };
-    let info = control.server_info().await;
+    let info = if st.run().engine.has_server_args_info() {
+        control.server_info().await
+    } else {
+        None
+    };
     if let Some(info) = &info {
         let res = store::write_json(&st.dir.join("server_info.json"), info);
         st.keep("server_info.json", res);
@@ -537,7 +546,7 @@ fn size_working_set(st: &mut LaunchState<'_, '_>, info: Option<&serde_json::Valu
         .and_then(serde_json::Value::as_u64)
         .or_else(|| {
             let scope = sglang_log::Scope::default();
-            sglang_log::summarize_file(&st.dir.join("server.log"), scope)
+            engine_log::summarize_file(&st.dir.join("server.log"), scope, Some(st.run().engine))
                 .ok()
                 .and_then(|s| s.summary().max_total_num_tokens)
         });
@@ -619,16 +628,21 @@ async fn search_max_load(
 /// "Cache flushed successfully!" when it did. Anything else is a note on the rows.
 async fn flush(st: &mut LaunchState<'_, '_>, handle: &ServerHandle, control: &Control) {
     let mark = handle.log.line_count();
-    if let Some(n) = control.flush_cache(FLUSH_PATIENCE).await {
+    let engine = st.run().engine;
+    if let Some(n) = control
+        .flush_cache(engine.flush_path(), FLUSH_PATIENCE)
+        .await
+    {
         st.notes.push(n);
         return;
     }
     // The scheduler logs it right after the HTTP answer; give the line a moment to arrive.
     let deadline = Instant::now() + FLUSH_LOG_WAIT;
-    while !handle.log.seen_since(mark, FLUSHED_LINE) {
+    let flushed = engine.flushed_line();
+    while !handle.log.seen_since(mark, flushed) {
         if Instant::now() >= deadline {
             st.notes.push(format!(
-                "the prefix-cache flush was answered, but server.log shows no \"{FLUSHED_LINE}\" within {} s (log level above info?): this point may have started on a warm cache",
+                "the prefix-cache flush was answered, but server.log shows no \"{flushed}\" within {} s (log level above info?): this point may have started on a warm cache",
                 FLUSH_LOG_WAIT.as_secs()
             ));
             return;
@@ -873,7 +887,7 @@ fn record_of(
         }),
         ..Default::default()
     };
-    let server = match sglang_log::summarize_file(log_path, scope) {
+    let server = match engine_log::summarize_file(log_path, scope, Some(st.run().engine)) {
         Ok(s) => s.summary(),
         Err(e) => {
             record

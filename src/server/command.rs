@@ -19,24 +19,29 @@ pub const AUTO_PORT: &str = "<free-port>";
 
 /// Build the launch command; `port` None prints the placeholder (plans, dry runs).
 pub fn build(server: &ServerSpec, run: &RunConfig, port: Option<u16>) -> LaunchCommand {
-    let mut parts = server.command.iter().map(|e| e.0.clone());
+    let engine = run.engine;
+    let mut parts = server.command_for(engine).into_iter().map(|e| e.0);
     let program = parts.next().unwrap_or_default();
     let mut args: Vec<String> = parts.collect();
     args.extend([
-        "--model-path".to_string(),
+        engine.model_flag().to_string(),
         server.model_path.0.clone(),
         "--host".to_string(),
         server.host.clone(),
         "--port".to_string(),
         port.map_or_else(|| AUTO_PORT.to_string(), |p| p.to_string()),
     ]);
-    args.extend(flags::flag_args(&run.resolved));
+    args.extend(flags::flag_args(&engine.map_params(&run.resolved)));
     let mut env: Vec<(String, String)> = Vec::new();
     // Python buffers stdout when it is a pipe; unbuffered keeps server.log line-accurate.
-    if !server.env.contains_key("PYTHONUNBUFFERED") {
-        env.push(("PYTHONUNBUFFERED".into(), "1".into()));
+    let defaults = [("PYTHONUNBUFFERED", "1")];
+    let spec_env = server.env_for(engine);
+    for (k, v) in defaults.iter().chain(engine.default_env()) {
+        if !spec_env.contains_key(*k) {
+            env.push(((*k).into(), (*v).into()));
+        }
     }
-    env.extend(server.env.iter().map(|(k, v)| (k.clone(), v.0.clone())));
+    env.extend(spec_env.iter().map(|(k, v)| (k.clone(), v.0.clone())));
     LaunchCommand { program, args, env }
 }
 
@@ -78,8 +83,46 @@ impl LaunchCommand {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::engine::Engine;
     use crate::plan::expand::expand;
     use crate::plan::spec::parse;
+
+    #[test]
+    fn a_mixed_sweep_builds_each_engines_command() {
+        let text = "name: t\nserver:\n  command: [/sg/python, -m, sglang.launch_server]\n  model_path: /models/m\n  env: {A: '1'}\n  args: {device: cpu}\n  vllm:\n    command: [/vl/python, -m, vllm.entrypoints.openai.api_server]\n    args: {max_model_len: 512}\n    env: {B: '2'}\nconfigs:\n  - name: sg\n    max_running_requests: 4\n  - name: vl\n    engine: vllm\n    max_running_requests: 4\nworkload: {concurrency: 1, requests: 1, input_tokens: 1, output_tokens: 1}\n";
+        let spec = parse(text, "t").expect("valid");
+        let plan = expand(&spec);
+        let (sg, vl) = (&plan.runs[0], &plan.runs[1]);
+        assert_eq!((sg.engine, vl.engine), (Engine::Sglang, Engine::Vllm));
+        assert_ne!(sg.id, vl.id);
+        assert_eq!(
+            build(&spec.server, sg, Some(1)).display(),
+            "PYTHONUNBUFFERED=1 A=1 /sg/python -m sglang.launch_server --model-path /models/m --host 127.0.0.1 --port 1 --device cpu --max-running-requests 4"
+        );
+        assert_eq!(
+            build(&spec.server, vl, Some(1)).display(),
+            "PYTHONUNBUFFERED=1 VLLM_SERVER_DEV_MODE=1 VLLM_LOG_STATS_INTERVAL=2 A=1 B=2 /vl/python -m vllm.entrypoints.openai.api_server --model /models/m --host 127.0.0.1 --port 1 --max-model-len 512 --max-num-seqs 4"
+        );
+        // An SGLang-only key in the vLLM configuration is refused at its line.
+        let bad = text.replace(
+            "    engine: vllm\n",
+            "    engine: vllm\n    schedule_conservativeness: 0.3\n",
+        );
+        let e = parse(&bad, "t").expect_err("refused");
+        assert!(e.message.contains("`schedule_conservativeness`"), "{e:?}");
+    }
+
+    #[test]
+    fn builds_a_vllm_command_line() {
+        let text = "name: t\nserver:\n  engine: vllm\n  model_path: /models/m\n  args: {max_model_len: 512}\nsweep:\n  max_running_requests: [4]\n  mem_fraction_static: [0.5]\n  kv_cache_memory_bytes: [8388608]\nworkload: {concurrency: 1, requests: 1, input_tokens: 1, output_tokens: 1}\n";
+        let spec = parse(text, "t").expect("valid");
+        let plan = expand(&spec);
+        let cmd = build(&spec.server, &plan.runs[0], Some(31000));
+        assert_eq!(
+            cmd.display(),
+            "PYTHONUNBUFFERED=1 VLLM_SERVER_DEV_MODE=1 VLLM_LOG_STATS_INTERVAL=2 python -m vllm.entrypoints.openai.api_server --model /models/m --host 127.0.0.1 --port 31000 --max-model-len 512 --max-num-seqs 4 --gpu-memory-utilization 0.5 --kv-cache-memory-bytes 8388608"
+        );
+    }
 
     #[test]
     fn builds_exact_command_line() {

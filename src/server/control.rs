@@ -90,17 +90,26 @@ impl Control {
     /// Clear the prefix cache so one load point does not warm the next. SGLang refuses to
     /// flush while requests are running, so retrying for up to `patience` also waits for the
     /// server to be idle. Returns a note when it could not.
-    pub async fn flush_cache(&self, patience: Duration) -> Option<String> {
+    /// `path`: the engine's route (`/flush_cache`, vLLM's `/reset_prefix_cache`, which
+    /// answers 200 with `{"success": false}` while blocks are held: retried like a refusal).
+    pub async fn flush_cache(&self, path: &str, patience: Duration) -> Option<String> {
         let deadline = tokio::time::Instant::now() + patience;
         let mut last = String::new();
         while tokio::time::Instant::now() < deadline {
             match self
                 .client
-                .post(format!("{}/flush_cache", self.base_url))
+                .post(format!("{}{path}", self.base_url))
                 .send()
                 .await
             {
-                Ok(r) if r.status().is_success() => return None,
+                Ok(r) if r.status().is_success() => {
+                    let body = r.text().await.unwrap_or_default();
+                    let refused: String = body.chars().filter(|c| !c.is_whitespace()).collect();
+                    if !refused.contains("\"success\":false") {
+                        return None;
+                    }
+                    last = format!("answered {}", body.trim());
+                }
                 Ok(r) => last = format!("HTTP {}", r.status()),
                 Err(e) => last = e.to_string(),
             }

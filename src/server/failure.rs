@@ -97,6 +97,21 @@ pub fn describe_exit(status: &ExitStatus) -> String {
 
 /// Substrings that mean out of memory, with the direction to go.
 const OOM_PATTERNS: &[(&str, &str)] = &[
+    // vLLM on CPU (0.32, `cpu_worker.py`): the explicit KV space is more than the node has.
+    (
+        "is less than requested memory for kv",
+        "vLLM's KV space does not fit in RAM: lower kv_cache_memory_bytes or VLLM_CPU_KVCACHE_SPACE",
+    ),
+    // vLLM (`kv_cache_utils.py`): nothing left for the KV pool after the weights.
+    (
+        "No available memory for the cache blocks",
+        "no room for vLLM's KV pool after the weights: raise gpu_memory_utilization (mem_fraction_static)",
+    ),
+    // vLLM: the pool cannot hold one request of the max model length.
+    (
+        "which is larger than the available KV cache memory",
+        "vLLM's KV pool cannot hold one max_model_len request: lower max_model_len (context_length) or give the pool more memory",
+    ),
     // SGLang 0.5.x when the kernel's OOM killer took the scheduler while it allocated the KV
     // pool (seen for real: mem_fraction_static too high inside a memory-limited cgroup).
     (

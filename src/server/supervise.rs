@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 /// The substring SGLang prints when it is ready (main process, after warmup).
 pub const READY_LINE: &str = "The server is fired up and ready to roll";
+// (vLLM's is `Engine::Vllm.ready_line()`; `launch` takes the engine's.)
 
 const TAIL_LINES: usize = 400;
 
@@ -38,10 +39,12 @@ struct SinkState {
 pub struct LogSink {
     state: Mutex<SinkState>,
     ready: watch::Sender<bool>,
+    /// The engine's ready line.
+    ready_line: &'static str,
 }
 
 impl LogSink {
-    fn create(path: &Path) -> std::io::Result<Arc<Self>> {
+    fn create(path: &Path, ready_line: &'static str) -> std::io::Result<Arc<Self>> {
         let file = std::fs::File::create(path)?;
         let (ready, _) = watch::channel(false);
         Ok(Arc::new(LogSink {
@@ -52,6 +55,7 @@ impl LogSink {
                 write_error: None,
             }),
             ready,
+            ready_line,
         }))
     }
 
@@ -75,7 +79,7 @@ impl LogSink {
         }
         st.tail.push_back(line.to_string());
         drop(st);
-        if line.contains(READY_LINE) {
+        if line.contains(self.ready_line) {
             self.ready.send_replace(true);
         }
     }
@@ -167,8 +171,9 @@ pub fn launch(
     host: &str,
     port: u16,
     log_path: &Path,
+    ready_line: &'static str,
 ) -> std::io::Result<ServerHandle> {
-    let sink = LogSink::create(log_path)?;
+    let sink = LogSink::create(log_path, ready_line)?;
     let mut c = tokio::process::Command::new(&cmd.program);
     c.args(&cmd.args)
         .envs(cmd.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))

@@ -247,6 +247,7 @@ mod tests {
                 source: crate::plan::expand::RunSource::Config,
                 params: Vec::new(),
                 resolved: Vec::new(),
+                engine: Default::default(),
             },
             dir_name: dir.to_string(),
             measurements: vec![Measurement {

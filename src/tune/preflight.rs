@@ -224,10 +224,11 @@ pub fn attempt_config(spec: &SweepSpec, base: &RunConfig, p: &Preflight, v: f64)
             flags::abbreviation(&p.knob),
             flags::value_label(&value)
         ),
-        id: expand::run_id(spec, &resolved),
+        id: expand::run_id_for(spec, base.engine, &resolved),
         source: base.source,
         params,
         resolved,
+        engine: base.engine,
     }
 }
 

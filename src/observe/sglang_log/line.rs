@@ -201,7 +201,7 @@ pub(crate) fn parse_other(line: &str) -> Option<LogEvent> {
 
 /// A Python exception line (`ValueError: ...`, `torch.OutOfMemoryError: ...`,
 /// `Exception: ...`) or an argparse error (`sglang serve: error: ...`), trimmed.
-fn error_message(line: &str) -> Option<String> {
+pub(crate) fn error_message(line: &str) -> Option<String> {
     let l = line.trim();
     if let Some((head, _)) = l.split_once(": ") {
         if !head.contains(' ')

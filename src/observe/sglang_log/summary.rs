@@ -98,6 +98,12 @@ pub struct WindowSpan {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ServerSummary {
+    /// The engine whose log this is, when it is not SGLang's (`vllm`); absent for SGLang.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub engine: Option<String>,
+    /// The engine's version as its log prints it (vLLM's start-up lines).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub engine_version: Option<String>,
     /// Decode lines used for the stats below (after exclusions; one per DP rank and interval).
     pub stats_lines: usize,
     /// Prefill lines in the window (after the ready line, TP>0 duplicates dropped).
@@ -463,7 +469,7 @@ impl Acc {
 
 /// The last non-stats, non-access lines (oldest first), for start-up failures.
 #[derive(Debug, Clone, Default)]
-struct Tail {
+pub struct Tail {
     lines: Vec<Vec<u8>>,
     next: usize,
 }
@@ -473,7 +479,7 @@ pub const TAIL_LINES: usize = 64;
 const TAIL_LINE_BYTES: usize = 2048;
 
 impl Tail {
-    fn push(&mut self, line: &[u8]) {
+    pub fn push(&mut self, line: &[u8]) {
         let line = line.get(..TAIL_LINE_BYTES).unwrap_or(line);
         if self.lines.len() < TAIL_LINES {
             self.lines.push(line.to_vec());
@@ -484,7 +490,7 @@ impl Tail {
         self.next = (self.next + 1) % TAIL_LINES;
     }
 
-    fn to_strings(&self) -> Vec<String> {
+    pub fn to_strings(&self) -> Vec<String> {
         let (a, b) = if self.lines.len() < TAIL_LINES {
             (&self.lines[..], &[][..])
         } else {
@@ -724,6 +730,8 @@ impl Summarizer {
         }
         let total_prefill = a.new_tokens.saturating_add(a.cached_tokens);
         ServerSummary {
+            engine: None,
+            engine_version: None,
             stats_lines: a.stats_lines,
             prefill_lines: a.prefill_lines,
             excluded_decode_lines: a.excluded,

@@ -1,0 +1,387 @@
+//! Folding a vLLM log into the same [`ServerSummary`] as SGLang's, streaming, so the verdicts
+//! read either engine.
+//!
+//! The mapping, field by field: `Running` → `#running-req`; `Waiting` (V1) or `Pending` +
+//! `Swapped` (V0) → `#queue-req` (both are requests admitted by the server and not running);
+//! the device pool's `KV cache usage` → token usage; `Avg generation throughput` → gen
+//! throughput; the start-up `KV cache size: N tokens` → `max_total_num_tokens`; the max model
+//! length → `context_len`; V1's `Preemptions` (requests preempted in the interval) → both
+//! retraction counts (vLLM preempts one request at a time); the last `Prefix cache hit rate` of
+//! the window → `cached_token_share`; `max_num_seqs` and `max_num_batched_tokens` from the
+//! `non-default args` line → `max_running_requests` and `chunked_prefill_size`. Fields vLLM's
+//! log has no counterpart for (graph lines, prefill batches, KV dtype) stay empty.
+//!
+//! Which lines count: like SGLang's, stats lines before the ready line are warmup; in the
+//! window, the first stats line of each engine is left out (its interval began before the
+//! window) and so is any line more than [`IDLE_GAP_SECS`] after that engine's previous one
+//! (vLLM prints nothing while idle, so such a line's interval straddles the idle time), and the
+//! one all-zero line vLLM prints when the engine goes idle (counted with the idle-gap lines).
+
+use crate::observe::quantiles::Quantiles;
+use crate::observe::sglang_log::line::error_message;
+use crate::observe::sglang_log::summary::Tail;
+use crate::observe::sglang_log::{LogWindow, Scope, ServerSummary, Timestamp, WindowSpan};
+
+use super::line::{Event, Stats, parse_line};
+
+/// A stats line more than this many seconds after the same engine's previous one is left out.
+/// vLLM logs every 10 s by default (`VLLM_LOG_STATS_INTERVAL`; 5 s in the V0 engine).
+pub const IDLE_GAP_SECS: f64 = 25.0;
+
+#[derive(Debug, Clone, Default)]
+struct Acc {
+    all_stats: usize,
+    seen_engines: Vec<Option<u32>>,
+    engines: Vec<u32>,
+    stats_lines: usize,
+    excluded: usize,
+    idle_excluded: usize,
+    span: WindowSpan,
+    gen_sum: f64,
+    gen_n: usize,
+    gen_q: Quantiles,
+    run_sum: f64,
+    run_n: usize,
+    run_max: Option<u64>,
+    q_sum: f64,
+    q_n: usize,
+    q_max: Option<u64>,
+    q_nonzero: usize,
+    offered: Option<u64>,
+    usage_sum: f64,
+    usage_n: usize,
+    usage_max: Option<f64>,
+    usage_q: Quantiles,
+    preempted: u64,
+    hit_rate: Option<f64>,
+}
+
+fn max_u(a: Option<u64>, b: u64) -> Option<u64> {
+    Some(a.map_or(b, |a| a.max(b)))
+}
+
+fn ratio(num: f64, den: usize) -> Option<f64> {
+    (den > 0).then(|| num / den as f64)
+}
+
+impl Acc {
+    fn note_span(&mut self, idx: usize, ts: Option<Timestamp>) {
+        let w = &mut self.span;
+        if w.first_line.is_none() {
+            w.first_line = Some(idx);
+            w.start = ts;
+        }
+        w.last_line = Some(idx);
+        if ts.is_some() {
+            w.end = ts;
+        }
+    }
+
+    fn keep(&mut self, s: &Stats) {
+        self.stats_lines += 1;
+        if let Some(g) = s.generation_throughput {
+            self.gen_sum += g;
+            self.gen_n += 1;
+            self.gen_q.push(g);
+        }
+        if let Some(r) = s.running {
+            self.run_sum += r as f64;
+            self.run_n += 1;
+            self.run_max = max_u(self.run_max, r);
+        }
+        let queued = match (s.waiting, s.swapped) {
+            (Some(w), Some(sw)) => Some(w.saturating_add(sw)),
+            (w, sw) => w.or(sw),
+        };
+        if let Some(q) = queued {
+            self.q_sum += q as f64;
+            self.q_n += 1;
+            self.q_max = max_u(self.q_max, q);
+            if q > 0 {
+                self.q_nonzero += 1;
+            }
+        }
+        if let (Some(r), Some(q)) = (s.running, queued) {
+            self.offered = max_u(self.offered, r.saturating_add(q));
+        }
+        if let Some(u) = s.kv_usage {
+            self.usage_sum += u;
+            self.usage_n += 1;
+            self.usage_max = Some(self.usage_max.map_or(u, |m| m.max(u)));
+            self.usage_q.push(u);
+        }
+        if let Some(p) = s.preemptions {
+            self.preempted = self.preempted.saturating_add(p);
+        }
+        if s.prefix_hit_rate.is_some() {
+            self.hit_rate = s.prefix_hit_rate;
+        }
+    }
+}
+
+/// The line vLLM prints once after the engine goes idle (nothing ran in the interval, nothing
+/// runs or waits now): SGLang prints no Decode line then, so it does not count either.
+fn idle(s: &Stats) -> bool {
+    s.generation_throughput == Some(0.0)
+        && s.prompt_throughput == Some(0.0)
+        && s.running == Some(0)
+        && s.waiting.is_none_or(|w| w == 0)
+}
+
+/// Streaming summary of one vLLM log.
+#[derive(Debug, Clone, Default)]
+pub struct Summarizer {
+    scope: Scope,
+    next_line: usize,
+    ready_line: Option<usize>,
+    warmup_stats: usize,
+    acc: Acc,
+    prev: Vec<(Option<u32>, Timestamp)>,
+    last_ts: Option<Timestamp>,
+    kv_tokens: Option<u64>,
+    max_model_len: Option<u64>,
+    kv_gib: Option<f64>,
+    version: Option<String>,
+    args: Vec<(String, String)>,
+    args_seen: bool,
+    error_lines: usize,
+    /// Lines that only vLLM prints (stats, capacity, version): the log is vLLM's.
+    signature_lines: usize,
+    tail: Tail,
+}
+
+/// `non-default args` worth showing next to a verdict.
+const LAUNCH_ARGS: [&str; 12] = [
+    "model",
+    "tensor_parallel_size",
+    "data_parallel_size",
+    "pipeline_parallel_size",
+    "gpu_memory_utilization",
+    "kv_cache_memory_bytes",
+    "num_gpu_blocks_override",
+    "max_num_seqs",
+    "max_num_batched_tokens",
+    "max_model_len",
+    "kv_cache_dtype",
+    "enable_chunked_prefill",
+];
+
+/// A uvicorn access line (`INFO:     127.0.0.1:5000 - "POST /v1/completions HTTP/1.1" 200`).
+fn is_access_line(line: &str) -> bool {
+    line.contains("INFO:     ") && line.contains(" HTTP/1.")
+}
+
+impl Summarizer {
+    pub fn new(scope: Scope) -> Summarizer {
+        Summarizer {
+            scope,
+            ..Summarizer::default()
+        }
+    }
+
+    pub fn lines(&self) -> usize {
+        self.next_line
+    }
+
+    /// The last non-stats, non-access lines, oldest first.
+    pub fn tail(&self) -> Vec<String> {
+        self.tail.to_strings()
+    }
+
+    /// Lines only vLLM prints seen so far.
+    pub fn signature_lines(&self) -> usize {
+        self.signature_lines
+    }
+
+    /// Feed the next line (without its newline).
+    pub fn feed_line(&mut self, line: &[u8]) {
+        let idx = self.next_line;
+        self.next_line += 1;
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let text = String::from_utf8_lossy(line);
+        let Some(parsed) = parse_line(&text) else {
+            if !is_access_line(&text) {
+                self.tail.push(line);
+                let (_, msg) = super::line::split_prefix(&text);
+                if error_message(msg).is_some() {
+                    self.error_lines += 1;
+                }
+            }
+            return;
+        };
+        if parsed.ts.is_some() {
+            self.last_ts = parsed.ts;
+        }
+        match parsed.event {
+            Event::Stats(s) => {
+                self.signature_lines += 1;
+                self.on_stats(idx, parsed.ts, &s);
+            }
+            ev => {
+                self.tail.push(line);
+                self.on_event(idx, ev);
+            }
+        }
+    }
+
+    fn on_event(&mut self, idx: usize, ev: Event) {
+        match ev {
+            Event::Ready => {
+                if self.ready_line.is_none() {
+                    self.ready_line = Some(idx);
+                    self.warmup_stats = self.acc.all_stats;
+                    self.acc = Acc::default();
+                }
+            }
+            Event::Capacity(c) => {
+                self.signature_lines += 1;
+                self.kv_tokens = self.kv_tokens.or(c.kv_tokens);
+                self.max_model_len = self.max_model_len.or(c.tokens_per_request);
+            }
+            Event::Version(v) => {
+                self.signature_lines += 1;
+                self.version.get_or_insert(v);
+            }
+            Event::Args(a) => {
+                if !self.args_seen {
+                    self.args_seen = true;
+                    self.args = a;
+                }
+            }
+            Event::MaxModelLen(n) => {
+                self.max_model_len.get_or_insert(n);
+            }
+            Event::KvGib(g) => {
+                self.kv_gib.get_or_insert(g);
+            }
+            Event::Stats(_) => {}
+        }
+    }
+
+    fn on_stats(&mut self, idx: usize, ts: Option<Timestamp>, s: &Stats) {
+        let in_scope = self.scope.contains(idx, ts.or(self.last_ts));
+        if in_scope {
+            self.acc.all_stats += 1;
+        }
+        let key = s.engine;
+        let prev = self.prev.iter_mut().find(|(k, _)| *k == key);
+        let gap = match (ts, &prev) {
+            (Some(t), Some((_, p))) => Some(t.seconds_since(p)),
+            _ => None,
+        };
+        if let Some(t) = ts {
+            match prev {
+                Some(p) => p.1 = t,
+                None => self.prev.push((key, t)),
+            }
+        }
+        if !in_scope {
+            return;
+        }
+        self.acc.note_span(idx, ts);
+        if let Some(e) = key {
+            if !self.acc.engines.contains(&e) {
+                self.acc.engines.push(e);
+            }
+        }
+        let first = !self.acc.seen_engines.contains(&key);
+        if first {
+            self.acc.seen_engines.push(key);
+        }
+        if first || gap.is_some_and(|g| g > IDLE_GAP_SECS) || idle(s) {
+            self.acc.excluded += 1;
+            if !first {
+                self.acc.idle_excluded += 1;
+            }
+            return;
+        }
+        self.acc.keep(s);
+    }
+
+    fn arg(&self, key: &str) -> Option<&str> {
+        self.args
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The summary of everything fed so far.
+    pub fn summary(&self) -> ServerSummary {
+        let a = &self.acc;
+        let g = a.gen_q.percentiles(&[10.0, 50.0, 90.0]);
+        let u = a.usage_q.percentiles(&[90.0]);
+        let pick = |v: &[Option<f64>], i: usize| v.get(i).copied().flatten();
+        let mut span = a.span;
+        if let (Some(s), Some(e)) = (span.start, span.end) {
+            span.seconds = Some(e.seconds_since(&s));
+        }
+        let arg_u64 = |k: &str| self.arg(k).and_then(|v| v.trim().parse::<u64>().ok());
+        let mut version = crate::observe::sglang_log::version::VersionHints::default();
+        if let Some(v) = &self.version {
+            version.hints.push(format!("vLLM {v} (start-up lines)"));
+        }
+        ServerSummary {
+            engine: Some("vllm".into()),
+            engine_version: self.version.clone(),
+            stats_lines: a.stats_lines,
+            excluded_decode_lines: a.excluded,
+            gen_throughput_mean: ratio(a.gen_sum, a.gen_n),
+            gen_throughput_median: pick(&g, 1),
+            running_req_mean: ratio(a.run_sum, a.run_n),
+            running_req_max: a.run_max,
+            queue_req_mean: ratio(a.q_sum, a.q_n),
+            queue_req_max: a.q_max,
+            token_usage_mean: ratio(a.usage_sum, a.usage_n),
+            token_usage_max: a.usage_max,
+            max_total_num_tokens: self.kv_tokens,
+            max_running_requests: arg_u64("max_num_seqs"),
+            context_len: self.max_model_len,
+            kv_cache_gb: self.kv_gib.map(|g| g * 1.073_741_824),
+            retractions: a.preempted,
+            retracted_requests: a.preempted,
+            ready_seen: self.ready_line.is_some(),
+            lines: self.next_line,
+            ready_line: self.ready_line,
+            warmup_stats_lines: self.warmup_stats,
+            idle_gap_lines: a.idle_excluded,
+            error_lines: self.error_lines,
+            window: span,
+            intervals: a.stats_lines,
+            dp_ranks: if a.engines.len() > 1 {
+                a.engines.len()
+            } else {
+                0
+            },
+            gen_throughput_p10: pick(&g, 0),
+            gen_throughput_p90: pick(&g, 2),
+            queue_nonzero_share: ratio(a.q_nonzero as f64, a.q_n),
+            offered_estimate: a.offered,
+            token_usage_p90: pick(&u, 0),
+            percentiles_approx: !(a.gen_q.is_exact() && a.usage_q.is_exact()),
+            cached_token_share: a.hit_rate,
+            chunked_prefill_size: self
+                .arg("max_num_batched_tokens")
+                .and_then(|v| v.trim().parse::<i64>().ok()),
+            launch_args: self
+                .args
+                .iter()
+                .filter(|(k, _)| LAUNCH_ARGS.contains(&k.as_str()))
+                .cloned()
+                .collect(),
+            version,
+            ..ServerSummary::default()
+        }
+    }
+}
+
+/// Summarise a whole vLLM log text (tests, small files).
+pub fn summarize_text(text: &str, window: Option<LogWindow>) -> ServerSummary {
+    let mut s = Summarizer::new(Scope {
+        lines: window,
+        ..Scope::default()
+    });
+    for l in text.lines() {
+        s.feed_line(l.as_bytes());
+    }
+    s.summary()
+}

