@@ -409,6 +409,51 @@ mod tests {
     }
 
     #[test]
+    fn a_preflight_cut_short_comes_first_with_its_next_attempt() {
+        use crate::tune::testing::{row, spec};
+        let s = spec(
+            "sweep: {mem_fraction_static: [preflight]}\nworkload: {concurrency: 2, duration_s: 1, input_tokens: 1, output_tokens: 1, vocab_size: 10}\nobjective: {maximize: output_tok_s}\nsearch: {preflight: {mem_fraction_static: {from: 0.8, to: 0.9, resolution: 0.05}}}\n",
+        );
+        let plan = crate::plan::expand::expand(&s);
+        let attempt = |v: &str, probe: &str, status: &str| {
+            row(&[
+                ("run_name", "x"),
+                ("phase", "preflight"),
+                ("param_mem_fraction_static", v),
+                ("probe", probe),
+                ("status", status),
+            ])
+        };
+        // 0.9 failed, 0.8 survived; the attempt at 0.85 was interrupted: it is next again.
+        let rows = [
+            attempt("0.9", "fail", "failed"),
+            attempt("0.8", "pass", "ok"),
+            attempt("0.85", "", "interrupted"),
+            // A measured row of the sweep's own phase is not an attempt.
+            row(&[
+                ("run_name", "x"),
+                ("phase", "measure"),
+                ("param_mem_fraction_static", "0.85"),
+                ("probe", "pass"),
+                ("status", "ok"),
+            ]),
+        ];
+        let left = not_measured(&s, &plan, &rows);
+        assert_eq!(
+            left[0],
+            "the pre-flight: not finished after 2 attempt(s) (next: mem_fraction_static 0.85); the sweep's launches use the value it finds",
+            "{left:?}"
+        );
+        // Finished (0.85 survived, 0.9 failed): nothing said of it.
+        let done = [
+            rows[0].clone(),
+            rows[1].clone(),
+            attempt("0.85", "pass", "ok"),
+        ];
+        assert!(!not_measured(&s, &plan, &done)[0].starts_with("the pre-flight"));
+    }
+
+    #[test]
     fn a_launch_needs_its_own_points_without_a_search() {
         let spec = crate::plan::spec::parse(
             "name: e\nserver: {model_path: /m}\nworkload: {concurrency: 2, duration_s: 1, input_tokens: 1, output_tokens: 1, vocab_size: 10}\n",

@@ -313,6 +313,9 @@ pub(crate) mod tests {
             c.contains("(cuda_graph_max_bs_decode, dtype)") && c.ends_with("those settings"),
             "{c}"
         );
+        // Each configuration's own row is the one compared (not the first row of the sweep).
+        let c = no_effect_clause(&rows, &names(&["cgbd16", "mtt8192"]));
+        assert!(c.contains("(cuda_graph_max_bs_decode, dtype)"), "{c}");
         // One configuration alone differs in nothing.
         assert_eq!(
             no_effect_clause(&rows, &names(&["cgbd8"])),
