@@ -654,8 +654,8 @@ server:
   ready_timeout_s: 20
   stop_timeout_s: 3
 configs:
-  - {{name: a, max_total_tokens: 400}}
-  - {{name: b, max_total_tokens: 4000}}
+  - {{name: a, max_total_tokens: 400, fake_pace_jitter: 0.1}}
+  - {{name: b, max_total_tokens: 4000, fake_pace_jitter: 0.1}}
 workload:
   vocab_size: 100
   concurrency: [2, 8]
@@ -675,10 +675,12 @@ fn repeats_auto_measures_until_the_interval_is_narrow_or_the_cap() {
     let dir = tempfile::tempdir().expect("tempdir");
     let tag = unique_tag("auto");
     // An unreachable precision: every configuration and point goes to the cap, one new
-    // server per extra repeat.
+    // server per extra repeat. Each server's pace is drawn ±10% (the fake's
+    // fake_pace_jitter): on a quiet machine the fake alone repeats to 0.01%, and two repeats
+    // that close once met a 0.0001 precision and stopped a point at 2 (CI, 2026-12-02).
     let spec_path = write(
         dir.path(),
-        &auto_spec(&tag, "repeats: auto\nprecision: 0.0001\nmax_repeats: 4\n"),
+        &auto_spec(&tag, "repeats: auto\nprecision: 0.000001\nmax_repeats: 4\n"),
     );
     let results = dir.path().join("results");
     let out = run_sweep(&spec_path, &results);

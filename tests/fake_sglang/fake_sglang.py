@@ -63,6 +63,8 @@ Environment knobs:
                             configuration its own (`fake_fault: oom_at_start` in a config)
   --fake-token-s S           FAKE_SGLANG_TOKEN_S as a flag: each configuration its own pace
                             (`fake_token_s: 0.02` in a config), so its throughput is known
+  --fake-pace-jitter J       this launch's step is TOKEN_S x (1 + J x U(-1, 1)), unseeded:
+                            repeats on new servers differ by design (`fake_pace_jitter: 0.1`)
 Flag-driven behaviour (as real 0.5.23 on a CPU without AMX):
   --attention-backend intel_amx          "The current platform does not support Intel AMX, will
                                          fallback to torch_native backend."; /server_info and
@@ -176,6 +178,9 @@ def build_parser():
     a("--fake-fault", default=None, help="test knob: a FAKE_SGLANG_FAULT value for this run")
     a("--fake-token-s", type=float, default=None,
       help="test knob: FAKE_SGLANG_TOKEN_S for this run (each configuration its own pace)")
+    a("--fake-pace-jitter", type=float, default=0.0,
+      help="test knob: this launch's decode step is TOKEN_S x (1 + J x U(-1, 1)), drawn once "
+           "per launch from an unseeded generator, so repeats on new servers differ by design")
     # Memory thresholds for the pre-flight tests: above the first, start-up runs out of memory;
     # above the second, the server starts but dies of a CUDA OOM once 3 requests run at once.
     a("--fake-max-mfs-launch", type=float, default=None)
@@ -746,6 +751,10 @@ def main():
         # Per-configuration pace (a sweep key), overriding FAKE_SGLANG_TOKEN_S: a
         # configuration's throughput set by construction, whatever else the machine runs.
         TOKEN_S = args.fake_token_s
+    if args.fake_pace_jitter:
+        # Run-to-run noise by construction: a quiet machine and a deterministic fake give
+        # repeats that agree to 0.01%, which a test of "never precise enough" cannot use.
+        TOKEN_S *= 1 + args.fake_pace_jitter * random.Random().uniform(-1, 1)
     if args.fake_fault:
         # Per-configuration fault (a sweep key), overriding FAKE_SGLANG_FAULT.
         FAULT = args.fake_fault
