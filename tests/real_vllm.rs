@@ -101,6 +101,13 @@ workload:
     assert!(num(small, "queue_req_mean") > 0.5, "{small:?}");
     assert!(num(small, "token_usage_max") >= 0.8, "{small:?}");
     assert_eq!(num(large, "queue_req_max"), 0.0, "{large:?}");
+    // The second source, vLLM's own /metrics series, says the same about the queue.
+    for r in [small, large] {
+        assert!(num(r, "metrics_gen_tput") > 0.0, "{r:?}");
+        assert!(num(r, "metrics_running_mean") > 0.0, "{r:?}");
+    }
+    assert!(num(small, "metrics_queue_mean") > 0.0, "{small:?}");
+    assert_eq!(num(large, "metrics_queue_mean"), 0.0, "{large:?}");
     // The flush between launches' load points went to vLLM's route and was seen in its log.
     let log = std::fs::read_to_string(folder.join("runs/small-kv/server.log")).unwrap_or_default();
     assert!(

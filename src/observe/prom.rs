@@ -1,8 +1,10 @@
-//! The second source for the server's side: SGLang's Prometheus `/metrics` (with
-//! `--enable-metrics`), scraped about once a second during the measured window into
-//! `metrics.csv`. Counters give throughput as deltas over the window, gauges give running and
-//! queued requests; the summary says where each number came from, and the runner notes where
-//! it disagrees with the log.
+//! The second source for the server's side: the engine's Prometheus `/metrics` (SGLang with
+//! `--enable-metrics`; vLLM always), scraped about once a second during the measured window
+//! into `metrics.csv`. Counters give throughput as deltas over the window, gauges give running
+//! and queued requests; the summary says where each number came from, and the runner notes
+//! where it disagrees with the log. Which series mean what is one table per engine
+//! ([`SGLANG`], [`VLLM`]); the engine is found from the scrape itself, as `sgtune log` finds
+//! it from the log.
 
 use crate::server::control::Control;
 use serde::Serialize;
@@ -16,13 +18,16 @@ pub struct Sample {
     pub value: f64,
 }
 
-/// Parse the Prometheus text format, keeping SGLang's own series (`sglang:` or, re-exported by
-/// some gateways, `sglang_`). Comments and malformed lines are skipped.
+/// Parse the Prometheus text format, keeping the engines' own series (`sglang:` or, re-exported
+/// by some gateways, `sglang_`; `vllm:`). Comments and malformed lines are skipped.
 pub fn parse(text: &str) -> Vec<Sample> {
     text.lines()
         .filter_map(|l| {
             let l = l.trim();
-            if l.is_empty() || l.starts_with('#') || !l.starts_with("sglang") {
+            if l.is_empty()
+                || l.starts_with('#')
+                || !(l.starts_with("sglang") || l.starts_with("vllm:"))
+            {
                 return None;
             }
             let (series, rest) = match l.find('{') {
@@ -68,27 +73,83 @@ fn total_where(s: &[Sample], name: &str, label: &str) -> Option<f64> {
     (!v.is_empty()).then(|| v.iter().sum())
 }
 
+/// The series an engine exports for each quantity the summary reads.
+pub struct Series {
+    /// Generated-token counters, best first: (name, label filter). The first one exported
+    /// gives `gen_tput_from_counter`.
+    pub generation: &'static [(&'static str, &'static str)],
+    pub prompt: &'static str,
+    pub running: &'static str,
+    pub queue: &'static str,
+    /// KV pool usage gauges (0-1), by the names of the engine's versions.
+    pub usage: &'static [&'static str],
+    /// Retraction (vLLM: preemption) counters, by the names of the engine's versions.
+    pub retractions: &'static [&'static str],
+    /// The prefix-cache hit rate: Δ hits / Δ base, both counters in tokens.
+    pub cache_hits: &'static str,
+    pub cache_base: &'static str,
+}
+
+/// SGLang's series. `sglang:realtime_tokens_total{mode="decode"}` (2026+) is updated at every
+/// decode log interval; `sglang:generation_tokens_total` when a request finishes, so only
+/// whole requests inside the window count. The prompt tokens include the cached ones.
+pub static SGLANG: Series = Series {
+    generation: &[
+        ("sglang:realtime_tokens_total", "mode=\"decode\""),
+        ("sglang:generation_tokens_total", ""),
+    ],
+    prompt: "sglang:prompt_tokens_total",
+    running: "sglang:num_running_reqs",
+    queue: "sglang:num_queue_reqs",
+    usage: &["sglang:token_usage"],
+    retractions: &[
+        "sglang:num_retracted_requests_total",
+        "sglang:total_retracted_reqs",
+    ],
+    cache_hits: "sglang:cached_tokens_total",
+    cache_base: "sglang:prompt_tokens_total",
+};
+
+/// vLLM's series (vllm/v1/metrics/loggers.py). Its generation counter is updated at every
+/// engine step; `kv_cache_usage_perc` is a fraction despite its name (V0 called it
+/// `gpu_cache_usage_perc`); the prefix cache counts queried and hit tokens.
+pub static VLLM: Series = Series {
+    generation: &[("vllm:generation_tokens_total", "")],
+    prompt: "vllm:prompt_tokens_total",
+    running: "vllm:num_requests_running",
+    queue: "vllm:num_requests_waiting",
+    usage: &["vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"],
+    retractions: &["vllm:num_preemptions_total"],
+    cache_hits: "vllm:prefix_cache_hits_total",
+    cache_base: "vllm:prefix_cache_queries_total",
+};
+
+/// The engine whose series the scrapes hold: vLLM's when any is `vllm:`, else SGLang's.
+pub fn series_of(scrapes: &[Scrape]) -> &'static Series {
+    let vllm = scrapes
+        .iter()
+        .any(|s| s.samples.iter().any(|x| x.name.starts_with("vllm:")));
+    if vllm { &VLLM } else { &SGLANG }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct MetricsSummary {
     pub scrapes: usize,
     /// Generated tokens/s from a counter's delta over the scrapes; see `gen_tput_source`.
     pub gen_tput_from_counter: Option<f64>,
-    /// Which counter: `sglang:realtime_tokens_total{mode="decode"}` (updated at every decode
-    /// log interval, 2026+) when exported, else `sglang:generation_tokens_total` (counted
-    /// when a request finishes, so only whole requests inside the window count).
+    /// Which counter (`Series::generation`'s first exported).
     pub gen_tput_source: Option<String>,
-    /// Δ sglang:prompt_tokens_total / Δt.
+    /// Δ prompt tokens / Δt.
     pub prompt_tput_from_counter: Option<f64>,
-    /// Mean of sglang:num_running_reqs over the scrapes inside the window.
+    /// Mean of the running-requests gauge over the scrapes inside the window.
     pub running_mean: Option<f64>,
-    /// Mean of sglang:num_queue_reqs.
+    /// Mean of the queued (vLLM: waiting) requests gauge.
     pub queue_mean: Option<f64>,
-    /// Max of sglang:token_usage.
+    /// Max of the KV usage gauge.
     pub token_usage_max: Option<f64>,
-    /// Δ sglang:num_retracted_requests_total (or total_retracted_reqs), when exported.
+    /// Δ of the retraction (vLLM: preemption) counter, when exported.
     pub retractions: Option<f64>,
-    /// Prefix-cache hit rate in the window: Δ sglang:cached_tokens_total /
-    /// Δ sglang:prompt_tokens_total (prompt tokens include the cached ones).
+    /// Prefix-cache hit rate in the window: Δ hits / Δ base (`Series::cache_hits`).
     pub cache_hit_rate: Option<f64>,
 }
 
@@ -100,27 +161,27 @@ pub fn summarize(scrapes: &[Scrape]) -> MetricsSummary {
     let (Some(first), Some(last)) = (scrapes.first(), scrapes.last()) else {
         return m;
     };
+    let names = series_of(scrapes);
     let dt = last.t_s - first.t_s;
-    let rate = |name: &str| -> Option<f64> {
-        let (a, b) = (total(&first.samples, name)?, total(&last.samples, name)?);
-        (dt > 0.0).then(|| (b - a) / dt)
+    let delta_where = |name: &str, label: &str| {
+        Some(total_where(&last.samples, name, label)? - total_where(&first.samples, name, label)?)
     };
-    let decode = |s: &[Sample]| total_where(s, "sglang:realtime_tokens_total", "mode=\"decode\"");
-    if let (Some(a), Some(b)) = (decode(&first.samples), decode(&last.samples)) {
-        m.gen_tput_from_counter = (dt > 0.0).then(|| (b - a) / dt);
-        m.gen_tput_source = Some("sglang:realtime_tokens_total{mode=\"decode\"}".into());
-    } else {
-        m.gen_tput_from_counter = rate("sglang:generation_tokens_total");
-        m.gen_tput_source = m
-            .gen_tput_from_counter
-            .map(|_| "sglang:generation_tokens_total".into());
+    let delta = |name: &str| delta_where(name, "");
+    let rate = |d: Option<f64>| d.filter(|_| dt > 0.0).map(|d| d / dt);
+    if let Some((name, label)) = names
+        .generation
+        .iter()
+        .find(|(n, l)| delta_where(n, l).is_some())
+    {
+        m.gen_tput_from_counter = rate(delta_where(name, label));
+        m.gen_tput_source = Some(if label.is_empty() {
+            name.to_string()
+        } else {
+            format!("{name}{{{label}}}")
+        });
     }
-    m.prompt_tput_from_counter = rate("sglang:prompt_tokens_total");
-    let delta = |name: &str| Some(total(&last.samples, name)? - total(&first.samples, name)?);
-    if let (Some(c), Some(p)) = (
-        delta("sglang:cached_tokens_total"),
-        delta("sglang:prompt_tokens_total"),
-    ) {
+    m.prompt_tput_from_counter = rate(delta(names.prompt));
+    if let (Some(c), Some(p)) = (delta(names.cache_hits), delta(names.cache_base)) {
         m.cache_hit_rate = (p > 0.0).then(|| (c / p).clamp(0.0, 1.0));
     }
     // Gauges: the scrapes inside the window (the last one is taken just after it ends).
@@ -136,27 +197,15 @@ pub fn summarize(scrapes: &[Scrape]) -> MetricsSummary {
             .collect();
         (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
     };
-    m.running_mean = mean("sglang:num_running_reqs");
-    m.queue_mean = mean("sglang:num_queue_reqs");
+    m.running_mean = mean(names.running);
+    m.queue_mean = mean(names.queue);
     m.token_usage_max = scrapes
         .iter()
-        .filter_map(|s| {
-            s.samples
-                .iter()
-                .filter(|x| x.name == "sglang:token_usage")
-                .map(|x| x.value)
-                .reduce(f64::max)
-        })
+        .flat_map(|s| s.samples.iter())
+        .filter(|x| names.usage.contains(&x.name.as_str()))
+        .map(|x| x.value)
         .reduce(f64::max);
-    for name in [
-        "sglang:num_retracted_requests_total",
-        "sglang:total_retracted_reqs",
-    ] {
-        if let (Some(a), Some(b)) = (total(&first.samples, name), total(&last.samples, name)) {
-            m.retractions = Some(b - a);
-            break;
-        }
-    }
+    m.retractions = names.retractions.iter().find_map(|n| delta(n));
     m
 }
 
@@ -305,5 +354,72 @@ garbage line
         assert_eq!(hit.cache_hit_rate, Some(0.3));
         assert_eq!(m.token_usage_max, Some(0.88));
         assert_eq!(summarize(&[]).gen_tput_from_counter, None);
+    }
+
+    /// vLLM 0.x's V1 series (names as vllm/v1/metrics/loggers.py registers them; `_created`
+    /// companions and other series ignored).
+    fn vllm(g: f64, running: f64, usage: f64, hits: f64, queries: f64, preempt: f64) -> String {
+        format!(
+            "# HELP vllm:num_requests_running Number of requests in model execution batches.\n\
+             # TYPE vllm:num_requests_running gauge\n\
+             vllm:num_requests_running{{engine=\"0\",model_name=\"tiny\"}} {running}\n\
+             vllm:num_requests_waiting{{engine=\"0\",model_name=\"tiny\"}} 3.0\n\
+             vllm:kv_cache_usage_perc{{engine=\"0\",model_name=\"tiny\"}} {usage}\n\
+             vllm:prefix_cache_queries_total{{engine=\"0\",model_name=\"tiny\"}} {queries}\n\
+             vllm:prefix_cache_hits_total{{engine=\"0\",model_name=\"tiny\"}} {hits}\n\
+             vllm:num_preemptions_total{{engine=\"0\",model_name=\"tiny\"}} {preempt}\n\
+             vllm:prompt_tokens_total{{engine=\"0\",model_name=\"tiny\"}} {queries}\n\
+             vllm:generation_tokens_total{{engine=\"0\",model_name=\"tiny\"}} {g}\n\
+             vllm:generation_tokens_created{{engine=\"0\",model_name=\"tiny\"}} 1.7e9\n\
+             process_cpu_seconds_total 12.0\n"
+        )
+    }
+
+    #[test]
+    fn vllm_series_fill_the_same_summary() {
+        let scrapes = [
+            Scrape {
+                t_s: 0.0,
+                samples: parse(&vllm(1000.0, 16.0, 0.5, 100.0, 1000.0, 2.0)),
+            },
+            Scrape {
+                t_s: 1.0,
+                samples: parse(&vllm(2000.0, 8.0, 0.9, 160.0, 1200.0, 2.0)),
+            },
+            Scrape {
+                t_s: 2.0,
+                samples: parse(&vllm(3000.0, 0.0, 0.1, 400.0, 2000.0, 5.0)),
+            },
+        ];
+        assert_eq!(series_of(&scrapes).running, "vllm:num_requests_running");
+        let m = summarize(&scrapes);
+        assert_eq!(m.gen_tput_from_counter, Some(1000.0));
+        assert_eq!(
+            m.gen_tput_source.as_deref(),
+            Some("vllm:generation_tokens_total")
+        );
+        assert_eq!(m.prompt_tput_from_counter, Some(500.0));
+        // Gauges over the scrapes inside the window: 16 and 8, not the closing 0.
+        assert_eq!(m.running_mean, Some(12.0));
+        assert_eq!(m.queue_mean, Some(3.0));
+        assert_eq!(m.token_usage_max, Some(0.9));
+        assert_eq!(m.retractions, Some(3.0));
+        // (400 - 100) hit tokens of (2000 - 1000) queried.
+        assert_eq!(m.cache_hit_rate, Some(0.3));
+        // V0's usage gauge name is read too.
+        let v0 = parse("vllm:gpu_cache_usage_perc{model_name=\"m\"} 0.42\n");
+        let m = summarize(&[Scrape {
+            t_s: 0.0,
+            samples: v0,
+        }]);
+        assert_eq!(m.token_usage_max, Some(0.42));
+        // An SGLang scrape is not read with vLLM's names.
+        assert!(std::ptr::eq(
+            series_of(&[Scrape {
+                t_s: 0.0,
+                samples: parse(TEXT)
+            }]),
+            &SGLANG
+        ));
     }
 }
