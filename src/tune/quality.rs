@@ -642,6 +642,11 @@ mod tests {
         // A clear preference on one side (gap 1.9 > 0.5) is decisive even when both are in top-k.
         let e = sample("c", "c", 1, 0, &[("y", -0.1, &[("y", -0.1), ("x", -0.15)])]);
         assert_eq!(compare(&a, &e, 0.5).divergence, Divergence::Decisive);
+        // The same from the other side: a nearly tied (x 0.05 above y), g sure of y (1.9 above x).
+        let a2 = sample("b", "b", 1, 0, &[("x", -0.1, &[("x", -0.1), ("y", -0.15)])]);
+        let g = sample("c", "c", 1, 0, &[("y", -0.1, &[("y", -0.1), ("x", -2.0)])]);
+        assert_eq!(compare(&a2, &g, 0.5).divergence, Divergence::Decisive);
+        assert_eq!(compare(&g, &a2, 0.5).divergence, Divergence::Decisive);
         // One side stopping early is decisive.
         let f = sample("c", "c", 1, 0, &[("x", -0.1, &[("x", -0.1)])]);
         assert_eq!(compare(&a, &f, 0.5).divergence, Divergence::Decisive);
@@ -823,6 +828,79 @@ mod tests {
             answer_of(&re, "3 apples and 4.5 pears").as_deref(),
             Some("4.5")
         );
+    }
+
+    /// The counts the evidence and the columns are made of: each kind counted once, the
+    /// decisive positions 1-based and widened, errors apart from comparisons, merges adding up.
+    #[test]
+    fn tallies_count_each_kind_and_merge_exactly() {
+        let check = |d: Divergence, at: Option<usize>, pa: f64| PairCheck {
+            divergence: d,
+            at,
+            prefix_agreement: pa,
+        };
+        let mut t = Tally::default();
+        assert_eq!(
+            (t.decisive_share(), t.diverged_share(), t.prefix_agreement()),
+            (None, None, None)
+        );
+        t.add(check(Divergence::Identical, None, 1.0));
+        t.add(check(Divergence::NearTie, Some(2), 0.5));
+        t.add(check(Divergence::Decisive, Some(6), 0.25));
+        t.add(check(Divergence::Decisive, Some(3), 0.25));
+        assert_eq!(
+            (t.compared, t.identical, t.near_tie, t.decisive, t.errors),
+            (4, 1, 1, 2, 0)
+        );
+        assert_eq!(t.decisive_at, Some((4, 7)));
+        assert_eq!(t.prefix_sum, 2.0);
+        assert_eq!(t.prefix_agreement(), Some(0.5));
+        assert_eq!(t.decisive_share(), Some(0.5));
+        assert_eq!(t.diverged_share(), Some(0.75));
+        assert_eq!(positions(&t), ", at tokens 4-7");
+        let mut u = Tally {
+            errors: 2,
+            ..Default::default()
+        };
+        u.add(check(Divergence::Decisive, Some(0), 0.0));
+        assert_eq!(positions(&u), ", at token 1");
+        u.merge(&t);
+        assert_eq!(
+            (u.compared, u.identical, u.near_tie, u.decisive, u.errors),
+            (5, 1, 1, 3, 2)
+        );
+        assert_eq!((u.decisive_at, u.prefix_sum), (Some((1, 7)), 2.0));
+        // Merging into an empty tally keeps the other's positions; an empty one adds nothing.
+        let mut e = Tally::default();
+        e.merge(&t);
+        assert_eq!(e, t);
+        t.merge(&Tally::default());
+        assert_eq!(e, t);
+        assert_eq!(positions(&Tally::default()), "");
+    }
+
+    /// `tally` pairs prompts by id, counts a prompt with an error on either side (or missing
+    /// from the reference) as an error, not a comparison.
+    #[test]
+    fn tally_pairs_by_prompt_id_and_sets_errors_apart() {
+        let r = pass_of("base", "base", 1, 4, &[]);
+        let mut c = pass_of("c", "c", 1, 4, &[2]);
+        c.reverse();
+        c[0].prompt_id = 9; // not in the reference
+        c[1].error = Some("timeout".into());
+        let (rr, cc): (Vec<&QualitySample>, Vec<&QualitySample>) =
+            (r.iter().collect(), c.iter().collect());
+        let t = tally(&rr, &cc, 0.5);
+        // Left: ids 1 (identical) and 0 (identical); 2 had the error, 3 became 9.
+        assert_eq!(
+            (t.compared, t.identical, t.decisive, t.errors),
+            (2, 2, 0, 2)
+        );
+        let mut bad_ref = r.clone();
+        bad_ref[1].error = Some("x".into());
+        let br: Vec<&QualitySample> = bad_ref.iter().collect();
+        let t = tally(&br, &cc, 0.5);
+        assert_eq!((t.compared, t.errors), (1, 3));
     }
 
     proptest! {
