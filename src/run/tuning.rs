@@ -144,7 +144,13 @@ pub async fn run_rounds(
             }
         }
         if !pr.beaten.is_empty() {
-            let names: Vec<&str> = pr.beaten.iter().map(|(l, _)| l.run.name.as_str()).collect();
+            // One name per configuration, however many repeat launches it has.
+            let mut names: Vec<&str> = Vec::new();
+            for (l, _) in &pr.beaten {
+                if !names.contains(&l.run.name.as_str()) {
+                    names.push(&l.run.name);
+                }
+            }
             say(&format!(
                 "prune: {} of {} configuration(s) clearly beaten at {p} skip the other load points: {}",
                 names.len(),
