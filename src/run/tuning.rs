@@ -61,6 +61,25 @@ fn recorded(results: &ResultsDir) -> Vec<rows::Row> {
         .unwrap_or_default()
 }
 
+/// The rows pruning decides from: results.csv's, with the quality guard's verdicts on the
+/// first round's launches (judged from their quality.jsonl files as at conclusion), so that a
+/// configuration whose outputs fail neither leads the pruning nor runs on.
+fn first_round_rows(input: &TuningInput<'_>, results: &ResultsDir) -> Vec<rows::Row> {
+    let mut rows = recorded(results);
+    let names: Vec<String> = input.plan.runs.iter().map(|r| r.name.clone()).collect();
+    let reference = input
+        .spec
+        .quality
+        .as_ref()
+        .and_then(|q| q.reference_dir.as_deref())
+        .map(std::path::Path::new);
+    if let Some(report) = super::quality::judge_folder(input.spec, &names, &results.root, reference)
+    {
+        super::quality::annotate(&mut rows, &report);
+    }
+    rows
+}
+
 /// Run every round into `results`; returns whether the sweep was interrupted.
 pub async fn run_rounds(
     input: &TuningInput<'_>,
@@ -137,7 +156,7 @@ pub async fn run_rounds(
         .interrupted;
     }
     if let (Some(p), false) = (lowest, interrupted) {
-        let pr = prune::prune(input.spec, &launches, &recorded(results), p);
+        let pr = prune::prune(input.spec, &launches, &first_round_rows(input, results), p);
         for (l, why) in &pr.beaten {
             for r in launch::pruned(&ctx, l, why) {
                 results.append(&r)?;
@@ -145,10 +164,15 @@ pub async fn run_rounds(
         }
         if !pr.beaten.is_empty() {
             // One name per configuration, however many repeat launches it has.
-            let mut names: Vec<&str> = Vec::new();
+            let mut names: Vec<String> = Vec::new();
             for (l, _) in &pr.beaten {
-                if !names.contains(&l.run.name.as_str()) {
-                    names.push(&l.run.name);
+                let n = if pr.quality_failed.contains(&l.run.name) {
+                    format!("{} (output quality)", l.run.name)
+                } else {
+                    l.run.name.clone()
+                };
+                if !names.contains(&n) {
+                    names.push(n);
                 }
             }
             say(&format!(
