@@ -61,10 +61,10 @@ fn recorded(results: &ResultsDir) -> Vec<rows::Row> {
         .unwrap_or_default()
 }
 
-/// The rows pruning decides from: results.csv's, with the quality guard's verdicts on the
-/// first round's launches (judged from their quality.jsonl files as at conclusion), so that a
-/// configuration whose outputs fail neither leads the pruning nor runs on.
-fn first_round_rows(input: &TuningInput<'_>, results: &ResultsDir) -> Vec<rows::Row> {
+/// The rows pruning and `repeats: auto` decide from: results.csv's, with the quality guard's
+/// verdicts on the launches so far (judged from their quality.jsonl files as at conclusion),
+/// so that a configuration whose outputs fail neither leads the pruning nor runs on.
+fn judged_rows(input: &TuningInput<'_>, results: &ResultsDir) -> Vec<rows::Row> {
     let mut rows = recorded(results);
     let names: Vec<String> = input.plan.runs.iter().map(|r| r.name.clone()).collect();
     let reference = input
@@ -156,7 +156,7 @@ pub async fn run_rounds(
         .interrupted;
     }
     if let (Some(p), false) = (lowest, interrupted) {
-        let pr = prune::prune(input.spec, &launches, &first_round_rows(input, results), p);
+        let pr = prune::prune(input.spec, &launches, &judged_rows(input, results), p);
         for (l, why) in &pr.beaten {
             for r in launch::pruned(&ctx, l, why) {
                 results.append(&r)?;
@@ -191,7 +191,8 @@ pub async fn run_rounds(
     // repeats: auto: another round for every configuration and load point not yet precise.
     if let Some(auto) = input.spec.auto_repeats {
         while !interrupted {
-            let more = repeats::next_round(input.spec, input.plan, &recorded(results), auto);
+            let more =
+                repeats::next_round(input.spec, input.plan, &judged_rows(input, results), auto);
             if more.is_empty() {
                 break;
             }
