@@ -298,3 +298,373 @@ fn the_recheck_judges_quality_against_the_original_baseline() {
         );
     }
 }
+
+/// A sweep of `configs` with the quality guard (60 prompts), `load` under `workload:` (its
+/// load points and length) and `tail` after `objective:`'s keys (repeats, pruning, a search).
+/// Each server's prompts go to `<tmp>/<tag>.prompts` (FAKE_SGLANG_PROMPT_LOG).
+fn spec_of(tag: &str, configs: &str, load: &str, tail: &str) -> String {
+    format!(
+        r#"name: quality
+server:
+  command: [python3, "{fake}"]
+  model_path: /nonexistent-model
+  env:
+    SGTUNE_TEST_TAG: {tag}
+    FAKE_SGLANG_STARTUP_S: "0.2"
+    FAKE_SGLANG_TOKEN_S: "0.005"
+    FAKE_SGLANG_PROMPT_LOG: "{prompts}"
+  args:
+    served_model_name: fake
+    fake_near_tie: 0.02
+  ready_timeout_s: 20
+  stop_timeout_s: 3
+configs:
+{configs}workload:
+  vocab_size: 100
+  input_tokens: 8
+  output_tokens: 16
+  warmup_requests: 0
+{load}objective:
+  maximize: output_tok_s
+  noise: 0.05
+{tail}quality:
+  count: 60
+  output_tokens: 12
+  batch: 8
+"#,
+        fake = fake_server(),
+        prompts = prompt_log(tag).display()
+    )
+}
+
+fn prompt_log(tag: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("{tag}.prompts"))
+}
+
+/// Per server started (in order), how many prompts it got before its first flush: the quality
+/// pass, which comes first on a server and is followed by a flush (0: it made none).
+fn quality_prompts_by_server(tag: &str) -> Vec<usize> {
+    let p = prompt_log(tag);
+    let text = std::fs::read_to_string(&p).unwrap_or_default();
+    let _ = std::fs::remove_file(&p);
+    let mut out: Vec<(usize, bool)> = Vec::new();
+    for line in text.lines() {
+        match line.split(' ').next() {
+            Some("start") => out.push((0, false)),
+            Some("flush") => {
+                if let Some(s) = out.last_mut() {
+                    s.1 = true;
+                }
+            }
+            Some("prompt") => {
+                if let Some(s) = out.last_mut().filter(|s| !s.1) {
+                    s.0 += 1;
+                }
+            }
+            _ => panic!("unexpected prompt-log line {line:?}"),
+        }
+    }
+    out.into_iter().map(|(n, _)| n).collect()
+}
+
+type CsvRow = std::collections::HashMap<String, String>;
+
+fn rows_of<'a>(rows: &'a [CsvRow], name: &str) -> Vec<&'a CsvRow> {
+    rows.iter().filter(|r| r["run_name"] == name).collect()
+}
+
+fn decision_json(folder: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(folder.join("decision.json")).expect("json"))
+        .expect("decision.json")
+}
+
+/// One configuration's entry in one point of decision.json.
+fn entry(point: &serde_json::Value, name: &str) -> serde_json::Value {
+    point["configurations"]
+        .as_array()
+        .expect("configurations")
+        .iter()
+        .find(|c| c["run_name"] == name)
+        .cloned()
+        .unwrap_or_else(|| panic!("{name} not in {point}"))
+}
+
+fn quality_lines(folder: &Path, launch: &str) -> usize {
+    std::fs::read_to_string(folder.join("runs").join(launch).join("quality.jsonl"))
+        .map(|t| t.lines().count())
+        .unwrap_or(0)
+}
+
+fn mean(rows: &[&CsvRow], col: &str) -> f64 {
+    rows.iter().map(|r| num(r, col)).sum::<f64>() / rows.len() as f64
+}
+
+/// Pruning and repeats. The derailing configuration is the fastest at the first load point,
+/// but it neither leads the pruning (a leader that is not eligible would prune the
+/// configurations that could win) nor runs on: it is pruned with the guard's evidence. The
+/// slow one is pruned by the real leader and keeps the verdict of its first-round launches. The
+/// baseline's floor holds its second pass and both passes of its repeat's launch. Each launch
+/// answers the quality prompts once, though pruning runs it in two rounds.
+#[test]
+fn pruning_and_repeats_keep_the_guard() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tag = unique_tag("quality-prune");
+    let p = dir.path().join("s.yaml");
+    let configs = "  - {name: baseline}\n  - {name: repeat}\n  - {name: fp8, fake_derail: 0.3, fake_token_s: 0.0005}\n  - {name: slow, fake_token_s: 0.02}\n";
+    let load = "  concurrency: [2, 4]\n  requests: 8\n";
+    std::fs::write(
+        &p,
+        spec_of(&tag, configs, load, "  prune: true\nrepeats: 2\n"),
+    )
+    .expect("write");
+    let results = dir.path().join("results");
+    let out = run_sweep(&p, &results);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let folder = only_results_folder(&results);
+    let rows = read_rows(&folder.join("results.csv"));
+    let at = |name: &str, c: &str| -> Vec<&CsvRow> {
+        rows_of(&rows, name)
+            .into_iter()
+            .filter(|r| r["concurrency"] == c)
+            .collect()
+    };
+    // The premise: at the first point the derailing configuration was the fastest.
+    let fp8 = at("fp8", "2");
+    assert!(
+        mean(&fp8, "output_tok_s") > mean(&at("baseline", "2"), "output_tok_s"),
+        "{rows:?}"
+    );
+    assert!(
+        err.contains("prune: 2 of 4 configuration(s)")
+            && err.contains("fp8")
+            && err.contains("slow"),
+        "{err}"
+    );
+    // Every row of a configuration carries its verdict, the pruned ones too.
+    for (name, verdict) in [
+        ("baseline", "baseline"),
+        ("repeat", "pass"),
+        ("fp8", "fail"),
+        ("slow", "pass"),
+    ] {
+        let mine = rows_of(&rows, name);
+        assert_eq!(mine.len(), 4, "{name}: 2 points x 2 repeats");
+        for r in &mine {
+            assert_eq!(r["quality_verdict"], verdict, "{r:?}");
+            assert_eq!(r["quality_floor_decisive_share"], "0.0000", "{r:?}");
+        }
+    }
+    for r in at("fp8", "4") {
+        assert_eq!(r["status"], "pruned", "{r:?}");
+        assert!(
+            r["failure_message"]
+                .starts_with("pruned: at concurrency 2 its output quality fail: derails "),
+            "{r:?}"
+        );
+    }
+    for r in at("slow", "4") {
+        assert_eq!(r["status"], "pruned", "{r:?}");
+        assert!(r["failure_message"].contains("clearly beaten by"), "{r:?}");
+        assert!(!r["failure_message"].contains("by fp8"), "{r:?}");
+    }
+    for name in ["baseline", "repeat"] {
+        assert!(
+            at(name, "4").iter().all(|r| r["status"] == "ok"),
+            "{name}: {rows:?}"
+        );
+    }
+    // The floor: the baseline's second pass and its repeat launch's two, 3 x 60 comparisons.
+    // A candidate: its two launches' first passes, 2 x 60.
+    let evidence = |name: &str| rows_of(&rows, name)[0]["quality_evidence"].clone();
+    assert!(
+        evidence("baseline").contains("the baseline's repeat: 0% decisive (0/180)"),
+        "{}",
+        evidence("baseline")
+    );
+    assert!(
+        evidence("slow").starts_with("diverges 0% of prompts decisively (0/120)"),
+        "{}",
+        evidence("slow")
+    );
+    assert!(
+        evidence("fp8").starts_with("derails "),
+        "{}",
+        evidence("fp8")
+    );
+    assert!(evidence("fp8").contains("/120)"), "{}", evidence("fp8"));
+    let lines: Vec<usize> = [
+        "baseline.r1",
+        "baseline.r2",
+        "repeat.r1",
+        "fp8.r2",
+        "slow.r1",
+    ]
+    .iter()
+    .map(|l| quality_lines(&folder, l))
+    .collect();
+    assert_eq!(lines, [120, 120, 60, 60, 60]);
+    // 8 launches in the first round, then the second round's 4 (baseline and repeat, two
+    // launches each, at concurrency 4) start servers that make no quality pass.
+    let mut servers = quality_prompts_by_server(&tag);
+    servers.sort_unstable();
+    assert_eq!(servers, [0, 0, 0, 0, 60, 60, 60, 60, 60, 60, 120, 120]);
+    // The decision: the leader at each point is an eligible one, the derailer quality_failed.
+    let d = decision_json(&folder);
+    let points = d["points"].as_array().expect("points");
+    assert_eq!(points.len(), 2, "{d}");
+    for pt in points {
+        assert!(
+            ["baseline", "repeat"].contains(&pt["leader"].as_str().unwrap_or("")),
+            "{pt}"
+        );
+        let c = entry(pt, "fp8");
+        assert_eq!(c["standing"], "quality_failed", "{c}");
+        assert!(
+            c["why"].as_str().is_some_and(|w| w.contains("derails")),
+            "{c}"
+        );
+    }
+    assert_eq!(entry(&points[1], "slow")["standing"], "no_value");
+    no_leftover(&tag);
+}
+
+fn no_leftover(tag: &str) {
+    assert!(
+        wait_until(std::time::Duration::from_secs(5), || procs_with_tag(tag)
+            .is_empty()),
+        "servers left behind"
+    );
+}
+
+/// The max-load search: each configuration's one launch answers the quality prompts once,
+/// before its probes; every probe row carries the verdict; the derailing configuration, whose
+/// KV pool holds the most requests (the highest max load), is not eligible, and the decision at
+/// max load goes to an eligible one.
+#[test]
+fn the_max_load_search_keeps_the_guard() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tag = unique_tag("quality-search");
+    let p = dir.path().join("s.yaml");
+    // A request reserves 30 + 20 tokens of the pool: 4, 6 and 10 at once (fake_sglang).
+    let configs = "  - {name: baseline, max_total_tokens: 200}\n  - {name: large, max_total_tokens: 300}\n  - {name: fp8, max_total_tokens: 500, fake_derail: 0.3}\n";
+    let load = "  concurrency: 1\n  duration_s: 1\n";
+    let tail =
+        "  slo: {ttft_ms_p99: 250}\nsearch:\n  max_load:\n    concurrency: {from: 1, to: 8}\n";
+    let yaml = spec_of(&tag, configs, load, tail)
+        .replace(
+            "FAKE_SGLANG_TOKEN_S: \"0.005\"",
+            "FAKE_SGLANG_TOKEN_S: \"0.02\"",
+        )
+        .replace(
+            "input_tokens: 8\n  output_tokens: 16",
+            "input_tokens: 30\n  output_tokens: 20",
+        );
+    std::fs::write(&p, yaml).expect("write");
+    let results = dir.path().join("results");
+    let out = run_sweep(&p, &results);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let folder = only_results_folder(&results);
+    let rows = read_rows(&folder.join("results.csv"));
+    for (name, verdict) in [("baseline", "baseline"), ("large", "pass"), ("fp8", "fail")] {
+        let mine = rows_of(&rows, name);
+        assert!(mine.len() >= 4, "{name}: {} probes", mine.len());
+        for r in &mine {
+            assert_eq!(r["phase"], "probe", "{r:?}");
+            assert_eq!(r["quality_verdict"], verdict, "{r:?}");
+        }
+    }
+    assert!(
+        rows_of(&rows, "fp8")[0]["quality_evidence"].starts_with("derails "),
+        "{rows:?}"
+    );
+    // One quality pass per launch (two on the baseline's), not one per probe.
+    let lines: Vec<usize> = ["baseline", "large", "fp8"]
+        .iter()
+        .map(|l| quality_lines(&folder, l))
+        .collect();
+    assert_eq!(lines, [120, 60, 60]);
+    let mut servers = quality_prompts_by_server(&tag);
+    servers.sort_unstable();
+    assert_eq!(servers, [60, 60, 120]);
+    let d = decision_json(&folder);
+    let point = d["points"]
+        .as_array()
+        .and_then(|ps| ps.iter().find(|p| p["load_point"] == "max_load_at_slo"))
+        .expect("a max-load decision");
+    let fp8 = entry(point, "fp8");
+    assert_eq!(fp8["standing"], "quality_failed", "{fp8}");
+    // Its search found the highest load (the premise); the others' their own knees.
+    let at = |c: &serde_json::Value| c["max_load_at_slo"].as_str().unwrap_or("").to_string();
+    assert_eq!(
+        (
+            at(&entry(point, "baseline")),
+            at(&entry(point, "large")),
+            at(&fp8)
+        ),
+        ("4".into(), "6".into(), "8".into()),
+        "{point}"
+    );
+    assert_eq!(point["leader"], "large", "{point}");
+    let md = std::fs::read_to_string(folder.join("decision.md")).expect("decision.md");
+    assert!(md.contains("## Output quality"), "{md}");
+    no_leftover(&tag);
+}
+
+/// `repeats: auto`: each extra launch answers the prompts too (the baseline's twice, more
+/// floor); a configuration whose outputs fail gets no more repeats (it is not eligible
+/// however precise its throughput), the others go on to the cap.
+#[test]
+fn repeats_auto_keeps_the_guard_and_spends_nothing_on_a_failed_configuration() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tag = unique_tag("quality-auto");
+    let p = dir.path().join("s.yaml");
+    // Each server's pace drawn ±10%: a precision of 0.0001% is never met.
+    let configs = "  - {name: baseline, fake_pace_jitter: 0.1}\n  - {name: repeat, fake_pace_jitter: 0.1}\n  - {name: fp8, fake_derail: 0.3, fake_pace_jitter: 0.1}\n";
+    let load = "  concurrency: 2\n  requests: 8\n";
+    let tail = "repeats: auto\nprecision: 0.000001\nmax_repeats: 3\n";
+    std::fs::write(&p, spec_of(&tag, configs, load, tail)).expect("write");
+    let results = dir.path().join("results");
+    let out = run_sweep(&p, &results);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("repeats: auto: 2 launch(es)"), "{err}");
+    let folder = only_results_folder(&results);
+    let rows = read_rows(&folder.join("results.csv"));
+    let n = |name: &str| rows_of(&rows, name).len();
+    assert_eq!(
+        (n("baseline"), n("repeat"), n("fp8")),
+        (3, 3, 2),
+        "{rows:?}"
+    );
+    assert!(folder.join("runs/baseline.r3").exists() && !folder.join("runs/fp8.r3").exists());
+    let evidence = |name: &str| rows_of(&rows, name)[0]["quality_evidence"].clone();
+    // The floor: 3 launches x 2 passes, less the reference, x 60 prompts.
+    assert!(
+        evidence("baseline").contains("(0/300)"),
+        "{}",
+        evidence("baseline")
+    );
+    assert!(
+        evidence("repeat").starts_with("diverges 0% of prompts decisively (0/180)"),
+        "{}",
+        evidence("repeat")
+    );
+    assert!(
+        evidence("fp8").starts_with("derails ") && evidence("fp8").contains("/120)"),
+        "{}",
+        evidence("fp8")
+    );
+    for r in &rows {
+        let want = match r["run_name"].as_str() {
+            "baseline" => "baseline",
+            "repeat" => "pass",
+            _ => "fail",
+        };
+        assert_eq!(r["quality_verdict"], want, "{r:?}");
+    }
+    let d = decision_json(&folder);
+    assert_ne!(d["points"][0]["leader"], "fp8", "{d}");
+    assert_eq!(entry(&d["points"][0], "fp8")["standing"], "quality_failed");
+    no_leftover(&tag);
+}

@@ -223,6 +223,10 @@ workload:
   output_tokens: 128
 objective:
   maximize: output_tok_s
+quality:
+  baseline: sglang
+  count: 8
+  output_tokens: 16
 "#,
         sglang = need("SGTUNE_PYTHON"),
         vllm = need("SGTUNE_VLLM_PYTHON"),
@@ -278,10 +282,107 @@ objective:
         "{decision}"
     );
     assert!(folder.join("decision.md").is_file());
+    // The quality guard across engines: both servers answered the same token-id prompts
+    // (greedy, seeded) with each token's log-probability and its top-5, SGLang's twice; vLLM's
+    // outputs are judged against SGLang's, with SGLang's repeat as the floor. Whether bfloat16
+    // against float32 derails is the model's business: the mechanism is what is asserted.
+    let row = |n: &str| rows.iter().find(|r| r["run_name"] == n).expect(n).clone();
+    let (sg_row, vl_row) = (row("sglang"), row("vllm"));
+    assert_eq!(sg_row["quality_verdict"], "baseline", "{sg_row:?}");
+    assert!(
+        sg_row["quality_evidence"].contains("the baseline's repeat: ")
+            && sg_row["quality_evidence"].contains("/8)"),
+        "{sg_row:?}"
+    );
+    let verdict = vl_row["quality_verdict"].clone();
+    assert!(["pass", "fail"].contains(&verdict.as_str()), "{vl_row:?}");
+    let ev = &vl_row["quality_evidence"];
+    assert!(
+        (ev.starts_with("derails ") || ev.starts_with("diverges "))
+            && ev.contains(" of prompts decisively (")
+            && ev.contains("/8)")
+            && ev.contains("prefix agreement")
+            && ev.contains("the baseline's repeat: "),
+        "{vl_row:?}"
+    );
+    for col in [
+        "quality_decisive_share",
+        "quality_diverged_share",
+        "quality_prefix_agreement",
+    ] {
+        assert!(
+            vl_row[col]
+                .parse::<f64>()
+                .is_ok_and(|x| (0.0..=1.0).contains(&x)),
+            "{col}: {vl_row:?}"
+        );
+    }
+    // Every prompt got a whole answer from each engine, in the shape the comparison reads.
+    let mut pass_s = Vec::new();
+    for (launch, lines) in [("sglang", 16), ("vllm", 8)] {
+        let text = std::fs::read_to_string(folder.join("runs").join(launch).join("quality.jsonl"))
+            .expect("quality.jsonl");
+        let samples: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("a quality line"))
+            .collect();
+        assert_eq!(samples.len(), lines, "{launch}: {text}");
+        for s in &samples {
+            assert!(s.get("error").is_none(), "{launch}: {s}");
+            let n = s["tokens"].as_array().map_or(0, Vec::len);
+            assert_eq!(n, 16, "{launch}: {s}");
+            assert!(
+                s["logprobs"]
+                    .as_array()
+                    .is_some_and(|v| v.iter().all(|x| x.is_f64())),
+                "{launch}: {s}"
+            );
+            assert!(
+                s["top"].as_array().is_some_and(|t| t.len() == 16
+                    && t.iter().all(|k| k.as_array().is_some_and(|k| k.len() >= 5))),
+                "{launch}: {s}"
+            );
+        }
+        let mut secs: Vec<f64> = samples
+            .iter()
+            .filter_map(|s| s["pass_s"].as_f64())
+            .collect();
+        secs.dedup();
+        pass_s.push((launch, secs));
+    }
+    let standing = d["points"][0]["configurations"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["run_name"] == "vllm"))
+        .map(|c| c["standing"].as_str().unwrap_or("").to_string())
+        .unwrap_or_default();
+    if verdict == "fail" {
+        assert_eq!(standing, "quality_failed", "{decision}");
+        assert_eq!(leader, "sglang", "{decision}");
+    } else {
+        assert_ne!(standing, "quality_failed", "{decision}");
+    }
+    let md = std::fs::read_to_string(folder.join("decision.md")).expect("decision.md");
+    assert!(md.contains("## Output quality"), "{md}");
     eprintln!(
         "mixed sweep: {:.0} s; sglang {:.1} tok/s, vllm {:.1} tok/s, leader {leader}",
         started.elapsed().as_secs_f64(),
-        num(&rows[0], "output_tok_s"),
-        num(&rows[1], "output_tok_s"),
+        num(&sg_row, "output_tok_s"),
+        num(&vl_row, "output_tok_s"),
     );
+    eprintln!(
+        "quality across engines: sglang: {}; vllm: {verdict}, decisive {} diverged {} prefix {}: {ev}; pass seconds {pass_s:?}",
+        sg_row["quality_evidence"],
+        vl_row["quality_decisive_share"],
+        vl_row["quality_diverged_share"],
+        vl_row["quality_prefix_agreement"],
+    );
+    if std::env::var("SGTUNE_KEEP_QUALITY").is_ok() {
+        let keep = std::path::Path::new("/tmp/sgtune-quality-mixed");
+        let _ = std::fs::remove_dir_all(keep);
+        let _ = std::process::Command::new("cp")
+            .arg("-a")
+            .arg(&folder)
+            .arg(keep)
+            .status();
+    }
 }

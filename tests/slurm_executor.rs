@@ -254,7 +254,9 @@ fn six_configs_one_failing_cancel_then_resume_on_slurm() {
 }
 
 /// A sweep started here and interrupted finishes on Slurm: the rows kept locally plus the
-/// tasks' rows, one per planned run.
+/// tasks' rows, one per planned run. With the quality guard: the baseline (`a`) answered the
+/// prompts in the local session, the derailing `c` in a Slurm task, and the merge judges from
+/// the files both left (the baseline's outputs exist by then, whoever ran it).
 #[test]
 #[ignore = "needs a local Slurm (root: scripts/slurm-local.sh starts one); CI runs it"]
 fn a_sweep_started_locally_finishes_on_slurm() {
@@ -263,10 +265,15 @@ fn a_sweep_started_locally_finishes_on_slurm() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let tag = unique_tag("slurm-local-first");
     let spec_path = tmp.path().join("s.yaml");
-    let text3 = spec(&tag).replace(
-        "  - {name: c}\n  - {name: d}\n  - {name: e}\n  - {name: f}\n",
-        "  - {name: c}\n",
-    );
+    let text3 = spec(&tag)
+        .replace(
+            "  - {name: c}\n  - {name: d}\n  - {name: e}\n  - {name: f}\n",
+            "  - {name: c, fake_derail: 0.3}\n",
+        )
+        .replace(
+            "slurm:\n",
+            "objective:\n  maximize: output_tok_s\nquality:\n  count: 40\n  output_tokens: 8\nslurm:\n",
+        );
     std::fs::write(&spec_path, text3).expect("write");
     let results = tmp.path().join("results");
     let mut child = sgtune()
@@ -316,4 +323,35 @@ fn a_sweep_started_locally_finishes_on_slurm() {
             .all(|r| (r["run_name"] == "bad") == (r["status"] == "failed")),
         "{rows:?}"
     );
+    // The merge's verdicts: no near ties on the fake here, so the floor is exactly 0 of 40 and
+    // the seeded derails are the same every time.
+    let cell = |n: &str, col: &str| {
+        rows.iter()
+            .find(|r| r["run_name"] == n)
+            .map(|r| r[col].clone())
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        ["a", "c", "bad"].map(|n| cell(n, "quality_verdict")),
+        ["baseline", "fail", "unchecked"],
+        "{rows:?}"
+    );
+    assert!(
+        cell("a", "quality_evidence").contains("the baseline's repeat: 0% decisive (0/40)"),
+        "{rows:?}"
+    );
+    assert!(
+        cell("c", "quality_evidence").starts_with("derails "),
+        "{rows:?}"
+    );
+    assert!(dir.join("runs/a/quality.jsonl").exists() && dir.join("runs/c/quality.jsonl").exists());
+    let md = std::fs::read_to_string(dir.join("decision.md")).expect("decision.md");
+    assert!(
+        md.contains("## Output quality") && md.contains("1 failed the output-quality check"),
+        "{md}"
+    );
+    let d: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("decision.json")).expect("json"))
+            .expect("decision.json");
+    assert_eq!(d["points"][0]["leader"], "a", "{d}");
 }

@@ -488,6 +488,15 @@ async fn quality_pass(
     } else {
         1
     };
+    if quality::already_answered(
+        &st.dir.join(quality::FILE),
+        &run_name,
+        passes,
+        prompts.len(),
+    ) {
+        // Pruning's second round of this launch: its outputs were taken in the first.
+        return;
+    }
     let timeout = Duration::from_secs_f64(st.ctx.spec.workload.request_timeout_s);
     let mut text = String::new();
     let mut failed = Vec::new();

@@ -61,6 +61,25 @@ fn recorded(results: &ResultsDir) -> Vec<rows::Row> {
         .unwrap_or_default()
 }
 
+/// The rows pruning and `repeats: auto` decide from: results.csv's, with the quality guard's
+/// verdicts on the launches so far (judged from their quality.jsonl files as at conclusion),
+/// so that a configuration whose outputs fail neither leads the pruning nor runs on.
+fn judged_rows(input: &TuningInput<'_>, results: &ResultsDir) -> Vec<rows::Row> {
+    let mut rows = recorded(results);
+    let names: Vec<String> = input.plan.runs.iter().map(|r| r.name.clone()).collect();
+    let reference = input
+        .spec
+        .quality
+        .as_ref()
+        .and_then(|q| q.reference_dir.as_deref())
+        .map(std::path::Path::new);
+    if let Some(report) = super::quality::judge_folder(input.spec, &names, &results.root, reference)
+    {
+        super::quality::annotate(&mut rows, &report);
+    }
+    rows
+}
+
 /// Run every round into `results`; returns whether the sweep was interrupted.
 pub async fn run_rounds(
     input: &TuningInput<'_>,
@@ -137,14 +156,25 @@ pub async fn run_rounds(
         .interrupted;
     }
     if let (Some(p), false) = (lowest, interrupted) {
-        let pr = prune::prune(input.spec, &launches, &recorded(results), p);
+        let pr = prune::prune(input.spec, &launches, &judged_rows(input, results), p);
         for (l, why) in &pr.beaten {
             for r in launch::pruned(&ctx, l, why) {
                 results.append(&r)?;
             }
         }
         if !pr.beaten.is_empty() {
-            let names: Vec<&str> = pr.beaten.iter().map(|(l, _)| l.run.name.as_str()).collect();
+            // One name per configuration, however many repeat launches it has.
+            let mut names: Vec<String> = Vec::new();
+            for (l, _) in &pr.beaten {
+                let n = if pr.quality_failed.contains(&l.run.name) {
+                    format!("{} (output quality)", l.run.name)
+                } else {
+                    l.run.name.clone()
+                };
+                if !names.contains(&n) {
+                    names.push(n);
+                }
+            }
             say(&format!(
                 "prune: {} of {} configuration(s) clearly beaten at {p} skip the other load points: {}",
                 names.len(),
@@ -161,7 +191,8 @@ pub async fn run_rounds(
     // repeats: auto: another round for every configuration and load point not yet precise.
     if let Some(auto) = input.spec.auto_repeats {
         while !interrupted {
-            let more = repeats::next_round(input.spec, input.plan, &recorded(results), auto);
+            let more =
+                repeats::next_round(input.spec, input.plan, &judged_rows(input, results), auto);
             if more.is_empty() {
                 break;
             }

@@ -1,6 +1,11 @@
 //! `objective.prune`: successive halving. Every configuration is measured first at the lowest
 //! load point; those the leader clearly beats there (their margin separates from zero) skip
 //! the other load points, with the evidence in their `pruned` rows.
+//!
+//! With the quality guard (`quality:`) the caller puts the verdicts of the first round's
+//! launches into the rows first: a configuration whose outputs fail cannot lead (a leader that
+//! is not eligible would prune the configurations that could win) and is pruned itself, since
+//! no load point can make it eligible again. One that is only unchecked is left to run on.
 
 use crate::plan::spec::{self, LoadPoint, SweepSpec};
 use crate::record::rows::Row;
@@ -44,6 +49,8 @@ pub struct Pruned {
     pub beaten: Vec<(Launch, String)>,
     /// How many configurations were judged at the first point.
     pub judged: usize,
+    /// Those of `beaten` pruned because their outputs failed the quality guard.
+    pub quality_failed: Vec<String>,
 }
 
 /// Decide at `lowest` from the rows recorded there, and split the remaining measurements.
@@ -81,8 +88,35 @@ pub fn prune(spec: &SweepSpec, launches: &[Launch], rows: &[Row], lowest: LoadPo
             )
         })
         .collect();
+    // Failed the quality guard at the first round: not eligible at any point.
+    let beaten: Vec<(String, String)> = beaten
+        .into_iter()
+        .chain(
+            d.configurations
+                .iter()
+                .filter(|c| c.standing == Standing::QualityFailed)
+                .filter(|c| {
+                    at.iter().any(|r| {
+                        r.get("run_name") == c.run_name && r.get("quality_verdict") == "fail"
+                    })
+                })
+                .map(|c| {
+                    (
+                        c.run_name.clone(),
+                        format!("pruned: at {lowest} its {}", c.why),
+                    )
+                }),
+        )
+        .collect();
     let mut out = Pruned {
         judged: d.configurations.len(),
+        quality_failed: d
+            .configurations
+            .iter()
+            .filter(|c| c.standing == Standing::QualityFailed)
+            .filter(|c| beaten.iter().any(|(n, _)| *n == c.run_name))
+            .map(|c| c.run_name.clone())
+            .collect(),
         ..Pruned::default()
     };
     for l in launches {
@@ -210,6 +244,62 @@ mod tests {
         none.objective = None;
         let p = prune(&none, &launches(&s), &r, LOWEST);
         assert!(p.rest.is_empty() && p.beaten.is_empty() && p.judged == 0);
+    }
+
+    /// The quality guard's verdicts on the first round's rows: the fastest fails, so the next
+    /// leads and prunes by its own margin; the failing one is pruned with the guard's evidence;
+    /// an unchecked one (its comparison may still come) neither leads nor is pruned.
+    #[test]
+    fn a_configuration_failing_the_quality_guard_neither_leads_nor_runs_on() {
+        let s = testing::spec(
+            "configs:\n  - {name: derails}\n  - {name: fast}\n  - {name: beaten}\n  - {name: unknown}\nworkload:\n  vocab_size: 100\n  concurrency: [2, 8]\n  requests: 4\n  input_tokens: 4\n  output_tokens: 4\nobjective:\n  maximize: output_tok_s\n  prune: true\n",
+        );
+        let mut r = rows("derails", ("2", ""), "measure", &[3000.0, 3001.0, 3002.0]);
+        r.extend(first_round_rows());
+        r.retain(|x| x.get("run_name") != "close");
+        r.extend(rows(
+            "unknown",
+            ("2", ""),
+            "measure",
+            &[9000.0, 9001.0, 9002.0],
+        ));
+        for x in &mut r {
+            let (v, e) = match x.get("run_name") {
+                "derails" => ("fail", "derails 24% of prompts decisively (48/200)"),
+                "unknown" => ("unchecked", "quality unchecked: no quality outputs"),
+                _ => ("pass", "diverges 0% of prompts decisively (0/200)"),
+            };
+            x.0.insert("quality_verdict".into(), v.into());
+            x.0.insert("quality_evidence".into(), e.into());
+        }
+        let p = prune(&s, &launches(&s), &r, LOWEST);
+        let rest: Vec<&str> = p.rest.iter().map(|l| l.run.name.as_str()).collect();
+        assert_eq!(rest, ["fast", "unknown"]);
+        let beaten: Vec<(&str, &str)> = p
+            .beaten
+            .iter()
+            .map(|(l, w)| (l.run.name.as_str(), w.as_str()))
+            .collect();
+        assert_eq!(beaten.len(), 2, "{beaten:?}");
+        assert_eq!(p.quality_failed, ["derails"]);
+        assert_eq!(
+            beaten[0],
+            (
+                "derails",
+                "pruned: at concurrency 2 its output quality fail: derails 24% of prompts decisively (48/200)"
+            )
+        );
+        assert!(
+            beaten[1].0 == "beaten" && beaten[1].1.contains("clearly beaten by fast"),
+            "{beaten:?}"
+        );
+        // Without verdicts (no guard) the fastest leads and prunes the rest as before.
+        for x in &mut r {
+            x.0.remove("quality_verdict");
+        }
+        let p = prune(&s, &launches(&s), &r, LOWEST);
+        let rest: Vec<&str> = p.rest.iter().map(|l| l.run.name.as_str()).collect();
+        assert_eq!(rest, ["unknown"]);
     }
 
     #[test]

@@ -11,7 +11,8 @@ use crate::tune::work::{Launch, Measurement};
 /// The next round's launches. For each configuration, every load point whose repeats are all
 /// ok, below `auto.max`, and whose 95% half-width of the objective is still above
 /// `auto.precision` × the mean gets one more repeat, on one new server per configuration. A
-/// failed repeat ends its point (it is not eligible anyway).
+/// failed repeat ends its point, and so do outputs that failed the quality guard (a
+/// `quality_verdict` of `fail` on the rows): neither is eligible anyway.
 pub fn next_round(
     spec: &SweepSpec,
     plan: &RunPlan,
@@ -36,7 +37,8 @@ pub fn next_round(
                 .filter(|r| !matches!(r.get("phase"), "probe" | "preflight"))
                 .collect();
             let n = mine.len() as u64;
-            if n == 0 || n >= auto.max || mine.iter().any(|r| !r.is_ok()) {
+            let ineligible = |r: &&Row| !r.is_ok() || r.get("quality_verdict") == "fail";
+            if n == 0 || n >= auto.max || mine.iter().any(ineligible) {
                 continue;
             }
             let values: Vec<f64> = mine.iter().filter_map(|r| r.f64(&o.metric)).collect();
@@ -192,6 +194,24 @@ mod tests {
         }
         // Below the cap the same wide values ask for more.
         assert_eq!(round(&rows("a", "2", &ok(&wide[..3]))).len(), 1);
+    }
+
+    #[test]
+    fn outputs_failing_the_quality_guard_end_a_point_and_others_do_not() {
+        let wide = [50.0, 100.0, 150.0];
+        for (verdict, more) in [
+            ("fail", 0),
+            ("pass", 1),
+            ("baseline", 1),
+            ("unchecked", 1),
+            ("", 1),
+        ] {
+            let mut r = rows("a", "2", &ok(&wide));
+            for x in &mut r {
+                x.0.insert("quality_verdict".into(), verdict.into());
+            }
+            assert_eq!(round(&r).len(), more, "{verdict:?}");
+        }
     }
 
     #[test]
