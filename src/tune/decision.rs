@@ -661,7 +661,8 @@ fn decide_at_max_load(
                 let mut c = judge_alone(o, name, &there);
                 let at = there.first().map(|r| label(r)).unwrap_or_default();
                 let standing = there.first().map(|r| r.get("probe")).unwrap_or_default();
-                if c.standing != Standing::Failed {
+                // A failed start or failed outputs stay the reason: they hold at any load.
+                if !matches!(c.standing, Standing::Failed | Standing::QualityFailed) {
                     c.standing = Standing::SloNotMet;
                     c.why = format!(
                         "no load within the SLO: the lowest probe ({at}) was {}{}",
@@ -1793,6 +1794,23 @@ mod tests {
         assert_eq!(
             p.configurations[0].why,
             "no load within the SLO: the lowest probe (concurrency 2) was fail (SLO violated: goodput_req_s median 0.100 < 0.5)"
+        );
+        // Failed outputs stay the reason when no load passed either: they hold at any load.
+        let mut bad = probe("derails", "2", 1, "fail", "500", "0.1");
+        bad.0.insert("quality_verdict".into(), "fail".into());
+        bad.0.insert("quality_evidence".into(), "derails 9%".into());
+        let p = decide_rows(&o, &[bad, rows[4].clone()]).points.remove(0);
+        let c = p
+            .configurations
+            .iter()
+            .find(|c| c.run_name == "derails")
+            .expect("present");
+        assert_eq!(
+            (c.standing, c.why.as_str()),
+            (
+                Standing::QualityFailed,
+                "no load within the SLO: output quality fail: derails 9%"
+            )
         );
     }
 
