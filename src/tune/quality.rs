@@ -903,6 +903,136 @@ mod tests {
         assert_eq!((t.compared, t.errors), (1, 3));
     }
 
+    /// The rule's edges: the excess is the candidate's share minus the floor's, both the
+    /// excess and the test must hold to fail, no floor means any decisive divergence fails, the
+    /// p-value is reported only against a floor, and a candidate with no answers is unchecked.
+    #[test]
+    fn the_rule_needs_both_the_excess_and_the_confidence() {
+        let verdict = |q: &str, floor: &[u64], cand: &[u64], n: u64| {
+            let q: Quality = serde_yaml::from_str(q).expect("q");
+            let mut s = pass_of("base", "base", 1, n, &[]);
+            if floor != [u64::MAX] {
+                s.extend(pass_of("base", "base", 2, n, floor));
+            }
+            s.extend(pass_of("c", "c", 1, n, cand));
+            let names: Vec<String> = ["base", "c"].map(String::from).to_vec();
+            judge(&q, "base", &s, &names)
+                .verdict("c")
+                .expect("c")
+                .clone()
+        };
+        let ids = |r: std::ops::Range<u64>| r.collect::<Vec<_>>();
+        // 7 against a floor of 5 in 100: above the floor, but not with 95% confidence.
+        let v = verdict("{}", &ids(0..5), &ids(10..17), 100);
+        assert_eq!(v.status, QualityStatus::Pass, "{}", v.evidence);
+        assert!(v.p_value.is_some_and(|p| p > 0.05), "{:?}", v.p_value);
+        // 30 against 10 in 200: significant, excess 10 points; allowed 12 points: a pass,
+        // allowed 8: a fail.
+        let v = verdict(
+            "{max_decisive_excess: 0.12}",
+            &ids(0..10),
+            &ids(10..40),
+            200,
+        );
+        assert_eq!(v.status, QualityStatus::Pass, "{}", v.evidence);
+        assert!(v.p_value.is_some_and(|p| p < 0.05), "{:?}", v.p_value);
+        let v = verdict(
+            "{max_decisive_excess: 0.08}",
+            &ids(0..10),
+            &ids(10..40),
+            200,
+        );
+        assert_eq!(v.status, QualityStatus::Fail, "{}", v.evidence);
+        // Exactly the allowed excess (5 in 100 over a floor of 0, p 0.03) is not above it.
+        let v = verdict("{max_decisive_excess: 0.05}", &[], &ids(0..5), 100);
+        assert_eq!(v.status, QualityStatus::Pass, "{}", v.evidence);
+        let v = verdict("{max_decisive_excess: 0.04}", &[], &ids(0..5), 100);
+        assert_eq!(v.status, QualityStatus::Fail, "{}", v.evidence);
+        // No floor (one baseline pass): one decisive divergence fails, none passes; no p-value.
+        let v = verdict("{}", &[u64::MAX], &[3], 50);
+        assert_eq!(
+            (v.status, v.p_value),
+            (QualityStatus::Fail, None),
+            "{}",
+            v.evidence
+        );
+        assert!(!v.evidence.contains("Fisher"), "{}", v.evidence);
+        let v = verdict("{}", &[u64::MAX], &[], 50);
+        assert_eq!(
+            (v.status, v.p_value),
+            (QualityStatus::Pass, None),
+            "{}",
+            v.evidence
+        );
+        // A candidate whose every prompt errored is unchecked, and says so.
+        let q: Quality = serde_yaml::from_str("{}").expect("q");
+        let mut s = pass_of("base", "base", 1, 10, &[]);
+        let mut c = pass_of("c", "c", 1, 10, &[]);
+        for x in &mut c {
+            x.error = Some("timeout".into());
+        }
+        s.extend(c);
+        let names: Vec<String> = ["base", "c", "none"].map(String::from).to_vec();
+        let r = judge(&q, "base", &s, &names);
+        let c = r.verdict("c").expect("c");
+        assert_eq!(c.status, QualityStatus::Unchecked);
+        assert_eq!(
+            c.evidence,
+            "quality unchecked: none of its 10 quality prompts got an answer"
+        );
+        assert_eq!(
+            r.verdict("none").map(|v| v.evidence.as_str()),
+            Some("quality unchecked: no quality outputs (did its server start?)")
+        );
+    }
+
+    /// Accuracy fails a configuration only when it is wrong more often than right where the two
+    /// disagree, beyond chance: ties and small differences pass.
+    #[test]
+    fn accuracy_fails_only_when_worse_beyond_chance() {
+        let q: Quality = serde_yaml::from_str("{}").expect("q");
+        let mk = |run: &str, pass: u32, id: u64, right: bool| QualitySample {
+            run_name: run.into(),
+            launch: run.into(),
+            pass,
+            prompt_id: id,
+            answer: Some("7".into()),
+            tokens: vec!["t".into()],
+            logprobs: vec![Some(-0.1)],
+            top: vec![vec![("t".to_string(), -0.1)]],
+            text: if right { "so 7" } else { "so 8" }.into(),
+            ..Default::default()
+        };
+        // The baseline is wrong on ids 0-5; `c` on `wrong`.
+        let status = |wrong: &[u64]| {
+            let mut s = Vec::new();
+            for id in 0..40u64 {
+                s.push(mk("base", 1, id, id >= 6));
+                s.push(mk("base", 2, id, id >= 6));
+                s.push(mk("c", 1, id, !wrong.contains(&id)));
+            }
+            let names: Vec<String> = ["base", "c"].map(String::from).to_vec();
+            let r = judge(&q, "base", &s, &names);
+            let v = r.verdict("c").expect("c").clone();
+            (v.status, v.accuracy.map(|a| (a.worse, a.better)))
+        };
+        // Right on 0-5, wrong on 6-11: 6 worse, 6 better: a tie.
+        assert_eq!(
+            status(&(6..12).collect::<Vec<_>>()),
+            (QualityStatus::Pass, Some((6, 6)))
+        );
+        // Wrong where the baseline is wrong too, and on 2 more: 2 worse, 0 better, p 0.25.
+        assert_eq!(
+            status(&[0, 1, 2, 3, 4, 5, 6, 7]),
+            (QualityStatus::Pass, Some((2, 0)))
+        );
+        // 8 worse, 0 better: p 0.004.
+        assert_eq!(
+            status(&(0..14).collect::<Vec<_>>()),
+            (QualityStatus::Fail, Some((8, 0)))
+        );
+    }
+
     proptest! {
         #[test]
         fn comparison_is_symmetric_and_identity_is_identical(
