@@ -73,8 +73,44 @@ pub const SGLANG_ONLY: &[(&str, &str)] = &[
     ("model_path", "set server.model_path (vLLM's --model)"),
 ];
 
+/// results.csv columns vLLM's server does not report, each with why (a clause that follows
+/// "Empty for vLLM"): its rows leave them empty, never zero, and `sgtune columns`
+/// (docs/columns.md) states the reason under each. The client-side and `/metrics` columns are
+/// filled for both engines.
+pub const VLLM_UNREPORTED: &[(&str, &str)] = &[
+    (
+        "max_total_num_tokens",
+        " on the V0 engine (to 0.10), whose log gives the pool in blocks, not tokens",
+    ),
+    (
+        "max_running_requests",
+        " unless `max_num_seqs` (`max_running_requests`) is set: vLLM does not log its default",
+    ),
+    (
+        "kv_cache_dtype",
+        ": its log does not print the KV cache dtype",
+    ),
+    (
+        "not_in_effect",
+        ": its `/server_info` is its whole config as text, not SGLang's `ServerArgs`, so what was in effect is not checked",
+    ),
+    (
+        "effective_args_id",
+        ": its `/server_info` is its whole config as text, not SGLang's `ServerArgs`, so there is nothing to hash",
+    ),
+];
+
 impl Engine {
     pub const ALL: [Engine; 2] = [Engine::Sglang, Engine::Vllm];
+
+    /// The results.csv columns this engine's rows leave empty, each with why (a clause that
+    /// follows "Empty for <engine>").
+    pub fn unreported_columns(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Engine::Sglang => &[],
+            Engine::Vllm => VLLM_UNREPORTED,
+        }
+    }
 
     /// The name a spec and results use.
     pub fn as_str(self) -> &'static str {

@@ -443,9 +443,9 @@ pub fn trailing() -> Vec<Column> {
             doc: "`sglang:num_queue_reqs` (vLLM: `vllm:num_requests_waiting`) from `/metrics`, mean over ~1 s scrapes",
             get: |r| f(r.metrics.as_ref().and_then(|m| m.queue_mean)),
         },
-        Column { name: "max_total_num_tokens", better: Better::Neither, doc: "KV pool capacity in tokens (startup capacity line; vLLM: `KV cache size: N tokens`, empty for the V0 engine, which prints blocks)", get: |r| u(server(r, |s| s.max_total_num_tokens)) },
-        Column { name: "max_running_requests", better: Better::Neither, doc: "Effective running-request cap (startup capacity line; vLLM: `max_num_seqs` when set, else empty: its default is not logged)", get: |r| u(server(r, |s| s.max_running_requests)) },
-        Column { name: "kv_cache_dtype", better: Better::Neither, doc: "KV cache dtype (`KV Cache is allocated` line; empty for vLLM, whose log does not print it)", get: |r| server(r, |s| s.kv_cache_dtype.clone()).unwrap_or_default() },
+        Column { name: "max_total_num_tokens", better: Better::Neither, doc: "KV pool capacity in tokens (startup capacity line; vLLM: `KV cache size: N tokens`)", get: |r| u(server(r, |s| s.max_total_num_tokens)) },
+        Column { name: "max_running_requests", better: Better::Neither, doc: "Effective running-request cap (startup capacity line; vLLM: `max_num_seqs` from its `non-default args` line)", get: |r| u(server(r, |s| s.max_running_requests)) },
+        Column { name: "kv_cache_dtype", better: Better::Neither, doc: "KV cache dtype (`KV Cache is allocated` line)", get: |r| server(r, |s| s.kv_cache_dtype.clone()).unwrap_or_default() },
         Column { name: "kv_cache_gb", better: Better::Neither, doc: "KV cache size, K + V (GB; vLLM: its `GiB for KV cache` / `Available KV cache memory` line)", get: |r| f(server(r, |s| s.kv_cache_gb)) },
         Column { name: "cache_hit_rate", better: Better::Neither, doc: "Prefix-cache hit rate in the window: Σ `#cached-token` / Σ (`#new-token` + `#cached-token`) over Prefill lines (vLLM: the window's last `Prefix cache hit rate`, vLLM's rolling rate)", get: |r| f(server(r, |s| s.cached_token_share)) },
         Column { name: "metrics_cache_hit_rate", better: Better::Neither, doc: "Same from `/metrics`: Δ `sglang:cached_tokens_total` / Δ `sglang:prompt_tokens_total` over the window (vLLM: Δ `vllm:prefix_cache_hits_total` / Δ `vllm:prefix_cache_queries_total`)", get: |r| f(r.metrics.as_ref().and_then(|m| m.cache_hit_rate)) },
@@ -467,7 +467,7 @@ pub fn trailing() -> Vec<Column> {
         Column {
             name: "effective_args_id",
             better: Better::Neither,
-            doc: "Hash of the server-relevant arguments the server reported in `/server_info` (less ports, host, names, paths, the random seed, and settings SGLang ignores there, e.g. CUDA graph sizes with CUDA graphs off): configurations with equal ids ran the same server in effect, and the table and decision.md say so (empty: no `/server_info`, and for vLLM, whose `/server_info` is not SGLang's)",
+            doc: "Hash of the server-relevant arguments the server reported in `/server_info` (less ports, host, names, paths, the random seed, and settings SGLang ignores there, e.g. CUDA graph sizes with CUDA graphs off): configurations with equal ids ran the same server in effect, and the table and decision.md say so (empty: no `/server_info`)",
             get: |r| r.effective.as_ref().and_then(|e| e.id.clone()).unwrap_or_default(),
         },
         Column { name: "notes", better: Better::Neither, doc: "Warnings that are not failures, `; `-separated (e.g. a GPU not back to its baseline memory)", get: |r| r.notes.join("; ") },
@@ -510,6 +510,18 @@ pub fn row(r: &RunRecord) -> Vec<String> {
     out
 }
 
+/// A column's meaning as `sgtune columns` states it: its doc, then for each engine that cannot
+/// fill it, why its rows leave it empty (`Engine::unreported_columns`, the one list of them).
+pub fn column_doc(c: &Column) -> String {
+    let mut doc = c.doc.to_string();
+    for e in crate::plan::engine::Engine::ALL {
+        if let Some((_, why)) = e.unreported_columns().iter().find(|(n, _)| *n == c.name) {
+            doc.push_str(&format!(". Empty for {}{why}", e.label()));
+        }
+    }
+    doc
+}
+
 /// Markdown table of every column and its meaning (the README's column reference).
 pub fn columns_markdown() -> String {
     let arrow = |b: Better| match b {
@@ -523,7 +535,7 @@ pub fn columns_markdown() -> String {
             "| `{}` | {} | {} |\n",
             c.name,
             arrow(c.better),
-            c.doc
+            column_doc(c)
         ));
     }
     s.push_str(
@@ -534,7 +546,7 @@ pub fn columns_markdown() -> String {
             "| `{}` | {} | {} |\n",
             c.name,
             arrow(c.better),
-            c.doc
+            column_doc(&c)
         ));
     }
     s
