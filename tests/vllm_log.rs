@@ -315,3 +315,102 @@ fn real_vllm_start_up_failures_and_their_directions() {
     );
     assert!(dir.contains("lower kv_cache_memory_bytes"), "{dir}");
 }
+
+/// A results.csv row of `engine` with this server summary, built as a sweep builds it: the
+/// effective-argument check read the start-up log without SGLang's `/server_info`.
+fn vllm_row(server: ServerSummary, startup_log: &str) -> Vec<(String, String)> {
+    use sgtune::plan::flags::ParamValue;
+    use sgtune::record::{Phase, RunRecord, RunStatus};
+    let asked = vec![(
+        "kv_cache_memory_bytes".to_string(),
+        ParamValue::Int(8388608),
+    )];
+    let lines: Vec<&str> = startup_log.lines().collect();
+    let effective = sgtune::observe::effective::check(&asked, None, &lines).for_row();
+    let rec = RunRecord {
+        run_name: "v".into(),
+        run_id: "id".into(),
+        engine: Engine::Vllm,
+        status: RunStatus::Ok,
+        failure_kind: None,
+        failure_message: None,
+        params: Vec::new(),
+        concurrency: 16,
+        request_rate: None,
+        repeat: 1,
+        phase: Phase::Measure,
+        probe: None,
+        client: None,
+        server: Some(server),
+        verdict: None,
+        time_to_ready_s: Some(60.0),
+        metrics: None,
+        effective: Some(effective),
+        notes: Vec::new(),
+        started_at: String::new(),
+        finished_at: String::new(),
+    };
+    sgtune::record::header(&[])
+        .into_iter()
+        .zip(sgtune::record::row(&rec))
+        .collect()
+}
+
+/// Each column vLLM cannot fill (`Engine::unreported_columns`, the one list) is empty on a row
+/// made from a real vLLM log that lacks it, never zero, and `sgtune columns` says why under
+/// the column; the same logs fill the columns vLLM does report.
+#[test]
+fn columns_vllm_cannot_fill_are_empty_and_the_reference_says_why() {
+    let cell = |row: &[(String, String)], c: &str| {
+        row.iter()
+            .find(|(h, _)| h == c)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| panic!("no column {c}"))
+    };
+    // vLLM 0.32 on CPU, no --max-num-seqs: a V1 log, its pool in tokens.
+    let roomy = text("vllm-0.32.0-cpu-roomy.log");
+    let v1 = vllm_row(summarize_text(&roomy, None), &roomy);
+    // The V0 engine prints its pool in blocks.
+    let old = text("vllm-v0-capacity.log");
+    let v0 = vllm_row(summarize_text(&old, None), &old);
+    let cases: &[(&str, &[(String, String)])] = &[
+        ("kv_cache_dtype", &v1),
+        ("not_in_effect", &v1),
+        ("effective_args_id", &v1),
+        ("max_running_requests", &v1),
+        ("max_total_num_tokens", &v0),
+    ];
+    let unreported = Engine::Vllm.unreported_columns();
+    let mut listed: Vec<&str> = unreported.iter().map(|(c, _)| *c).collect();
+    let mut tested: Vec<&str> = cases.iter().map(|(c, _)| *c).collect();
+    listed.sort_unstable();
+    tested.sort_unstable();
+    assert_eq!(listed, tested, "a case for every column in the list");
+    let reference = sgtune::record::columns_markdown();
+    for (column, row) in cases {
+        assert_eq!(cell(row, column), "", "{column} on a vLLM row");
+        let why = unreported
+            .iter()
+            .find(|(c, _)| c == column)
+            .map(|(_, w)| *w)
+            .unwrap_or_default();
+        let line = reference
+            .lines()
+            .find(|l| l.starts_with(&format!("| `{column}` |")))
+            .unwrap_or_else(|| panic!("{column} is not a column"));
+        assert!(
+            line.ends_with(&format!(". Empty for vLLM{why} |")),
+            "{line}"
+        );
+    }
+    assert!(Engine::Sglang.unreported_columns().is_empty());
+    // What vLLM does report is filled on the same rows.
+    assert_eq!(cell(&v1, "engine"), "vllm");
+    assert!(
+        cell(&v1, "max_total_num_tokens")
+            .parse::<u64>()
+            .is_ok_and(|n| n > 0)
+    );
+    assert!(!cell(&v1, "kv_cache_gb").is_empty());
+    assert!(!cell(&v1, "server_stats_lines").is_empty());
+}

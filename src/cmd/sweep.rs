@@ -37,6 +37,20 @@ pub fn load_checked(path: &Path) -> Result<(SweepSpec, String, RunPlan, Prepared
         })?;
     }
     let plan = expand::expand(&s);
+    if let Some(message) = expand::preflight_refusal(&s, &plan) {
+        // Placed on the knob's first mention (its `preflight` value or its range).
+        let knob = s.search.preflight.as_ref().map_or("", |p| p.knob.as_str());
+        let (line, column) = spec::locate_key_in(&text, knob)
+            .or_else(|| spec::locate_key_in(&text, "preflight"))
+            .unwrap_or((1, 1));
+        return Err(spec::SpecError {
+            file: path.display().to_string(),
+            line,
+            column,
+            message,
+        }
+        .into());
+    }
     let mut s = s;
     if let Some(q) = s.quality.as_mut() {
         // The baseline is resolved once against the plan's names, so every launch (and a

@@ -322,6 +322,9 @@ pub fn failure_direction(kind: FailureKind, message: &str) -> String {
     if m.contains("is less than requested memory for kv") {
         return "vLLM's explicit KV space does not fit in this node's free memory: lower kv_cache_memory_bytes (or VLLM_CPU_KVCACHE_SPACE)".into();
     }
+    if m.contains("is less than desired CPU memory utilization") {
+        return "vLLM on CPU reserves gpu_memory_utilization (mem_fraction_static) of the node's RAM and that much is not free: lower it, or size the KV cache with kv_cache_memory_bytes".into();
+    }
     if m.contains("No available memory for the cache blocks") {
         return "no room for vLLM's KV pool after the weights: raise gpu_memory_utilization (mem_fraction_static), or shard the model (tp_size)".into();
     }

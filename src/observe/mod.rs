@@ -1,7 +1,8 @@
 //! Observe: what a run looked like from both sides. The server's log (`sglang_log`) and its
 //! `/metrics` (`prom`), the client's samples folded into a summary (`client`), and the verdict
 //! drawn from both (`diagnose`). `quantiles` is the one bounded percentile structure that
-//! `client` and `sglang_log` share.
+//! `client` and `sglang_log` share; `window` the one accumulator of a window's stats that
+//! `sglang_log` and `vllm_log` both feed.
 pub mod client;
 pub mod diagnose;
 pub mod effective;
@@ -10,3 +11,4 @@ pub mod prom;
 pub mod quantiles;
 pub mod sglang_log;
 pub mod vllm_log;
+pub mod window;

@@ -73,8 +73,122 @@ pub const SGLANG_ONLY: &[(&str, &str)] = &[
     ("model_path", "set server.model_path (vLLM's --model)"),
 ];
 
+/// Knobs the memory pre-flight may bisect under SGLang: memory settings with an order (higher
+/// uses more).
+pub const SGLANG_MEMORY_KNOBS: &[&str] = &[
+    "mem_fraction_static",
+    "max_running_requests",
+    "cuda_graph_max_bs",
+    "chunked_prefill_size",
+    "max_total_tokens",
+    "max_prefill_tokens",
+];
+
+/// Knobs the memory pre-flight may bisect under vLLM: the common names it has an equivalent of
+/// and vLLM's own. In vLLM 0.32 `gpu_memory_utilization` (`mem_fraction_static`) sizes the
+/// memory on GPU and, on CPU, is the share of the NUMA node's RAM reserved
+/// (`v1/worker/cpu_worker.py`); `kv_cache_memory_bytes` sizes the KV cache directly on both,
+/// and when set `gpu_memory_utilization` is ignored (`config/cache.py`).
+pub const VLLM_MEMORY_KNOBS: &[&str] = &[
+    "mem_fraction_static",
+    "gpu_memory_utilization",
+    "kv_cache_memory_bytes",
+    "max_running_requests",
+    "max_num_seqs",
+    "chunked_prefill_size",
+    "max_num_batched_tokens",
+    "num_gpu_blocks_override",
+];
+
+/// results.csv columns vLLM's server does not report, each with why (a clause that follows
+/// "Empty for vLLM"): its rows leave them empty, never zero, and `sgtune columns`
+/// (docs/columns.md) states the reason under each. The client-side and `/metrics` columns are
+/// filled for both engines.
+pub const VLLM_UNREPORTED: &[(&str, &str)] = &[
+    (
+        "max_total_num_tokens",
+        " on the V0 engine (to 0.10), whose log gives the pool in blocks, not tokens",
+    ),
+    (
+        "max_running_requests",
+        " unless `max_num_seqs` (`max_running_requests`) is set: vLLM does not log its default",
+    ),
+    (
+        "kv_cache_dtype",
+        ": its log does not print the KV cache dtype",
+    ),
+    (
+        "not_in_effect",
+        ": its `/server_info` is its whole config as text, not SGLang's `ServerArgs`, so what was in effect is not checked",
+    ),
+    (
+        "effective_args_id",
+        ": its `/server_info` is its whole config as text, not SGLang's `ServerArgs`, so there is nothing to hash",
+    ),
+];
+
 impl Engine {
     pub const ALL: [Engine; 2] = [Engine::Sglang, Engine::Vllm];
+
+    /// The knobs the memory pre-flight may bisect with this engine (spec names).
+    pub fn memory_knobs(self) -> &'static [&'static str] {
+        match self {
+            Engine::Sglang => SGLANG_MEMORY_KNOBS,
+            Engine::Vllm => VLLM_MEMORY_KNOBS,
+        }
+    }
+
+    /// Why this engine's pre-flight cannot bisect `knob` in a configuration with these resolved
+    /// flags and this extra environment, if it cannot: a knob the engine does not have, or one
+    /// it ignores there (vLLM ignores `gpu_memory_utilization` once `kv_cache_memory_bytes` or,
+    /// on CPU, `VLLM_CPU_KVCACHE_SPACE` sizes the KV cache, and that variable overrides
+    /// `kv_cache_memory_bytes`: `platforms/cpu.py`).
+    pub fn preflight_refuses(
+        self,
+        knob: &str,
+        resolved: &[(String, ParamValue)],
+        env: &[(&str, &str)],
+    ) -> Option<String> {
+        if !self.memory_knobs().contains(&knob) {
+            return Some(format!(
+                "`{knob}` is not a memory knob {} has for the pre-flight (one of {})",
+                self.label(),
+                self.memory_knobs().join(", ")
+            ));
+        }
+        if self != Engine::Vllm {
+            return None;
+        }
+        let env_space = env
+            .iter()
+            .find(|(k, v)| *k == "VLLM_CPU_KVCACHE_SPACE" && !v.is_empty())
+            .map(|(_, v)| *v);
+        let sets_bytes = resolved.iter().any(|(k, v)| {
+            k == "kv_cache_memory_bytes"
+                && !matches!(v, ParamValue::Str(s) if s == crate::plan::flags::PREFLIGHT_VALUE)
+        });
+        match self.key_name(knob) {
+            "gpu_memory_utilization" if sets_bytes => Some(format!(
+                "vLLM ignores `{knob}` (--gpu-memory-utilization) when kv_cache_memory_bytes sizes the KV cache, as this configuration's flags do: pre-flight kv_cache_memory_bytes instead, or drop it"
+            )),
+            "gpu_memory_utilization" => env_space.map(|v| format!(
+                "vLLM on CPU ignores `{knob}` (--gpu-memory-utilization) when VLLM_CPU_KVCACHE_SPACE ({v} GiB here) sizes the KV cache: pre-flight kv_cache_memory_bytes without that variable instead"
+            )),
+            "kv_cache_memory_bytes" => env_space.map(|v| format!(
+                "vLLM on CPU replaces kv_cache_memory_bytes with VLLM_CPU_KVCACHE_SPACE ({v} GiB here): unset the variable to pre-flight kv_cache_memory_bytes"
+            )),
+            _ => None,
+        }
+    }
+
+    /// The results.csv columns this engine's rows leave empty, each with why (a clause that
+    /// follows "Empty for <engine>").
+    pub fn unreported_columns(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Engine::Sglang => &[],
+            Engine::Vllm => VLLM_UNREPORTED,
+        }
+    }
 
     /// The name a spec and results use.
     pub fn as_str(self) -> &'static str {
@@ -249,6 +363,79 @@ mod tests {
             Some("max_running_requests")
         );
         assert_eq!(Engine::Sglang.common_key("max_num_seqs"), None);
+    }
+
+    #[test]
+    fn the_preflight_knob_must_be_one_the_engine_honours() {
+        let none: [(&str, &str); 0] = [];
+        let bytes = vec![(
+            "kv_cache_memory_bytes".to_string(),
+            ParamValue::Int(1 << 26),
+        )];
+        let placeholder = vec![(
+            "kv_cache_memory_bytes".to_string(),
+            ParamValue::Str("preflight".into()),
+        )];
+        // Each engine's own knobs, and not the other's.
+        assert_eq!(
+            Engine::Vllm.preflight_refuses("kv_cache_memory_bytes", &[], &none),
+            None
+        );
+        assert_eq!(
+            Engine::Vllm.preflight_refuses("mem_fraction_static", &[], &none),
+            None
+        );
+        assert_eq!(
+            Engine::Sglang.preflight_refuses("mem_fraction_static", &bytes, &none),
+            None
+        );
+        for (e, k) in [
+            (Engine::Vllm, "cuda_graph_max_bs"),
+            (Engine::Vllm, "max_total_tokens"),
+            (Engine::Sglang, "kv_cache_memory_bytes"),
+            (Engine::Sglang, "gpu_memory_utilization"),
+        ] {
+            let why = e.preflight_refuses(k, &[], &none).unwrap_or_default();
+            assert!(
+                why.contains(&format!("`{k}` is not a memory knob {}", e.label())),
+                "{why}"
+            );
+        }
+        // vLLM ignores gpu_memory_utilization once the KV size is given in bytes or by the
+        // CPU variable, and the variable overrides kv_cache_memory_bytes.
+        for knob in ["mem_fraction_static", "gpu_memory_utilization"] {
+            let why = Engine::Vllm
+                .preflight_refuses(knob, &bytes, &none)
+                .unwrap_or_default();
+            assert!(
+                why.contains("vLLM ignores") && why.contains("pre-flight kv_cache_memory_bytes"),
+                "{why}"
+            );
+            let why = Engine::Vllm
+                .preflight_refuses(knob, &[], &[("VLLM_CPU_KVCACHE_SPACE", "4")])
+                .unwrap_or_default();
+            assert!(why.contains("VLLM_CPU_KVCACHE_SPACE (4 GiB here)"), "{why}");
+        }
+        assert_eq!(
+            Engine::Vllm.preflight_refuses("mem_fraction_static", &placeholder, &none),
+            None
+        );
+        let why = Engine::Vllm
+            .preflight_refuses(
+                "kv_cache_memory_bytes",
+                &placeholder,
+                &[("VLLM_CPU_KVCACHE_SPACE", "4")],
+            )
+            .unwrap_or_default();
+        assert!(why.contains("unset the variable"), "{why}");
+        assert_eq!(
+            Engine::Vllm.preflight_refuses(
+                "kv_cache_memory_bytes",
+                &[],
+                &[("VLLM_CPU_KVCACHE_SPACE", "")]
+            ),
+            None
+        );
     }
 
     #[test]

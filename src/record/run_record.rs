@@ -78,6 +78,8 @@ impl ProbeResult {
 pub struct RunRecord {
     pub run_name: String,
     pub run_id: String,
+    /// The engine the run's server is (its configuration's `engine:`, else `server.engine`).
+    pub engine: crate::plan::engine::Engine,
     pub status: RunStatus,
     pub failure_kind: Option<FailureKind>,
     pub failure_message: Option<String>,
@@ -228,6 +230,12 @@ pub const LEADING: &[Column] = &[
         better: Better::Neither,
         doc: "Stable id: hash of the resolved command, model, flags and environment",
         get: |r| r.run_id.clone(),
+    },
+    Column {
+        name: "engine",
+        better: Better::Neither,
+        doc: "The serving engine: `sglang` or `vllm` (the configuration's `engine:`, else `server.engine`)",
+        get: |r| r.engine.as_str().to_string(),
     },
     Column {
         name: "status",
@@ -435,9 +443,9 @@ pub fn trailing() -> Vec<Column> {
             doc: "`sglang:num_queue_reqs` (vLLM: `vllm:num_requests_waiting`) from `/metrics`, mean over ~1 s scrapes",
             get: |r| f(r.metrics.as_ref().and_then(|m| m.queue_mean)),
         },
-        Column { name: "max_total_num_tokens", better: Better::Neither, doc: "KV pool capacity in tokens (startup capacity line; vLLM: `KV cache size: N tokens`, empty for the V0 engine, which prints blocks)", get: |r| u(server(r, |s| s.max_total_num_tokens)) },
-        Column { name: "max_running_requests", better: Better::Neither, doc: "Effective running-request cap (startup capacity line; vLLM: `max_num_seqs` when set, else empty: its default is not logged)", get: |r| u(server(r, |s| s.max_running_requests)) },
-        Column { name: "kv_cache_dtype", better: Better::Neither, doc: "KV cache dtype (`KV Cache is allocated` line; empty for vLLM, whose log does not print it)", get: |r| server(r, |s| s.kv_cache_dtype.clone()).unwrap_or_default() },
+        Column { name: "max_total_num_tokens", better: Better::Neither, doc: "KV pool capacity in tokens (startup capacity line; vLLM: `KV cache size: N tokens`)", get: |r| u(server(r, |s| s.max_total_num_tokens)) },
+        Column { name: "max_running_requests", better: Better::Neither, doc: "Effective running-request cap (startup capacity line; vLLM: `max_num_seqs` from its `non-default args` line)", get: |r| u(server(r, |s| s.max_running_requests)) },
+        Column { name: "kv_cache_dtype", better: Better::Neither, doc: "KV cache dtype (`KV Cache is allocated` line)", get: |r| server(r, |s| s.kv_cache_dtype.clone()).unwrap_or_default() },
         Column { name: "kv_cache_gb", better: Better::Neither, doc: "KV cache size, K + V (GB; vLLM: its `GiB for KV cache` / `Available KV cache memory` line)", get: |r| f(server(r, |s| s.kv_cache_gb)) },
         Column { name: "cache_hit_rate", better: Better::Neither, doc: "Prefix-cache hit rate in the window: Σ `#cached-token` / Σ (`#new-token` + `#cached-token`) over Prefill lines (vLLM: the window's last `Prefix cache hit rate`, vLLM's rolling rate)", get: |r| f(server(r, |s| s.cached_token_share)) },
         Column { name: "metrics_cache_hit_rate", better: Better::Neither, doc: "Same from `/metrics`: Δ `sglang:cached_tokens_total` / Δ `sglang:prompt_tokens_total` over the window (vLLM: Δ `vllm:prefix_cache_hits_total` / Δ `vllm:prefix_cache_queries_total`)", get: |r| f(r.metrics.as_ref().and_then(|m| m.cache_hit_rate)) },
@@ -459,7 +467,7 @@ pub fn trailing() -> Vec<Column> {
         Column {
             name: "effective_args_id",
             better: Better::Neither,
-            doc: "Hash of the server-relevant arguments the server reported in `/server_info` (less ports, host, names, paths, the random seed, and settings SGLang ignores there, e.g. CUDA graph sizes with CUDA graphs off): configurations with equal ids ran the same server in effect, and the table and decision.md say so (empty: no `/server_info`, and for vLLM, whose `/server_info` is not SGLang's)",
+            doc: "Hash of the server-relevant arguments the server reported in `/server_info` (less ports, host, names, paths, the random seed, and settings SGLang ignores there, e.g. CUDA graph sizes with CUDA graphs off): configurations with equal ids ran the same server in effect, and the table and decision.md say so (empty: no `/server_info`)",
             get: |r| r.effective.as_ref().and_then(|e| e.id.clone()).unwrap_or_default(),
         },
         Column { name: "notes", better: Better::Neither, doc: "Warnings that are not failures, `; `-separated (e.g. a GPU not back to its baseline memory)", get: |r| r.notes.join("; ") },
@@ -502,6 +510,18 @@ pub fn row(r: &RunRecord) -> Vec<String> {
     out
 }
 
+/// A column's meaning as `sgtune columns` states it: its doc, then for each engine that cannot
+/// fill it, why its rows leave it empty (`Engine::unreported_columns`, the one list of them).
+pub fn column_doc(c: &Column) -> String {
+    let mut doc = c.doc.to_string();
+    for e in crate::plan::engine::Engine::ALL {
+        if let Some((_, why)) = e.unreported_columns().iter().find(|(n, _)| *n == c.name) {
+            doc.push_str(&format!(". Empty for {}{why}", e.label()));
+        }
+    }
+    doc
+}
+
 /// Markdown table of every column and its meaning (the README's column reference).
 pub fn columns_markdown() -> String {
     let arrow = |b: Better| match b {
@@ -515,7 +535,7 @@ pub fn columns_markdown() -> String {
             "| `{}` | {} | {} |\n",
             c.name,
             arrow(c.better),
-            c.doc
+            column_doc(c)
         ));
     }
     s.push_str(
@@ -526,7 +546,7 @@ pub fn columns_markdown() -> String {
             "| `{}` | {} | {} |\n",
             c.name,
             arrow(c.better),
-            c.doc
+            column_doc(&c)
         ));
     }
     s
@@ -547,6 +567,7 @@ mod tests {
         let r = RunRecord {
             run_name: "a".into(),
             run_id: "0123".into(),
+            engine: crate::plan::engine::Engine::Sglang,
             status: RunStatus::Failed,
             failure_kind: Some(FailureKind::Oom),
             failure_message: Some("Not enough memory".into()),
@@ -568,9 +589,10 @@ mod tests {
         };
         let row = row(&r);
         assert_eq!(row.len(), h.len());
-        assert_eq!(row[2], "failed");
-        assert_eq!(row[3], "oom");
-        assert_eq!(row[5], "0.88");
+        assert_eq!(row[2], "sglang");
+        assert_eq!(row[3], "failed");
+        assert_eq!(row[4], "oom");
+        assert_eq!(row[6], "0.88");
         assert!(h.contains(&"ttft_ms_p99".to_string()));
         assert_eq!(f(Some(1.50)), "1.5");
         assert_eq!(f(Some(2.0)), "2");
@@ -599,6 +621,7 @@ mod tests {
         RunRecord {
             run_name: "name-of-run".into(),
             run_id: "id-of-run".into(),
+            engine: crate::plan::engine::Engine::Vllm,
             status: RunStatus::Failed,
             failure_kind: Some(FailureKind::LoadFailed),
             failure_message: Some("message of failure".into()),
@@ -707,6 +730,7 @@ mod tests {
         let expected: &[(&str, &str)] = &[
             ("run_name", "name-of-run"),
             ("run_id", "id-of-run"),
+            ("engine", "vllm"),
             ("status", "failed"),
             ("failure_kind", "load_failed"),
             ("failure_message", "message of failure"),

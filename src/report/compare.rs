@@ -76,6 +76,9 @@ pub struct Comparison {
     pub only_b: Vec<String>,
     /// Differences in versions, hardware, model (from the manifests), shown above the table.
     pub context: Vec<String>,
+    /// `name @ concurrency: A's engine → B's`: a configuration that ran another engine in B
+    /// (an identity change, not a metric), shown above the table.
+    pub engine_changed: Vec<String>,
 }
 
 fn side(rows: &[&Row], metric: &str) -> Option<Side> {
@@ -148,6 +151,11 @@ fn keyed(rows: &[Row]) -> Vec<((String, String), Vec<&Row>)> {
     out
 }
 
+/// The engine a configuration's rows ran on (None: a results.csv from before the column).
+fn engine<'a>(rows: &[&'a Row]) -> Option<&'a str> {
+    rows.iter().map(|r| r.get("engine")).find(|e| !e.is_empty())
+}
+
 pub fn compare(a: &[Row], b: &[Row], metrics: &[String], threshold: f64) -> Comparison {
     let ka = keyed(a);
     let kb = keyed(b);
@@ -158,6 +166,12 @@ pub fn compare(a: &[Row], b: &[Row], metrics: &[String], threshold: f64) -> Comp
             c.only_a.push(format!("{} @{}", key.0, key.1));
             continue;
         };
+        if let (Some(ea), Some(eb)) = (engine(ra), engine(rb)) {
+            if ea != eb {
+                c.engine_changed
+                    .push(format!("{} @{}: {ea} → {eb}", key.0, key.1));
+            }
+        }
         match (has_ok(ra), has_ok(rb)) {
             (true, true) => c.joined.push(Joined {
                 run_name: key.0.clone(),
@@ -251,6 +265,13 @@ pub fn render(c: &Comparison, format: Format) -> String {
             if !c.context.is_empty() {
                 out.push_str("Provenance differs:\n");
                 for d in &c.context {
+                    out.push_str(&format!("- {d}\n"));
+                }
+                out.push('\n');
+            }
+            if !c.engine_changed.is_empty() {
+                out.push_str("Engine changed (the same name ran another server):\n");
+                for d in &c.engine_changed {
                     out.push_str(&format!("- {d}\n"));
                 }
                 out.push('\n');
@@ -351,6 +372,33 @@ mod tests {
         let c = compare(&a, &b, &metrics, 0.05);
         assert_eq!(c.joined[0].cells[0].judgement, Judgement::WithinNoise);
         assert_eq!(c.joined[0].cells[0].noise_basis, "repeats");
+    }
+
+    /// A configuration that ran another engine in B is named above the table, not judged as
+    /// a metric; rows without the column (older sweeps) say nothing either way.
+    #[test]
+    fn an_engine_change_is_an_identity_change() {
+        let on = |e: &str, tok: f64| {
+            let mut x = r("a", tok, 10.0);
+            x.0.insert("engine".into(), e.into());
+            x
+        };
+        let metrics = vec!["output_tok_s".to_string()];
+        let c = compare(&[on("sglang", 100.0)], &[on("vllm", 130.0)], &metrics, 0.05);
+        assert_eq!(c.engine_changed, ["a @8: sglang → vllm"]);
+        assert_eq!(c.joined[0].cells[0].judgement, Judgement::Better);
+        let t = render(&c, Format::Table);
+        assert!(
+            t.starts_with(
+                "Engine changed (the same name ran another server):\n- a @8: sglang → vllm\n"
+            ),
+            "{t}"
+        );
+        let same = compare(&[on("vllm", 100.0)], &[on("vllm", 130.0)], &metrics, 0.05);
+        assert!(same.engine_changed.is_empty());
+        let old = compare(&[r("a", 100.0, 10.0)], &[on("vllm", 130.0)], &metrics, 0.05);
+        assert!(old.engine_changed.is_empty());
+        assert!(!render(&same, Format::Table).contains("Engine changed"));
     }
 
     #[test]

@@ -181,11 +181,12 @@ pub fn render(rows: &[Row], param_keys: &[String], decision: Option<&DecisionMar
         }
     };
     let many_points = many_load_points(rows);
-    let header = header(rows, param_keys, many_points);
+    let mixed = many_engines(rows);
+    let header = header(rows, param_keys, many_points, mixed);
     let lines: Vec<Vec<String>> = aggregates
         .iter()
         .enumerate()
-        .map(|(i, a)| format_line(a, star(i), many_points, param_keys))
+        .map(|(i, a)| format_line(a, star(i), many_points, mixed, param_keys))
         .collect();
     let mut out = render_plain(&header, &lines);
     if let Some(d) = decision {
@@ -320,8 +321,22 @@ fn many_load_points(rows: &[Row]) -> bool {
     c.len() > 1
 }
 
-/// The header row: run, the load point column if any, status, the swept keys, the metrics.
-fn header(rows: &[Row], param_keys: &[String], many_points: bool) -> Vec<String> {
+/// Whether the rows ran on more than one engine (a mixed sweep): the table then names each
+/// line's engine. A results.csv from before the `engine` column has none to tell.
+fn many_engines(rows: &[Row]) -> bool {
+    let mut e: Vec<&str> = rows
+        .iter()
+        .map(|r| r.get("engine"))
+        .filter(|e| !e.is_empty())
+        .collect();
+    e.sort_unstable();
+    e.dedup();
+    e.len() > 1
+}
+
+/// The header row: run, the load point column if any, the engine in a mixed sweep, status,
+/// the swept keys, the metrics.
+fn header(rows: &[Row], param_keys: &[String], many_points: bool, mixed: bool) -> Vec<String> {
     let mut header: Vec<String> = vec!["run".into()];
     if many_points {
         let open_loop = rows.iter().any(|r| !r.get("request_rate").is_empty());
@@ -333,6 +348,9 @@ fn header(rows: &[Row], param_keys: &[String], many_points: bool) -> Vec<String>
             }
             .into(),
         );
+    }
+    if mixed {
+        header.push("engine".into());
     }
     header.push("status".into());
     header.extend(param_keys.iter().cloned());
@@ -404,12 +422,16 @@ fn format_line(
     a: &GroupAggregate,
     star: Option<String>,
     many_points: bool,
+    mixed: bool,
     param_keys: &[String],
 ) -> Vec<String> {
     let name = star.unwrap_or_else(|| a.first.get("run_name").to_string());
     let mut line = vec![name];
     if many_points {
         line.push(a.first.load_point());
+    }
+    if mixed {
+        line.push(a.first.get("engine").to_string());
     }
     line.push(status_cell(a));
     line.extend(param_keys.iter().map(|k| {
@@ -550,6 +572,34 @@ mod tests {
             m.insert(k.to_string(), v.to_string());
         }
         Row(m)
+    }
+
+    /// A mixed sweep's table names each line's engine; a one-engine sweep's (and a
+    /// results.csv from before the column) has no such column.
+    #[test]
+    fn the_engine_is_a_column_only_when_the_sweep_mixes_engines() {
+        let on = |r: Row, e: &str| with(r, "engine", e);
+        let mixed = [
+            on(row("sg", "8", "ok", "100"), "sglang"),
+            on(row("vl", "8", "ok", "120"), "vllm"),
+        ];
+        let t = render(&mixed, &[], None);
+        let cells =
+            |line: &str| -> Vec<String> { line.split('|').map(|c| c.trim().to_string()).collect() };
+        let lines: Vec<Vec<String>> = t.lines().take(4).map(cells).collect();
+        assert_eq!(lines[0][1..4], ["run", "engine", "status"], "{t}");
+        assert_eq!(lines[2][1..4], ["sg", "sglang", "ok"], "{t}");
+        assert_eq!(lines[3][1..4], ["★ vl (best)", "vllm", "ok"], "{t}");
+        for one in [
+            vec![
+                on(row("a", "8", "ok", "1"), "vllm"),
+                on(row("b", "8", "ok", "2"), "vllm"),
+            ],
+            vec![row("a", "8", "ok", "1"), row("b", "8", "ok", "2")],
+        ] {
+            let t = render(&one, &[], None);
+            assert!(!t.contains("engine"), "{t}");
+        }
     }
 
     #[test]

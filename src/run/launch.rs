@@ -109,6 +109,7 @@ impl<'c, 'l> LaunchState<'c, 'l> {
         RunRecord {
             run_name: self.run().name.clone(),
             run_id: self.run().id.clone(),
+            engine: self.run().engine,
             status: RunStatus::Failed,
             failure_kind: None,
             failure_message: None,

@@ -530,6 +530,7 @@ pub fn missing_rows(
         .map(|m| RunRecord {
             run_name: launch.run.name.clone(),
             run_id: launch.run.id.clone(),
+            engine: launch.run.engine,
             status,
             failure_kind: Some(kind),
             failure_message: Some(message.clone()),

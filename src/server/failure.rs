@@ -102,6 +102,12 @@ const OOM_PATTERNS: &[(&str, &str)] = &[
         "is less than requested memory for kv",
         "vLLM's KV space does not fit in RAM: lower kv_cache_memory_bytes or VLLM_CPU_KVCACHE_SPACE",
     ),
+    // vLLM on CPU (0.32, `cpu_worker.py`) without an explicit KV size: the share of the
+    // node's RAM `--gpu-memory-utilization` asks for is more than is free.
+    (
+        "is less than desired CPU memory utilization",
+        "vLLM on CPU reserves gpu_memory_utilization (mem_fraction_static) of the node's RAM, more than is free: lower it",
+    ),
     // vLLM (`kv_cache_utils.py`): nothing left for the KV pool after the weights.
     (
         "No available memory for the cache blocks",
@@ -265,6 +271,21 @@ mod tests {
         );
         assert_eq!(f.kind, FailureKind::Oom);
         assert!(f.message.contains("OOM killer"));
+        // vLLM 0.32 on CPU asked for more of the node's RAM than is free (the text of
+        // `cpu_worker.py`'s error): the knob that asked is named.
+        let f = classify(
+            Some(&ExitStatus::from_raw(1 << 8)),
+            &lines(
+                "(EngineCore pid=9) ValueError: Available memory on node 0 (19.80/22.93 GiB) on startup is less than desired CPU memory utilization (0.99, 22.70 GiB). On the CPU backend, the `--gpu-memory-utilization` flag controls the fraction of CPU memory reserved (despite its name).",
+            ),
+            false,
+        );
+        assert_eq!(f.kind, FailureKind::Oom);
+        assert!(f.message.contains("lower it"), "{}", f.message);
+        assert!(
+            f.message
+                .contains("gpu_memory_utilization (mem_fraction_static)")
+        );
     }
 
     #[test]

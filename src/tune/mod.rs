@@ -59,6 +59,7 @@ pub(crate) mod testing {
         RunRecord {
             run_name: run_name.into(),
             run_id: "id".into(),
+            engine: crate::plan::engine::Engine::Sglang,
             status: RunStatus::Ok,
             failure_kind: None,
             failure_message: None,

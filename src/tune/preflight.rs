@@ -484,6 +484,46 @@ mod tests {
         assert!(b.search.max_load.is_none());
     }
 
+    /// Under vLLM an attempt's value reaches vLLM's own flag: kv_cache_memory_bytes as whole
+    /// bytes, mem_fraction_static as --gpu-memory-utilization.
+    #[test]
+    fn a_vllm_attempt_sets_vllms_own_flag() {
+        let spec = |knob: &str, range: &str| {
+            crate::tune::testing::spec(&format!(
+                "  engine: vllm\n  args: {{max_model_len: 512}}\nsweep:\n  {knob}: [preflight]\nworkload:\n  vocab_size: 100\n  concurrency: 2\n  requests: 4\n  input_tokens: 10\n  output_tokens: 20\nsearch:\n  preflight:\n    {knob}: {range}\n    burst_s: 5\n"
+            ))
+        };
+        let s = spec(
+            "kv_cache_memory_bytes",
+            "{from: 8388608, to: 67108864, resolution: 8388608}",
+        );
+        let p = s.search.preflight.clone().expect("preflight");
+        let plan = crate::plan::expand::expand(&s);
+        let c = attempt_config(&s, &plan.runs[0], &p, 33554432.0);
+        assert_eq!(
+            c.param("kv_cache_memory_bytes"),
+            Some(&ParamValue::Int(33554432))
+        );
+        let cmd = crate::server::command::build(&s.server, &c, Some(1))
+            .args
+            .join(" ");
+        assert!(cmd.contains("--kv-cache-memory-bytes 33554432"), "{cmd}");
+        assert!(cmd.contains("--max-model-len 512"), "{cmd}");
+
+        let s = spec(
+            "mem_fraction_static",
+            "{from: 0.5, to: 0.9, resolution: 0.05}",
+        );
+        let p = s.search.preflight.clone().expect("preflight");
+        let plan = crate::plan::expand::expand(&s);
+        let c = attempt_config(&s, &plan.runs[0], &p, 0.75);
+        let cmd = crate::server::command::build(&s.server, &c, Some(1))
+            .args
+            .join(" ");
+        assert!(cmd.contains("--gpu-memory-utilization 0.75"), "{cmd}");
+        assert!(!cmd.contains("--mem-fraction-static"), "{cmd}");
+    }
+
     #[test]
     fn an_attempt_sets_the_knob_on_the_first_configuration() {
         let s = pf_spec("  concurrency: 2\n  requests: 4\n", "");

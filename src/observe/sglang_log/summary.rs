@@ -12,7 +12,7 @@ use std::path::Path;
 use memchr::memchr_iter;
 use serde::{Deserialize, Serialize};
 
-use crate::observe::quantiles::Quantiles;
+use crate::observe::window::{WindowFigures, WindowStats};
 
 use super::line::{LogEvent, StatsKind};
 use super::prefix::{RankTags, Timestamp, parse_prefix_bytes};
@@ -196,6 +196,40 @@ pub struct ServerSummary {
 }
 
 impl ServerSummary {
+    /// Set the window's figures (both engines' summaries fold them with [`WindowStats`]).
+    pub fn set_window(&mut self, w: WindowFigures) {
+        let WindowFigures {
+            gen_throughput_mean,
+            gen_throughput_median,
+            gen_throughput_p10,
+            gen_throughput_p90,
+            running_req_mean,
+            running_req_max,
+            queue_req_mean,
+            queue_req_max,
+            queue_nonzero_share,
+            offered_estimate,
+            token_usage_mean,
+            token_usage_max,
+            token_usage_p90,
+            percentiles_approx,
+        } = w;
+        self.gen_throughput_mean = gen_throughput_mean;
+        self.gen_throughput_median = gen_throughput_median;
+        self.gen_throughput_p10 = gen_throughput_p10;
+        self.gen_throughput_p90 = gen_throughput_p90;
+        self.running_req_mean = running_req_mean;
+        self.running_req_max = running_req_max;
+        self.queue_req_mean = queue_req_mean;
+        self.queue_req_max = queue_req_max;
+        self.queue_nonzero_share = queue_nonzero_share;
+        self.offered_estimate = offered_estimate;
+        self.token_usage_mean = token_usage_mean;
+        self.token_usage_max = token_usage_max;
+        self.token_usage_p90 = token_usage_p90;
+        self.percentiles_approx = percentiles_approx;
+    }
+
     /// Whether any Decode line survived the exclusions.
     pub fn has_stats(&self) -> bool {
         self.stats_lines > 0
@@ -316,22 +350,9 @@ struct Acc {
     open: Option<Interval>,
     open_keys: Vec<SchedKey>,
     intervals: usize,
-    gen_sum: f64,
-    gen_n: usize,
-    gen_q: Quantiles,
-    run_sum: f64,
-    run_n: usize,
-    run_max: Option<u64>,
-    q_sum: f64,
-    q_n: usize,
-    q_max: Option<u64>,
-    q_nonzero: usize,
-    offered: Option<u64>,
+    /// Per interval: throughput, running, queue; per kept line: KV usage.
+    window: WindowStats,
 
-    usage_sum: f64,
-    usage_n: usize,
-    usage_max: Option<f64>,
-    usage_q: Quantiles,
     graph_label: Option<String>,
     graph_lines: usize,
     graph_on: usize,
@@ -371,27 +392,8 @@ impl Acc {
             return;
         };
         self.intervals += 1;
-        if let Some(g) = iv.gen_throughput {
-            self.gen_sum += g;
-            self.gen_n += 1;
-            self.gen_q.push(g);
-        }
-        if let Some(r) = iv.running_req {
-            self.run_sum += r as f64;
-            self.run_n += 1;
-            self.run_max = max_u(self.run_max, r);
-        }
-        if let Some(q) = iv.queue_req {
-            self.q_sum += q as f64;
-            self.q_n += 1;
-            self.q_max = max_u(self.q_max, q);
-            if q > 0 {
-                self.q_nonzero += 1;
-            }
-        }
-        if let (Some(r), Some(q)) = (iv.running_req, iv.queue_req) {
-            self.offered = max_u(self.offered, r.saturating_add(q));
-        }
+        self.window
+            .interval(iv.gen_throughput, iv.running_req, iv.queue_req);
     }
 
     fn prefill(&mut self, s: &StatsRef<'_>) {
@@ -409,10 +411,7 @@ impl Acc {
     fn keep(&mut self, s: &StatsRef<'_>, key: Option<SchedKey>) {
         self.stats_lines += 1;
         if let Some(u) = s.token_usage {
-            self.usage_sum += u;
-            self.usage_n += 1;
-            self.usage_max = Some(self.usage_max.map_or(u, |m| m.max(u)));
-            self.usage_q.push(u);
+            self.window.usage(u);
         }
         if let Some(g) = s.graph {
             self.graph_lines += 1;
@@ -721,28 +720,17 @@ impl Summarizer {
     pub fn summary(&self) -> ServerSummary {
         let mut a = self.acc.clone();
         a.close_open();
-        let g = a.gen_q.percentiles(&[10.0, 50.0, 90.0]);
-        let u = a.usage_q.percentiles(&[90.0]);
-        let pick = |v: &[Option<f64>], i: usize| v.get(i).copied().flatten();
         let mut span = a.span;
         if let (Some(s), Some(e)) = (span.start, span.end) {
             span.seconds = Some(e.seconds_since(&s));
         }
         let total_prefill = a.new_tokens.saturating_add(a.cached_tokens);
-        ServerSummary {
+        let mut summary = ServerSummary {
             engine: None,
             engine_version: None,
             stats_lines: a.stats_lines,
             prefill_lines: a.prefill_lines,
             excluded_decode_lines: a.excluded,
-            gen_throughput_mean: ratio(a.gen_sum, a.gen_n),
-            gen_throughput_median: pick(&g, 1),
-            running_req_mean: ratio(a.run_sum, a.run_n),
-            running_req_max: a.run_max,
-            queue_req_mean: ratio(a.q_sum, a.q_n),
-            queue_req_max: a.q_max,
-            token_usage_mean: ratio(a.usage_sum, a.usage_n),
-            token_usage_max: a.usage_max,
             max_total_num_tokens: self.max_total_num_tokens,
             max_running_requests: self.max_running_requests,
             context_len: self.context_len,
@@ -765,12 +753,6 @@ impl Summarizer {
             window: span,
             intervals: a.intervals,
             dp_ranks: a.dp_ranks.len(),
-            gen_throughput_p10: pick(&g, 0),
-            gen_throughput_p90: pick(&g, 2),
-            queue_nonzero_share: ratio(a.q_nonzero as f64, a.q_n),
-            offered_estimate: a.offered,
-            token_usage_p90: pick(&u, 0),
-            percentiles_approx: !(a.gen_q.is_exact() && a.usage_q.is_exact()),
             graph_label: a.graph_label.clone(),
             graph_lines: a.graph_lines,
             graph_on_lines: a.graph_on,
@@ -790,7 +772,10 @@ impl Summarizer {
             available_mem_gb: self.available_mem_gb,
             launch_args: self.launch_args.clone(),
             version: version::hints(self.features),
-        }
+            ..ServerSummary::default()
+        };
+        summary.set_window(a.window.figures());
+        summary
     }
 }
 

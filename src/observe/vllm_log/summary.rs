@@ -17,10 +17,10 @@
 //! (vLLM prints nothing while idle, so such a line's interval straddles the idle time), and the
 //! one all-zero line vLLM prints when the engine goes idle (counted with the idle-gap lines).
 
-use crate::observe::quantiles::Quantiles;
 use crate::observe::sglang_log::line::error_message;
 use crate::observe::sglang_log::summary::Tail;
 use crate::observe::sglang_log::{LogWindow, Scope, ServerSummary, Timestamp, WindowSpan};
+use crate::observe::window::WindowStats;
 
 use super::line::{Event, Stats, parse_line};
 
@@ -37,31 +37,10 @@ struct Acc {
     excluded: usize,
     idle_excluded: usize,
     span: WindowSpan,
-    gen_sum: f64,
-    gen_n: usize,
-    gen_q: Quantiles,
-    run_sum: f64,
-    run_n: usize,
-    run_max: Option<u64>,
-    q_sum: f64,
-    q_n: usize,
-    q_max: Option<u64>,
-    q_nonzero: usize,
-    offered: Option<u64>,
-    usage_sum: f64,
-    usage_n: usize,
-    usage_max: Option<f64>,
-    usage_q: Quantiles,
+    /// Per kept stats line: throughput, running, queue and KV usage.
+    window: WindowStats,
     preempted: u64,
     hit_rate: Option<f64>,
-}
-
-fn max_u(a: Option<u64>, b: u64) -> Option<u64> {
-    Some(a.map_or(b, |a| a.max(b)))
-}
-
-fn ratio(num: f64, den: usize) -> Option<f64> {
-    (den > 0).then(|| num / den as f64)
 }
 
 impl Acc {
@@ -79,36 +58,14 @@ impl Acc {
 
     fn keep(&mut self, s: &Stats) {
         self.stats_lines += 1;
-        if let Some(g) = s.generation_throughput {
-            self.gen_sum += g;
-            self.gen_n += 1;
-            self.gen_q.push(g);
-        }
-        if let Some(r) = s.running {
-            self.run_sum += r as f64;
-            self.run_n += 1;
-            self.run_max = max_u(self.run_max, r);
-        }
         let queued = match (s.waiting, s.swapped) {
             (Some(w), Some(sw)) => Some(w.saturating_add(sw)),
             (w, sw) => w.or(sw),
         };
-        if let Some(q) = queued {
-            self.q_sum += q as f64;
-            self.q_n += 1;
-            self.q_max = max_u(self.q_max, q);
-            if q > 0 {
-                self.q_nonzero += 1;
-            }
-        }
-        if let (Some(r), Some(q)) = (s.running, queued) {
-            self.offered = max_u(self.offered, r.saturating_add(q));
-        }
+        self.window
+            .interval(s.generation_throughput, s.running, queued);
         if let Some(u) = s.kv_usage {
-            self.usage_sum += u;
-            self.usage_n += 1;
-            self.usage_max = Some(self.usage_max.map_or(u, |m| m.max(u)));
-            self.usage_q.push(u);
+            self.window.usage(u);
         }
         if let Some(p) = s.preemptions {
             self.preempted = self.preempted.saturating_add(p);
@@ -308,9 +265,6 @@ impl Summarizer {
     /// The summary of everything fed so far.
     pub fn summary(&self) -> ServerSummary {
         let a = &self.acc;
-        let g = a.gen_q.percentiles(&[10.0, 50.0, 90.0]);
-        let u = a.usage_q.percentiles(&[90.0]);
-        let pick = |v: &[Option<f64>], i: usize| v.get(i).copied().flatten();
         let mut span = a.span;
         if let (Some(s), Some(e)) = (span.start, span.end) {
             span.seconds = Some(e.seconds_since(&s));
@@ -320,19 +274,11 @@ impl Summarizer {
         if let Some(v) = &self.version {
             version.hints.push(format!("vLLM {v} (start-up lines)"));
         }
-        ServerSummary {
+        let mut summary = ServerSummary {
             engine: Some("vllm".into()),
             engine_version: self.version.clone(),
             stats_lines: a.stats_lines,
             excluded_decode_lines: a.excluded,
-            gen_throughput_mean: ratio(a.gen_sum, a.gen_n),
-            gen_throughput_median: pick(&g, 1),
-            running_req_mean: ratio(a.run_sum, a.run_n),
-            running_req_max: a.run_max,
-            queue_req_mean: ratio(a.q_sum, a.q_n),
-            queue_req_max: a.q_max,
-            token_usage_mean: ratio(a.usage_sum, a.usage_n),
-            token_usage_max: a.usage_max,
             max_total_num_tokens: self.kv_tokens,
             max_running_requests: arg_u64("max_num_seqs"),
             context_len: self.max_model_len,
@@ -352,12 +298,6 @@ impl Summarizer {
             } else {
                 0
             },
-            gen_throughput_p10: pick(&g, 0),
-            gen_throughput_p90: pick(&g, 2),
-            queue_nonzero_share: ratio(a.q_nonzero as f64, a.q_n),
-            offered_estimate: a.offered,
-            token_usage_p90: pick(&u, 0),
-            percentiles_approx: !(a.gen_q.is_exact() && a.usage_q.is_exact()),
             cached_token_share: a.hit_rate,
             chunked_prefill_size: self
                 .arg("max_num_batched_tokens")
@@ -370,7 +310,9 @@ impl Summarizer {
                 .collect(),
             version,
             ..ServerSummary::default()
-        }
+        };
+        summary.set_window(a.window.figures());
+        summary
     }
 }
 

@@ -747,6 +747,13 @@ pub fn compare_page(a: &Sweep, b: &Sweep, c: &Comparison) -> String {
     for ctx in &c.context {
         let _ = write!(o, "<p class=\"note\">{}</p>", esc(ctx));
     }
+    for e in &c.engine_changed {
+        let _ = write!(
+            o,
+            "<p class=\"note\">Engine changed (the same name ran another server): {}</p>",
+            esc(e)
+        );
+    }
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     o.push_str(
         "<div class=\"scroll\"><table id=\"changes\"><tr><th>run</th><th>load point</th>\
@@ -873,6 +880,30 @@ mod tests {
             launches: Vec::new(),
             notes: Vec::new(),
         }
+    }
+
+    /// A configuration that ran another engine in B is said above the changes, as
+    /// `sgtune compare` says it.
+    #[test]
+    fn the_compare_page_names_an_engine_change() {
+        let on = |e: &str, tput: &str| {
+            let mut r = measured("a", "8", tput, ("10", "20"));
+            r.0.insert("engine".into(), e.into());
+            r
+        };
+        let (a, b) = (
+            sweep(vec![on("sglang", "100")]),
+            sweep(vec![on("vllm", "130")]),
+        );
+        let metrics = vec!["output_tok_s".to_string()];
+        let c = crate::report::compare::compare(&a.rows, &b.rows, &metrics, 0.05);
+        let html = compare_page(&a, &b, &c);
+        assert!(
+            html.contains(
+                "<p class=\"note\">Engine changed (the same name ran another server): a @8: sglang → vllm</p>"
+            ),
+            "{html}"
+        );
     }
 
     fn measured(name: &str, c: &str, tput: &str, ttft: (&str, &str)) -> Row {

@@ -1,0 +1,148 @@
+//! What both engines' stats lines give over the measured window, folded one way: per logging
+//! interval the generation throughput, the running and the queued requests; per kept line the
+//! KV usage. `sglang_log` feeds it from Decode lines (one interval per DP group of lines),
+//! `vllm_log` from its stats lines; each keeps its own rules for which lines count.
+//! `ServerSummary::set_window` puts the [`WindowFigures`] into the summary.
+
+use crate::observe::quantiles::Quantiles;
+
+/// The sums, maxima and quantiles of one window.
+#[derive(Debug, Clone, Default)]
+pub struct WindowStats {
+    gen_sum: f64,
+    gen_n: usize,
+    gen_q: Quantiles,
+    run_sum: f64,
+    run_n: usize,
+    run_max: Option<u64>,
+    q_sum: f64,
+    q_n: usize,
+    q_max: Option<u64>,
+    q_nonzero: usize,
+    offered: Option<u64>,
+    usage_sum: f64,
+    usage_n: usize,
+    usage_max: Option<f64>,
+    usage_q: Quantiles,
+}
+
+fn max_u(a: Option<u64>, b: u64) -> Option<u64> {
+    Some(a.map_or(b, |a| a.max(b)))
+}
+
+fn ratio(num: f64, den: usize) -> Option<f64> {
+    (den > 0).then(|| num / den as f64)
+}
+
+impl WindowStats {
+    /// One logging interval: its generation throughput, running and queued requests (each
+    /// None where the line does not say).
+    pub fn interval(
+        &mut self,
+        gen_throughput: Option<f64>,
+        running: Option<u64>,
+        queued: Option<u64>,
+    ) {
+        if let Some(g) = gen_throughput {
+            self.gen_sum += g;
+            self.gen_n += 1;
+            self.gen_q.push(g);
+        }
+        if let Some(r) = running {
+            self.run_sum += r as f64;
+            self.run_n += 1;
+            self.run_max = max_u(self.run_max, r);
+        }
+        if let Some(q) = queued {
+            self.q_sum += q as f64;
+            self.q_n += 1;
+            self.q_max = max_u(self.q_max, q);
+            if q > 0 {
+                self.q_nonzero += 1;
+            }
+        }
+        if let (Some(r), Some(q)) = (running, queued) {
+            self.offered = max_u(self.offered, r.saturating_add(q));
+        }
+    }
+
+    /// One kept line's KV usage (0-1).
+    pub fn usage(&mut self, u: f64) {
+        self.usage_sum += u;
+        self.usage_n += 1;
+        self.usage_max = Some(self.usage_max.map_or(u, |m| m.max(u)));
+        self.usage_q.push(u);
+    }
+
+    /// The window's figures: throughput mean, median and p10/p90, running and queue means and
+    /// maxima, the share of intervals with a queue, the offered load, the KV usage mean, max
+    /// and p90, and whether the percentiles are approximate (None: nothing fed).
+    pub fn figures(&self) -> WindowFigures {
+        let g = self.gen_q.percentiles(&[10.0, 50.0, 90.0]);
+        let u = self.usage_q.percentiles(&[90.0]);
+        let pick = |v: &[Option<f64>], i: usize| v.get(i).copied().flatten();
+        WindowFigures {
+            gen_throughput_mean: ratio(self.gen_sum, self.gen_n),
+            gen_throughput_median: pick(&g, 1),
+            gen_throughput_p10: pick(&g, 0),
+            gen_throughput_p90: pick(&g, 2),
+            running_req_mean: ratio(self.run_sum, self.run_n),
+            running_req_max: self.run_max,
+            queue_req_mean: ratio(self.q_sum, self.q_n),
+            queue_req_max: self.q_max,
+            queue_nonzero_share: ratio(self.q_nonzero as f64, self.q_n),
+            offered_estimate: self.offered,
+            token_usage_mean: ratio(self.usage_sum, self.usage_n),
+            token_usage_max: self.usage_max,
+            token_usage_p90: pick(&u, 0),
+            percentiles_approx: !(self.gen_q.is_exact() && self.usage_q.is_exact()),
+        }
+    }
+}
+
+/// What [`WindowStats`] gives, named as `ServerSummary`'s fields.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct WindowFigures {
+    pub gen_throughput_mean: Option<f64>,
+    pub gen_throughput_median: Option<f64>,
+    pub gen_throughput_p10: Option<f64>,
+    pub gen_throughput_p90: Option<f64>,
+    pub running_req_mean: Option<f64>,
+    pub running_req_max: Option<u64>,
+    pub queue_req_mean: Option<f64>,
+    pub queue_req_max: Option<u64>,
+    pub queue_nonzero_share: Option<f64>,
+    pub offered_estimate: Option<u64>,
+    pub token_usage_mean: Option<f64>,
+    pub token_usage_max: Option<f64>,
+    pub token_usage_p90: Option<f64>,
+    pub percentiles_approx: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn intervals_and_usage_fold_into_the_summary() {
+        let mut w = WindowStats::default();
+        w.interval(Some(100.0), Some(4), Some(0));
+        w.interval(Some(300.0), Some(8), Some(2));
+        w.interval(None, None, Some(1));
+        w.usage(0.5);
+        w.usage(0.9);
+        let s = w.figures();
+        assert_eq!(s.gen_throughput_mean, Some(200.0));
+        assert_eq!(s.running_req_mean, Some(6.0));
+        assert_eq!(s.running_req_max, Some(8));
+        assert_eq!(s.queue_req_mean, Some(1.0));
+        assert_eq!(s.queue_req_max, Some(2));
+        assert_eq!(s.queue_nonzero_share, Some(2.0 / 3.0));
+        assert_eq!(s.offered_estimate, Some(10));
+        assert!(s.token_usage_mean.is_some_and(|m| (m - 0.7).abs() < 1e-12));
+        assert_eq!(s.token_usage_max, Some(0.9));
+        assert!(!s.percentiles_approx);
+        // Nothing fed: every figure stays empty.
+        assert_eq!(WindowStats::default().figures(), WindowFigures::default());
+    }
+}
