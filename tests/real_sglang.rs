@@ -516,15 +516,7 @@ quality:
     );
     let md = std::fs::read_to_string(folder.join("decision.md")).expect("decision.md");
     assert!(md.contains("## Output quality"), "{md}");
-    if std::env::var("SGTUNE_KEEP_QUALITY").is_ok() {
-        let keep = std::path::Path::new("/tmp/sgtune-quality-real");
-        let _ = std::fs::remove_dir_all(keep);
-        let _ = std::process::Command::new("cp")
-            .arg("-a")
-            .arg(&folder)
-            .arg(keep)
-            .status();
-    }
+    keep_when_asked(&folder, "/tmp/sgtune-quality-real");
 }
 
 /// A sweep over a setting SGLang 0.5.23 overrides on CPU: with the torch-native attention

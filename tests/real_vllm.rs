@@ -430,13 +430,5 @@ quality:
         vl_row["quality_diverged_share"],
         vl_row["quality_prefix_agreement"],
     );
-    if std::env::var("SGTUNE_KEEP_QUALITY").is_ok() {
-        let keep = std::path::Path::new("/tmp/sgtune-quality-mixed");
-        let _ = std::fs::remove_dir_all(keep);
-        let _ = std::process::Command::new("cp")
-            .arg("-a")
-            .arg(&folder)
-            .arg(keep)
-            .status();
-    }
+    keep_when_asked(&folder, "/tmp/sgtune-quality-mixed");
 }

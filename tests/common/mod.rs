@@ -169,3 +169,13 @@ pub fn start_fake_with(token_s: f64) -> (Fake, u16) {
     std::thread::sleep(Duration::from_millis(500)); // past its warmup
     (Fake(child), port)
 }
+
+/// With `SGTUNE_KEEP_QUALITY` set, copy a test's results folder to `keep` (replacing it) for
+/// the figures in docs/benchmarks.md; otherwise nothing.
+pub fn keep_when_asked(folder: &Path, keep: &str) {
+    if std::env::var("SGTUNE_KEEP_QUALITY").is_err() {
+        return;
+    }
+    let _ = std::fs::remove_dir_all(keep);
+    let _ = Command::new("cp").arg("-a").arg(folder).arg(keep).status();
+}
