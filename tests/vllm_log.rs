@@ -222,6 +222,45 @@ fn idle_gaps_and_warmup_are_left_out() {
     assert_eq!(s.running_req_max, Some(6));
 }
 
+/// Data parallelism 2 (real lines, vllm-project/vllm PR #30738): each engine prints its own
+/// line per interval; the server's interval is their sum, as with SGLang's DP ranks. Each
+/// engine's first line is left out (as one engine's is), so one interval of two lines counts.
+#[test]
+fn data_parallel_engines_lines_are_summed_per_interval() {
+    let t = text("vllm-v1-dp2-engines.log");
+    let mfu = stats(t.lines().nth(2).unwrap_or_default());
+    assert_eq!(mfu.engine, Some(0));
+    assert!(close(mfu.generation_throughput, 32.0));
+    assert_eq!((mfu.running, mfu.waiting), (Some(106), Some(22)));
+    assert_eq!(stats(t.lines().nth(3).unwrap_or_default()).engine, Some(1));
+    let s = summarize_text(&t, None);
+    assert_eq!(s.dp_ranks, 2);
+    assert_eq!((s.stats_lines, s.excluded_decode_lines), (2, 2));
+    assert_eq!(s.intervals, 1);
+    assert!(
+        close(s.gen_throughput_mean, 64.0),
+        "{:?}",
+        s.gen_throughput_mean
+    );
+    assert!(close(s.running_req_mean, 212.0), "{:?}", s.running_req_mean);
+    assert_eq!((s.running_req_max, s.queue_req_max), (Some(212), Some(44)));
+    // KV usage is per engine's pool: the mean of the lines, not a sum.
+    assert!(close(s.token_usage_max, 0.025), "{:?}", s.token_usage_max);
+    // With `--aggregate-engine-logging` vLLM sums them itself, under the prefix its
+    // AggregatedLoggingStatLogger prints (`{n} Engines Aggregated: `): one line, one interval.
+    let agg = t
+        .lines()
+        .filter(|l| l.contains("Engine 000: "))
+        .map(|l| l.replace("Engine 000: ", "2 Engines Aggregated: "))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let a = stats(agg.lines().nth(1).unwrap_or_default());
+    assert_eq!((a.engine, a.running), (None, Some(106)));
+    let s = summarize_text(&agg, None);
+    assert_eq!((s.stats_lines, s.intervals, s.dp_ranks), (1, 1, 0));
+    assert_eq!(s.running_req_max, Some(106));
+}
+
 fn detect(name: &str) -> (Option<Engine>, ServerSummary) {
     let s = summarize_file(&path(name), Scope::default(), None).expect("readable");
     (s.engine(), s.summary())

@@ -5,6 +5,11 @@
 //! `ServerSummary::set_window` puts the [`WindowFigures`] into the summary.
 
 use crate::observe::quantiles::Quantiles;
+use crate::observe::sglang_log::prefix::Timestamp;
+
+/// Lines of distinct schedulers (SGLang's DP ranks, vLLM's engines) printed within this many
+/// seconds of an open interval's first line belong to that interval.
+pub const DP_GROUP_SECS: f64 = 1.0;
 
 /// The sums, maxima and quantiles of one window.
 #[derive(Debug, Clone, Default)]
@@ -97,6 +102,105 @@ impl WindowStats {
             token_usage_p90: pick(&u, 0),
             percentiles_approx: !(self.gen_q.is_exact() && self.usage_q.is_exact()),
         }
+    }
+}
+
+/// One logging interval being assembled: the sums of its lines so far.
+#[derive(Debug, Clone, Copy)]
+struct Interval {
+    ts: Option<Timestamp>,
+    gen_throughput: Option<f64>,
+    running: Option<u64>,
+    queued: Option<u64>,
+}
+
+fn add_f(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x + y),
+        (x, None) => x,
+        (None, y) => y,
+    }
+}
+
+fn add_u(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.saturating_add(y)),
+        (x, None) => x,
+        (None, y) => y,
+    }
+}
+
+/// Stats lines into logging intervals. With data parallelism each scheduler prints its own
+/// line per interval; the server's interval is their sum (throughput, running, queued), so a
+/// line joins the open interval when its scheduler is not in it yet and it was printed within
+/// [`DP_GROUP_SECS`] of it. A line without a scheduler key (one scheduler, or an engine's
+/// own aggregate) is an interval by itself. Both log parsers feed their kept lines here.
+#[derive(Debug, Clone)]
+pub struct Intervals<K> {
+    open: Option<Interval>,
+    keys: Vec<K>,
+    /// Intervals closed so far.
+    pub count: usize,
+}
+
+impl<K> Default for Intervals<K> {
+    fn default() -> Self {
+        Intervals {
+            open: None,
+            keys: Vec::new(),
+            count: 0,
+        }
+    }
+}
+
+impl<K: PartialEq + Copy> Intervals<K> {
+    /// One kept line: its time, scheduler, generation throughput, running and queued requests.
+    pub fn line(
+        &mut self,
+        w: &mut WindowStats,
+        ts: Option<Timestamp>,
+        key: Option<K>,
+        gen_throughput: Option<f64>,
+        running: Option<u64>,
+        queued: Option<u64>,
+    ) {
+        let joins = match (ts, key, &self.open) {
+            (Some(t), Some(k), Some(open)) => {
+                !self.keys.is_empty()
+                    && !self.keys.contains(&k)
+                    && open
+                        .ts
+                        .is_some_and(|lts| t.seconds_since(&lts).abs() < DP_GROUP_SECS)
+            }
+            _ => false,
+        };
+        if let (true, Some(open), Some(k)) = (joins, self.open.as_mut(), key) {
+            self.keys.push(k);
+            open.gen_throughput = add_f(open.gen_throughput, gen_throughput);
+            open.running = add_u(open.running, running);
+            open.queued = add_u(open.queued, queued);
+            return;
+        }
+        self.close(w);
+        self.open = Some(Interval {
+            ts,
+            gen_throughput,
+            running,
+            queued,
+        });
+        self.keys.clear();
+        if let Some(k) = key {
+            self.keys.push(k);
+        }
+    }
+
+    /// Close the open interval into `w` (at the end of the window, before reading it).
+    pub fn close(&mut self, w: &mut WindowStats) {
+        let Some(iv) = self.open.take() else {
+            return;
+        };
+        self.count += 1;
+        w.interval(iv.gen_throughput, iv.running, iv.queued);
     }
 }
 

@@ -12,7 +12,7 @@ use std::path::Path;
 use memchr::memchr_iter;
 use serde::{Deserialize, Serialize};
 
-use crate::observe::window::{WindowFigures, WindowStats};
+use crate::observe::window::{Intervals, WindowFigures, WindowStats};
 
 use super::line::{LogEvent, StatsKind};
 use super::prefix::{RankTags, Timestamp, parse_prefix_bytes};
@@ -25,7 +25,7 @@ pub const IDLE_GAP_SECS: f64 = 10.0;
 
 /// Decode lines of different DP ranks less than this many seconds apart (i.e. the same second
 /// when the log has no milliseconds) belong to one logging interval and are summed.
-pub const DP_GROUP_SECS: f64 = 1.0;
+pub use crate::observe::window::DP_GROUP_SECS;
 
 /// Which lines of the file count as the measured window: 0-based line indices, [start, end).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -296,22 +296,6 @@ fn has_data(s: &StatsRef<'_>) -> bool {
     s.gen_throughput.is_some() || s.running_req.is_some() || s.token_usage.is_some()
 }
 
-fn add_f(a: Option<f64>, b: Option<f64>) -> Option<f64> {
-    match (a, b) {
-        (Some(x), Some(y)) => Some(x + y),
-        (x, None) => x,
-        (None, y) => y,
-    }
-}
-
-fn add_u(a: Option<u64>, b: Option<u64>) -> Option<u64> {
-    match (a, b) {
-        (Some(x), Some(y)) => Some(x.saturating_add(y)),
-        (x, None) => x,
-        (None, y) => y,
-    }
-}
-
 fn max_u(a: Option<u64>, b: u64) -> Option<u64> {
     Some(a.map_or(b, |a| a.max(b)))
 }
@@ -322,15 +306,6 @@ fn min_u(a: Option<u64>, b: u64) -> Option<u64> {
 
 fn ratio(num: f64, den: usize) -> Option<f64> {
     (den > 0).then(|| num / den as f64)
-}
-
-/// One logging interval being built: the kept Decode lines of all DP ranks printed together.
-#[derive(Debug, Clone, Copy)]
-struct Interval {
-    ts: Option<Timestamp>,
-    gen_throughput: Option<f64>,
-    running_req: Option<u64>,
-    queue_req: Option<u64>,
 }
 
 /// Everything measured over the window. Replaced by a fresh one at the ready line, so that
@@ -347,9 +322,8 @@ struct Acc {
     garbled: usize,
     span: WindowSpan,
 
-    open: Option<Interval>,
-    open_keys: Vec<SchedKey>,
-    intervals: usize,
+    /// Kept Decode lines into logging intervals (DP ranks' lines summed).
+    intervals: Intervals<SchedKey>,
     /// Per interval: throughput, running, queue; per kept line: KV usage.
     window: WindowStats,
 
@@ -385,15 +359,6 @@ impl Acc {
         if ts.is_some() {
             w.end = ts;
         }
-    }
-
-    fn close_open(&mut self) {
-        let Some(iv) = self.open.take() else {
-            return;
-        };
-        self.intervals += 1;
-        self.window
-            .interval(iv.gen_throughput, iv.running_req, iv.queue_req);
     }
 
     fn prefill(&mut self, s: &StatsRef<'_>) {
@@ -434,35 +399,14 @@ impl Acc {
                 (false, None) => {}
             }
         }
-        let ts = s.ts();
-        let joins = match (ts, key, &self.open) {
-            (Some(t), Some(k), Some(open)) => {
-                !self.open_keys.is_empty()
-                    && !self.open_keys.contains(&k)
-                    && open
-                        .ts
-                        .is_some_and(|lts| t.seconds_since(&lts).abs() < DP_GROUP_SECS)
-            }
-            _ => false,
-        };
-        if let (true, Some(open), Some(k)) = (joins, self.open.as_mut(), key) {
-            self.open_keys.push(k);
-            open.gen_throughput = add_f(open.gen_throughput, s.gen_throughput);
-            open.running_req = add_u(open.running_req, s.running_req);
-            open.queue_req = add_u(open.queue_req, s.queue_req);
-            return;
-        }
-        self.close_open();
-        self.open = Some(Interval {
-            ts,
-            gen_throughput: s.gen_throughput,
-            running_req: s.running_req,
-            queue_req: s.queue_req,
-        });
-        self.open_keys.clear();
-        if let Some(k) = key {
-            self.open_keys.push(k);
-        }
+        self.intervals.line(
+            &mut self.window,
+            s.ts(),
+            key,
+            s.gen_throughput,
+            s.running_req,
+            s.queue_req,
+        );
     }
 }
 
@@ -719,7 +663,7 @@ impl Summarizer {
     /// The summary of everything fed so far (the open interval included).
     pub fn summary(&self) -> ServerSummary {
         let mut a = self.acc.clone();
-        a.close_open();
+        a.intervals.close(&mut a.window);
         let mut span = a.span;
         if let (Some(s), Some(e)) = (span.start, span.end) {
             span.seconds = Some(e.seconds_since(&s));
@@ -751,7 +695,7 @@ impl Summarizer {
             garbled_stats_lines: a.garbled,
             error_lines: self.error_lines,
             window: span,
-            intervals: a.intervals,
+            intervals: a.intervals.count,
             dp_ranks: a.dp_ranks.len(),
             graph_label: a.graph_label.clone(),
             graph_lines: a.graph_lines,

@@ -20,7 +20,7 @@
 use crate::observe::sglang_log::line::error_message;
 use crate::observe::sglang_log::summary::Tail;
 use crate::observe::sglang_log::{LogWindow, Scope, ServerSummary, Timestamp, WindowSpan};
-use crate::observe::window::WindowStats;
+use crate::observe::window::{Intervals, WindowStats};
 
 use super::line::{Event, Stats, parse_line};
 
@@ -37,8 +37,9 @@ struct Acc {
     excluded: usize,
     idle_excluded: usize,
     span: WindowSpan,
-    /// Per kept stats line: throughput, running, queue and KV usage.
+    /// Per interval (engines' lines summed): throughput, running, queue; per line: KV usage.
     window: WindowStats,
+    intervals: Intervals<u32>,
     preempted: u64,
     hit_rate: Option<f64>,
 }
@@ -56,14 +57,22 @@ impl Acc {
         }
     }
 
-    fn keep(&mut self, s: &Stats) {
+    fn keep(&mut self, s: &Stats, ts: Option<Timestamp>) {
         self.stats_lines += 1;
         let queued = match (s.waiting, s.swapped) {
             (Some(w), Some(sw)) => Some(w.saturating_add(sw)),
             (w, sw) => w.or(sw),
         };
-        self.window
-            .interval(s.generation_throughput, s.running, queued);
+        // Data parallel: each engine prints its own line per interval (`Engine 001:`); the
+        // server's interval is their sum, as with SGLang's DP ranks.
+        self.intervals.line(
+            &mut self.window,
+            ts,
+            s.engine,
+            s.generation_throughput,
+            s.running,
+            queued,
+        );
         if let Some(u) = s.kv_usage {
             self.window.usage(u);
         }
@@ -252,7 +261,7 @@ impl Summarizer {
             }
             return;
         }
-        self.acc.keep(s);
+        self.acc.keep(s, ts);
     }
 
     fn arg(&self, key: &str) -> Option<&str> {
@@ -264,7 +273,8 @@ impl Summarizer {
 
     /// The summary of everything fed so far.
     pub fn summary(&self) -> ServerSummary {
-        let a = &self.acc;
+        let mut a = self.acc.clone();
+        a.intervals.close(&mut a.window);
         let mut span = a.span;
         if let (Some(s), Some(e)) = (span.start, span.end) {
             span.seconds = Some(e.seconds_since(&s));
@@ -292,7 +302,7 @@ impl Summarizer {
             idle_gap_lines: a.idle_excluded,
             error_lines: self.error_lines,
             window: span,
-            intervals: a.stats_lines,
+            intervals: a.intervals.count,
             dp_ranks: if a.engines.len() > 1 {
                 a.engines.len()
             } else {
