@@ -412,7 +412,11 @@ fn columns_vllm_cannot_fill_are_empty_and_the_reference_says_why() {
     // The V0 engine prints its pool in blocks.
     let old = text("vllm-v0-capacity.log");
     let v0 = vllm_row(summarize_text(&old, None), &old);
+    // The V0 engine's stats lines carry no preemption count.
+    let v0_stats = text("vllm-v0-metrics-period.log");
+    let v0s = vllm_row(summarize_text(&v0_stats, None), &v0_stats);
     let cases: &[(&str, &[(String, String)])] = &[
+        ("retractions", &v0s),
         ("kv_cache_dtype", &v1),
         ("not_in_effect", &v1),
         ("effective_args_id", &v1),
@@ -452,4 +456,6 @@ fn columns_vllm_cannot_fill_are_empty_and_the_reference_says_why() {
     );
     assert!(!cell(&v1, "kv_cache_gb").is_empty());
     assert!(!cell(&v1, "server_stats_lines").is_empty());
+    // V1 prints `Preemptions: N` only when N > 0: its silence is a count of 0.
+    assert_eq!(cell(&v1, "retractions"), "0");
 }

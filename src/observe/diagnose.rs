@@ -200,7 +200,11 @@ fn diagnose_sglang_terms(
             kind: VerdictKind::KvCacheBound,
             evidence: format!(
                 "#running-req max {run_max} of {offered_text}, #queue-req mean {q_mean:.1}{share_text}, token usage max {usage_max:.2}, retractions {}{}{ratio_text}",
-                s.retractions,
+                if s.retractions_not_logged {
+                    "not logged".to_string()
+                } else {
+                    s.retractions.to_string()
+                },
                 capacity_arithmetic(s, tokens_per_request, run_max)
             ),
             hint: "more KV capacity: raise mem_fraction_static, enable hierarchical cache (hicache_size), a smaller kv_cache_dtype, or lower the concurrency".into(),

@@ -118,6 +118,10 @@ pub const VLLM_UNREPORTED: &[(&str, &str)] = &[
         ": its log does not print the KV cache dtype",
     ),
     (
+        "retractions",
+        " on the V0 engine (to 0.10), whose stats lines carry no preemption count (V1 prints `Preemptions: N` when N > 0)",
+    ),
+    (
         "not_in_effect",
         ": its `/server_info` is its whole config as text, not SGLang's `ServerArgs`, so what was in effect is not checked",
     ),

@@ -352,10 +352,14 @@ fn render_decode_stats(o: &mut String, s: &ServerSummary) {
     row(
         o,
         "retractions",
-        &format!(
-            "{} ({} requests retracted)",
-            s.retractions, s.retracted_requests
-        ),
+        &if s.retractions_not_logged {
+            "not printed (vLLM's V0 engine logs no preemption count)".to_string()
+        } else {
+            format!(
+                "{} ({} requests retracted)",
+                s.retractions, s.retracted_requests
+            )
+        },
     );
 }
 
@@ -544,8 +548,17 @@ fn csv_row(r: &FileReport) -> Vec<String> {
         f(s.token_usage_mean),
         f(s.token_usage_p90),
         f(s.token_usage_max),
-        s.retractions.to_string(),
-        s.retracted_requests.to_string(),
+        // Empty, not 0, where the log cannot say (vLLM's V0 engine).
+        if s.retractions_not_logged {
+            String::new()
+        } else {
+            s.retractions.to_string()
+        },
+        if s.retractions_not_logged {
+            String::new()
+        } else {
+            s.retracted_requests.to_string()
+        },
         s.graph_label.clone().unwrap_or_default(),
         f(s.graph_on_share),
         f(s.prefill_input_throughput_mean),

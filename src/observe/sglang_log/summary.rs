@@ -134,6 +134,10 @@ pub struct ServerSummary {
     /// Retraction lines in the window (TP>0 duplicates dropped) and the requests they retracted.
     pub retractions: u64,
     pub retracted_requests: u64,
+    /// The log cannot say how many: vLLM's V0 engine (to 0.10) prints no preemption count, so
+    /// `retractions` is 0 for want of a number, not a count (the column is then empty).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub retractions_not_logged: bool,
     /// Whether `The server is fired up and ready to roll!` appears anywhere.
     pub ready_seen: bool,
 

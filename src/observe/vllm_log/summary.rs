@@ -22,7 +22,7 @@ use crate::observe::sglang_log::summary::Tail;
 use crate::observe::sglang_log::{LogWindow, Scope, ServerSummary, Timestamp, WindowSpan};
 use crate::observe::window::{Intervals, WindowStats};
 
-use super::line::{Event, Stats, parse_line};
+use super::line::{Event, Stats, StatsFormat, parse_line};
 
 /// A stats line more than this many seconds after the same engine's previous one is left out.
 /// vLLM logs every 10 s by default (`VLLM_LOG_STATS_INTERVAL`; 5 s in the V0 engine).
@@ -41,6 +41,8 @@ struct Acc {
     window: WindowStats,
     intervals: Intervals<u32>,
     preempted: u64,
+    /// Kept lines of the V0 engine, whose stats lines carry no preemption count.
+    v0_lines: usize,
     hit_rate: Option<f64>,
 }
 
@@ -59,6 +61,7 @@ impl Acc {
 
     fn keep(&mut self, s: &Stats, ts: Option<Timestamp>) {
         self.stats_lines += 1;
+        self.v0_lines += usize::from(s.format == StatsFormat::V0);
         let queued = match (s.waiting, s.swapped) {
             (Some(w), Some(sw)) => Some(w.saturating_add(sw)),
             (w, sw) => w.or(sw),
@@ -295,6 +298,8 @@ impl Summarizer {
             kv_cache_gb: self.kv_gib.map(|g| g * 1.073_741_824),
             retractions: a.preempted,
             retracted_requests: a.preempted,
+            // V1 prints `Preemptions: N` only when N > 0, so its silence is a 0; V0's is not.
+            retractions_not_logged: a.v0_lines > 0,
             ready_seen: self.ready_line.is_some(),
             lines: self.next_line,
             ready_line: self.ready_line,
