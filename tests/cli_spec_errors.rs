@@ -534,4 +534,13 @@ fn preflight_knob_the_engine_ignores_or_lacks() {
         6,
         "`kv_cache_memory_bytes` is not a memory knob SGLang has for the pre-flight",
     );
+    // The knob under vLLM's own name in server.args: the pre-flight's attempts would pass
+    // one flag twice.
+    check_rejected(
+        &format!(
+            "  engine: vllm\n  args: {{gpu_memory_utilization: 0.5}}\n{WORKLOAD}search:\n  preflight:\n    mem_fraction_static: {{from: 0.5, to: 0.9, resolution: 0.05}}\n"
+        ),
+        15,
+        "`mem_fraction_static` and `gpu_memory_utilization` are one vLLM flag (--gpu-memory-utilization)",
+    );
 }

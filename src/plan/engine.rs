@@ -163,6 +163,19 @@ impl Engine {
         if self != Engine::Vllm {
             return None;
         }
+        // The knob under its other name (`gpu_memory_utilization` beside a pre-flighted
+        // `mem_fraction_static`): one flag passed twice, and the pre-flight's value would win
+        // only by coming last.
+        let flag = self.key_name(knob);
+        if let Some((other, _)) = resolved
+            .iter()
+            .find(|(k, _)| k != knob && self.key_name(k) == flag)
+        {
+            return Some(format!(
+                "`{knob}` and `{other}` are one vLLM flag (--{}): this configuration sets it as `{other}`, so the pre-flight's value would be passed beside it; drop `{other}`",
+                flag.replace('_', "-")
+            ));
+        }
         let env_space = env
             .iter()
             .find(|(k, v)| *k == "VLLM_CPU_KVCACHE_SPACE" && !v.is_empty())
@@ -438,6 +451,34 @@ mod tests {
                 &[],
                 &[("VLLM_CPU_KVCACHE_SPACE", "")]
             ),
+            None
+        );
+        // The knob under its other name is one flag twice: refused, whichever name is the knob.
+        for (knob, other) in [
+            ("mem_fraction_static", "gpu_memory_utilization"),
+            ("gpu_memory_utilization", "mem_fraction_static"),
+            ("max_running_requests", "max_num_seqs"),
+        ] {
+            let both = vec![
+                (knob.to_string(), ParamValue::Str("preflight".into())),
+                (other.to_string(), ParamValue::Float(0.5)),
+            ];
+            let why = Engine::Vllm
+                .preflight_refuses(knob, &both, &none)
+                .unwrap_or_default();
+            assert!(
+                why.contains(&format!("`{knob}` and `{other}` are one vLLM flag"))
+                    && why.contains(&format!("drop `{other}`")),
+                "{why}"
+            );
+        }
+        // The knob itself in the configuration (its placeholder) is not a second name.
+        let own = vec![(
+            "max_num_seqs".to_string(),
+            ParamValue::Str("preflight".into()),
+        )];
+        assert_eq!(
+            Engine::Vllm.preflight_refuses("max_num_seqs", &own, &none),
             None
         );
     }
