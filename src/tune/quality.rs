@@ -1031,6 +1031,17 @@ mod tests {
             status(&(0..14).collect::<Vec<_>>()),
             (QualityStatus::Fail, Some((8, 0)))
         );
+        // 8 worse, 2 better: P(X >= 8 | 10 discordant) = 56/1024 = 0.055, not below 0.05.
+        // (Right on 0 and 1, where the baseline is wrong; wrong with it on 2-5.)
+        let wrong: Vec<u64> = (2..14).collect();
+        assert_eq!(status(&wrong), (QualityStatus::Pass, Some((8, 2))));
+        // No prompt answered on both sides: no accuracy at all, not 0 of 0.
+        let re = regex::Regex::new(DEFAULT_ANSWER_REGEX).expect("re");
+        let base: Vec<QualitySample> = (0..3).map(|id| mk("base", 1, id, true)).collect();
+        let refs: Vec<&QualitySample> = base.iter().collect();
+        assert!(accuracy(&re, &refs, &[]).is_none());
+        let p = accuracy(&re, &refs, &refs).map(|a| (a.answered, a.p_value));
+        assert_eq!(p, Some((3, 1.0)));
     }
 
     proptest! {
