@@ -200,10 +200,13 @@ fn load_against_live_vllm() {
         &server,
     );
     assert_exact_counts(c, 16, 24, 32);
-    // Chunks are not tokens: byte-level BPE holds back partial UTF-8, so a few tokens arrive
-    // without text of their own. At most one gap per token after the first.
+    // Chunks are not tokens: byte-level BPE holds back partial UTF-8, and a vLLM server that
+    // falls behind its engine sends several tokens in one chunk (more of them the busier the
+    // machine: 82% of the tokens had a chunk of their own on a loaded CI run, over 90% on a
+    // quiet one). So the gaps are bounded, not counted: at most one per token after the
+    // first, and every stream streamed (more than one content chunk per request, below).
     let gaps = c["itl_ms"]["count"].as_u64().unwrap_or(0);
-    assert!(gaps > 16 * 31 * 9 / 10 && gaps <= 16 * 31, "{c}");
+    assert!((16..=16 * 31).contains(&gaps), "{c}");
     let reqs = read_rows(&out_c.join("requests.csv"));
     let measured: Vec<_> = reqs.iter().filter(|r| r["phase"] == "measured").collect();
     assert_eq!(measured.len(), 16);
@@ -212,6 +215,8 @@ fn load_against_live_vllm() {
         assert_eq!(r["completion_tokens"], "32", "{r:?}");
         assert_eq!(r["http_status"], "200", "{r:?}");
         assert!(num(r, "ttft_ms") <= num(r, "end_ms"));
+        let chunks = num(r, "content_chunks");
+        assert!((2.0..=32.0).contains(&chunks), "{r:?}");
     }
 
     // Chat with text prompts: vLLM's first chunk is role-only, so vLLM's TTFT convention (first
