@@ -5,7 +5,13 @@
 //! `ServerSummary::set_window` puts the [`WindowFigures`] into the summary.
 
 use crate::observe::quantiles::Quantiles;
-use crate::observe::sglang_log::prefix::Timestamp;
+
+/// A log line's time, as far as grouping needs it (SGLang's and vLLM's `Timestamp`). A trait,
+/// so this module needs neither parser.
+pub trait LineTime: Copy {
+    /// Seconds from `earlier` to `self`.
+    fn seconds_since(&self, earlier: &Self) -> f64;
+}
 
 /// Lines of distinct schedulers (SGLang's DP ranks, vLLM's engines) printed within this many
 /// seconds of an open interval's first line belong to that interval.
@@ -107,8 +113,8 @@ impl WindowStats {
 
 /// One logging interval being assembled: the sums of its lines so far.
 #[derive(Debug, Clone, Copy)]
-struct Interval {
-    ts: Option<Timestamp>,
+struct Interval<T> {
+    ts: Option<T>,
     gen_throughput: Option<f64>,
     running: Option<u64>,
     queued: Option<u64>,
@@ -136,14 +142,14 @@ fn add_u(a: Option<u64>, b: Option<u64>) -> Option<u64> {
 /// [`DP_GROUP_SECS`] of it. A line without a scheduler key (one scheduler, or an engine's
 /// own aggregate) is an interval by itself. Both log parsers feed their kept lines here.
 #[derive(Debug, Clone)]
-pub struct Intervals<K> {
-    open: Option<Interval>,
+pub struct Intervals<K, T> {
+    open: Option<Interval<T>>,
     keys: Vec<K>,
     /// Intervals closed so far.
     pub count: usize,
 }
 
-impl<K> Default for Intervals<K> {
+impl<K, T> Default for Intervals<K, T> {
     fn default() -> Self {
         Intervals {
             open: None,
@@ -153,12 +159,12 @@ impl<K> Default for Intervals<K> {
     }
 }
 
-impl<K: PartialEq + Copy> Intervals<K> {
+impl<K: PartialEq + Copy, T: LineTime> Intervals<K, T> {
     /// One kept line: its time, scheduler, generation throughput, running and queued requests.
     pub fn line(
         &mut self,
         w: &mut WindowStats,
-        ts: Option<Timestamp>,
+        ts: Option<T>,
         key: Option<K>,
         gen_throughput: Option<f64>,
         running: Option<u64>,

@@ -13,6 +13,12 @@ pub struct Timestamp {
     pub secs_of_day: f64,
 }
 
+impl crate::observe::window::LineTime for Timestamp {
+    fn seconds_since(&self, earlier: &Self) -> f64 {
+        Timestamp::seconds_since(self, earlier)
+    }
+}
+
 impl Timestamp {
     /// Seconds elapsed from `earlier` to `self` (negative when `self` is earlier).
     /// Without dates on both sides, a jump back of more than 12 h is taken as a midnight wrap.

@@ -327,7 +327,7 @@ struct Acc {
     span: WindowSpan,
 
     /// Kept Decode lines into logging intervals (DP ranks' lines summed).
-    intervals: Intervals<SchedKey>,
+    intervals: Intervals<SchedKey, Timestamp>,
     /// Per interval: throughput, running, queue; per kept line: KV usage.
     window: WindowStats,
 

@@ -39,7 +39,7 @@ struct Acc {
     span: WindowSpan,
     /// Per interval (engines' lines summed): throughput, running, queue; per line: KV usage.
     window: WindowStats,
-    intervals: Intervals<u32>,
+    intervals: Intervals<u32, Timestamp>,
     preempted: u64,
     /// Kept lines of the V0 engine, whose stats lines carry no preemption count.
     v0_lines: usize,
