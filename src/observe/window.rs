@@ -233,6 +233,33 @@ pub struct WindowFigures {
 mod tests {
     use super::*;
 
+    impl LineTime for f64 {
+        fn seconds_since(&self, earlier: &Self) -> f64 {
+            self - earlier
+        }
+    }
+
+    /// Distinct schedulers within a second are one interval, summed; the same scheduler, a
+    /// line a whole second later, or a line without a key starts a new one.
+    #[test]
+    fn intervals_join_distinct_schedulers_within_a_second_only() {
+        let mut w = WindowStats::default();
+        let mut iv: Intervals<u32, f64> = Intervals::default();
+        iv.line(&mut w, Some(0.0), Some(0), Some(10.0), Some(1), Some(0));
+        iv.line(&mut w, Some(0.5), Some(1), Some(20.0), Some(2), Some(0)); // joins
+        iv.line(&mut w, Some(0.6), Some(0), Some(30.0), Some(3), Some(0)); // same rank: new
+        iv.line(&mut w, Some(1.6), Some(1), Some(40.0), Some(4), Some(0)); // 1.0 s later: new
+        iv.line(&mut w, Some(10.0), Some(0), Some(50.0), Some(5), Some(0));
+        iv.line(&mut w, Some(10.1), None, Some(60.0), Some(6), Some(0)); // no key: new
+        iv.close(&mut w);
+        assert_eq!(iv.count, 5);
+        let f = w.figures();
+        // 30, 30, 40, 50, 60: the first two lines summed, the others alone.
+        assert_eq!(f.gen_throughput_mean, Some(42.0));
+        assert_eq!(f.running_req_max, Some(6));
+        assert_eq!(f.running_req_mean, Some(21.0 / 5.0));
+    }
+
     #[test]
     fn intervals_and_usage_fold_into_the_summary() {
         let mut w = WindowStats::default();
