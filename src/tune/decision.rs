@@ -235,8 +235,8 @@ pub fn rule(o: &Objective) -> String {
         "At each load point, a configuration is eligible when none of its repeats failed{slo}. \
          With a max-load search, each configuration is judged at the highest load whose probe passed (its repeats' median meets every bound and no repeat falls on the other side); one with no passing probe is not eligible. \
          Among the eligible configurations, the one with the {best} mean `{m}` leads. \
-         The noise is measured from the sweep itself: the coefficient of variation (standard deviation over mean) of `{m}` is pooled over every configuration at every load point with two or more finished repeats (pre-flight attempts excepted; configurations with the same server command count as one), each weighted by its repeats less one, and the pool has their sum as degrees of freedom. \
-         The leader's margin over every other eligible configuration gets a 95% interval: the difference of the means ± t(pooled degrees of freedom) × a standard error, the larger of the pooled one (CV × √(m₁²/n₁ + m₂²/n₂)) and, when both have two or more repeats, their own (√(s₁²/n₁ + s₂²/n₂)). \
+         The noise is measured from the sweep itself: the coefficient of variation (standard deviation over mean) of `{m}` is pooled over every configuration at every load point with two or more finished repeats (pre-flight attempts excepted; configurations with the same server command count as one), each weighted by its repeats less one; its degrees of freedom are Satterthwaite's effective ones, rounded down: the sum of those weights when every group is as noisy, as few as one group's when one group's noise dominates the pool. \
+         The leader's margin over every other eligible configuration gets a 95% interval: the difference of the means ± t(the pool's effective degrees of freedom) × a standard error, the larger of the pooled one (CV × √(m₁²/n₁ + m₂²/n₂)) and, when both have two or more repeats, their own (√(s₁²/n₁ + s₂²/n₂)). \
          The leader is claimed as the winner only when every one of these intervals lies entirely above zero (the intervals separate); \
          otherwise the result is a tie within noise between the leader and the configurations it is not separated from. \
          When the sweep measured no noise (every configuration ran once, none measured alike) there is no interval and no winner is claimed: the leader is named the leader, a configuration within {noise} of the other's mean (the objective's noise threshold) is within noise of it, and repeats (`repeats: 2` or more, or `repeats: auto`) or `sgtune reproduce DIR --decision` confirm the leader or not.",
@@ -360,10 +360,18 @@ pub fn margin_text(m: &Margin) -> String {
 pub fn noise_text(metric: &str, noise: Option<PooledNoise>, threshold: f64) -> String {
     match noise {
         Some(p) => format!(
-            "{metric} varies by {} run to run (coefficient of variation pooled over {} configuration × load point group(s) with repeats, {} degrees of freedom)",
+            "{metric} varies by {} run to run (coefficient of variation pooled over {} configuration × load point group(s) with repeats, {} degrees of freedom{})",
             pct(p.cv),
             p.groups,
-            p.df
+            p.df,
+            if p.effective_df < p.df {
+                format!(
+                    "; {} effective, since the groups' spreads differ: the margins' intervals use {}",
+                    p.effective_df, p.effective_df
+                )
+            } else {
+                String::new()
+            }
         ),
         None => format!(
             "not measured: no configuration × load point of the sweep has two or more repeats, so no margin has an interval ({} of the other's mean, the objective's noise threshold, only sorts within noise from behind)",
@@ -952,15 +960,15 @@ mod tests {
 
     #[test]
     fn t_quantiles() {
-        assert!((t975(1.0) - 12.706).abs() < 1e-9);
-        assert!((t975(2.0) - 4.303).abs() < 1e-9);
-        assert!((t975(10.0) - 2.228).abs() < 1e-9);
-        assert!((t975(f64::INFINITY) - 1.960).abs() < 1e-9);
-        // Fractional (Welch) degrees of freedom: between the neighbours, never narrower.
+        assert!((t975(1.0) - 12.706).abs() < 5e-4);
+        assert!((t975(2.0) - 4.303).abs() < 5e-4);
+        assert!((t975(10.0) - 2.228).abs() < 5e-4);
+        assert!((t975(f64::INFINITY) - 1.960).abs() < 5e-4);
+        // Fractional degrees of freedom: between the neighbours.
         let t = t975(3.5);
         assert!(t < 3.182 && t > 2.776, "{t}");
         assert!(t975(21.0) > 2.074 && t975(21.0) < 2.086);
-        assert!(t975(0.5) == 12.706);
+        assert!((t975(0.5) - 12.706).abs() < 5e-4);
         assert!(t975(500.0) > 1.960 && t975(500.0) < 1.980);
     }
 
@@ -980,14 +988,15 @@ mod tests {
         assert_eq!(p.runner_up.as_deref(), Some("slow"));
         let m = p.margin.as_ref().expect("a margin");
         assert!((m.delta - 200.0).abs() < 1e-9);
-        // sd 10 on both sides: CVs 1% and 0.83%, pooled over 2 + 2 degrees of freedom; the
-        // pooled standard error CV·√(1200²/3 + 1000²/3) = 8.30 beats their own √(200/3) = 8.165.
-        assert_eq!((m.basis.as_str(), m.df), ("pooled", Some(4.0)));
+        // sd 10 on both sides: CVs 1% and 0.83%, pooled over 2 + 2 degrees of freedom, 3.87
+        // effective (the CVs differ), so 3; the pooled standard error
+        // CV·√(1200²/3 + 1000²/3) = 8.30 beats their own √(200/3) = 8.165.
+        assert_eq!((m.basis.as_str(), m.df), ("pooled", Some(3.0)));
         let cv = ((1e-4 + (10.0f64 / 1200.0).powi(2)) / 2.0).sqrt();
         let se = cv * (1200.0f64.powi(2) / 3.0 + 1000.0f64.powi(2) / 3.0).sqrt();
-        assert!((m.half_width() - 2.776 * se).abs() < 1e-6, "{m:?}");
+        assert!((m.half_width() - t975(3.0) * se).abs() < 1e-6, "{m:?}");
         let noise = p.noise.expect("the sweep's noise");
-        assert_eq!((noise.df, noise.groups), (4, 2));
+        assert_eq!((noise.df, noise.effective_df, noise.groups), (4, 3, 2));
         assert!((noise.cv - cv).abs() < 1e-12);
         assert_eq!(p.configurations[0].run_name, "fast");
         assert_eq!(p.configurations[0].rank, Some(1));
@@ -997,28 +1006,29 @@ mod tests {
         );
         assert!(
             p.configurations[1].why
-                == "behind the winner by 200 ± 23.0 (20.0%; 95% CI, pooled noise, 4 df)",
+                == "behind the winner by 200 ± 26.4 (20.0%; 95% CI, pooled noise, 3 df)",
             "{}",
             p.configurations[1].why
         );
         assert!(
             d.summary.contains(
-                "fast wins: mean output_tok_s 1200 against the runner-up slow's 1000, better by 200 ± 23.0"
+                "fast wins: mean output_tok_s 1200 against the runner-up slow's 1000, better by 200 ± 26.4"
             ),
             "{}",
             d.summary
         );
         assert!(
             render_md(&d).contains(
-                "**Winner: fast**: ahead of the runner-up slow by 200 ± 23.0 (20.0%; 95% CI, pooled noise, 4 df)."
+                "**Winner: fast**: ahead of the runner-up slow by 200 ± 26.4 (20.0%; 95% CI, pooled noise, 3 df)."
             ),
             "{}",
             render_md(&d)
         );
         let e = p.configurations[0].estimate.as_ref().expect("estimate");
         let ci = e.ci.expect("an interval");
-        // mean 1200, sd 10, n 3: ± 4.303 * 10 / sqrt(3).
-        assert!((ci.high - 1200.0 - 4.303 * 10.0 / 3f64.sqrt()).abs() < 1e-6);
+        // mean 1200, sd 10, n 3: ± t(2) × 10 / √3.
+        assert!((ci.high - 1200.0 - t975(2.0) * 10.0 / 3f64.sqrt()).abs() < 1e-6);
+        assert!((1200.0 - ci.low - t975(2.0) * 10.0 / 3f64.sqrt()).abs() < 1e-6);
     }
 
     #[test]
@@ -1039,7 +1049,7 @@ mod tests {
         assert!(d.summary.contains("tie within noise"), "{}", d.summary);
         let md = render_md(&d);
         assert!(
-            md.contains("**Tie within noise** between b and a: no winner is claimed (b leads: ahead of the runner-up a by 50.0 ± 227 (5.0%; "),
+            md.contains("**Tie within noise** between b and a: no winner is claimed (b leads: ahead of the runner-up a by 50.0 ± 260 (5.0%; "),
             "{md}"
         );
         assert!(md.contains("## Rule"), "{md}");
@@ -1128,31 +1138,46 @@ mod tests {
         assert_eq!(d.points[0].outcome, Outcome::Winner);
     }
 
-    /// The real SGLang sweep (experiments/cpu-tuning.yaml) that Welch's interval called a tie:
-    /// the 4,096-token pool carried 583 and 530 tok/s, the 1,024-token pool 296 and 298. Two
-    /// repeats each give Welch about one degree of freedom (t = 12.7: 259 ± 337); pooled over
-    /// both configurations, 2 (t = 4.30), and the margin separates.
+    /// The real SGLang sweep (experiments/cpu-tuning.yaml): the 4,096-token pool carried 583
+    /// and 530 tok/s, the 1,024-token pool 296 and 298. The pool's nominal 2 degrees of
+    /// freedom (t = 4.30) once claimed the winner; but the two spreads differ 14-fold (CV
+    /// 6.7% and 0.5%), so what the pool knows of the noisier one is its own single degree of
+    /// freedom: 1 effective (t = 12.7), a tie, and the decision asks for more repeats. The
+    /// simulation behind this (issue 24): two equal configurations at 2% and 20% noise, 2
+    /// repeats each, got 11.6% false winners from the nominal df. A third repeat alike
+    /// separates them.
     #[test]
-    fn two_repeats_pool_their_noise_and_a_clear_margin_wins() {
+    fn two_repeats_of_unequal_spread_are_a_tie_a_third_separates() {
         let o = objective(Goal::Maximize, "output_tok_s", &[]);
         let rows = rows_of(&[("mtt1024", &[296.0, 298.0]), ("mtt4096", &[583.0, 530.0])]);
         let d = decide_rows(&o, &rows);
         let p = &d.points[0];
-        assert_eq!(p.outcome, Outcome::Winner, "{}", d.summary);
-        assert_eq!(p.winner.as_deref(), Some("mtt4096"));
+        assert_eq!(p.outcome, Outcome::TieWithinNoise, "{}", d.summary);
+        assert_eq!(p.leader.as_deref(), Some("mtt4096"));
         let m = p.margin.as_ref().expect("margin");
         // The pair's own spread (√(37.48²/2 + 1.414²/2) = 26.5) is above the pooled CV's
-        // (4.77% × √(556.5²/2 + 297²/2) = 21.3): it sets the width, at the pool's 2 df.
-        assert_eq!((m.basis.as_str(), m.df), ("own", Some(2.0)));
+        // (4.77% × √(556.5²/2 + 297²/2) = 21.3): it sets the width, at 1 effective df.
+        assert_eq!((m.basis.as_str(), m.df), ("own", Some(1.0)));
         let own = (53.0f64.powi(2) / 2.0 / 2.0 + 2.0f64.powi(2) / 2.0 / 2.0).sqrt();
-        assert!((m.half_width() - 4.303 * own).abs() < 1e-6, "{m:?}");
-        assert!(m.ci.is_some_and(|c| c.low > 100.0), "{m:?}");
+        assert!((m.half_width() - t975(1.0) * own).abs() < 1e-6, "{m:?}");
         assert!(
-            d.summary
-                .contains("better by 260 ± 114 (87.4%; 95% CI, own spread, 2 df)"),
+            d.summary.contains(
+                "its margin over the runner-up being 260 ± 337 (87.4%; 95% CI, own spread, 1 df)"
+            ),
             "{}",
             d.summary
         );
+        let noise = p.noise.expect("noise");
+        assert_eq!((noise.df, noise.effective_df), (2, 1));
+        // A third repeat of each, alike: 4 nominal df, 3 effective, and the margin separates.
+        let rows = rows_of(&[
+            ("mtt1024", &[296.0, 298.0, 297.0]),
+            ("mtt4096", &[583.0, 530.0, 560.0]),
+        ]);
+        let d = decide_rows(&o, &rows);
+        let p = &d.points[0];
+        assert_eq!(p.outcome, Outcome::Winner, "{}", d.summary);
+        assert_eq!(p.winner.as_deref(), Some("mtt4096"));
         // A re-check decides its own rows by the same rule.
         let refs: Vec<&Row> = rows.iter().collect();
         let again = super::decide_rows(&o, "re-check", &refs, &BTreeMap::new());
@@ -1170,7 +1195,7 @@ mod tests {
             &o,
             &rows_of(&[
                 ("third", &[970.0]),
-                ("leader", &[990.0, 1000.0, 1010.0]),
+                ("leader", &[995.0, 1005.0, 1015.0]),
                 ("runner-up", &[965.0, 975.0, 985.0]),
             ]),
         );
@@ -1844,11 +1869,20 @@ mod tests {
         let p = PooledNoise {
             cv: 0.048,
             df: 6,
+            effective_df: 6,
             groups: 3,
         };
         assert_eq!(
             noise_text("x", Some(p), 0.05),
             "x varies by 4.8% run to run (coefficient of variation pooled over 3 configuration × load point group(s) with repeats, 6 degrees of freedom)"
+        );
+        let p = PooledNoise {
+            effective_df: 2,
+            ..p
+        };
+        assert_eq!(
+            noise_text("x", Some(p), 0.05),
+            "x varies by 4.8% run to run (coefficient of variation pooled over 3 configuration × load point group(s) with repeats, 6 degrees of freedom; 2 effective, since the groups' spreads differ: the margins' intervals use 2)"
         );
         let r = rule(&objective(Goal::Minimize, "ttft_ms_p99", &[]));
         assert!(
