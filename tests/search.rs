@@ -775,6 +775,8 @@ fn repeats_auto_mistakes_are_spec_errors() {
 fn prune_spec(tag: &str, prune: bool) -> String {
     format!(
         r#"name: prune
+repeats: 2
+reuse_server: true
 server:
   command: [python3, "{fake}"]
   model_path: /nonexistent-model
@@ -805,8 +807,8 @@ objective:
     )
 }
 
-/// Each load point's leader (one repeat each: no noise is measured, so the full grid names
-/// leaders, not winners).
+/// Each load point's leader. Two repeats on one server each: pruning prunes only on noise
+/// the first round measured.
 fn leaders(folder: &Path) -> Vec<(String, String)> {
     let d: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(folder.join("decision.json")).unwrap())
@@ -853,8 +855,8 @@ fn pruning_reaches_the_full_grids_decision_with_half_the_load_seconds() {
     );
     let pruned = only_results_folder(&pruned_dir);
     let rows = read_rows(&pruned.join("results.csv"));
-    // One row per planned measurement either way: 4 configurations x 3 points.
-    assert_eq!(rows.len(), 12, "{rows:?}");
+    // One row per planned measurement either way: 4 configurations x 3 points x 2 repeats.
+    assert_eq!(rows.len(), 24, "{rows:?}");
     for r in rows.iter().filter(|r| r["run_name"].starts_with("slow")) {
         if r["concurrency"] == "2" {
             assert_eq!(r["status"], "ok", "{r:?}");

@@ -58,9 +58,21 @@ pub fn lines(s: &SweepSpec, plan: &RunPlan) -> Vec<String> {
         out(&format!("objective: {o}; {per} (decision.md), {rule}"));
     }
     if let Some(p) = crate::tune::prune::first_point(s) {
+        let on = if crate::tune::prune::can_measure_noise(s) {
+            "those beaten there beyond the noise its repeats measure (each margin at the Bonferroni level over every pair of configurations) skip the other load points"
+        } else {
+            "with one repeat no noise is measured, so only those whose outputs fail the quality guard skip the other load points"
+        };
         out(&format!(
-            "prune: every configuration is measured at {p} first; those clearly beaten there skip the other load points (rows `pruned`, with the evidence)"
+            "prune: every configuration is measured at {p} first; {on} (rows `pruned`, with the evidence)"
         ));
+    } else if s.objective.as_ref().is_some_and(|o| o.prune)
+        && s.workload.load_points.len() > 1
+        && s.search.max_load.is_none()
+    {
+        out(
+            "prune: off in effect: with one repeat the first round would measure no noise to prune on (`repeats: 2` or more, or `repeats: auto`, would)",
+        );
     }
     if let Some(ml) = &s.search.max_load {
         let unit = match ml.axis {

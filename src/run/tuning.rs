@@ -182,6 +182,16 @@ pub async fn run_rounds(
                 names.join(", ")
             ));
         }
+        if pr.no_noise {
+            say(&format!(
+                "prune: nothing pruned on {} at {p}: the first round measured no noise (one repeat), and a margin without it is no evidence",
+                input
+                    .spec
+                    .objective
+                    .as_ref()
+                    .map_or("the objective", |o| o.metric.as_str())
+            ));
+        }
         interrupted = super::run_sweep(&ctx, input.slots, &pr.rest, results, manifest, &mut |ev| {
             progress.handle(&ev)
         })

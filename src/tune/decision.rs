@@ -347,11 +347,22 @@ pub fn margin_text(m: &Margin) -> String {
     };
     match (m.ci, m.df) {
         (Some(_), Some(df)) => format!(
-            "{} ± {} ({rel}95% CI, {se}, {df} df)",
+            "{} ± {} ({rel}{} CI, {se}, {df} df)",
             num(m.delta),
-            num(m.half_width())
+            num(m.half_width()),
+            level_text(m.level)
         ),
         _ => format!("{} ({rel}no noise measured: no interval)", num(m.delta)),
+    }
+}
+
+/// "95%", "99.17%": a confidence level in words, to two decimals where it needs them.
+pub fn level_text(level: f64) -> String {
+    let p = level * 100.0;
+    if (p - p.round()).abs() < 1e-9 {
+        format!("{p:.0}%")
+    } else {
+        format!("{p:.2}%")
     }
 }
 
@@ -1848,6 +1859,7 @@ mod tests {
                 low: 10.0,
                 high: 14.0,
             }),
+            level: 0.95,
             df: Some(3.0),
             basis: "own".into(),
             separated: true,

@@ -109,8 +109,11 @@ pub struct Margin {
     pub delta: f64,
     /// `delta` over the other configuration's mean (None when that mean is 0).
     pub relative: Option<f64>,
-    /// 95% interval of `delta`; None when the sweep measured no noise.
+    /// The interval of `delta` (at `level`); None when the sweep measured no noise.
     pub ci: Option<Interval>,
+    /// The interval's two-sided confidence: 0.95 for the decision; higher for pruning, which
+    /// holds its error rate over every pair it compares.
+    pub level: f64,
     /// Degrees of freedom of the interval: the pooled noise's effective ones.
     pub df: Option<f64>,
     /// "pooled" (the standard error from the pooled CV), "own" (the two configurations' own
@@ -205,6 +208,7 @@ pub fn margin_at(
             delta,
             relative,
             ci: None,
+            level,
             df: None,
             basis: "threshold".into(),
             separated: match relative {
@@ -235,6 +239,7 @@ pub fn margin_at(
         delta,
         relative,
         ci: Some(ci),
+        level,
         df: Some(df),
         basis: basis.into(),
         separated: ci.low > 0.0,
