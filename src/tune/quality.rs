@@ -10,8 +10,14 @@
 //!   by at most `near_tie_logprob_gap`: the two were nearly tied, and numerical noise (batching,
 //!   kernels) picked one. Any other divergence (a token the other side did not consider, a
 //!   clear preference, one side stopping) is **decisive**.
+//! - **The unit of evidence is the prompt.** A configuration launched several times (repeats,
+//!   pruning's rounds, a resumed launch) answers each prompt once per launch; those answers
+//!   are one prompt's evidence, not several: each prompt counts by the share of its launches
+//!   that diverged decisively (and, with answers, that answered right), and the counts the
+//!   tests take are those shares summed over the prompts, rounded. A deterministic behaviour
+//!   gets the same verdict from one launch or five; a random one keeps its rate.
 //! - The **floor** is the baseline against itself: its second pass on the same server (same
-//!   batch), and its other launches (repeats). A configuration **fails** when its share of
+//!   batch), and its other launches (repeats), prompt by prompt likewise. A configuration **fails** when its share of
 //!   decisive divergences exceeds the floor's by more than `max_decisive_excess` and Fisher's
 //!   exact test (one-sided) puts it above the floor at the stated confidence.
 //! - A configuration with no usable comparison (no samples, every prompt errored, no baseline
@@ -112,36 +118,6 @@ pub struct Tally {
 }
 
 impl Tally {
-    fn add(&mut self, c: PairCheck) {
-        self.compared += 1;
-        self.prefix_sum += c.prefix_agreement;
-        match c.divergence {
-            Divergence::Identical => self.identical += 1,
-            Divergence::NearTie => self.near_tie += 1,
-            Divergence::Decisive => {
-                self.decisive += 1;
-                if let Some(at) = c.at {
-                    let p = at + 1;
-                    self.decisive_at = Some(match self.decisive_at {
-                        None => (p, p),
-                        Some((lo, hi)) => (lo.min(p), hi.max(p)),
-                    });
-                }
-            }
-        }
-    }
-    fn merge(&mut self, o: &Tally) {
-        self.compared += o.compared;
-        self.identical += o.identical;
-        self.near_tie += o.near_tie;
-        self.decisive += o.decisive;
-        self.prefix_sum += o.prefix_sum;
-        self.errors += o.errors;
-        self.decisive_at = match (self.decisive_at, o.decisive_at) {
-            (Some((a, b)), Some((c, d))) => Some((a.min(c), b.max(d))),
-            (x, y) => x.or(y),
-        };
-    }
     pub fn share(&self, n: usize) -> Option<f64> {
         (self.compared > 0).then(|| n as f64 / self.compared as f64)
     }
@@ -156,18 +132,71 @@ impl Tally {
     }
 }
 
-/// Compare every prompt of `pass` with the reference, by prompt id.
+/// Compare every prompt of one `pass` with the reference, by prompt id.
 pub fn tally(reference: &[&QualitySample], pass: &[&QualitySample], gap: f64) -> Tally {
+    tally_prompts(reference, &[pass.to_vec()], gap)
+}
+
+/// Compare every prompt of several passes (launches) with the reference, the prompt as the
+/// unit: a prompt answered in k of the passes counts once, each kind by the share of those k
+/// passes in which it was that kind (the totals rounded: a deterministic behaviour counts as
+/// one pass would, whatever the number of passes). Its prefix agreement is the mean over its
+/// passes; a prompt no pass could compare is one error.
+pub fn tally_prompts(
+    reference: &[&QualitySample],
+    passes: &[Vec<&QualitySample>],
+    gap: f64,
+) -> Tally {
     let by_id: BTreeMap<u64, &QualitySample> =
         reference.iter().map(|s| (s.prompt_id, *s)).collect();
-    let mut t = Tally::default();
-    for s in pass {
-        match by_id.get(&s.prompt_id) {
-            Some(r) if r.error.is_none() && s.error.is_none() => t.add(compare(r, s, gap)),
-            _ => t.errors += 1,
+    // prompt → its comparisons over the passes (and whether any pass asked it).
+    let mut per: BTreeMap<u64, Vec<PairCheck>> = BTreeMap::new();
+    for pass in passes {
+        for s in pass {
+            let checks = per.entry(s.prompt_id).or_default();
+            if let Some(r) = by_id.get(&s.prompt_id) {
+                if r.error.is_none() && s.error.is_none() {
+                    checks.push(compare(r, s, gap));
+                }
+            }
         }
     }
+    let (mut near, mut decisive) = (0.0, 0.0);
+    let mut t = Tally::default();
+    for checks in per.values() {
+        if checks.is_empty() {
+            t.errors += 1;
+            continue;
+        }
+        let k = checks.len() as f64;
+        let share = |d: Divergence| checks.iter().filter(|c| c.divergence == d).count() as f64 / k;
+        t.compared += 1;
+        near += share(Divergence::NearTie);
+        decisive += share(Divergence::Decisive);
+        t.prefix_sum += checks.iter().map(|c| c.prefix_agreement).sum::<f64>() / k;
+        for c in checks
+            .iter()
+            .filter(|c| c.divergence == Divergence::Decisive)
+        {
+            if let Some(at) = c.at {
+                let p = at + 1;
+                t.decisive_at = Some(match t.decisive_at {
+                    None => (p, p),
+                    Some((lo, hi)) => (lo.min(p), hi.max(p)),
+                });
+            }
+        }
+    }
+    t.decisive = rounded(decisive).min(t.compared);
+    t.near_tie = rounded(near).min(t.compared - t.decisive);
+    t.identical = t.compared - t.decisive - t.near_tie;
     t
+}
+
+/// A sum of per-prompt shares as a count: rounded half up (the tolerance absorbs the shares'
+/// rounding, 1/3 + 1/3 + 1/3 is one prompt).
+fn rounded(x: f64) -> usize {
+    (x + 0.5 + 1e-9).floor().max(0.0) as usize
 }
 
 /// ln(n!) for n = 0..=max.
@@ -245,11 +274,14 @@ pub struct Accuracy {
     pub p_value: f64,
 }
 
-/// Accuracy of `pass` against the reference on the same prompts (None: no expected answers).
+/// Accuracy of `passes` (one or more launches' answers) against the reference on the same
+/// prompts (None: no expected answers). The prompt is the unit, as in [`tally_prompts`]: a
+/// prompt answered in several passes is right by the share of them that answered right, and
+/// the counts (right, worse, better) are those shares summed and rounded.
 pub fn accuracy(
     re: &regex::Regex,
     reference: &[&QualitySample],
-    pass: &[&QualitySample],
+    passes: &[Vec<&QualitySample>],
 ) -> Option<Accuracy> {
     let by_id: BTreeMap<u64, &QualitySample> =
         reference.iter().map(|s| (s.prompt_id, *s)).collect();
@@ -260,20 +292,36 @@ pub fn accuracy(
         }
         Some(answer_of(re, &s.text).as_deref() == Some(want.trim()))
     };
-    let mut a = Accuracy::default();
-    for s in pass {
+    // prompt → (the reference right, this one's answers right or not over the passes).
+    let mut per: BTreeMap<u64, (bool, Vec<bool>)> = BTreeMap::new();
+    for s in passes.iter().flatten() {
         let Some(r) = by_id.get(&s.prompt_id) else {
             continue;
         };
         let (Some(rr), Some(sr)) = (right(r), right(s)) else {
             continue;
         };
-        a.answered += 1;
-        a.correct += usize::from(sr);
-        a.baseline_correct += usize::from(rr);
-        a.worse += usize::from(rr && !sr);
-        a.better += usize::from(!rr && sr);
+        per.entry(s.prompt_id)
+            .or_insert((rr, Vec::new()))
+            .1
+            .push(sr);
     }
+    let mut a = Accuracy::default();
+    let (mut correct, mut worse, mut better) = (0.0, 0.0, 0.0);
+    for (rr, answers) in per.values() {
+        let c = answers.iter().filter(|x| **x).count() as f64 / answers.len() as f64;
+        a.answered += 1;
+        a.baseline_correct += usize::from(*rr);
+        correct += c;
+        if *rr {
+            worse += 1.0 - c;
+        } else {
+            better += c;
+        }
+    }
+    a.correct = rounded(correct).min(a.answered);
+    a.worse = rounded(worse);
+    a.better = rounded(better);
     (a.answered > 0).then(|| {
         a.p_value = binomial_half_upper(a.worse, a.worse + a.better);
         a
@@ -410,13 +458,19 @@ pub fn judge(
         .collect();
     let reference = base.first().map(|(k, v)| (**k, (*v).clone()));
     let gap = q.near_tie_logprob_gap;
-    let mut floor = Tally::default();
-    if let Some((rk, rv)) = &reference {
-        for (k, v) in base.iter().skip(1) {
-            debug_assert!(**k != *rk);
-            floor.merge(&tally(rv, v, gap));
+    // The baseline's other passes (its second on the same server, its other launches), the
+    // prompt as the unit.
+    let floor = match &reference {
+        Some(_) if base.len() > 1 => {
+            let others: Vec<Vec<&QualitySample>> =
+                base.iter().skip(1).map(|(_, v)| (*v).clone()).collect();
+            reference
+                .as_ref()
+                .map(|(_, rv)| tally_prompts(rv, &others, gap))
+                .unwrap_or_default()
         }
-    }
+        _ => Tally::default(),
+    };
     let alpha = 1.0 - q.confidence;
     // The answer pattern, only when some prompt has an expected answer.
     let re = samples
@@ -433,7 +487,7 @@ pub fn judge(
                     Some(_) => format!("the baseline; {}", floor_text(&floor)),
                 };
                 let acc = match (&re, &reference) {
-                    (Some(re), Some((_, rv))) => accuracy(re, rv, rv),
+                    (Some(re), Some((_, rv))) => accuracy(re, rv, std::slice::from_ref(rv)),
                     _ => None,
                 };
                 let evidence = match &acc {
@@ -454,17 +508,17 @@ pub fn judge(
                     evidence,
                 };
             }
-            let mut t = Tally::default();
-            let mut mine: Vec<&QualitySample> = Vec::new();
-            if let Some((_, rv)) = &reference {
-                for ((_, _, pass), v) in passes.iter().filter(|((r, _, _), _)| r == name) {
-                    // A candidate's first pass per launch (it makes only one).
-                    if *pass == 1 {
-                        t.merge(&tally(rv, v, gap));
-                        mine.extend(v.iter().copied());
-                    }
-                }
-            }
+            // A candidate's first pass per launch (it makes only one): each launch one pass,
+            // the prompt the unit over them.
+            let mine: Vec<Vec<&QualitySample>> = passes
+                .iter()
+                .filter(|((r, _, pass), _)| r == name && *pass == 1)
+                .map(|(_, v)| v.clone())
+                .collect();
+            let t = match &reference {
+                Some((_, rv)) => tally_prompts(rv, &mine, gap),
+                None => Tally::default(),
+            };
             let acc = match (&re, &reference) {
                 (Some(re), Some((_, rv))) => accuracy(re, rv, &mine),
                 _ => None,
@@ -833,52 +887,121 @@ mod tests {
     /// The counts the evidence and the columns are made of: each kind counted once, the
     /// decisive positions 1-based and widened, errors apart from comparisons, merges adding up.
     #[test]
-    fn tallies_count_each_kind_and_merge_exactly() {
-        let check = |d: Divergence, at: Option<usize>, pa: f64| PairCheck {
-            divergence: d,
-            at,
-            prefix_agreement: pa,
-        };
-        let mut t = Tally::default();
+    fn tallies_count_each_kind_per_prompt() {
+        let t = Tally::default();
         assert_eq!(
             (t.decisive_share(), t.diverged_share(), t.prefix_agreement()),
             (None, None, None)
         );
-        t.add(check(Divergence::Identical, None, 1.0));
-        t.add(check(Divergence::NearTie, Some(2), 0.5));
-        t.add(check(Divergence::Decisive, Some(6), 0.25));
-        t.add(check(Divergence::Decisive, Some(3), 0.25));
+        // Reference: a b c d e f g (7 tokens) for prompts 0-3 and 5 (prompt 4 has none).
+        let r: Tok = ("a", -0.1, &[("a", -0.1), ("x", -0.2)]);
+        let refs: Vec<QualitySample> = [0u64, 1, 2, 3, 5]
+            .iter()
+            .map(|&i| sample("base", "base", 1, i, &[r, r, r, r, r, r, r, r]))
+            .collect();
+        let refs: Vec<&QualitySample> = refs.iter().collect();
+        let near: Tok = ("x", -0.2, &[("x", -0.2), ("a", -0.1)]);
+        let far: Tok = ("zz", -0.1, &[("zz", -0.1)]);
+        let mut p = vec![
+            sample("c", "c", 1, 0, &[r, r, r, r, r, r, r, r]),
+            sample("c", "c", 1, 1, &[r, r, r, r, near, r, r, r]),
+            sample("c", "c", 1, 2, &[r, r, r, r, r, r, far, r]),
+            sample("c", "c", 1, 3, &[r, r, r, far, r, r, r, r]),
+            sample("c", "c", 1, 4, &[r]),
+        ];
+        let mut errored = sample("c", "c", 1, 5, &[r]);
+        errored.error = Some("timeout".into());
+        p.push(errored);
+        let one: Vec<&QualitySample> = p.iter().collect();
+        let t = tally(&refs, &one, 0.5);
+        // Prompt 4 has no reference output and prompt 5 errored: two errors, four compared.
         assert_eq!(
             (t.compared, t.identical, t.near_tie, t.decisive, t.errors),
-            (4, 1, 1, 2, 0)
+            (4, 1, 1, 2, 2)
         );
         assert_eq!(t.decisive_at, Some((4, 7)));
-        assert_eq!(t.prefix_sum, 2.0);
-        assert_eq!(t.prefix_agreement(), Some(0.5));
+        assert_eq!(t.prefix_sum, 1.0 + 0.5 + 0.75 + 0.375);
         assert_eq!(t.decisive_share(), Some(0.5));
         assert_eq!(t.diverged_share(), Some(0.75));
         assert_eq!(positions(&t), ", at tokens 4-7");
-        let mut u = Tally {
-            errors: 2,
+        // The same pass three times is the same evidence: one prompt, one count.
+        let three = tally_prompts(&refs, &[one.clone(), one.clone(), one.clone()], 0.5);
+        assert_eq!(three, t);
+        // A prompt decisive in one of three passes counts a third; three such prompts, one.
+        let clean: Vec<QualitySample> = [0u64, 1, 2, 3, 5]
+            .iter()
+            .map(|&i| sample("c", "c2", 1, i, &[r, r, r, r, r, r, r, r]))
+            .collect();
+        let clean: Vec<&QualitySample> = clean.iter().collect();
+        let once: Vec<QualitySample> = [0u64, 1, 2]
+            .iter()
+            .map(|&i| sample("c", "c3", 1, i, &[far]))
+            .collect();
+        let once: Vec<&QualitySample> = once.iter().collect();
+        let mixed = tally_prompts(&refs, &[clean.clone(), clean.clone(), once], 0.5);
+        assert_eq!((mixed.compared, mixed.decisive, mixed.identical), (5, 1, 4));
+        assert_eq!(mixed.decisive_at, Some((1, 1)));
+        // Half a prompt rounds up: one of two passes decisive on one prompt.
+        let half = tally_prompts(&refs, &[clean.clone(), vec![one[2]]], 0.5);
+        assert_eq!((half.compared, half.decisive), (5, 1));
+        assert!((half.prefix_sum - (4.0 + (1.0 + 0.75) / 2.0)).abs() < 1e-12);
+        assert_eq!(positions(&Tally::default()), "");
+        let u = Tally {
+            compared: 1,
+            decisive: 1,
+            decisive_at: Some((1, 1)),
             ..Default::default()
         };
-        u.add(check(Divergence::Decisive, Some(0), 0.0));
         assert_eq!(positions(&u), ", at token 1");
-        u.merge(&t);
-        assert_eq!(
-            (u.compared, u.identical, u.near_tie, u.decisive, u.errors),
-            (5, 1, 1, 3, 2)
-        );
-        assert_eq!((u.decisive_at, u.prefix_sum), (Some((1, 7)), 2.0));
-        // Merging into an empty tally keeps the other's positions; an empty one adds nothing.
-        let mut e = Tally::default();
-        e.merge(&t);
-        assert_eq!(e, t);
-        t.merge(&Tally::default());
-        assert_eq!(e, t);
-        assert_eq!(positions(&Tally::default()), "");
     }
 
+    /// Issue 24: 20 prompts, a configuration that deterministically gets 2 of them wrong (and
+    /// derails there) while the baseline gets them right. One launch: McNemar p = 0.25, Fisher
+    /// p = 0.24, pass. Three launches used to count each prompt three times (p = 0.0156 and
+    /// 0.0024, fail). The verdict of a deterministic behaviour is now the same at any number
+    /// of launches.
+    #[test]
+    fn repeats_do_not_manufacture_evidence() {
+        let q: Quality = serde_yaml::from_str("{}").expect("q");
+        let with_answers = |mut v: Vec<QualitySample>, wrong: &[u64]| {
+            for x in &mut v {
+                x.answer = Some("7".into());
+                x.text = if wrong.contains(&x.prompt_id) {
+                    "the answer is 9".into()
+                } else {
+                    "the answer is 7".into()
+                };
+            }
+            v
+        };
+        let verdict = |launches: usize| {
+            let mut s = with_answers(pass_of("base", "base", 1, 20, &[]), &[]);
+            s.extend(with_answers(pass_of("base", "base", 2, 20, &[]), &[]));
+            for k in 0..launches {
+                let l = format!("cand.r{}", k + 1);
+                s.extend(with_answers(pass_of("cand", &l, 1, 20, &[3, 11]), &[3, 11]));
+            }
+            let names: Vec<String> = ["base", "cand"].map(String::from).to_vec();
+            let r = judge(&q, "base", &s, &names);
+            let v = r.verdict("cand").expect("cand").clone();
+            let a = v.accuracy.clone().expect("accuracy");
+            (
+                v.status,
+                (v.tally.compared, v.tally.decisive),
+                (a.answered, a.correct, a.worse, a.better),
+                v.p_value.map(|p| (p * 1e4).round() as i64),
+                (a.p_value * 1e4).round() as i64,
+            )
+        };
+        let one = verdict(1);
+        assert_eq!(one.0, QualityStatus::Pass, "{one:?}");
+        assert_eq!((one.1, one.2), ((20, 2), (20, 18, 2, 0)));
+        // McNemar: P(X ≥ 2 | 2, ½) = 0.25; Fisher of 2/20 against 0/20: 0.2436.
+        assert_eq!((one.3, one.4), (Some(2436), 2500));
+        for n in [2, 3, 5] {
+            assert_eq!(verdict(n), one, "{n} launches");
+        }
+    }
     /// `tally` pairs prompts by id, counts a prompt with an error on either side (or missing
     /// from the reference) as an error, not a comparison.
     #[test]
@@ -1040,7 +1163,7 @@ mod tests {
         let base: Vec<QualitySample> = (0..3).map(|id| mk("base", 1, id, true)).collect();
         let refs: Vec<&QualitySample> = base.iter().collect();
         assert!(accuracy(&re, &refs, &[]).is_none());
-        let p = accuracy(&re, &refs, &refs).map(|a| (a.answered, a.p_value));
+        let p = accuracy(&re, &refs, std::slice::from_ref(&refs)).map(|a| (a.answered, a.p_value));
         assert_eq!(p, Some((3, 1.0)));
     }
 
