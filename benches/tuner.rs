@@ -9,7 +9,8 @@
 //!   the queue) and a line rising through the bound.
 //!
 //! Every figure docs/benchmarks.md states is a threshold here ([`Check`]): the bench prints
-//! each one with what it measured and exits 1 when one no longer holds.
+//! each one with what it measured and exits 1 when one no longer holds. `cargo test` runs it
+//! too (`test = true`: about 10 s in the debug build), so the README's test command does.
 
 use sgtune::load::prompts::SplitMix64;
 use sgtune::plan::search::{Axis, MaxLoad, Preflight, Range, bisection_launches};
@@ -298,7 +299,13 @@ fn max_load_table(checks: &mut Vec<Check>) {
     }
 }
 
+#[path = "common/as_test.rs"]
+mod as_test;
+
 fn main() {
+    if !as_test::selected("tuner") {
+        return;
+    }
     let mut checks = Vec::new();
     preflight_table(&mut checks);
     max_load_table(&mut checks);

@@ -15,9 +15,9 @@
 //! is not eligible would prune the configurations that could win) and is pruned itself, since
 //! no load point can make it eligible again. One that is only unchecked is left to run on.
 
-use crate::plan::spec::{self, LoadPoint, SweepSpec};
+use crate::plan::spec::{self, LoadPoint, Objective, SweepSpec};
 use crate::record::rows::Row;
-use crate::tune::decision::{self, Standing};
+use crate::tune::decision::{self, PointDecision, Standing};
 use crate::tune::stats;
 use crate::tune::work::Launch;
 
@@ -79,6 +79,43 @@ pub struct Pruned {
     pub no_noise: bool,
 }
 
+/// The configurations the leader of `d` (a decision at the first point) beats on the
+/// objective beyond noise at the family level: each with the reason its rows carry. None
+/// without measured noise. `at`: the point, in words.
+pub fn beaten_on_speed(o: &Objective, d: &PointDecision, at: &str) -> Vec<(String, String)> {
+    // Every pair of eligible configurations is a comparison that could prune by chance.
+    let eligible = d.configurations.iter().filter(|c| c.rank.is_some()).count();
+    let pairs = (eligible * eligible.saturating_sub(1) / 2).max(1);
+    let level = 1.0 - (1.0 - FAMILY_CONFIDENCE) / pairs as f64;
+    let leader = d
+        .configurations
+        .iter()
+        .find(|c| Some(&c.run_name) == d.leader.as_ref())
+        .and_then(|c| c.estimate.as_ref());
+    let (Some(noise), Some(lead)) = (d.noise, leader) else {
+        return Vec::new();
+    };
+    d.configurations
+        .iter()
+        .filter(|c| c.rank.is_some() && Some(&c.run_name) != d.leader.as_ref())
+        .filter_map(|c| {
+            let m = stats::margin_at(level, o.goal, lead, c.estimate.as_ref()?, Some(noise), o.noise);
+            m.separated.then(|| {
+                (
+                    c.run_name.clone(),
+                    format!(
+                        "pruned: at {at} it was clearly beaten by {} on {}, by {} at {} confidence, {pairs} pair(s) of configurations compared",
+                        d.leader.clone().unwrap_or_default(),
+                        o.metric,
+                        decision::margin_text(&m),
+                        decision::level_text(level),
+                    ),
+                )
+            })
+        })
+        .collect()
+}
+
 /// Decide at `lowest` from the rows recorded there, and split the remaining measurements.
 pub fn prune(spec: &SweepSpec, launches: &[Launch], rows: &[Row], lowest: LoadPoint) -> Pruned {
     let Some(o) = &spec.objective else {
@@ -93,44 +130,7 @@ pub fn prune(spec: &SweepSpec, launches: &[Launch], rows: &[Row], lowest: LoadPo
         .filter(|r| r.load_point() == label && r.get("phase") != "preflight")
         .collect();
     let d = decision::decide_rows(o, &lowest.to_string(), &at, &Default::default());
-    // Every pair of eligible configurations is a comparison that could prune by chance.
-    let eligible = d
-        .configurations
-        .iter()
-        .filter(|c| c.estimate.is_some() && c.rank.is_some())
-        .count();
-    let pairs = (eligible * eligible.saturating_sub(1) / 2).max(1);
-    let level = 1.0 - (1.0 - FAMILY_CONFIDENCE) / pairs as f64;
-    let leader = d
-        .configurations
-        .iter()
-        .find(|c| Some(&c.run_name) == d.leader.as_ref())
-        .and_then(|c| c.estimate.as_ref());
-    let beaten: Vec<(String, String)> = match (d.noise, leader) {
-        (Some(noise), Some(lead)) => d
-            .configurations
-            .iter()
-            .filter(|c| c.rank.is_some() && Some(&c.run_name) != d.leader.as_ref())
-            .filter_map(|c| {
-                let m = stats::margin_at(level, o.goal, lead, c.estimate.as_ref()?, Some(noise), o.noise);
-                m.separated.then(|| {
-                    (
-                        c.run_name.clone(),
-                        format!(
-                            "pruned: at {} it was clearly beaten by {} on {}, by {} at {} confidence, {} pair(s) of configurations compared",
-                            lowest,
-                            d.leader.clone().unwrap_or_default(),
-                            o.metric,
-                            decision::margin_text(&m),
-                            decision::level_text(level),
-                            pairs
-                        ),
-                    )
-                })
-            })
-            .collect(),
-        _ => Vec::new(),
-    };
+    let beaten = beaten_on_speed(o, &d, &lowest.to_string());
     // Failed the quality guard at the first round: not eligible at any point.
     let beaten: Vec<(String, String)> = beaten
         .into_iter()
