@@ -474,16 +474,17 @@ fn pruning_and_repeats_keep_the_guard() {
             "{name}: {rows:?}"
         );
     }
-    // The floor: the baseline's second pass and its repeat launch's two, 3 x 60 comparisons.
-    // A candidate: its two launches' first passes, 2 x 60.
+    // The floor: the baseline's second pass and its repeat launch's two; a candidate: its two
+    // launches' first passes. Each over the same 60 prompts: the prompt is the unit, so 60,
+    // however many launches answered (issue 24).
     let evidence = |name: &str| rows_of(&rows, name)[0]["quality_evidence"].clone();
     assert!(
-        evidence("baseline").contains("the baseline's repeat: 0% decisive (0/180)"),
+        evidence("baseline").contains("the baseline's repeat: 0% decisive (0/60)"),
         "{}",
         evidence("baseline")
     );
     assert!(
-        evidence("slow").starts_with("diverges 0% of prompts decisively (0/120)"),
+        evidence("slow").starts_with("diverges 0% of prompts decisively (0/60)"),
         "{}",
         evidence("slow")
     );
@@ -492,7 +493,7 @@ fn pruning_and_repeats_keep_the_guard() {
         "{}",
         evidence("fp8")
     );
-    assert!(evidence("fp8").contains("/120)"), "{}", evidence("fp8"));
+    assert!(evidence("fp8").contains("/60)"), "{}", evidence("fp8"));
     let lines: Vec<usize> = [
         "baseline.r1",
         "baseline.r2",
@@ -639,19 +640,19 @@ fn repeats_auto_keeps_the_guard_and_spends_nothing_on_a_failed_configuration() {
     );
     assert!(folder.join("runs/baseline.r3").exists() && !folder.join("runs/fp8.r3").exists());
     let evidence = |name: &str| rows_of(&rows, name)[0]["quality_evidence"].clone();
-    // The floor: 3 launches x 2 passes, less the reference, x 60 prompts.
+    // The floor: 3 launches x 2 passes, less the reference, over the same 60 prompts.
     assert!(
-        evidence("baseline").contains("(0/300)"),
+        evidence("baseline").contains("(0/60)"),
         "{}",
         evidence("baseline")
     );
     assert!(
-        evidence("repeat").starts_with("diverges 0% of prompts decisively (0/180)"),
+        evidence("repeat").starts_with("diverges 0% of prompts decisively (0/60)"),
         "{}",
         evidence("repeat")
     );
     assert!(
-        evidence("fp8").starts_with("derails ") && evidence("fp8").contains("/120)"),
+        evidence("fp8").starts_with("derails ") && evidence("fp8").contains("/60)"),
         "{}",
         evidence("fp8")
     );
