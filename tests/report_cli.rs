@@ -48,6 +48,43 @@ fn report_defaults_to_the_folder_and_says_where() {
     assert!(out.status.success(), "{out:?}");
 }
 
+/// A folder without decision.json (an interrupted sweep) stars the leader so far by the
+/// decision's rule, from spec.yaml's objective: not the fastest, which broke the SLO.
+#[test]
+fn without_decision_json_the_star_is_the_leader_so_far() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cpu-demo");
+    let st = Command::new("cp")
+        .args(["-r", &format!("{FIXTURES}/cpu-demo"), s(&dir)])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    std::fs::remove_file(dir.join("decision.json")).unwrap();
+    std::fs::remove_file(dir.join("decision.md")).unwrap();
+    // The KV-bound pool (TTFT p99 over the SLO of 5,000 ms) made the fastest.
+    let csv = std::fs::read_to_string(dir.join("results.csv")).unwrap();
+    let mut lines: Vec<String> = csv.lines().map(String::from).collect();
+    let col = lines[0]
+        .split(',')
+        .position(|c| c == "output_tok_s")
+        .unwrap();
+    for l in lines.iter_mut().skip(1) {
+        if l.starts_with("mtt2048,") {
+            let mut cells: Vec<&str> = l.split(',').collect();
+            cells[col] = "9999.0";
+            *l = cells.join(",");
+        }
+    }
+    std::fs::write(dir.join("results.csv"), lines.join("\n") + "\n").unwrap();
+    let page = tmp.path().join("r.html");
+    let out = sgtune(&["report", s(&dir), "-o", s(&page)]);
+    assert!(out.status.success(), "{out:?}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains(">★ mtt32768 (leader so far)</td>"), "{html}");
+    assert!(!html.contains("(best)"));
+    assert!(html.contains("is not starred: SLO violated"));
+}
+
 #[test]
 fn report_a_b_judges_changes_as_compare_does() {
     let tmp = tempfile::tempdir().unwrap();

@@ -281,7 +281,7 @@ pub fn conclude_decided(
     } else {
         None
     };
-    let marks = decided.as_ref().map(table::DecisionMarks::of);
+    let marks = table::marks(spec.objective.as_ref(), decided.as_ref(), &all);
     let table = table::render(&all, &plan.param_keys, marks.as_ref());
     let md = format!(
         "# {}\n\nResults folder: `{}`\n\n{table}",
