@@ -173,7 +173,7 @@ fn outcome(
         (ExitCode::RunsFailed, _) => "runs_failed",
         (ExitCode::Interrupted, _) => "interrupted",
         (ExitCode::Deadline, _) => "deadline",
-        (ExitCode::BadInput, _) => "error",
+        (ExitCode::BadInput | ExitCode::Gated, _) => "error",
     };
     // One winner for the hook: the same configuration won at every load point decided.
     let points = d.map_or(&[][..], |d| d.points.as_slice());

@@ -6,6 +6,7 @@
 //! - `stats`: estimates over repeats, the pooled noise and the margins, t quantiles, the
 //!   `repeats: auto` rule.
 //! - `decision`: the decision rule: eligibility, the leader, its margins, why each lost.
+//! - `diff`: two sweeps' decisions side by side (`compare A B`): what changed that matters.
 //! - `leader`: the leader so far, the decision's rule on the rows a folder holds now.
 //! - `effective`: configurations that ran the same server in effect, and what the decision
 //!   says about them and about settings not in effect.
@@ -20,6 +21,7 @@
 
 pub mod deadline;
 pub mod decision;
+pub mod diff;
 pub mod effective;
 pub mod estimate;
 pub mod leader;
