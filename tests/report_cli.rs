@@ -106,6 +106,9 @@ fn report_a_b_judges_changes_as_compare_does() {
             continue; // the blank line at the end
         }
         let (run, lp, metric, judgement) = (f[0], f[1], f[2], f[f.len() - 1]);
+        if metric.starts_with("decision_") {
+            continue; // the decision diff's rows: checked below as the page's opening
+        }
         let cell = format!("<td>{run}</td><td>{lp}</td><td><code>{metric}</code></td>");
         let at = html
             .find(&cell)
@@ -120,6 +123,24 @@ fn report_a_b_judges_changes_as_compare_does() {
     }
     assert!(judged > 10, "{csv}");
     assert!(html.contains("<tr class=\"better\">") && html.contains("<tr class=\"worse\">"));
+    // The page opens with the same decision diff as `compare`: its paragraph, before the
+    // per-metric table, which shows the changes beyond noise and folds the rest.
+    let out = sgtune(&["compare", &a, &b]);
+    let table = String::from_utf8(out.stdout).unwrap();
+    let paragraph = table
+        .lines()
+        .find_map(|l| l.strip_prefix("Decision: "))
+        .unwrap();
+    assert!(
+        paragraph.contains("Standing changed: fp8 failed → eligible."),
+        "{table}"
+    );
+    let diff = html.find("<section id=\"decision-diff\">").unwrap();
+    assert!(html[diff..].starts_with(&format!(
+        "<section id=\"decision-diff\"><h2>Decision: what changed</h2><p>Decision: {paragraph}</p>"
+    )));
+    assert!(diff < html.find("id=\"changes\"").unwrap());
+    assert!(html.contains("<details id=\"within-noise\">"));
     // Both sweeps' pages are there, their ids apart.
     assert!(html.contains("id=\"a-cfg-tput\"") && html.contains("id=\"b-cfg-tput\""));
 }
