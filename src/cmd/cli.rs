@@ -67,7 +67,8 @@ pub enum Command {
         #[command(flatten)]
         slurm: SlurmArgs,
     },
-    /// Compare two sweeps (results folders or results.csv files) run by run.
+    /// Compare two sweeps (results folders or results.csv files): the decision diff first,
+    /// then run by run.
     Compare {
         /// The baseline: a results folder or its results.csv.
         a: PathBuf,
