@@ -349,4 +349,28 @@ mod tests {
         assert!(names.contains(&"plan.json".to_string()));
         assert!(!names.iter().any(|n| n.ends_with(".tmp")), "{names:?}");
     }
+
+    /// The objective comes back from plan.json as the sweep wrote it (its `${VAR}`s already
+    /// expanded); a folder without one has none.
+    #[test]
+    fn the_objective_is_read_back_from_plan_json() {
+        use crate::plan::spec::{Bound, Goal, Objective, SloBound};
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(read_objective(dir.path()), None);
+        let o = Objective {
+            goal: Goal::Minimize,
+            metric: "ttft_ms_p99".into(),
+            slo: vec![SloBound {
+                column: "output_tok_s".into(),
+                bound: Bound::AtLeast,
+                limit: 100.0,
+            }],
+            noise: 0.2,
+            prune: true,
+        };
+        let plan = serde_json::json!({"sweep": "s", "objective": o});
+        std::fs::write(dir.path().join("plan.json"), plan.to_string())
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(read_objective(dir.path()), Some(o));
+    }
 }
