@@ -263,6 +263,14 @@ fn compare_fail_on_exits_4_and_a_folder_against_itself_is_same() {
         "{out}"
     );
     assert!(out.contains("No metric changed beyond noise."), "{out}");
+    // The real demo against a real rerun of it, on a machine too busy for any server to
+    // become ready (docs/benchmarks.md): the winner is gone, beyond noise.
+    let (code, out, err) = compare("cpu-demo", "cpu-demo-rerun", "decision");
+    assert_eq!(code, Some(4), "{err}");
+    assert!(
+        out.contains("Decision: The decision changed at concurrency 32: mtt32768 (winner) in A, none eligible in B (beyond noise). Standing changed: mtt2048 SLO violated → failed; mtt32768 eligible → failed."),
+        "{out}"
+    );
     // A gate that does not exist is a usage error.
     let (code, _, _) = compare("cpu-demo", "cpu-demo", "everything");
     assert_eq!(code, Some(2));
