@@ -250,10 +250,7 @@ fn names(rows: &[Row]) -> Vec<String> {
 
 /// Each configuration's engine (its rows' first non-empty `engine`).
 fn engine<'r>(rows: &'r [Row], run: &str) -> Option<&'r str> {
-    rows.iter()
-        .filter(|r| r.get("run_name") == run)
-        .map(|r| r.get("engine"))
-        .find(|e| !e.is_empty())
+    cell(rows, run, "engine")
 }
 
 /// The launch arguments that differ between two commands of one configuration: the words of
@@ -307,8 +304,29 @@ fn environment(a: &SweepView<'_>, b: &SweepView<'_>, both: &[String]) -> Vec<Str
                 out.push(format!("{n}'s engine: {ea} → {eb}"));
             }
         }
+        // The server's own effective arguments (`effective_args_id`, a hash of what
+        // /server_info reported less identity and run-time state): the same configuration
+        // ran another server in effect.
+        if let (Some(ia), Some(ib)) = (
+            cell(a.rows, n, "effective_args_id"),
+            cell(b.rows, n, "effective_args_id"),
+        ) {
+            if ia != ib {
+                out.push(format!(
+                    "{n}'s effective arguments (as the server reported them): id {ia} → {ib} (runs/{n}*/effective_args.json)"
+                ));
+            }
+        }
     }
     out
+}
+
+/// A configuration's first non-empty value of `col` among its measured rows.
+fn cell<'r>(rows: &'r [Row], run: &str, col: &str) -> Option<&'r str> {
+    rows.iter()
+        .filter(|r| r.get("run_name") == run && r.get("phase") != "preflight")
+        .map(|r| r.get(col))
+        .find(|e| !e.is_empty())
 }
 
 fn outcome_word(o: Option<Outcome>) -> &'static str {
@@ -840,8 +858,16 @@ mod tests {
         let mut mb = ma.clone();
         mb.software.sglang = Some("0.5.24".into());
         mb.plan.commands = vec!["python -m sglang.launch_server --port <p> --mem 0.9".into()];
-        let a = vec![with(r("x", "1", "1"), "engine", "sglang")];
-        let b = vec![with(r("x", "1", "1"), "engine", "vllm")];
+        let a = vec![with(
+            with(r("x", "1", "1"), "engine", "sglang"),
+            "effective_args_id",
+            "aaa",
+        )];
+        let b = vec![with(
+            with(r("x", "1", "1"), "engine", "vllm"),
+            "effective_args_id",
+            "bbb",
+        )];
         let o = test_objective(Goal::Maximize, "output_tok_s", &[]);
         let va = SweepView {
             manifest: Some(&ma),
@@ -857,7 +883,8 @@ mod tests {
             [
                 "SGLang: Some(\"0.5.23\") → Some(\"0.5.24\")",
                 "x's launch arguments: `0.8` → `0.9`",
-                "x's engine: sglang → vllm"
+                "x's engine: sglang → vllm",
+                "x's effective arguments (as the server reported them): id aaa → bbb (runs/x*/effective_args.json)"
             ]
         );
         assert!(!d.same);
