@@ -121,9 +121,9 @@ pub struct ConfigChange {
 }
 
 impl ConfigChange {
+    /// Its highest load within the SLO differs (found on one side only counts).
     pub fn max_load_changed(&self) -> bool {
-        (self.a_max_load.is_some() || self.b_max_load.is_some())
-            && self.a_max_load != self.b_max_load
+        self.a_max_load != self.b_max_load
     }
     /// Eligible in A, excluded in B by its SLO, its outputs or a failure.
     pub fn became_ineligible(&self) -> bool {
@@ -786,6 +786,23 @@ mod tests {
             d.paragraph
         );
         assert!(!d.same);
+        // The same max load is no change; none found on one side is.
+        let d = diff_of(&a, &a);
+        assert!(!d.configurations[0].max_load_changed(), "{d:?}");
+        let none = vec![probe("x", "8", "fail")];
+        let d = diff_of(&a, &none);
+        let c = &d.configurations[0];
+        assert_eq!(
+            (c.a_max_load.as_deref(), c.b_max_load.as_deref()),
+            (Some("8"), None)
+        );
+        assert!(c.max_load_changed());
+        assert!(
+            d.paragraph
+                .contains("Highest load within the SLO: x 8 → none."),
+            "{}",
+            d.paragraph
+        );
         // A load point measured by B only: not measured in A.
         let mut b = reps("x", &["1"]);
         b.push(with(r("x", "1", "2"), "concurrency", "16"));
