@@ -220,6 +220,62 @@ fn compare_two_fixed_sweeps() {
     insta::assert_snapshot!("compare_json", compare(&["--format", "json"]));
 }
 
+/// `compare --fail-on`: exit 4 with each gate's reason on stderr when B trips it, 0 when it
+/// does not; a folder against itself is the same in everything and trips nothing.
+#[test]
+fn compare_fail_on_exits_4_and_a_folder_against_itself_is_same() {
+    let compare = |a: &str, b: &str, gates: &str| {
+        let out = run(sgtune().current_dir(fixtures("results")).args([
+            "compare",
+            a,
+            b,
+            "--fail-on",
+            gates,
+        ]));
+        (out.status.code(), text(&out.stdout), text(&out.stderr))
+    };
+    // compare-a → compare-b: the same leaders, base at 16 slower beyond noise, fp8 eligible
+    // now (it failed in A).
+    let (code, _, err) = compare("compare-a", "compare-b", "decision,ineligible");
+    assert_eq!(code, Some(0), "{err}");
+    let (code, _, err) = compare("compare-a", "compare-b", "winner-regressed");
+    assert_eq!(code, Some(4), "{err}");
+    assert!(
+        err.contains("--fail-on winner-regressed: base @16 output_tok_s: 1500.00 ± 50.00 → 1300.00 ± 20.00 (repeats)"),
+        "{err}"
+    );
+    // The other way round fp8 becomes ineligible (it fails in the new side).
+    let (code, _, err) = compare("compare-b", "compare-a", "ineligible");
+    assert_eq!(code, Some(4), "{err}");
+    assert!(
+        err.contains("--fail-on ineligible: fp8 @8 was eligible in A and is not in B"),
+        "{err}"
+    );
+    // Itself: every gate asked, none tripped, and said so.
+    let (code, out, err) = compare(
+        "cpu-demo",
+        "cpu-demo",
+        "decision,winner-regressed,ineligible",
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.contains("Decision: Same decision at concurrency 32: mtt32768 (winner) in both. Nothing the decision rests on changed."),
+        "{out}"
+    );
+    assert!(out.contains("No metric changed beyond noise."), "{out}");
+    // The real demo against a real rerun of it, on a machine too busy for any server to
+    // become ready (docs/benchmarks.md): the winner is gone, beyond noise.
+    let (code, out, err) = compare("cpu-demo", "cpu-demo-rerun", "decision");
+    assert_eq!(code, Some(4), "{err}");
+    assert!(
+        out.contains("Decision: The decision changed at concurrency 32: mtt32768 (winner) in A, none eligible in B (beyond noise). Standing changed: mtt2048 SLO violated → failed; mtt32768 eligible → failed."),
+        "{out}"
+    );
+    // A gate that does not exist is a usage error.
+    let (code, _, _) = compare("cpu-demo", "cpu-demo", "everything");
+    assert_eq!(code, Some(2));
+}
+
 /// `sgtune log FILE` on every log in tests/fixtures/logs, one snapshot each, and the CSV of all
 /// of them. Run from that folder with relative names, so no path of this machine shows.
 #[test]

@@ -196,3 +196,55 @@ fn decode(p: &Path) -> (u32, u32, Vec<u8>) {
         .collect();
     (info.width, info.height, px)
 }
+
+/// `sgtune report A B` in a real browser: the page opens with the decision diff (the same
+/// paragraph `sgtune compare` prints), before the per-metric changes, with no console
+/// messages; the within-noise rows are folded (closed) under the table.
+#[test]
+fn compare_report_opens_with_the_decision_diff_in_a_real_browser() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/results");
+    let (a, b) = (
+        format!("{fixtures}/compare-a"),
+        format!("{fixtures}/compare-b"),
+    );
+    let page = tmp.path().join("ab.html");
+    let st = Command::new(env!("CARGO_BIN_EXE_sgtune"))
+        .args(["report", &a, &b, "-o"])
+        .arg(&page)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let out = Command::new(env!("CARGO_BIN_EXE_sgtune"))
+        .args(["compare", &a, &b])
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&out.stdout).to_string();
+    let paragraph = table
+        .lines()
+        .find_map(|l| l.strip_prefix("Decision: "))
+        .unwrap();
+    let (dom, stderr) = browse(&page, &tmp.path().join("profile"), &["--dump-dom"]);
+    assert!(
+        console_lines(&stderr).is_empty(),
+        "console messages: {:?}",
+        console_lines(&stderr)
+    );
+    let diff = dom
+        .find("<section id=\"decision-diff\">")
+        .expect("the decision diff");
+    let h1 = dom.find("<h1>").unwrap();
+    let changes = dom.find("Changes from A to B").unwrap();
+    assert!(h1 < diff && diff < changes, "the diff opens the page");
+    assert!(
+        dom[diff..changes].contains(&format!("<p>Decision: {paragraph}</p>")),
+        "{}",
+        &dom[diff..changes]
+    );
+    assert!(dom[diff..changes].contains("<td>fp8</td>"));
+    // Folded: the details element is closed.
+    let folded = dom
+        .find("<details id=\"within-noise\">")
+        .expect("folded rows");
+    assert!(folded > changes);
+}

@@ -48,6 +48,43 @@ fn report_defaults_to_the_folder_and_says_where() {
     assert!(out.status.success(), "{out:?}");
 }
 
+/// A folder without decision.json (an interrupted sweep) stars the leader so far by the
+/// decision's rule, from spec.yaml's objective: not the fastest, which broke the SLO.
+#[test]
+fn without_decision_json_the_star_is_the_leader_so_far() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cpu-demo");
+    let st = Command::new("cp")
+        .args(["-r", &format!("{FIXTURES}/cpu-demo"), s(&dir)])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    std::fs::remove_file(dir.join("decision.json")).unwrap();
+    std::fs::remove_file(dir.join("decision.md")).unwrap();
+    // The KV-bound pool (TTFT p99 over the SLO of 5,000 ms) made the fastest.
+    let csv = std::fs::read_to_string(dir.join("results.csv")).unwrap();
+    let mut lines: Vec<String> = csv.lines().map(String::from).collect();
+    let col = lines[0]
+        .split(',')
+        .position(|c| c == "output_tok_s")
+        .unwrap();
+    for l in lines.iter_mut().skip(1) {
+        if l.starts_with("mtt2048,") {
+            let mut cells: Vec<&str> = l.split(',').collect();
+            cells[col] = "9999.0";
+            *l = cells.join(",");
+        }
+    }
+    std::fs::write(dir.join("results.csv"), lines.join("\n") + "\n").unwrap();
+    let page = tmp.path().join("r.html");
+    let out = sgtune(&["report", s(&dir), "-o", s(&page)]);
+    assert!(out.status.success(), "{out:?}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains(">★ mtt32768 (leader so far)</td>"), "{html}");
+    assert!(!html.contains("(best)"));
+    assert!(html.contains("is not starred: SLO violated"));
+}
+
 #[test]
 fn report_a_b_judges_changes_as_compare_does() {
     let tmp = tempfile::tempdir().unwrap();
@@ -69,6 +106,9 @@ fn report_a_b_judges_changes_as_compare_does() {
             continue; // the blank line at the end
         }
         let (run, lp, metric, judgement) = (f[0], f[1], f[2], f[f.len() - 1]);
+        if metric.starts_with("decision_") {
+            continue; // the decision diff's rows: checked below as the page's opening
+        }
         let cell = format!("<td>{run}</td><td>{lp}</td><td><code>{metric}</code></td>");
         let at = html
             .find(&cell)
@@ -83,6 +123,24 @@ fn report_a_b_judges_changes_as_compare_does() {
     }
     assert!(judged > 10, "{csv}");
     assert!(html.contains("<tr class=\"better\">") && html.contains("<tr class=\"worse\">"));
+    // The page opens with the same decision diff as `compare`: its paragraph, before the
+    // per-metric table, which shows the changes beyond noise and folds the rest.
+    let out = sgtune(&["compare", &a, &b]);
+    let table = String::from_utf8(out.stdout).unwrap();
+    let paragraph = table
+        .lines()
+        .find_map(|l| l.strip_prefix("Decision: "))
+        .unwrap();
+    assert!(
+        paragraph.contains("Standing changed: fp8 failed → eligible."),
+        "{table}"
+    );
+    let diff = html.find("<section id=\"decision-diff\">").unwrap();
+    assert!(html[diff..].starts_with(&format!(
+        "<section id=\"decision-diff\"><h2>Decision: what changed</h2><p>Decision: {paragraph}</p>"
+    )));
+    assert!(diff < html.find("id=\"changes\"").unwrap());
+    assert!(html.contains("<details id=\"within-noise\">"));
     // Both sweeps' pages are there, their ids apart.
     assert!(html.contains("id=\"a-cfg-tput\"") && html.contains("id=\"b-cfg-tput\""));
 }

@@ -67,7 +67,8 @@ pub enum Command {
         #[command(flatten)]
         slurm: SlurmArgs,
     },
-    /// Compare two sweeps (results folders or results.csv files) run by run.
+    /// Compare two sweeps (results folders or results.csv files): the decision diff first,
+    /// then run by run.
     Compare {
         /// The baseline: a results folder or its results.csv.
         a: PathBuf,
@@ -81,9 +82,19 @@ pub enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value = "table")]
         format: CompareFormat,
-        /// Relative change counted as noise when there are no repeats to judge by.
+        /// Relative change counted as noise when there are no repeats to judge by (and the
+        /// decision's noise threshold for a folder without an objective).
         #[arg(long, default_value_t = 0.05)]
         noise: f64,
+        /// Show every per-metric row, also those within noise (table and markdown; csv and
+        /// json always carry every row).
+        #[arg(long)]
+        all: bool,
+        /// Exit 4 when B shows one of these against A, comma-separated: `decision` (the
+        /// leader changed at some load point), `winner-regressed` (a metric of A's leader got
+        /// worse beyond noise), `ineligible` (a configuration eligible in A is not in B).
+        #[arg(long, value_enum, value_delimiter = ',')]
+        fail_on: Vec<FailOn>,
     },
     /// Relaunch one recorded run (same command, environment, workload and seed) into a new
     /// results folder and say whether it reproduced.
@@ -315,6 +326,25 @@ pub enum LogFormat {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum EventsFormat {
     Jsonl,
+}
+
+/// `sgtune compare --fail-on`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FailOn {
+    Decision,
+    WinnerRegressed,
+    Ineligible,
+}
+
+impl From<FailOn> for crate::report::compare::Gate {
+    fn from(f: FailOn) -> Self {
+        use crate::report::compare::Gate;
+        match f {
+            FailOn::Decision => Gate::Decision,
+            FailOn::WinnerRegressed => Gate::WinnerRegressed,
+            FailOn::Ineligible => Gate::Ineligible,
+        }
+    }
 }
 
 /// `sgtune compare --format`.

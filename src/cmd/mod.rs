@@ -238,7 +238,19 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
             metric,
             format,
             noise,
-        } => compare::run(&a, &b, metric, format.into(), noise),
+            all,
+            fail_on,
+        } => compare::run(
+            &a,
+            &b,
+            metric,
+            compare::View {
+                format: format.into(),
+                all,
+                fail_on: fail_on.into_iter().map(Into::into).collect(),
+            },
+            noise,
+        ),
         Command::Reproduce {
             dir,
             run,

@@ -33,12 +33,16 @@ pub fn run(
                 .map(|m| m.to_string())
                 .collect();
             let mut c = compare::compare(&sa.rows, &sb.rows, &metrics, noise);
-            if let (Ok(ma), Ok(mb)) = (
-                provenance::read(Path::new(&sa.dir)),
-                provenance::read(Path::new(&sb.dir)),
-            ) {
-                c.context = provenance::context_differences(&ma, &mb);
+            let side = |s: &html::Sweep| super::compare::Side {
+                rows: s.rows.clone(),
+                manifest: provenance::read(Path::new(&s.dir)).ok(),
+                objective: store::read_objective(Path::new(&s.dir)),
+            };
+            let (da, db) = (side(&sa), side(&sb));
+            if let (Some(ma), Some(mb)) = (&da.manifest, &db.manifest) {
+                c.context = provenance::context_differences(ma, mb);
             }
+            c.decision = Some(super::compare::decision_diff(&da, &db, noise));
             let path = out_file
                 .map(Path::to_path_buf)
                 .unwrap_or_else(|| PathBuf::from(&sb.dir).join("report-compare.html"));

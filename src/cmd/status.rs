@@ -3,9 +3,8 @@
 //! so it works from another shell while the sweep runs and after a crash.
 
 use super::{CmdError, ExitCode, out};
-use crate::record::{provenance, rows, state};
+use crate::record::{rows, state};
 use crate::report::status::{Liveness, StatusView, render};
-use crate::tune::decision;
 use std::path::Path;
 
 pub fn run(dir: &Path) -> Result<ExitCode, CmdError> {
@@ -41,18 +40,8 @@ pub fn run(dir: &Path) -> Result<ExitCode, CmdError> {
     let sweep = spec
         .as_ref()
         .map_or_else(|| dir.display().to_string(), |(s, _)| s.name.0.clone());
-    let decided = spec
-        .as_ref()
-        .and_then(|(s, _)| s.objective.as_ref())
-        .map(|o| {
-            let manifest = provenance::read(dir).ok();
-            let commands = manifest
-                .as_ref()
-                .map(decision::commands)
-                .unwrap_or_default();
-            let cost = manifest.as_ref().map(decision::cost).unwrap_or_default();
-            decision::decide(&sweep, o, &all, &commands, cost)
-        });
+    let decided =
+        crate::record::store::read_objective(dir).map(|o| crate::tune::leader::so_far(&o, &all));
     let d = dir.display().to_string();
     out(&render(&StatusView {
         dir: &d,

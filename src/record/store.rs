@@ -255,6 +255,47 @@ fn append_synced(path: &Path, bytes: &[u8], create: bool) -> Result<(), StoreErr
     Ok(())
 }
 
+/// The sweep's objective as the folder recorded it: plan.json's (written at the start, every
+/// `${VAR}` already expanded), else spec.yaml's; None without one (or when neither reads).
+pub fn read_objective(root: &Path) -> Option<crate::plan::spec::Objective> {
+    use crate::plan::spec::{Bound, Goal, Objective, SloBound};
+    let from_plan = fs::read(root.join("plan.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .and_then(|v| {
+            let o = &v["objective"];
+            let goal = match o["goal"].as_str()? {
+                "maximize" => Goal::Maximize,
+                "minimize" => Goal::Minimize,
+                _ => return None,
+            };
+            let mut slo = Vec::new();
+            for b in o["slo"].as_array().into_iter().flatten() {
+                slo.push(SloBound {
+                    column: b["column"].as_str()?.to_string(),
+                    bound: match b["bound"].as_str()? {
+                        "at_most" => Bound::AtMost,
+                        "at_least" => Bound::AtLeast,
+                        _ => return None,
+                    },
+                    limit: b["limit"].as_f64()?,
+                });
+            }
+            Some(Objective {
+                goal,
+                metric: o["metric"].as_str()?.to_string(),
+                slo,
+                noise: o["noise"].as_f64()?,
+                prune: o["prune"].as_bool().unwrap_or(false),
+            })
+        });
+    from_plan.or_else(|| {
+        crate::plan::spec::load(&root.join("spec.yaml"))
+            .ok()
+            .and_then(|(s, _)| s.objective)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -307,5 +348,29 @@ mod tests {
             .collect();
         assert!(names.contains(&"plan.json".to_string()));
         assert!(!names.iter().any(|n| n.ends_with(".tmp")), "{names:?}");
+    }
+
+    /// The objective comes back from plan.json as the sweep wrote it (its `${VAR}`s already
+    /// expanded); a folder without one has none.
+    #[test]
+    fn the_objective_is_read_back_from_plan_json() {
+        use crate::plan::spec::{Bound, Goal, Objective, SloBound};
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(read_objective(dir.path()), None);
+        let o = Objective {
+            goal: Goal::Minimize,
+            metric: "ttft_ms_p99".into(),
+            slo: vec![SloBound {
+                column: "output_tok_s".into(),
+                bound: Bound::AtLeast,
+                limit: 100.0,
+            }],
+            noise: 0.2,
+            prune: true,
+        };
+        let plan = serde_json::json!({"sweep": "s", "objective": o});
+        std::fs::write(dir.path().join("plan.json"), plan.to_string())
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(read_objective(dir.path()), Some(o));
     }
 }

@@ -65,7 +65,18 @@ pub struct Cell {
 pub struct Joined {
     pub run_name: String,
     pub concurrency: String,
+    /// `measured`, or `search` for pre-flight attempts and max-load probes (their own
+    /// section, after the measured phases).
+    pub section: &'static str,
     pub cells: Vec<Cell>,
+}
+
+/// The section of a row: the measured phases, or the searches' attempts and probes.
+fn section(r: &Row) -> &'static str {
+    match r.get("phase") {
+        "preflight" | "probe" => "search",
+        _ => "measured",
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Default)]
@@ -79,6 +90,9 @@ pub struct Comparison {
     /// `name @ concurrency: A's engine → B's`: a configuration that ran another engine in B
     /// (an identity change, not a metric), shown above the table.
     pub engine_changed: Vec<String>,
+    /// The decision diff (`tune::diff`), shown first in every format.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decision: Option<crate::tune::diff::DecisionDiff>,
 }
 
 fn side(rows: &[&Row], metric: &str) -> Option<Side> {
@@ -139,10 +153,12 @@ pub fn judge(metric: &str, a: Option<&Side>, b: Option<&Side>, threshold: f64) -
     cell
 }
 
-fn keyed(rows: &[Row]) -> Vec<((String, String), Vec<&Row>)> {
-    let mut out: Vec<((String, String), Vec<&Row>)> = Vec::new();
+type Key = (String, String, &'static str);
+
+fn keyed(rows: &[Row]) -> Vec<(Key, Vec<&Row>)> {
+    let mut out: Vec<(Key, Vec<&Row>)> = Vec::new();
     for r in rows {
-        let k = (r.get("run_name").to_string(), r.load_point());
+        let k = (r.get("run_name").to_string(), r.load_point(), section(r));
         match out.iter_mut().find(|(key, _)| *key == k) {
             Some((_, v)) => v.push(r),
             None => out.push((k, vec![r])),
@@ -176,6 +192,7 @@ pub fn compare(a: &[Row], b: &[Row], metrics: &[String], threshold: f64) -> Comp
             (true, true) => c.joined.push(Joined {
                 run_name: key.0.clone(),
                 concurrency: key.1.clone(),
+                section: key.2,
                 cells: metrics
                     .iter()
                     .map(|m| judge(m, side(ra, m).as_ref(), side(rb, m).as_ref(), threshold))
@@ -208,7 +225,37 @@ fn fmt_side(s: &Option<Side>) -> String {
     }
 }
 
-fn table_rows(c: &Comparison) -> (Vec<String>, Vec<Vec<String>>) {
+/// A cell the folded table shows: a change beyond noise (or a changed setting).
+fn shown(cell: &Cell) -> bool {
+    matches!(
+        cell.judgement,
+        Judgement::Better | Judgement::Worse | Judgement::Changed
+    )
+}
+
+/// The joined rows in reading order: measured phases first, then the searches' attempts and
+/// probes; within each, grouped by configuration (first appearance), load points in order.
+fn ordered(c: &Comparison) -> Vec<&Joined> {
+    let mut names: Vec<&str> = Vec::new();
+    for j in &c.joined {
+        if !names.contains(&j.run_name.as_str()) {
+            names.push(&j.run_name);
+        }
+    }
+    let mut out: Vec<(usize, &Joined)> = c.joined.iter().enumerate().collect();
+    out.sort_by_key(|(i, j)| {
+        (
+            j.section != "measured",
+            names.iter().position(|n| *n == j.run_name),
+            *i,
+        )
+    });
+    out.into_iter().map(|(_, j)| j).collect()
+}
+
+/// The table's header and rows (every cell with `all`, else only changes beyond noise), and
+/// how many cells were left out.
+fn table_rows(c: &Comparison, all: bool) -> (Vec<String>, Vec<Vec<String>>, usize) {
     let header = [
         "run",
         "concurrency",
@@ -222,10 +269,20 @@ fn table_rows(c: &Comparison) -> (Vec<String>, Vec<Vec<String>>) {
     .map(String::from)
     .to_vec();
     let mut rows = Vec::new();
-    for j in &c.joined {
+    let mut hidden = 0;
+    for j in ordered(c) {
         for cell in &j.cells {
+            if !all && !shown(cell) {
+                hidden += 1;
+                continue;
+            }
+            let run = if j.section == "measured" {
+                j.run_name.clone()
+            } else {
+                format!("{} (search)", j.run_name)
+            };
             rows.push(vec![
-                j.run_name.clone(),
+                run,
                 j.concurrency.clone(),
                 cell.metric.clone(),
                 fmt_side(&cell.a),
@@ -237,7 +294,172 @@ fn table_rows(c: &Comparison) -> (Vec<String>, Vec<Vec<String>>) {
             ]);
         }
     }
-    (header, rows)
+    (header, rows, hidden)
+}
+
+/// The decision diff as text: the paragraph, then the details.
+pub fn render_diff(d: &crate::tune::diff::DecisionDiff) -> String {
+    use crate::tune::diff::leader_text;
+    let mut out = format!("Decision: {}\n\n", d.paragraph);
+    out.push_str(&format!("Objective: {}\n", d.objective));
+    if let Some(n) = &d.objective_note {
+        out.push_str(&format!("Note: {n}\n"));
+    }
+    let mut rows = Vec::new();
+    for p in &d.points {
+        rows.push(vec![
+            p.label.clone(),
+            leader_text(p.a_leader.as_deref(), p.a_outcome),
+            leader_text(p.b_leader.as_deref(), p.b_outcome),
+            match p.noise {
+                Some(n) => format!("changed ({})", n.as_str()),
+                None => "same".into(),
+            },
+        ]);
+    }
+    if !rows.is_empty() {
+        out.push('\n');
+        let header = ["load point", "A leader", "B leader", "decision"].map(String::from);
+        out.push_str(&crate::report::table::render_plain(&header, &rows));
+    }
+    let many = d.points.len() > 1;
+    let mut rows = Vec::new();
+    for c in &d.configurations {
+        let load = |x: &Option<String>| x.clone().unwrap_or_else(|| "-".into());
+        let why = |s: crate::tune::diff::Stand, w: &str| {
+            if w.is_empty() || s == crate::tune::diff::Stand::Eligible {
+                s.as_str().to_string()
+            } else {
+                let short: String = w.chars().take(80).collect();
+                format!(
+                    "{} ({short}{})",
+                    s.as_str(),
+                    if short.len() < w.len() { "…" } else { "" }
+                )
+            }
+        };
+        let mut line = vec![c.run_name.clone()];
+        if many {
+            line.push(c.load_point.clone());
+        }
+        line.extend([
+            why(c.a, &c.a_why),
+            why(c.b, &c.b_why),
+            if c.flipped {
+                "flipped".into()
+            } else if c.a == c.b {
+                "same".into()
+            } else {
+                "one side only".into()
+            },
+        ]);
+        if c.a_max_load.is_some() || c.b_max_load.is_some() {
+            line.push(format!("{} → {}", load(&c.a_max_load), load(&c.b_max_load)));
+        }
+        rows.push(line);
+    }
+    if !rows.is_empty() {
+        out.push('\n');
+        let mut header = vec!["configuration".to_string()];
+        if many {
+            header.push("load point".into());
+        }
+        header.extend(["A standing", "B standing", "standing"].map(String::from));
+        if rows.iter().any(|r| r.len() > header.len()) {
+            header.push("max load within SLO".into());
+        }
+        out.push_str(&crate::report::table::render_plain(&header, &rows));
+    }
+    if let Some(p) = &d.preflight {
+        let w = |x: Option<f64>| x.map_or("none".to_string(), crate::tune::decision::num);
+        out.push_str(&format!(
+            "\nPre-flight {}: {} → {} ({})\n",
+            p.knob,
+            w(p.a),
+            w(p.b),
+            if p.a == p.b { "same" } else { "changed" }
+        ));
+    }
+    for (label, list) in [
+        ("Environment differs", &d.environment),
+        ("Configurations only in A", &d.only_a),
+        ("Configurations only in B", &d.only_b),
+    ] {
+        if !list.is_empty() {
+            out.push_str(&format!("\n{label}:\n"));
+            for x in list {
+                out.push_str(&format!("- {x}\n"));
+            }
+        }
+    }
+    out
+}
+
+/// What `compare --fail-on` gates on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Gate {
+    /// The leader changed at some load point.
+    Decision,
+    /// A metric of A's leader (winner) got worse beyond noise in B, at the load it led.
+    WinnerRegressed,
+    /// A configuration eligible in A is not in B (SLO, quality, failure).
+    Ineligible,
+}
+
+/// The gates among `gates` that this comparison trips, each with why.
+pub fn tripped(c: &Comparison, gates: &[Gate]) -> Vec<String> {
+    let Some(d) = &c.decision else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for g in gates {
+        match g {
+            Gate::Decision => {
+                for p in d.points.iter().filter(|p| p.changed) {
+                    out.push(format!(
+                        "decision: the leader at {} changed ({} → {})",
+                        p.label,
+                        p.a_leader.as_deref().unwrap_or("none"),
+                        p.b_leader.as_deref().unwrap_or("none")
+                    ));
+                }
+            }
+            Gate::Ineligible => {
+                for x in d.became_ineligible() {
+                    out.push(format!("ineligible: {x} was eligible in A and is not in B"));
+                }
+            }
+            Gate::WinnerRegressed => {
+                for p in &d.points {
+                    let Some(l) = &p.a_leader else { continue };
+                    // At the load it led at: its own highest within the SLO, for a search.
+                    let lp = d
+                        .configurations
+                        .iter()
+                        .find(|x| &x.run_name == l && x.load_point == p.load_point)
+                        .and_then(|x| x.a_max_load.clone())
+                        .unwrap_or_else(|| p.load_point.clone());
+                    for j in c
+                        .joined
+                        .iter()
+                        .filter(|j| &j.run_name == l && j.concurrency == lp)
+                    {
+                        for cell in j.cells.iter().filter(|x| x.judgement == Judgement::Worse) {
+                            out.push(format!(
+                                "winner-regressed: {l} @{lp} {}: {} → {} ({})",
+                                cell.metric,
+                                fmt_side(&cell.a),
+                                fmt_side(&cell.b),
+                                cell.noise_basis
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -248,13 +470,51 @@ pub enum Format {
     Json,
 }
 
-pub fn render(c: &Comparison, format: Format) -> String {
+/// The comparison in `format`: the decision diff first, then the per-metric table (folded to
+/// the changes beyond noise unless `all`; CSV and JSON always carry every row).
+pub fn render(c: &Comparison, format: Format, all: bool) -> String {
     match format {
         Format::Json => serde_json::to_string_pretty(c).unwrap_or_default(),
         Format::Csv => {
-            let (header, rows) = table_rows(c);
+            let (header, rows, _) = table_rows(c, true);
             let mut w = csv::Writer::from_writer(Vec::new());
             let _ = w.write_record(&header);
+            // The decision diff as rows of the same columns: the leader per load point, the
+            // standing per configuration.
+            if let Some(d) = &c.decision {
+                use crate::tune::diff::leader_text;
+                for p in &d.points {
+                    let _ = w.write_record([
+                        "",
+                        p.load_point.as_str(),
+                        "decision_leader",
+                        &leader_text(p.a_leader.as_deref(), p.a_outcome),
+                        &leader_text(p.b_leader.as_deref(), p.b_outcome),
+                        "-",
+                        "-",
+                        &p.noise
+                            .map_or("same".to_string(), |n| format!("changed ({})", n.as_str())),
+                    ]);
+                }
+                for x in &d.configurations {
+                    let _ = w.write_record([
+                        x.run_name.as_str(),
+                        x.load_point.as_str(),
+                        "decision_standing",
+                        x.a.as_str(),
+                        x.b.as_str(),
+                        "-",
+                        "-",
+                        if x.flipped {
+                            "changed"
+                        } else if x.a == x.b {
+                            "same"
+                        } else {
+                            "one side only"
+                        },
+                    ]);
+                }
+            }
             for r in &rows {
                 let _ = w.write_record(r);
             }
@@ -262,7 +522,11 @@ pub fn render(c: &Comparison, format: Format) -> String {
         }
         Format::Table | Format::Markdown => {
             let mut out = String::new();
-            if !c.context.is_empty() {
+            if let Some(d) = &c.decision {
+                out.push_str(&render_diff(d));
+                out.push_str("\nPer metric:\n\n");
+            }
+            if !c.context.is_empty() && c.decision.is_none() {
                 out.push_str("Provenance differs:\n");
                 for d in &c.context {
                     out.push_str(&format!("- {d}\n"));
@@ -276,8 +540,17 @@ pub fn render(c: &Comparison, format: Format) -> String {
                 }
                 out.push('\n');
             }
-            let (header, rows) = table_rows(c);
-            out.push_str(&crate::report::table::render_plain(&header, &rows));
+            let (header, rows, hidden) = table_rows(c, all);
+            if rows.is_empty() {
+                out.push_str("No metric changed beyond noise.\n");
+            } else {
+                out.push_str(&crate::report::table::render_plain(&header, &rows));
+            }
+            if hidden > 0 {
+                out.push_str(&format!(
+                    "({hidden} within noise or not comparable, not shown; --all shows every row)\n"
+                ));
+            }
             for (label, list) in [("Only in A", &c.only_a), ("Only in B", &c.only_b)] {
                 if !list.is_empty() {
                     out.push_str(&format!("\n{label}:\n"));
@@ -387,7 +660,7 @@ mod tests {
         let c = compare(&[on("sglang", 100.0)], &[on("vllm", 130.0)], &metrics, 0.05);
         assert_eq!(c.engine_changed, ["a @8: sglang → vllm"]);
         assert_eq!(c.joined[0].cells[0].judgement, Judgement::Better);
-        let t = render(&c, Format::Table);
+        let t = render(&c, Format::Table, true);
         assert!(
             t.starts_with(
                 "Engine changed (the same name ran another server):\n- a @8: sglang → vllm\n"
@@ -398,7 +671,7 @@ mod tests {
         assert!(same.engine_changed.is_empty());
         let old = compare(&[r("a", 100.0, 10.0)], &[on("vllm", 130.0)], &metrics, 0.05);
         assert!(old.engine_changed.is_empty());
-        assert!(!render(&same, Format::Table).contains("Engine changed"));
+        assert!(!render(&same, Format::Table, true).contains("Engine changed"));
     }
 
     #[test]
@@ -411,12 +684,129 @@ mod tests {
         );
         assert_eq!(c.only_a, ["only-a @8"]);
         assert_eq!(c.only_b, ["only-b @8"]);
-        let out = render(&c, Format::Table);
+        let out = render(&c, Format::Table, true);
         assert!(
             out.contains("Only in A") && out.contains("within noise"),
             "{out}"
         );
-        assert!(render(&c, Format::Csv).starts_with("run,concurrency,metric"));
-        assert!(render(&c, Format::Json).contains("\"joined\""));
+        assert!(render(&c, Format::Csv, true).starts_with("run,concurrency,metric"));
+        assert!(render(&c, Format::Json, true).contains("\"joined\""));
+    }
+
+    /// By default only changes beyond noise, grouped by configuration, measured phases
+    /// first and the searches' rows in their own section; `--all` shows every row.
+    #[test]
+    fn the_table_folds_and_groups() {
+        let probe = |name: &str, tok: f64| {
+            let mut x = r(name, tok, 10.0);
+            x.0.insert("phase".into(), "probe".into());
+            x
+        };
+        let at = |mut x: Row, c: &str| {
+            x.0.insert("concurrency".into(), c.into());
+            x
+        };
+        let a = [
+            probe("x", 100.0),
+            r("x", 100.0, 10.0),
+            r("y", 100.0, 10.0),
+            at(r("x", 100.0, 10.0), "16"),
+        ];
+        let b = [
+            probe("x", 200.0),
+            r("x", 101.0, 20.0),
+            r("y", 150.0, 10.0),
+            at(r("x", 300.0, 10.0), "16"),
+        ];
+        let metrics = vec!["output_tok_s".to_string(), "ttft_ms_p50".to_string()];
+        let c = compare(&a, &b, &metrics, 0.05);
+        let t = render(&c, Format::Table, false);
+        let runs: Vec<(String, String, String)> = t
+            .lines()
+            .skip(2)
+            .take_while(|l| l.starts_with('|'))
+            .map(|l| {
+                let v: Vec<String> = l.split('|').map(|c| c.trim().to_string()).collect();
+                (v[1].clone(), v[2].clone(), v[3].clone())
+            })
+            .collect();
+        let want = [
+            ("x", "8", "ttft_ms_p50"),
+            ("x", "16", "output_tok_s"),
+            ("y", "8", "output_tok_s"),
+            ("x (search)", "8", "output_tok_s"),
+        ]
+        .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()));
+        assert_eq!(runs, want, "{t}");
+        assert!(
+            t.contains("(4 within noise or not comparable, not shown; --all shows every row)"),
+            "{t}"
+        );
+        let all = render(&c, Format::Table, true);
+        assert_eq!(all.matches("within noise |").count(), 4, "{all}");
+        assert!(!all.contains("not shown"), "{all}");
+        // Nothing beyond noise: said in words.
+        let c = compare(&a, &a, &metrics, 0.05);
+        assert!(render(&c, Format::Table, false).contains("No metric changed beyond noise."));
+    }
+
+    fn decided(a: &[Row], b: &[Row]) -> Comparison {
+        let metrics = vec!["output_tok_s".to_string(), "ttft_ms_p50".to_string()];
+        let mut c = compare(a, b, &metrics, 0.05);
+        let v = |rows| crate::tune::diff::SweepView {
+            rows,
+            objective: None,
+            manifest: None,
+            preflight_knob: None,
+        };
+        c.decision = Some(crate::tune::diff::diff(&v(a), &v(b), 0.05));
+        c
+    }
+
+    /// Each gate trips on its own change, and none on a folder against itself.
+    #[test]
+    fn fail_on_gates() {
+        let all = [Gate::Decision, Gate::WinnerRegressed, Gate::Ineligible];
+        let a = [r("x", 200.0, 10.0), r("y", 100.0, 10.0)];
+        assert!(tripped(&decided(&a, &a), &all).is_empty());
+        // y overtakes x: the decision changed; x's latency regressed.
+        let b = [r("x", 200.0, 20.0), r("y", 300.0, 10.0)];
+        let c = decided(&a, &b);
+        assert_eq!(
+            tripped(&c, &[Gate::Decision]),
+            ["decision: the leader at concurrency 8 changed (x → y)"]
+        );
+        assert_eq!(
+            tripped(&c, &[Gate::WinnerRegressed]),
+            ["winner-regressed: x @8 ttft_ms_p50: 10.00 → 20.00 (threshold 5%)"]
+        );
+        assert!(tripped(&c, &[Gate::Ineligible]).is_empty());
+        // x fails in B: ineligible (and the decision changed).
+        let mut failed = r("x", 0.0, 0.0);
+        failed.0.insert("status".into(), "failed".into());
+        let c = decided(&a, &[failed, r("y", 100.0, 10.0)]);
+        assert_eq!(
+            tripped(&c, &[Gate::Ineligible]),
+            ["ineligible: x @8 was eligible in A and is not in B"]
+        );
+        // No gate asked, none tripped.
+        assert!(tripped(&c, &[]).is_empty());
+        // Every format carries the diff first.
+        let t = render(&c, Format::Table, false);
+        assert!(
+            t.starts_with("Decision: The decision changed at concurrency 8: x (leader, no noise measured) in A, y (winner) in B (noise not measured)."),
+            "{t}"
+        );
+        let csv = render(&c, Format::Csv, false);
+        assert!(
+            csv.lines()
+                .nth(1)
+                .is_some_and(|l| l.starts_with(",8,decision_leader,")),
+            "{csv}"
+        );
+        let j: serde_json::Value =
+            serde_json::from_str(&render(&c, Format::Json, false)).unwrap_or_default();
+        assert_eq!(j["decision"]["points"][0]["changed"], true, "{j}");
+        assert_eq!(j["decision"]["configurations"][0]["b"], "failed", "{j}");
     }
 }

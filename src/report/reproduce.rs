@@ -48,7 +48,7 @@ fn render_comparison(
 ) {
     let metrics: Vec<String> = REPRODUCE_METRICS.iter().map(|m| m.to_string()).collect();
     let c = compare::compare(recorded, new, &metrics, tolerance);
-    report.push_str(&compare::render(&c, compare::Format::Table));
+    report.push_str(&compare::render(&c, compare::Format::Table, true));
     report.push('\n');
     for j in &c.joined {
         for cell in &j.cells {

@@ -4,7 +4,7 @@
 
 use crate::record::rows::Row;
 use crate::record::state::SweepState;
-use crate::tune::decision::{Decision, Outcome};
+use crate::tune::decision::Decision;
 
 /// Whether the sgtune that wrote state.json still runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,6 +23,7 @@ pub struct StatusView<'a> {
     pub state: &'a SweepState,
     pub live: Liveness,
     pub rows: &'a [Row],
+    /// The decision over the rows so far (`tune::leader::so_far`).
     pub decision: Option<&'a Decision>,
 }
 
@@ -93,15 +94,8 @@ pub fn render(v: &StatusView<'_>) -> String {
         if d.points.is_empty() {
             out.push("leader so far: none yet (no configuration measured)".to_string());
         }
-        for p in &d.points {
-            let who = match (&p.leader, p.outcome) {
-                (Some(l), Outcome::Winner) => format!("{l} (a winner by the decision's rule)"),
-                (Some(l), Outcome::TieWithinNoise) => {
-                    format!("{l} (tied within noise with {})", p.tied_with.join(", "))
-                }
-                (_, _) => "no eligible configuration yet".to_string(),
-            };
-            out.push(format!("leader so far at {}: {who}", p.label));
+        for l in crate::tune::leader::leaders(d) {
+            out.push(format!("leader so far at {}: {}", l.label, l.text()));
         }
     }
     match (v.live, &s.eta) {
@@ -137,4 +131,60 @@ pub fn render(v: &StatusView<'_>) -> String {
         _ => {}
     }
     out.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::spec::{Bound, Goal};
+    use crate::tune::objective::test_objective;
+
+    fn row(name: &str, tok: &str, ttft: &str) -> Row {
+        Row([
+            ("run_name", name),
+            ("run_id", name),
+            ("concurrency", "8"),
+            ("repeat", "1"),
+            ("status", "ok"),
+            ("output_tok_s", tok),
+            ("ttft_ms_p99", ttft),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect())
+    }
+
+    fn said(rows: &[Row], slo: &[(&str, Bound, f64)]) -> String {
+        let o = test_objective(Goal::Maximize, "output_tok_s", slo);
+        let d = crate::tune::leader::so_far(&o, rows);
+        let state = SweepState::default();
+        render(&StatusView {
+            dir: "d",
+            sweep: "s",
+            state: &state,
+            live: Liveness::Gone,
+            rows,
+            decision: Some(&d),
+        })
+    }
+
+    /// The leader so far is the decision's: with one repeat each, a leader (not "none
+    /// eligible"); the fastest that broke the SLO is passed over.
+    #[test]
+    fn the_leader_so_far_is_the_decisions() {
+        let rows = [row("a", "100", "10"), row("b", "150", "10")];
+        let t = said(&rows, &[]);
+        assert!(
+            t.contains(
+                "leader so far at concurrency 8: b (the leader; no noise measured, no winner claimed)"
+            ),
+            "{t}"
+        );
+        let rows = [row("a", "100", "10"), row("b", "150", "44516")];
+        let t = said(&rows, &[("ttft_ms_p99", Bound::AtMost, 5000.0)]);
+        assert!(
+            t.contains("leader so far at concurrency 8: a (a winner by the decision's rule)"),
+            "{t}"
+        );
+    }
 }

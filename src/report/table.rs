@@ -5,6 +5,7 @@
 //! winner, or the leader when no winner is claimed), else on the best client output tok/s.
 //! Markdown, padded so it reads well in a terminal; saved as results.md.
 
+use crate::plan::spec::Objective;
 use crate::record::rows::Row;
 use crate::tune::decision::{Decision, Outcome};
 pub use crate::tune::stats::mean_sd;
@@ -28,6 +29,26 @@ pub struct DecisionMarks {
     pub picks: Vec<Pick>,
     /// (run name, load point, why).
     pub why: Vec<(String, String, String)>,
+    /// The leader so far (no decision written yet: an interrupted sweep, a folder without
+    /// decision.json), by the same rule.
+    pub so_far: bool,
+}
+
+/// What the table stars: the decision when there is one, else with an objective the leader
+/// so far by the same rule (`tune::leader`), else nothing (the best output tok/s is starred).
+pub fn marks(
+    objective: Option<&Objective>,
+    decided: Option<&Decision>,
+    rows: &[Row],
+) -> Option<DecisionMarks> {
+    match (decided, objective) {
+        (Some(d), _) => Some(DecisionMarks::of(d)),
+        (None, Some(o)) => Some(DecisionMarks {
+            so_far: true,
+            ..DecisionMarks::of(&crate::tune::leader::so_far(o, rows))
+        }),
+        (None, None) => None,
+    }
 }
 
 impl DecisionMarks {
@@ -171,12 +192,10 @@ pub fn render(rows: &[Row], param_keys: &[String], decision: Option<&DecisionMar
                 .picks
                 .iter()
                 .find(|p| (p.run_name.clone(), p.load_point.clone()) == key(a))
-                .map(|p| {
-                    if p.winner {
-                        format!("★ {name} (winner)")
-                    } else {
-                        format!("★ {name} (leader, no winner claimed)")
-                    }
+                .map(|p| match (p.winner, d.so_far) {
+                    (true, false) => format!("★ {name} (winner)"),
+                    (false, false) => format!("★ {name} (leader, no winner claimed)"),
+                    (_, true) => format!("★ {name} (leader so far)"),
                 }),
         }
     };
@@ -379,11 +398,20 @@ fn render_star_note(
     best: Option<&GroupAggregate>,
     many_points: bool,
 ) {
-    if d.picks.is_empty() {
-        out.push_str("\n★: no configuration is eligible (decision.md says why).\n");
-        return;
+    match (d.picks.is_empty(), d.so_far) {
+        (true, false) => {
+            out.push_str("\n★: no configuration is eligible (decision.md says why).\n");
+            return;
+        }
+        (true, true) => {
+            out.push_str("\n★: no configuration is eligible so far.\n");
+            return;
+        }
+        (false, false) => out.push_str("\n★ marks the decision's pick (decision.md)."),
+        (false, true) => out.push_str(
+            "\n★ marks the leader so far: the decision's rule on the rows so far (no decision yet).",
+        ),
     }
-    out.push_str("\n★ marks the decision's pick (decision.md).");
     let Some(a) = best else {
         out.push('\n');
         return;

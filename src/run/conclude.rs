@@ -173,7 +173,7 @@ fn outcome(
         (ExitCode::RunsFailed, _) => "runs_failed",
         (ExitCode::Interrupted, _) => "interrupted",
         (ExitCode::Deadline, _) => "deadline",
-        (ExitCode::BadInput, _) => "error",
+        (ExitCode::BadInput | ExitCode::Gated, _) => "error",
     };
     // One winner for the hook: the same configuration won at every load point decided.
     let points = d.map_or(&[][..], |d| d.points.as_slice());
@@ -281,7 +281,7 @@ pub fn conclude_decided(
     } else {
         None
     };
-    let marks = decided.as_ref().map(table::DecisionMarks::of);
+    let marks = table::marks(spec.objective.as_ref(), decided.as_ref(), &all);
     let table = table::render(&all, &plan.param_keys, marks.as_ref());
     let md = format!(
         "# {}\n\nResults folder: `{}`\n\n{table}",

@@ -27,6 +27,8 @@ pub enum ExitCode {
     /// Stopped at `--deadline` / `--budget`: decided from what was measured, the rest is
     /// left for `sgtune resume` (3).
     Deadline,
+    /// `sgtune compare --fail-on`: a gated change was found (4).
+    Gated,
 }
 
 impl ExitCode {
@@ -37,6 +39,7 @@ impl ExitCode {
             ExitCode::BadInput => 2,
             ExitCode::Interrupted => crate::run::signals::INTERRUPTED_STATUS,
             ExitCode::Deadline => 3,
+            ExitCode::Gated => 4,
         }
     }
 }

@@ -123,11 +123,19 @@ pub fn read_sweep(p: &Path) -> Result<Sweep, ReadError> {
         param_keys: rows::param_keys(&t.header),
         rows: t.rows,
         decision_md: std::fs::read_to_string(root.join("decision.md")).ok(),
-        decision_marks: std::fs::read_to_string(root.join("decision.json"))
-            .ok()
-            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-            .map(|j| crate::report::table::DecisionMarks::from_json(&j)),
         ..Default::default()
+    };
+    // What the table stars: decision.json's picks; without one (an interrupted sweep), the
+    // leader so far by the same rule, from the folder's objective.
+    s.decision_marks = match std::fs::read_to_string(root.join("decision.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+    {
+        Some(j) => Some(crate::report::table::DecisionMarks::from_json(&j)),
+        None => {
+            let objective = store::read_objective(&root);
+            crate::report::table::marks(objective.as_ref(), None, &s.rows)
+        }
     };
     // Launch order: the plan's, else the rows', then any other folder under runs/.
     let mut names: Vec<String> = provenance::read(&root)

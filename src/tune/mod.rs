@@ -6,6 +6,8 @@
 //! - `stats`: estimates over repeats, the pooled noise and the margins, t quantiles, the
 //!   `repeats: auto` rule.
 //! - `decision`: the decision rule: eligibility, the leader, its margins, why each lost.
+//! - `diff`: two sweeps' decisions side by side (`compare A B`): what changed that matters.
+//! - `leader`: the leader so far, the decision's rule on the rows a folder holds now.
 //! - `effective`: configurations that ran the same server in effect, and what the decision
 //!   says about them and about settings not in effect.
 //! - `search`: the max-load search's next probe and each probe's judgement.
@@ -19,8 +21,10 @@
 
 pub mod deadline;
 pub mod decision;
+pub mod diff;
 pub mod effective;
 pub mod estimate;
+pub mod leader;
 pub mod objective;
 pub mod preflight;
 pub mod prune;

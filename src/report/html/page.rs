@@ -743,9 +743,17 @@ pub fn compare_page(a: &Sweep, b: &Sweep, c: &Comparison) -> String {
         esc(&a.dir),
         esc(&b.dir)
     );
+    // The decision diff first: the paragraph for a ticket, then its details.
+    if let Some(d) = &c.decision {
+        o.push_str("<section id=\"decision-diff\"><h2>Decision: what changed</h2>");
+        o.push_str(&markdown(&crate::report::compare::render_diff(d), 2));
+        o.push_str("</section>");
+    }
     o.push_str("<h2>Changes from A to B</h2>");
-    for ctx in &c.context {
-        let _ = write!(o, "<p class=\"note\">{}</p>", esc(ctx));
+    if c.decision.is_none() {
+        for ctx in &c.context {
+            let _ = write!(o, "<p class=\"note\">{}</p>", esc(ctx));
+        }
     }
     for e in &c.engine_changed {
         let _ = write!(
@@ -755,24 +763,40 @@ pub fn compare_page(a: &Sweep, b: &Sweep, c: &Comparison) -> String {
         );
     }
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
-    o.push_str(
-        "<div class=\"scroll\"><table id=\"changes\"><tr><th>run</th><th>load point</th>\
+    let header = "<tr><th>run</th><th>load point</th>\
          <th>metric</th><th>A</th><th>B</th><th>change</th><th>judgement</th><th>noise \
-         judged by</th></tr>",
-    );
-    for j in &c.joined {
+         judged by</th></tr>";
+    // Changes beyond noise in the table; the rest folded under it. Measured phases first,
+    // grouped by configuration; the searches' attempts and probes after them.
+    let (mut shown, mut folded) = (String::new(), String::new());
+    let mut joined: Vec<&crate::report::compare::Joined> = c.joined.iter().collect();
+    joined.sort_by_key(|j| j.section != "measured");
+    for j in joined {
         for cell in &j.cells {
             *counts.entry(cell.judgement.as_str()).or_default() += 1;
             let rel = cell
                 .relative
                 .map(|r| format!("{:+.1}%", r * 100.0))
                 .unwrap_or_else(|| "-".into());
+            let to = if matches!(
+                cell.judgement,
+                Judgement::Better | Judgement::Worse | Judgement::Changed
+            ) {
+                &mut shown
+            } else {
+                &mut folded
+            };
+            let run = if j.section == "measured" {
+                j.run_name.clone()
+            } else {
+                format!("{} (search)", j.run_name)
+            };
             let _ = write!(
-                o,
+                to,
                 "<tr class=\"{}\"><td>{}</td><td>{}</td><td><code>{}</code></td><td>{}</td>\
                  <td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 judgement_class(cell.judgement),
-                esc(&j.run_name),
+                esc(&run),
                 esc(&j.concurrency),
                 esc(&cell.metric),
                 esc(&fmt_side(cell.a.as_ref())),
@@ -783,7 +807,17 @@ pub fn compare_page(a: &Sweep, b: &Sweep, c: &Comparison) -> String {
             );
         }
     }
-    o.push_str("</table></div>");
+    let _ = write!(
+        o,
+        "<div class=\"scroll\"><table id=\"changes\">{header}{shown}</table></div>"
+    );
+    if !folded.is_empty() {
+        let _ = write!(
+            o,
+            "<details id=\"within-noise\"><summary>Within noise or not comparable</summary>\
+             <div class=\"scroll\"><table>{header}{folded}</table></div></details>"
+        );
+    }
     let summary: Vec<String> = counts.iter().map(|(k, v)| format!("{v} {k}")).collect();
     let _ = write!(o, "<p>{}</p>", esc(&summary.join(", ")));
     if !c.only_a.is_empty() {
