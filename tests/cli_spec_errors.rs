@@ -55,6 +55,17 @@ fn unknown_key() {
 }
 
 #[test]
+fn an_engine_refused_key_is_named_in_its_own_flow_style_configuration() {
+    check_rejected_at(
+        &format!(
+            "configs:\n  - {{name: a, hicache_size: 8}}\n  - {{name: b, engine: vllm, hicache_size: 48}}\n{WORKLOAD}"
+        ),
+        "7:29:",
+        "(configuration `b` runs on vllm)",
+    );
+}
+
+#[test]
 fn wrong_type() {
     check_rejected(
         &WORKLOAD.replace("requests: 4", "requests: many"),

@@ -4,6 +4,7 @@ pub mod engine;
 pub mod expand;
 pub mod flags;
 pub mod keyed;
+pub mod locate;
 pub mod quality;
 pub mod search;
 pub mod spec;
