@@ -261,6 +261,16 @@ fn validate_plans_the_hierarchical_cache_as_one_knob_set() {
             plan.contains("warning: both: `hicache_size: 8` and `hicache_ratio: 2` are both set: SGLang sizes the host pool by hicache_size (it overrides --hicache-ratio), so hicache_ratio has no effect"),
             "{plan}"
         );
+        // A ratio of 0 and `off` launch one server: one id, and the plan says so.
+        let id = |name: &str| line(name).split('[').nth(1).unwrap_or_default()[..12].to_string();
+        assert_eq!(id("hicache-ratio0"), id("hicache-ratiooff"), "{plan}");
+        assert!(
+            plan.contains(&format!(
+                "warning: hicache-ratio0, hicache-ratiooff launch the same server [{}]",
+                id("hicache-ratio0")
+            )),
+            "{plan}"
+        );
     }
     assert!(!marker.exists());
 }
