@@ -156,7 +156,10 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
             executor,
             slurm: slurm_flags,
         } => {
-            let (s, text, plan, prep) = sweep::load_checked(&spec)?;
+            let (s, text, plan, prep) = match &resume {
+                Some(dir) => sweep::load_in_folder(&spec, dir)?,
+                None => sweep::load_checked(&spec)?,
+            };
             let slots = sweep::slot_spec(&slots, &s, &plan)?;
             let slurm_opts = on_slurm(executor, &slots, &s, &slurm_flags)?;
             let deadline = local_deadline(&s, &end, resume.is_some(), slurm_opts.is_some())?;
@@ -201,7 +204,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
             slurm: slurm_flags,
         } => {
             let spec = dir.join("spec.yaml");
-            let (s, text, plan, prep) = sweep::load_checked(&spec)?;
+            let (s, text, plan, prep) = sweep::load_in_folder(&spec, &dir)?;
             let slots = sweep::slot_spec(&slots, &s, &plan)?;
             let slurm_opts = on_slurm(executor, &slots, &s, &slurm_flags)?;
             let deadline = local_deadline(&s, &end, true, slurm_opts.is_some())?;

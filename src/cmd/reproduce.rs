@@ -1,6 +1,6 @@
 //! `sgtune reproduce DIR --run NAME`: relaunch one recorded run and judge whether it holds.
 
-use super::sweep::{SweepInput, create_results, execute, load_checked};
+use super::sweep::{SweepInput, create_results, execute, load_in_folder};
 use super::{CmdError, ExitCode, out};
 use crate::plan::expand::RunPlan;
 use crate::record::provenance;
@@ -26,7 +26,7 @@ pub async fn run(
     tolerance: f64,
 ) -> Result<ExitCode, CmdError> {
     let spec_path = dir.join("spec.yaml");
-    let (s, text, plan, prep) = load_checked(&spec_path)?;
+    let (s, text, plan, prep) = load_in_folder(&spec_path, dir)?;
     let recorded_rows: Vec<rows::Row> = rows::read(&dir.join("results.csv"))
         .map_err(|e| CmdError::input(e.to_string()))?
         .rows
@@ -106,7 +106,7 @@ pub async fn run(
 /// winner.
 pub async fn decision(dir: &Path, results_dir: &Path) -> Result<ExitCode, CmdError> {
     let spec_path = dir.join("spec.yaml");
-    let (s, text, plan, prep) = load_checked(&spec_path)?;
+    let (s, text, plan, prep) = load_in_folder(&spec_path, dir)?;
     let Some(o) = s.objective.clone() else {
         return Err(CmdError::input(format!(
             "{} has no objective, so no decision to re-check (add `objective:` to the spec, or reproduce one run with --run NAME)",
