@@ -275,6 +275,50 @@ fn validate_plans_the_hierarchical_cache_as_one_knob_set() {
     assert!(!marker.exists());
 }
 
+/// `validate --executor slurm` refuses what a Slurm submission would refuse, before the night:
+/// `repeats: auto`, `objective.prune`, a deadline; the same spec validates for a local run.
+#[test]
+fn validate_with_the_slurm_executor_refuses_what_slurm_cannot_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let marker = dir.path().join("launched");
+    let spec = dir.path().join("s.yaml");
+    let two_points = WORKLOAD.replace("concurrency: 2", "concurrency: [2, 4]");
+    let cases = [
+        (
+            format!(
+                "repeats: auto\nobjective: {{maximize: output_tok_s}}\nsweep:\n  mem_fraction_static: [0.8, 0.9]\n{WORKLOAD}"
+            ),
+            "`repeats: auto`",
+        ),
+        (
+            format!(
+                "objective: {{maximize: output_tok_s, prune: true}}\nsweep:\n  mem_fraction_static: [0.8, 0.9]\n{two_points}"
+            ),
+            "`objective.prune`",
+        ),
+        (
+            format!("budget: 8h\nsweep:\n  mem_fraction_static: [0.8]\n{WORKLOAD}"),
+            "are for local sweeps",
+        ),
+    ];
+    for (body, says) in cases {
+        std::fs::write(&spec, spec_with_marker(&marker, &body)).expect("write");
+        let out = run(sgtune().arg("validate").arg(&spec).current_dir(dir.path()));
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let out = run(sgtune()
+            .args(["validate", "--executor", "slurm"])
+            .arg(&spec)
+            .current_dir(dir.path()));
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{says}: {err}");
+        assert!(
+            err.contains(says) && err.contains("--executor slurm"),
+            "{err}"
+        );
+    }
+    assert!(!marker.exists());
+}
+
 #[test]
 fn validate_prints_the_objective() {
     let dir = tempfile::tempdir().expect("tempdir");
