@@ -2209,23 +2209,37 @@ fn check_search(
             ));
         }
     }
-    let placeholders = spec
-        .sweep
-        .0
-        .iter()
-        .flat_map(|(k, vs)| vs.iter().map(move |v| (k, v)))
-        .chain(
-            spec.configs
-                .iter()
-                .flat_map(|c| c.params.0.iter().map(|(k, v)| (k, v))),
-        )
-        .chain(spec.server.args.0.iter().map(|(k, v)| (k, v)))
-        .filter(|(_, v)| matches!(v, ParamValue::Str(s) if s == PREFLIGHT_VALUE));
-    for (k, _) in placeholders {
+    use crate::plan::locate::{Seg, locate_path};
+    let is_placeholder = |v: &ParamValue| matches!(v, ParamValue::Str(s) if s == PREFLIGHT_VALUE);
+    // Each placeholder with where it is written: a sweep list's item (or its single value), a
+    // configuration's key, a server flag.
+    let mut placeholders: Vec<(&String, Vec<Vec<Seg<'_>>>)> = Vec::new();
+    for (k, vs) in &spec.sweep.0 {
+        for (j, _) in vs.iter().enumerate().filter(|(_, v)| is_placeholder(v)) {
+            let key = [Seg::Key("sweep"), Seg::Key(k.as_str())];
+            let mut item = key.to_vec();
+            item.push(Seg::Item(j));
+            placeholders.push((k, vec![item, key.to_vec()]));
+        }
+    }
+    for (i, c) in spec.configs.iter().enumerate() {
+        for (k, _) in c.params.0.iter().filter(|(_, v)| is_placeholder(v)) {
+            let path = vec![Seg::Key("configs"), Seg::Item(i), Seg::Key(k.as_str())];
+            placeholders.push((k, vec![path]));
+        }
+    }
+    for (k, _) in spec.server.args.0.iter().filter(|(_, v)| is_placeholder(v)) {
+        let path = vec![Seg::Key("server"), Seg::Key("args"), Seg::Key(k.as_str())];
+        placeholders.push((k, vec![path]));
+    }
+    for (k, paths) in placeholders {
         // The placeholder's own place (often inside a flow mapping: `{name: x, k: preflight}`).
         let err = |_: &str, message: String| {
             let mut e = err(k, message);
-            if let Some((line, column)) = locate_text(text, &format!("{k}: {PREFLIGHT_VALUE}"))
+            if let Some((line, column)) = paths
+                .iter()
+                .find_map(|p| locate_path(text, p))
+                .or_else(|| locate_text(text, &format!("{k}: {PREFLIGHT_VALUE}")))
                 .or_else(|| locate_text(text, PREFLIGHT_VALUE))
             {
                 (e.line, e.column) = (line, column);
@@ -2837,5 +2851,25 @@ workload:
             engine_key_error("configs:\n  - {name: a, tp_size: 1}\n  - {name: a, tp_size: 2}\n");
         assert!(m.contains("two configurations are named `a`"), "{m}");
         assert_eq!((l, c), (6, 6), "{m}");
+    }
+
+    #[test]
+    fn a_misplaced_preflight_value_is_located_where_it_is_written() {
+        let head = "name: t\nserver:\n  model_path: /m\nsearch:\n  preflight:\n    mem_fraction_static: {from: 0.8, to: 0.9, resolution: 0.01}\n";
+        let tail = "workload: {concurrency: 1, requests: 1, input_tokens: 1, output_tokens: 1}\n";
+        // In a sweep list, after another `preflight`: the list's item.
+        let e = err_of(&format!(
+            "{head}configs:\n  - {{name: a, mem_fraction_static: preflight}}\nsweep:\n  max_running_requests: [8, preflight]\n{tail}"
+        ));
+        assert!(
+            e.message.contains("`max_running_requests: preflight` but search.preflight searches `mem_fraction_static`"),
+            "{e}"
+        );
+        assert_eq!((e.line, e.column), (10, 29), "{e}");
+        // Written with dashes in a configuration's flow mapping: that configuration's key.
+        let e = err_of(&format!(
+            "{head}configs:\n  - {{name: a, mem_fraction_static: preflight}}\n  - {{name: b, max-running-requests: preflight}}\n{tail}"
+        ));
+        assert_eq!((e.line, e.column), (9, 15), "{e}");
     }
 }
