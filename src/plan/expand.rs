@@ -421,6 +421,19 @@ mod tests {
     }
 
     #[test]
+    fn an_id_follows_each_flag_with_its_values_not_their_order() {
+        let s = spec(
+            "",
+            "configs:\n  - {name: a, max_running_requests: 8, cuda_graph_max_bs: 16}\n  - {name: b, cuda_graph_max_bs: 16, max_running_requests: 8}\n  - {name: c, max_running_requests: 16, cuda_graph_max_bs: 8}\n",
+        );
+        let plan = expand(&s);
+        // The same flags in another order: the same server.
+        assert_eq!(id_of(&plan, "a"), id_of(&plan, "b"));
+        // The values swapped between the flags: another server.
+        assert_ne!(id_of(&plan, "a"), id_of(&plan, "c"));
+    }
+
+    #[test]
     fn runs_launched_alike_are_named_together() {
         let plan = expand(&parse(SAME, "t.yaml").expect("valid"));
         let same = same_servers(&plan);
