@@ -55,6 +55,17 @@ fn unknown_key() {
 }
 
 #[test]
+fn an_engine_refused_key_is_named_in_its_own_flow_style_configuration() {
+    check_rejected_at(
+        &format!(
+            "configs:\n  - {{name: a, hicache_size: 8}}\n  - {{name: b, engine: vllm, hicache_size: 48}}\n{WORKLOAD}"
+        ),
+        "7:29:",
+        "(configuration `b` runs on vllm)",
+    );
+}
+
+#[test]
 fn wrong_type() {
     check_rejected(
         &WORKLOAD.replace("requests: 4", "requests: many"),
@@ -249,6 +260,60 @@ fn validate_plans_the_hierarchical_cache_as_one_knob_set() {
         assert!(
             plan.contains("warning: both: `hicache_size: 8` and `hicache_ratio: 2` are both set: SGLang sizes the host pool by hicache_size (it overrides --hicache-ratio), so hicache_ratio has no effect"),
             "{plan}"
+        );
+        // A ratio of 0 and `off` launch one server: one id, and the plan says so.
+        let id = |name: &str| line(name).split('[').nth(1).unwrap_or_default()[..12].to_string();
+        assert_eq!(id("hicache-ratio0"), id("hicache-ratiooff"), "{plan}");
+        assert!(
+            plan.contains(&format!(
+                "warning: hicache-ratio0, hicache-ratiooff launch the same server [{}]",
+                id("hicache-ratio0")
+            )),
+            "{plan}"
+        );
+    }
+    assert!(!marker.exists());
+}
+
+/// `validate --executor slurm` refuses what a Slurm submission would refuse, before the night:
+/// `repeats: auto`, `objective.prune`, a deadline; the same spec validates for a local run.
+#[test]
+fn validate_with_the_slurm_executor_refuses_what_slurm_cannot_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let marker = dir.path().join("launched");
+    let spec = dir.path().join("s.yaml");
+    let two_points = WORKLOAD.replace("concurrency: 2", "concurrency: [2, 4]");
+    let cases = [
+        (
+            format!(
+                "repeats: auto\nobjective: {{maximize: output_tok_s}}\nsweep:\n  mem_fraction_static: [0.8, 0.9]\n{WORKLOAD}"
+            ),
+            "`repeats: auto`",
+        ),
+        (
+            format!(
+                "objective: {{maximize: output_tok_s, prune: true}}\nsweep:\n  mem_fraction_static: [0.8, 0.9]\n{two_points}"
+            ),
+            "`objective.prune`",
+        ),
+        (
+            format!("budget: 8h\nsweep:\n  mem_fraction_static: [0.8]\n{WORKLOAD}"),
+            "are for local sweeps",
+        ),
+    ];
+    for (body, says) in cases {
+        std::fs::write(&spec, spec_with_marker(&marker, &body)).expect("write");
+        let out = run(sgtune().arg("validate").arg(&spec).current_dir(dir.path()));
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let out = run(sgtune()
+            .args(["validate", "--executor", "slurm"])
+            .arg(&spec)
+            .current_dir(dir.path()));
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{says}: {err}");
+        assert!(
+            err.contains(says) && err.contains("--executor slurm"),
+            "{err}"
         );
     }
     assert!(!marker.exists());

@@ -150,6 +150,59 @@ fn sigterm_records_interrupted_and_resume_redoes_only_that() {
     no_leftovers(&tag);
 }
 
+/// A results folder written before run ids hashed the launched command (its manifest and rows
+/// hold the earlier ids) still resumes: its runs keep their recorded ids, and the rows it adds
+/// carry the same ids as the rows it kept.
+#[test]
+fn a_folder_recorded_with_the_earlier_run_ids_still_resumes_under_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tag = unique_tag("oldids");
+    let configs = "  - {name: a}\n  - {name: b, max_total_tokens: 800}\n";
+    let spec_path = write(
+        dir.path(),
+        "s.yaml",
+        &spec(&tag, "", configs, "  concurrency: 2\n  requests: 4\n"),
+    );
+    let results = dir.path().join("results");
+    let out = run_sweep(&spec_path, &results);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let folder = only_results_folder(&results);
+    // Make it a folder of the earlier version: its ids, and b's row not yet written.
+    let (s, _) = sgtune::plan::spec::load(&folder.join("spec.yaml")).expect("spec");
+    let plan = sgtune::plan::expand::expand(&s);
+    let ids: Vec<(String, String)> = plan
+        .runs
+        .iter()
+        .map(|r| {
+            let old = sgtune::plan::expand::legacy_run_id_for(&s, r.engine, &r.resolved);
+            assert_ne!(old, r.id, "the schemes differ");
+            (r.id.clone(), old)
+        })
+        .collect();
+    for f in ["manifest.json", "plan.json", "results.csv"] {
+        let path = folder.join(f);
+        let mut t = std::fs::read_to_string(&path).expect("read");
+        for (new, old) in &ids {
+            t = t.replace(new.as_str(), old);
+        }
+        if f == "results.csv" {
+            t = t.lines().take(2).map(|l| format!("{l}\n")).collect();
+        }
+        std::fs::write(&path, t).expect("write");
+    }
+    let out = run(sgtune().arg("resume").arg(&folder));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let csv = std::fs::read_to_string(folder.join("results.csv")).expect("csv");
+    assert_eq!(csv.lines().count(), 3, "{csv}");
+    let b = csv.lines().find(|l| l.starts_with("b,")).expect("b's row");
+    assert!(
+        b.contains(&ids[1].1),
+        "b keeps its recorded id {}: {b}",
+        ids[1].1
+    );
+    no_leftovers(&tag);
+}
+
 #[test]
 fn resume_is_refused_when_the_sweep_changed_and_force_records_it() {
     let dir = tempfile::tempdir().expect("tempdir");

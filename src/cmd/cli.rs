@@ -152,6 +152,10 @@ pub enum Command {
         /// As --deadline, counted from now: 8h, 90m, 30s, 1h30m.
         #[arg(long, value_name = "DURATION")]
         budget: Option<String>,
+        /// Where the runs would happen: `slurm` also refuses what a Slurm submission cannot
+        /// run (`repeats: auto`, `objective.prune`, search.preflight, a deadline).
+        #[arg(long, value_enum, default_value_t = Executor::Local)]
+        executor: Executor,
     },
     /// Drive a workload against a server that is already running and print the client's
     /// numbers (the same engine and measurements as `sgtune run`).

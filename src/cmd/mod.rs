@@ -125,15 +125,22 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
             results_dir,
             deadline,
             budget,
+            executor,
         } => {
             let (s, _, plan, _) = sweep::load_checked(&spec)?;
+            let slurm = executor == cli::Executor::Slurm;
+            if slurm {
+                if let Some(why) = slurm_refusal(&s) {
+                    return Err(CmdError::input(why));
+                }
+            }
             // A deadline that does not read is bad input here too, before `run` would meet it.
             let end = cli::EndArgs {
                 deadline,
                 budget,
                 ..cli::EndArgs::default()
             };
-            let at = sweep::deadline(&s, &end, false)?;
+            let at = local_deadline(&s, &end, false, slurm)?;
             sweep::print_plan(&s, &plan);
             let launches =
                 crate::tune::work::plan_launches(&s, &plan, &|_, _| false, &|_| Vec::new());
@@ -156,7 +163,10 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
             executor,
             slurm: slurm_flags,
         } => {
-            let (s, text, plan, prep) = sweep::load_checked(&spec)?;
+            let (s, text, plan, prep) = match &resume {
+                Some(dir) => sweep::load_in_folder(&spec, dir)?,
+                None => sweep::load_checked(&spec)?,
+            };
             let slots = sweep::slot_spec(&slots, &s, &plan)?;
             let slurm_opts = on_slurm(executor, &slots, &s, &slurm_flags)?;
             let deadline = local_deadline(&s, &end, resume.is_some(), slurm_opts.is_some())?;
@@ -201,7 +211,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
             slurm: slurm_flags,
         } => {
             let spec = dir.join("spec.yaml");
-            let (s, text, plan, prep) = sweep::load_checked(&spec)?;
+            let (s, text, plan, prep) = sweep::load_in_folder(&spec, &dir)?;
             let slots = sweep::slot_spec(&slots, &s, &plan)?;
             let slurm_opts = on_slurm(executor, &slots, &s, &slurm_flags)?;
             let deadline = local_deadline(&s, &end, true, slurm_opts.is_some())?;
@@ -268,6 +278,27 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
     }
 }
 
+/// What in the spec a Slurm submission cannot run yet (`run`, `resume` and `validate` with
+/// `--executor slurm` refuse it).
+fn slurm_refusal(s: &crate::plan::spec::SweepSpec) -> Option<&'static str> {
+    if s.search.preflight.is_some() {
+        return Some(
+            "--executor slurm does not run search.preflight yet (the pre-flight's launches depend on each other and must finish before the array is planned): run the sweep locally, or run the pre-flight locally and write the value it finds in place of `preflight`",
+        );
+    }
+    if s.auto_repeats.is_some() {
+        return Some(
+            "--executor slurm does not run `repeats: auto` yet (each round's repeats depend on the rows of the one before, and the job array is planned once, at submission): give a fixed number of repeats, or run the sweep locally",
+        );
+    }
+    if s.objective.as_ref().is_some_and(|o| o.prune) {
+        return Some(
+            "--executor slurm does not run `objective.prune` yet (which configurations go on past the lowest load point depends on every configuration's rows there, and the job array is planned once, at submission): remove `prune: true`, or run the sweep locally",
+        );
+    }
+    None
+}
+
 /// The Slurm options when the sweep goes to Slurm (None: it runs here).
 fn on_slurm(
     executor: cli::Executor,
@@ -280,18 +311,10 @@ fn on_slurm(
         cli::Executor::Slurm if slots.is_parallel() => Err(CmdError::input(
             "--parallel/--gpus share out this machine; with --executor slurm each run is its own task with its own GPUs (slurm.gpus_per_run): drop one of them",
         )),
-        cli::Executor::Slurm if s.search.preflight.is_some() => Err(CmdError::input(
-            "--executor slurm does not run search.preflight yet (the pre-flight's launches depend on each other and must finish before the array is planned): run the sweep locally, or run the pre-flight locally and write the value it finds in place of `preflight`",
-        )),
-        cli::Executor::Slurm if s.auto_repeats.is_some() => Err(CmdError::input(
-            "--executor slurm does not run `repeats: auto` yet (each round's repeats depend on the rows of the one before, and the job array is planned once, at submission): give a fixed number of repeats, or run the sweep locally",
-        )),
-        cli::Executor::Slurm if s.objective.as_ref().is_some_and(|o| o.prune) => {
-            Err(CmdError::input(
-                "--executor slurm does not run `objective.prune` yet (which configurations go on past the lowest load point depends on every configuration's rows there, and the job array is planned once, at submission): remove `prune: true`, or run the sweep locally",
-            ))
-        }
         cli::Executor::Slurm => {
+            if let Some(why) = slurm_refusal(s) {
+                return Err(CmdError::input(why));
+            }
             crate::run::slurm::check_client()?;
             Ok(Some(slurm::options(s.slurm.as_ref(), flags)))
         }

@@ -1,6 +1,6 @@
 //! `sgtune reproduce DIR --run NAME`: relaunch one recorded run and judge whether it holds.
 
-use super::sweep::{SweepInput, create_results, execute, load_checked};
+use super::sweep::{SweepInput, create_results, execute, load_in_folder};
 use super::{CmdError, ExitCode, out};
 use crate::plan::expand::RunPlan;
 use crate::record::provenance;
@@ -16,7 +16,7 @@ pub const DEFAULT_TOLERANCE: f64 = 0.2;
 
 /// Why `--decision` refuses `--tolerance`: the re-check has no use for one, and a flag that
 /// is accepted and then ignored would let a user believe their threshold was applied.
-pub const TOLERANCE_WITH_DECISION: &str = "--tolerance is not used with --decision: the re-check decides again by the objective's own rule (a 95% interval over each side's two launches; `objective.noise` in spec.yaml only where a side has a single successful launch), so no tolerance enters it. Drop --tolerance, or use --run NAME to reproduce one run within a tolerance";
+pub const TOLERANCE_WITH_DECISION: &str = "--tolerance is not used with --decision: the re-check decides again by the objective's own rule (a 95% interval from the noise its launches measure; `objective.noise` in spec.yaml only when neither side has two successful launches, so no noise is measured), so no tolerance enters it. Drop --tolerance, or use --run NAME to reproduce one run within a tolerance";
 
 /// Relaunch one recorded run and judge whether it reproduced.
 pub async fn run(
@@ -26,7 +26,7 @@ pub async fn run(
     tolerance: f64,
 ) -> Result<ExitCode, CmdError> {
     let spec_path = dir.join("spec.yaml");
-    let (s, text, plan, prep) = load_checked(&spec_path)?;
+    let (s, text, plan, prep) = load_in_folder(&spec_path, dir)?;
     let recorded_rows: Vec<rows::Row> = rows::read(&dir.join("results.csv"))
         .map_err(|e| CmdError::input(e.to_string()))?
         .rows
@@ -106,7 +106,7 @@ pub async fn run(
 /// winner.
 pub async fn decision(dir: &Path, results_dir: &Path) -> Result<ExitCode, CmdError> {
     let spec_path = dir.join("spec.yaml");
-    let (s, text, plan, prep) = load_checked(&spec_path)?;
+    let (s, text, plan, prep) = load_in_folder(&spec_path, dir)?;
     let Some(o) = s.objective.clone() else {
         return Err(CmdError::input(format!(
             "{} has no objective, so no decision to re-check (add `objective:` to the spec, or reproduce one run with --run NAME)",
@@ -264,4 +264,49 @@ pub async fn decision(dir: &Path, results_dir: &Path) -> Result<ExitCode, CmdErr
     } else {
         ExitCode::RunsFailed
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+    use crate::plan::spec::Goal;
+    use crate::record::rows::Row;
+    use crate::tune::decision::sweep_noise;
+
+    fn row(name: &str, repeat: u64, v: f64) -> Row {
+        Row([
+            ("run_name", name.to_string()),
+            ("status", "ok".to_string()),
+            ("concurrency", "8".to_string()),
+            ("repeat", repeat.to_string()),
+            ("output_tok_s", v.to_string()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect())
+    }
+
+    /// The refusal states the re-check's rule as the decision applies it: one side's two
+    /// launches already measure the noise, so `objective.noise` enters only when neither side
+    /// has two successful launches.
+    #[test]
+    fn the_tolerance_refusal_says_when_objective_noise_applies() {
+        let o = crate::tune::objective::test_objective(Goal::Maximize, "output_tok_s", &[]);
+        let one_side = [row("a", 1, 100.0), row("a", 2, 104.0), row("b", 1, 90.0)];
+        assert!(sweep_noise(&o, &one_side.iter().collect::<Vec<_>>()).is_some());
+        let neither = [row("a", 1, 100.0), row("b", 1, 90.0)];
+        assert!(sweep_noise(&o, &neither.iter().collect::<Vec<_>>()).is_none());
+        let m = TOLERANCE_WITH_DECISION;
+        assert!(
+            !m.contains("where a side has a single successful launch"),
+            "{m}"
+        );
+        assert!(
+            m.contains(
+                "`objective.noise` in spec.yaml only when neither side has two successful launches"
+            ),
+            "{m}"
+        );
+    }
 }

@@ -93,7 +93,7 @@ fn submitted_launches(
     CmdError,
 > {
     let spec_path = dir.join("spec.yaml");
-    let (s, text, plan, prep) = sweep::load_checked(&spec_path)?;
+    let (s, text, plan, prep) = sweep::load_in_folder(&spec_path, dir)?;
     let base_path = slurm::folder(dir).join(slurm::BASE);
     let base = rows::read(&base_path).map_err(|e| CmdError::input(e.to_string()))?;
     let kept: Vec<crate::record::RowKey> = base.rows.iter().map(rows::Row::key).collect();

@@ -18,6 +18,21 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// [`load_checked`] for a sweep that continues in (or is read back from) the results folder
+/// `dir`: a folder recorded before run ids hashed the launched command keeps its runs' ids
+/// (`expand::adopt_recorded_ids`), so its plan reads as unchanged and its rows stay grouped.
+pub fn load_in_folder(
+    path: &Path,
+    dir: &Path,
+) -> Result<(SweepSpec, String, RunPlan, Prepared), CmdError> {
+    let (s, text, mut plan, prep) = load_checked(path)?;
+    // An unreadable manifest is reported by what reads it next (resume, reproduce).
+    if let Ok(recorded) = crate::record::provenance::read(dir) {
+        expand::adopt_recorded_ids(&s, &mut plan, &recorded.plan.runs);
+    }
+    Ok((s, text, plan, prep))
+}
+
 /// A checked sweep and how it runs: `run::execute`.
 pub use crate::run::execute::{Prepared, SweepInput, execute};
 

@@ -1,10 +1,10 @@
 //! SweepSpec → RunPlan: the cartesian grid, then the explicit configurations. Each run gets a
-//! readable name (`mfs0.88_kv-fp8_e4m3_hicache48`) and a stable id (a hash of its canonical
-//! resolved form: command, model, flags, environment).
+//! readable name (`mfs0.88_kv-fp8_e4m3_hicache48`) and a stable id (a hash of what is
+//! launched: engine, command, model, flags, environment).
 
 use crate::plan::engine::Engine;
 use crate::plan::flags::{self, ParamValue};
-use crate::plan::spec::SweepSpec;
+use crate::plan::spec::{ServerSpec, SweepSpec};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
@@ -87,23 +87,117 @@ fn grid_name(point: &[(String, ParamValue)], varying: &[&str]) -> String {
     }
 }
 
-/// Stable id: sha256 of the canonical JSON of what defines the server, first 12 hex digits.
+/// Stable id of what is launched: [`run_id_for`] on `server.engine`.
 pub fn run_id(spec: &SweepSpec, resolved: &[(String, ParamValue)]) -> String {
     run_id_for(spec, spec.server.engine, resolved)
 }
 
-/// [`run_id`] of a configuration of `engine` (its command and environment).
+/// Stable id of a configuration of `engine`: sha256 of the canonical JSON of what is launched,
+/// first 12 hex digits. That is the engine, the program and its leading arguments, the model,
+/// the flags as they go on the command line (each flag with its values; in sorted order, as
+/// their order does not matter to the server) and the environment sgtune sets (sorted). Left
+/// out: where the server listens (`--host`, `--port`) and what a slot adds
+/// (`CUDA_VISIBLE_DEVICES`), so the same configuration has the same id in every slot and every
+/// sweep, and configurations launched alike (`hicache_size: 0`, `off`, no key) share one.
 pub fn run_id_for(spec: &SweepSpec, engine: Engine, resolved: &[(String, ParamValue)]) -> String {
+    let server = &spec.server;
+    let mut argv: Vec<String> = server
+        .command_for(engine)
+        .into_iter()
+        .map(|e| e.0)
+        .collect();
+    argv.extend([engine.model_flag().to_string(), server.model_path.0.clone()]);
+    let mut flags: Vec<Vec<String>> = Vec::new();
+    for a in flags::flag_args(&engine.map_params(resolved)) {
+        match flags.last_mut() {
+            Some(flag) if !a.starts_with("--") => flag.push(a),
+            _ => flags.push(vec![a]),
+        }
+    }
+    flags.sort();
+    let mut env = launch_env(server, engine);
+    env.sort();
+    hash_id(&serde_json::json!({
+        "engine": engine.as_str(),
+        "argv": argv,
+        "flags": flags,
+        "env": env,
+    }))
+}
+
+/// The run id before it hashed the launched command (it hashed the settings as written), kept
+/// only to recognise the results folders recorded with it: [`adopt_recorded_ids`].
+pub fn legacy_run_id_for(
+    spec: &SweepSpec,
+    engine: Engine,
+    resolved: &[(String, ParamValue)],
+) -> String {
     let mut args: Vec<(&String, &ParamValue)> = resolved.iter().map(|(k, v)| (k, v)).collect();
     args.sort_by(|a, b| a.0.cmp(b.0));
-    let canonical = serde_json::json!({
+    hash_id(&serde_json::json!({
         "command": spec.server.command_for(engine),
         "model_path": spec.server.model_path,
         "args": args,
         "env": spec.server.env_for(engine),
-    });
+    }))
+}
+
+fn hash_id(canonical: &serde_json::Value) -> String {
     let digest = Sha256::digest(canonical.to_string().as_bytes());
     digest.iter().take(6).map(|b| format!("{b:02x}")).collect()
+}
+
+/// A results folder recorded before run ids hashed the launched command keeps its ids: each
+/// run whose recorded id (by name) is its [`legacy_run_id_for`] takes that id back, so resume,
+/// the Slurm tasks and reproduce see an unchanged plan and the folder's rows stay grouped as
+/// they were. Returns how many runs took their recorded id.
+pub fn adopt_recorded_ids(
+    spec: &SweepSpec,
+    plan: &mut RunPlan,
+    recorded: &[(String, String)],
+) -> usize {
+    let mut adopted = 0;
+    for r in &mut plan.runs {
+        let Some((_, id)) = recorded.iter().find(|(n, _)| *n == r.name) else {
+            continue;
+        };
+        if *id != r.id && *id == legacy_run_id_for(spec, r.engine, &r.resolved) {
+            r.id = id.clone();
+            adopted += 1;
+        }
+    }
+    adopted
+}
+
+/// The environment a configuration of `engine` is launched with, before a slot adds its GPUs:
+/// what sgtune sets unless the spec sets it, then the spec's own (`server.env`, and
+/// `server.<engine>.env` for a configuration on the other engine).
+pub fn launch_env(server: &ServerSpec, engine: Engine) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = Vec::new();
+    // Python buffers stdout when it is a pipe; unbuffered keeps server.log line-accurate.
+    let defaults = [("PYTHONUNBUFFERED", "1")];
+    let spec_env = server.env_for(engine);
+    for (k, v) in defaults.iter().chain(engine.default_env()) {
+        if !spec_env.contains_key(*k) {
+            env.push(((*k).into(), (*v).into()));
+        }
+    }
+    env.extend(spec_env.iter().map(|(k, v)| (k.clone(), v.0.clone())));
+    env
+}
+
+/// Runs launched alike (the same [`RunConfig::id`]): each id shared by two or more runs, with
+/// their names, in plan order. They measure one server; `validate` names them.
+pub fn same_servers(plan: &RunPlan) -> Vec<(String, Vec<String>)> {
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    for r in &plan.runs {
+        match groups.iter_mut().find(|(id, _)| *id == r.id) {
+            Some((_, names)) => names.push(r.name.clone()),
+            None => groups.push((r.id.clone(), vec![r.name.clone()])),
+        }
+    }
+    groups.retain(|(_, names)| names.len() > 1);
+    groups
 }
 
 /// `flags::warnings` for a whole plan, each once, naming the runs it concerns (printed by
@@ -294,6 +388,94 @@ mod tests {
         let plan = expand(&c);
         assert_eq!(plan.runs[0].id, plan.runs[1].id);
         assert_eq!(plan.runs[1].name, "same");
+    }
+
+    /// Grid points and configurations whose launched command is the same: hicache_size 0 and
+    /// `off`, hicache_ratio 0, no key, and `enable_hierarchical_cache: false`.
+    const SAME: &str = "name: t\nserver:\n  model_path: /m\n  env: {A: \"1\"}\n  args:\n    tp_size: 2\n    mem_fraction_static: 0.8\nsweep:\n  hicache_size: [0, \"off\", 48]\nconfigs:\n  - {name: ratio0, hicache_ratio: 0}\n  - {name: plain}\n  - {name: offflag, enable_hierarchical_cache: false}\n  - {name: vl, engine: vllm, max_running_requests: 4}\nworkload: {concurrency: 4, requests: 8, input_tokens: 8, output_tokens: 8, vocab_size: 100}\n";
+
+    fn id_of(plan: &RunPlan, name: &str) -> String {
+        plan.runs
+            .iter()
+            .find(|r| r.name == name)
+            .map(|r| r.id.clone())
+            .expect("a run of that name")
+    }
+
+    #[test]
+    fn configurations_launching_the_same_command_share_an_id() {
+        let plan = expand(&parse(SAME, "t.yaml").expect("valid"));
+        let id = |n: &str| id_of(&plan, n);
+        for n in ["hicacheoff", "ratio0", "plain", "offflag"] {
+            assert_eq!(id(n), id("hicache0"), "{n}");
+        }
+        assert_ne!(id("hicache48"), id("hicache0"));
+        assert_ne!(id("vl"), id("hicache0"));
+        // Where the server listens is not what it is: a fixed port leaves the ids alone.
+        let fixed = SAME.replace("  model_path: /m\n", "  model_path: /m\n  port: 31000\n");
+        let fixed = expand(&parse(&fixed, "t.yaml").expect("valid"));
+        assert_eq!(id_of(&fixed, "hicache0"), id("hicache0"));
+        // Its environment is.
+        let env = expand(&parse(&SAME.replace("A: \"1\"", "A: \"2\""), "t.yaml").expect("valid"));
+        assert_ne!(id_of(&env, "hicache0"), id("hicache0"));
+    }
+
+    #[test]
+    fn an_id_follows_each_flag_with_its_values_not_their_order() {
+        let s = spec(
+            "",
+            "configs:\n  - {name: a, max_running_requests: 8, cuda_graph_max_bs: 16}\n  - {name: b, cuda_graph_max_bs: 16, max_running_requests: 8}\n  - {name: c, max_running_requests: 16, cuda_graph_max_bs: 8}\n",
+        );
+        let plan = expand(&s);
+        // The same flags in another order: the same server.
+        assert_eq!(id_of(&plan, "a"), id_of(&plan, "b"));
+        // The values swapped between the flags: another server.
+        assert_ne!(id_of(&plan, "a"), id_of(&plan, "c"));
+    }
+
+    #[test]
+    fn runs_launched_alike_are_named_together() {
+        let plan = expand(&parse(SAME, "t.yaml").expect("valid"));
+        let same = same_servers(&plan);
+        assert_eq!(same.len(), 1, "{same:?}");
+        assert_eq!(same[0].0, id_of(&plan, "hicache0"));
+        assert_eq!(
+            same[0].1,
+            ["hicache0", "hicacheoff", "ratio0", "plain", "offflag"]
+        );
+    }
+
+    #[test]
+    fn a_folder_recorded_with_the_earlier_ids_keeps_them() {
+        let s = parse(SAME, "t.yaml").expect("valid");
+        let mut plan = expand(&s);
+        let plain = id_of(&plan, "plain");
+        // The ids sgtune gave these runs before run ids hashed the launched command (pinned
+        // from that version's `validate`), and one that is no run's earlier id.
+        let recorded: Vec<(String, String)> = [
+            ("hicache0", "c43e48bca13d"),
+            ("hicache48", "43ae7a18e613"),
+            ("vl", "86f80493f460"),
+            ("plain", "0123456789ab"),
+        ]
+        .iter()
+        .map(|(n, i)| (n.to_string(), i.to_string()))
+        .collect();
+        assert_eq!(adopt_recorded_ids(&s, &mut plan, &recorded), 3);
+        assert_eq!(id_of(&plan, "hicache0"), "c43e48bca13d");
+        assert_eq!(id_of(&plan, "hicache48"), "43ae7a18e613");
+        assert_eq!(id_of(&plan, "vl"), "86f80493f460");
+        // A changed run is still seen as changed; the others keep today's ids.
+        assert_eq!(id_of(&plan, "plain"), plain);
+        assert_eq!(id_of(&plan, "ratio0"), plain);
+        // A folder recorded with today's ids is left as it is.
+        let mut again = expand(&s);
+        let now: Vec<(String, String)> = again
+            .runs
+            .iter()
+            .map(|r| (r.name.clone(), r.id.clone()))
+            .collect();
+        assert_eq!(adopt_recorded_ids(&s, &mut again, &now), 0);
     }
 
     #[test]

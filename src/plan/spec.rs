@@ -2045,10 +2045,15 @@ fn explain(msg: &str) -> String {
 }
 
 /// Under `engine: vllm`: no SGLang-only key, and no key set both by its common name and by
-/// vLLM's (`max_running_requests` and `max_num_seqs`) for one configuration.
+/// vLLM's (`max_running_requests` and `max_num_seqs`) for one configuration. The error points
+/// at the key where it is written: `server.args`, `server.<engine>.args`, `sweep` or its own
+/// configuration.
 fn check_engine_keys(spec: &SweepSpec, text: &str, origin: &str) -> Result<(), SpecError> {
-    let err = |key: &str, message: String| {
-        let (line, column) = locate_key(text, key).unwrap_or((1, 1));
+    use crate::plan::locate::{Seg, locate_path};
+    let err = |key: &str, path: &[Seg<'_>], message: String| {
+        let (line, column) = locate_path(text, path)
+            .or_else(|| locate_key(text, key))
+            .unwrap_or((1, 1));
         SpecError {
             file: origin.to_string(),
             line,
@@ -2057,41 +2062,72 @@ fn check_engine_keys(spec: &SweepSpec, text: &str, origin: &str) -> Result<(), S
         }
     };
     let server = &spec.server;
-    let base = |engine: Engine| -> Vec<&str> {
+    // Each key with its path in the file.
+    let base = |engine: Engine| -> Vec<(&str, Vec<Seg<'_>>)> {
+        let section = if engine == server.engine {
+            vec![Seg::Key("server"), Seg::Key("args")]
+        } else {
+            vec![
+                Seg::Key("server"),
+                Seg::Key(engine.as_str()),
+                Seg::Key("args"),
+            ]
+        };
         server
             .args_for(engine)
             .iter()
-            .map(|(k, _)| k.as_str())
+            .map(|(k, _)| {
+                let mut path = section.clone();
+                path.push(Seg::Key(k.as_str()));
+                (k.as_str(), path)
+            })
             .collect()
     };
+    let on_server = format!("server.engine is {}", server.engine.as_str());
     // The grid runs on server.engine; each configuration on its own engine.
     let mut grid = base(server.engine);
-    grid.extend(spec.sweep.0.iter().map(|(k, _)| k.as_str()));
-    let mut sets: Vec<(Engine, Vec<&str>)> = vec![(server.engine, grid)];
+    grid.extend(
+        spec.sweep
+            .0
+            .iter()
+            .map(|(k, _)| (k.as_str(), vec![Seg::Key("sweep"), Seg::Key(k.as_str())])),
+    );
+    let mut sets = vec![(server.engine, on_server.clone(), grid)];
     for e in Engine::ALL {
         if e != server.engine && server.side(e).is_some() {
-            sets.push((e, base(e)));
+            let why = format!(
+                "server.{0}.args are for configurations with engine: {0}",
+                e.as_str()
+            );
+            sets.push((e, why, base(e)));
         }
     }
-    for c in &spec.configs {
+    for (i, c) in spec.configs.iter().enumerate() {
         let engine = c.engine.unwrap_or(server.engine);
+        let why = match c.engine {
+            Some(e) => format!("configuration `{}` runs on {}", c.name, e.as_str()),
+            None => on_server.clone(),
+        };
         let mut keys = base(engine);
-        keys.extend(c.params.0.iter().map(|(k, _)| k.as_str()));
-        sets.push((engine, keys));
+        keys.extend(c.params.0.iter().map(|(k, _)| {
+            (
+                k.as_str(),
+                vec![Seg::Key("configs"), Seg::Item(i), Seg::Key(k.as_str())],
+            )
+        }));
+        sets.push((engine, why, keys));
     }
-    for (engine, keys) in &sets {
+    for (engine, why_engine, keys) in &sets {
         let engine = *engine;
-        for k in keys {
+        for (k, path) in keys {
             if let Some(why) = engine.refuses(k) {
-                return Err(err(
-                    k,
-                    format!("{why} (server.engine is {})", engine.as_str()),
-                ));
+                return Err(err(k, path, format!("{why} ({why_engine})")));
             }
             if let Some(common) = engine.common_key(k) {
-                if keys.contains(&common) {
+                if keys.iter().any(|(other, _)| *other == common) {
                     return Err(err(
                         k,
+                        path,
                         format!(
                             "`{k}` and `{common}` set the same {} flag (--{}): keep one",
                             engine.label(),
@@ -2124,15 +2160,21 @@ fn check_cross_fields(spec: &SweepSpec, text: &str, origin: &str) -> Result<(), 
         ));
     }
     let mut names: Vec<&str> = Vec::new();
-    for c in &spec.configs {
+    for (i, c) in spec.configs.iter().enumerate() {
         if names.contains(&c.name.as_str()) {
-            return Err(err(
+            use crate::plan::locate::{Seg, locate_path};
+            let mut e = err(
                 "configs",
                 format!(
                     "two configurations are named `{}`: names must be unique",
                     c.name
                 ),
-            ));
+            );
+            let second = [Seg::Key("configs"), Seg::Item(i), Seg::Key("name")];
+            if let Some((line, column)) = locate_path(text, &second) {
+                (e.line, e.column) = (line, column);
+            }
+            return Err(e);
         }
         names.push(&c.name);
     }
@@ -2167,23 +2209,37 @@ fn check_search(
             ));
         }
     }
-    let placeholders = spec
-        .sweep
-        .0
-        .iter()
-        .flat_map(|(k, vs)| vs.iter().map(move |v| (k, v)))
-        .chain(
-            spec.configs
-                .iter()
-                .flat_map(|c| c.params.0.iter().map(|(k, v)| (k, v))),
-        )
-        .chain(spec.server.args.0.iter().map(|(k, v)| (k, v)))
-        .filter(|(_, v)| matches!(v, ParamValue::Str(s) if s == PREFLIGHT_VALUE));
-    for (k, _) in placeholders {
+    use crate::plan::locate::{Seg, locate_path};
+    let is_placeholder = |v: &ParamValue| matches!(v, ParamValue::Str(s) if s == PREFLIGHT_VALUE);
+    // Each placeholder with where it is written: a sweep list's item (or its single value), a
+    // configuration's key, a server flag.
+    let mut placeholders: Vec<(&String, Vec<Vec<Seg<'_>>>)> = Vec::new();
+    for (k, vs) in &spec.sweep.0 {
+        for (j, _) in vs.iter().enumerate().filter(|(_, v)| is_placeholder(v)) {
+            let key = [Seg::Key("sweep"), Seg::Key(k.as_str())];
+            let mut item = key.to_vec();
+            item.push(Seg::Item(j));
+            placeholders.push((k, vec![item, key.to_vec()]));
+        }
+    }
+    for (i, c) in spec.configs.iter().enumerate() {
+        for (k, _) in c.params.0.iter().filter(|(_, v)| is_placeholder(v)) {
+            let path = vec![Seg::Key("configs"), Seg::Item(i), Seg::Key(k.as_str())];
+            placeholders.push((k, vec![path]));
+        }
+    }
+    for (k, _) in spec.server.args.0.iter().filter(|(_, v)| is_placeholder(v)) {
+        let path = vec![Seg::Key("server"), Seg::Key("args"), Seg::Key(k.as_str())];
+        placeholders.push((k, vec![path]));
+    }
+    for (k, paths) in placeholders {
         // The placeholder's own place (often inside a flow mapping: `{name: x, k: preflight}`).
         let err = |_: &str, message: String| {
             let mut e = err(k, message);
-            if let Some((line, column)) = locate_text(text, &format!("{k}: {PREFLIGHT_VALUE}"))
+            if let Some((line, column)) = paths
+                .iter()
+                .find_map(|p| locate_path(text, p))
+                .or_else(|| locate_text(text, &format!("{k}: {PREFLIGHT_VALUE}")))
                 .or_else(|| locate_text(text, PREFLIGHT_VALUE))
             {
                 (e.line, e.column) = (line, column);
@@ -2735,5 +2791,85 @@ workload:
         assert_eq!(expand_env("$$A $5", get).as_deref(), Ok("$A $5"));
         assert!(expand_env("${B}", get).is_err());
         assert!(expand_env("${A", get).is_err());
+    }
+
+    /// Where an engine-refused key is reported: (line, column, message) of its error.
+    fn engine_key_error(body: &str) -> (usize, usize, String) {
+        let text = format!(
+            "name: t\nserver:\n  model_path: /m\n{body}workload: {{concurrency: 1, requests: 1, input_tokens: 1, output_tokens: 1}}\n"
+        );
+        let e = err_of(&text);
+        (e.line, e.column, e.message)
+    }
+
+    #[test]
+    fn an_engine_refused_key_is_located_in_its_own_configuration_in_every_style() {
+        // Flow style, one configuration per line: the key inside the second mapping.
+        let (l, c, m) = engine_key_error(
+            "configs:\n  - {name: a, hicache_size: 8}\n  - {name: b, engine: vllm, hicache_size: 48}\n",
+        );
+        assert_eq!((l, c), (6, 29), "{m}");
+        // A flow list on one line: the second `hicache_size`, not the first.
+        let (l, c, m) = engine_key_error(
+            "configs: [{name: a, hicache_size: 8}, {name: b, engine: vllm, hicache-size: 48}]\n",
+        );
+        assert_eq!((l, c), (4, 63), "{m}");
+        // Block style: the key repeated in several configurations is the one at fault.
+        let (l, c, m) = engine_key_error(
+            "configs:\n  - name: a\n    hicache_size: 8\n\n  - name: b\n    engine: vllm\n    hicache_size: 48\n",
+        );
+        assert_eq!((l, c), (10, 5), "{m}");
+        // A block sequence at the parent's indent.
+        let (l, c, m) = engine_key_error(
+            "configs:\n- name: a\n  hicache_size: 8\n- name: b\n  hicache_size: 9\n  engine: vllm\n",
+        );
+        assert_eq!((l, c), (8, 3), "{m}");
+        // The vLLM side's flags, after an SGLang side whose args have the same key.
+        let (l, c, m) = engine_key_error(
+            "  args:\n    schedule_conservativeness: 0.5\n  vllm:\n    args:\n      schedule_conservativeness: 0.3\nconfigs:\n  - {name: b, engine: vllm}\n",
+        );
+        assert_eq!((l, c), (8, 7), "{m}");
+        // The grid of a vLLM server, flow style.
+        let (l, c, m) =
+            engine_key_error("  engine: vllm\nsweep: {max_num_seqs: [4], hicache_ratio: [0, 2]}\n");
+        assert_eq!((l, c), (5, 28), "{m}");
+    }
+
+    #[test]
+    fn an_engine_refusal_names_the_configurations_engine_not_the_servers() {
+        let (_, _, m) =
+            engine_key_error("configs:\n  - {name: b, engine: vllm, hicache_size: 48}\n");
+        assert!(!m.contains("server.engine is vllm"), "{m}");
+        assert!(m.contains("configuration `b` runs on vllm"), "{m}");
+        let (_, _, m) = engine_key_error("  engine: vllm\nsweep: {hicache_size: [0, 2]}\n");
+        assert!(m.contains("server.engine is vllm"), "{m}");
+    }
+
+    #[test]
+    fn a_repeated_configuration_name_is_located_at_the_second() {
+        let (l, c, m) =
+            engine_key_error("configs:\n  - {name: a, tp_size: 1}\n  - {name: a, tp_size: 2}\n");
+        assert!(m.contains("two configurations are named `a`"), "{m}");
+        assert_eq!((l, c), (6, 6), "{m}");
+    }
+
+    #[test]
+    fn a_misplaced_preflight_value_is_located_where_it_is_written() {
+        let head = "name: t\nserver:\n  model_path: /m\nsearch:\n  preflight:\n    mem_fraction_static: {from: 0.8, to: 0.9, resolution: 0.01}\n";
+        let tail = "workload: {concurrency: 1, requests: 1, input_tokens: 1, output_tokens: 1}\n";
+        // In a sweep list, after another `preflight`: the list's item.
+        let e = err_of(&format!(
+            "{head}configs:\n  - {{name: a, mem_fraction_static: preflight}}\nsweep:\n  max_running_requests: [8, preflight]\n{tail}"
+        ));
+        assert!(
+            e.message.contains("`max_running_requests: preflight` but search.preflight searches `mem_fraction_static`"),
+            "{e}"
+        );
+        assert_eq!((e.line, e.column), (10, 29), "{e}");
+        // Written with dashes in a configuration's flow mapping: that configuration's key.
+        let e = err_of(&format!(
+            "{head}configs:\n  - {{name: a, mem_fraction_static: preflight}}\n  - {{name: b, max-running-requests: preflight}}\n{tail}"
+        ));
+        assert_eq!((e.line, e.column), (9, 15), "{e}");
     }
 }

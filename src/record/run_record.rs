@@ -228,7 +228,7 @@ pub const LEADING: &[Column] = &[
     Column {
         name: "run_id",
         better: Better::Neither,
-        doc: "Stable id: hash of the resolved command, model, flags and environment",
+        doc: "Stable id of the server launched: hash of its engine, command line (less --host/--port) and environment (less a slot's GPUs); runs with equal ids launched the same server",
         get: |r| r.run_id.clone(),
     },
     Column {

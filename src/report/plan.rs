@@ -124,6 +124,12 @@ pub fn lines(s: &SweepSpec, plan: &RunPlan) -> Vec<String> {
     for w in crate::plan::expand::warnings(plan) {
         out(&format!("warning: {w}"));
     }
+    for (id, names) in crate::plan::expand::same_servers(plan) {
+        out(&format!(
+            "warning: {} launch the same server [{id}] (the same command and environment): each is measured, and the decision's noise counts them as one configuration measured alike; keep one to save the launches",
+            names.join(", ")
+        ));
+    }
     lines
 }
 

@@ -12,7 +12,17 @@ use std::path::Path;
 /// id: same command, model, flags and environment): the median start-up and, for `requests:`
 /// workloads, the median load point; else the spec's stated defaults (`estimate:`).
 pub fn known(s: &SweepSpec, plan: &RunPlan, results_dir: &Path) -> estimate::Known {
-    let ids: std::collections::HashSet<&str> = plan.runs.iter().map(|r| r.id.as_str()).collect();
+    // Folders recorded before run ids hashed the launched command hold the earlier ids.
+    let ids: std::collections::HashSet<String> = plan
+        .runs
+        .iter()
+        .flat_map(|r| {
+            [
+                r.id.clone(),
+                crate::plan::expand::legacy_run_id_for(s, r.engine, &r.resolved),
+            ]
+        })
+        .collect();
     let (mut ready, mut window, mut sweeps) = (Vec::new(), Vec::new(), 0);
     let folders = std::fs::read_dir(results_dir)
         .map(|d| d.flatten().map(|e| e.path()).collect::<Vec<_>>())

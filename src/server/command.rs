@@ -32,16 +32,7 @@ pub fn build(server: &ServerSpec, run: &RunConfig, port: Option<u16>) -> LaunchC
         port.map_or_else(|| AUTO_PORT.to_string(), |p| p.to_string()),
     ]);
     args.extend(flags::flag_args(&engine.map_params(&run.resolved)));
-    let mut env: Vec<(String, String)> = Vec::new();
-    // Python buffers stdout when it is a pipe; unbuffered keeps server.log line-accurate.
-    let defaults = [("PYTHONUNBUFFERED", "1")];
-    let spec_env = server.env_for(engine);
-    for (k, v) in defaults.iter().chain(engine.default_env()) {
-        if !spec_env.contains_key(*k) {
-            env.push(((*k).into(), (*v).into()));
-        }
-    }
-    env.extend(spec_env.iter().map(|(k, v)| (k.clone(), v.0.clone())));
+    let env = crate::plan::expand::launch_env(server, engine);
     LaunchCommand { program, args, env }
 }
 

@@ -152,6 +152,15 @@ pub fn fit_line(e: &estimate::Estimate, left_s: f64, lead_s: f64) -> String {
                 e.launches
             )
         }
+        // The load points' time is unknown, but the start-ups and stops alone may not fit.
+        (None, _) if e.per_launch_s * e.launches as f64 > usable => {
+            let n = ((usable / e.per_launch_s).floor() as u64).min(e.launches);
+            format!(
+                "{head}: does NOT fit: the start-ups and stops alone take {}; at most {n} of {} launch(es) fit (their load points' time is unknown: set estimate.point_s), the rest is left for `sgtune resume` and decision.md lists it",
+                h(e.per_launch_s * e.launches as f64),
+                e.launches
+            )
+        }
         (None, _) => {
             format!("{head}: cannot tell, the plan's time is unknown (set estimate.point_s)")
         }
@@ -345,6 +354,23 @@ mod tests {
         );
         let unknown = fit_line(&est(None, None, 3), 1000.0, 40.0);
         assert!(unknown.contains("cannot tell"), "{unknown}");
+    }
+
+    #[test]
+    fn start_ups_alone_past_the_cutoff_do_not_fit_though_the_load_points_are_unknown() {
+        // 10 launches of 120 s start-up and stop each: 20 min before any load point, against
+        // 960 s usable; at most 8 of them fit.
+        let mut e = est(None, None, 10);
+        e.per_launch_s = 120.0;
+        let line = fit_line(&e, 1000.0, 40.0);
+        assert!(
+            line.contains("does NOT fit: the start-ups and stops alone take 20m 00s; at most 8 of 10 launch(es) fit"),
+            "{line}"
+        );
+        // Start-ups that fit leave it open.
+        e.per_launch_s = 96.0;
+        let open = fit_line(&e, 1000.0, 40.0);
+        assert!(open.contains("cannot tell"), "{open}");
     }
 
     #[test]
