@@ -31,32 +31,9 @@ use std::collections::BTreeMap;
 const TRIALS: usize = 2000;
 const QUALITY_TRIALS: usize = 300;
 
-/// A figure of docs/benchmarks.md and whether this run still shows it.
-struct Check {
-    what: String,
-    measured: f64,
-    at_least: bool,
-    limit: f64,
-}
-
-impl Check {
-    fn holds(&self) -> bool {
-        if self.at_least {
-            self.measured >= self.limit
-        } else {
-            self.measured <= self.limit
-        }
-    }
-}
-
-fn check(checks: &mut Vec<Check>, what: String, measured: f64, at_least: bool, limit: f64) {
-    checks.push(Check {
-        what,
-        measured,
-        at_least,
-        limit,
-    });
-}
+#[path = "common/check.rs"]
+mod check;
+use check::{Check, at_least, at_most};
 
 /// N(0, 1) by Box–Muller on two SplitMix64 uniforms.
 fn normal(rng: &mut SplitMix64) -> f64 {
@@ -294,34 +271,30 @@ fn main() {
                 pct(r.false_prune)
             );
             let at = format!("{what}, {repeats} repeat(s)");
-            check(
+            at_most(
                 &mut checks,
                 format!("false winner, {at}"),
                 r.false_winner,
-                false,
                 0.05,
             );
-            check(
+            at_most(
                 &mut checks,
                 format!("false prune, {at}"),
                 r.false_prune,
-                false,
                 0.05,
             );
             if repeats == 1 {
                 // One repeat measures no noise: never a winner, never a prune on speed.
-                check(
+                at_most(
                     &mut checks,
                     format!("no winner at all, {at}"),
                     r.false_winner,
-                    false,
                     0.0,
                 );
-                check(
+                at_most(
                     &mut checks,
                     format!("no prune at all, {at}"),
                     r.false_prune,
-                    false,
                     0.0,
                 );
             }
@@ -360,26 +333,18 @@ fn main() {
                 "10% better at {:.0}% noise, {repeats} repeat(s)",
                 cv * 100.0
             );
-            check(
-                &mut checks,
-                format!("wrong winner, {at}"),
-                wrong,
-                false,
-                0.05,
-            );
-            check(
+            at_most(&mut checks, format!("wrong winner, {at}"), wrong, 0.05);
+            at_most(
                 &mut checks,
                 format!("the better one pruned, {at}"),
                 best_pruned,
-                false,
                 0.05,
             );
             if let Some((_, _, floor)) = floors.iter().find(|(c, r, _)| *c == cv && *r == repeats) {
-                check(
+                at_least(
                     &mut checks,
                     format!("named the winner, {at}"),
                     named,
-                    true,
                     *floor,
                 );
             }
@@ -403,18 +368,16 @@ fn main() {
             detected as f64 / QUALITY_TRIALS as f64,
         );
         println!("| {repeats} | {} | {} |", pct(fr), pct(det));
-        check(
+        at_most(
             &mut checks,
             format!("quality false reject, {repeats} launch(es)"),
             fr,
-            false,
             0.05,
         );
-        check(
+        at_least(
             &mut checks,
             format!("quality detection of a 5% derail, {repeats} launch(es)"),
             det,
-            true,
             0.95,
         );
     }

@@ -23,42 +23,9 @@ const BOUND_MS: f64 = 2000.0;
 const NOISE: f64 = 0.05;
 const TRIALS: u64 = 200;
 
-/// A figure of docs/benchmarks.md and whether this run still shows it.
-struct Check {
-    what: String,
-    measured: f64,
-    /// `at least` (true) or `at most` (false) `limit`.
-    at_least: bool,
-    limit: f64,
-}
-
-impl Check {
-    fn holds(&self) -> bool {
-        if self.at_least {
-            self.measured >= self.limit
-        } else {
-            self.measured <= self.limit
-        }
-    }
-}
-
-fn at_least(checks: &mut Vec<Check>, what: String, measured: f64, limit: f64) {
-    checks.push(Check {
-        what,
-        measured,
-        at_least: true,
-        limit,
-    });
-}
-
-fn at_most(checks: &mut Vec<Check>, what: String, measured: f64, limit: f64) {
-    checks.push(Check {
-        what,
-        measured,
-        at_least: false,
-        limit,
-    });
-}
+#[path = "common/check.rs"]
+mod check;
+use check::{Check, at_least, at_most};
 
 fn gauss(rng: &mut SplitMix64) -> f64 {
     let u1 = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;

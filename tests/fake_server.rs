@@ -436,7 +436,9 @@ objective:
     // The noise is pooled over the three configurations that ran (3 repeats each: 6 df
     // nominal); the interval takes its effective df (Satterthwaite, rounded down), from 1 to
     // 6 as the configurations' spreads differ.
-    let effective = point["noise"]["effective_df"].as_f64().expect("effective df");
+    let effective = point["noise"]["effective_df"]
+        .as_f64()
+        .expect("effective df");
     assert!(
         margin["separated"] == true
             && margin["ci"]["low"].as_f64().is_some_and(|l| l > 0.0)
