@@ -390,6 +390,9 @@ mod tests {
         let zeros = [0.0, 0.0];
         let p = pooled_noise(vec![&zeros[..]]).expect("a pool");
         assert_eq!((p.cv, p.df, p.effective_df, p.groups), (0.0, 1, 1, 1));
+        // Every group without spread: nothing to discount, the nominal df (cargo-mutants).
+        let p = pooled_noise(vec![&zeros[..], &[5.0, 5.0, 5.0][..]]).expect("a pool");
+        assert_eq!((p.cv, p.df, p.effective_df), (0.0, 3, 3));
         let single = [3.0];
         assert_eq!(pooled_noise(vec![&single[..]]), None);
         assert_eq!(pooled_noise(Vec::<&[f64]>::new()), None);
