@@ -15,6 +15,7 @@
 //! - `prune`: successive halving, which configurations the lowest load point rules out.
 //! - `repeats`: the next round of `repeats: auto`.
 //! - `work`: the launches a plan still needs (`Launch`, `Measurement`).
+//! - `guide`: the guided tune, the next experiment chosen from the evidence (issue 26).
 //! - `estimate`: how long the launches will take, expected and at worst.
 //! - `deadline`: reading a deadline, the order that decides early, the fits rule, what is
 //!   not measured.
@@ -24,6 +25,7 @@ pub mod decision;
 pub mod diff;
 pub mod effective;
 pub mod estimate;
+pub mod guide;
 pub mod leader;
 pub mod objective;
 pub mod preflight;
