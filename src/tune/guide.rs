@@ -4,9 +4,12 @@
 //! was measured so far to the next launches, so `run/` executes it, `resume` replays it from
 //! the rows to the same path, and `reproduce --decision` re-checks it.
 //!
-//! INTERFACE SKELETON: the types below are the contract between this file (the strategy) and
-//! its callers (`plan/` reads the `tune:` section into a `Space`, `run/` turns rows into
-//! `Observation`s and each `Proposal` into a launch). `next` is not written yet.
+//! The types and the four functions below are the contract between the strategy and its callers
+//! (`plan/` reads the `tune:` section into a `Space`, `run/` turns rows into `Observation`s and
+//! each `Proposal` into a launch).
+//!
+//! PLACEHOLDER (being replaced in this same session): `next` below only launches the start and
+//! then stops; the evidence-guided strategy replaces its body, not its signature.
 
 use crate::observe::diagnose::VerdictKind;
 use crate::plan::flags::ParamValue;
@@ -91,4 +94,62 @@ pub enum Next {
     Launch(Vec<Proposal>),
     /// Nothing is left worth a launch; why, for the step log and decision.md.
     Stop { why: String },
+}
+
+/// The next experiment(s) after `seen` (every launch of this tune so far, in order), with at
+/// most `launches_left` launches of budget left. Deterministic: the same inputs give the same
+/// answer, so `resume` replays a tune to the same path.
+pub fn next(space: &Space, seen: &[Observation], launches_left: usize) -> Next {
+    if launches_left == 0 {
+        return Next::Stop {
+            why: "the launch budget is spent".to_string(),
+        };
+    }
+    if seen.iter().any(|o| o.point == space.start) {
+        return Next::Stop {
+            why: "placeholder strategy: only the start is launched".to_string(),
+        };
+    }
+    Next::Launch(vec![Proposal {
+        point: space.start.clone(),
+        why: "the start".to_string(),
+    }])
+}
+
+/// The index in `seen` of the best eligible measured launch, if any.
+pub fn leader(_space: &Space, seen: &[Observation]) -> Option<usize> {
+    let mut best: Option<(usize, f64)> = None;
+    for (i, o) in seen.iter().enumerate() {
+        if let Outcome::Measured {
+            score,
+            eligible: true,
+            ..
+        } = o.outcome
+        {
+            if best.is_none_or(|(_, b)| score > b) {
+                best = Some((i, score));
+            }
+        }
+    }
+    best.map(|(i, _)| i)
+}
+
+/// A point's configuration name, in the grid's convention (`plan::flags::abbreviation` and
+/// value labels, `_`-joined, e.g. `mfs0.88_hicache48`), so a tune's rows read like a sweep's.
+pub fn name(space: &Space, point: &Point) -> String {
+    space
+        .knobs
+        .iter()
+        .zip(point)
+        .filter_map(|(k, &i)| {
+            k.values.get(i).map(|v| {
+                format!(
+                    "{}{}",
+                    crate::plan::flags::abbreviation(&k.key),
+                    crate::plan::flags::value_label(v)
+                )
+            })
+        })
+        .collect::<Vec<_>>()
+        .join("_")
 }
