@@ -16,7 +16,10 @@
 #   scripts/test.sh --test real_sglang -- --nocapture
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+setup_started=$SECONDS
 files=$(scripts/setup-all.sh)
+# The setup's seconds, for the times line beside the summary (scripts/lib/run-tests.sh).
+export SGTUNE_SETUP_S=$((SECONDS - setup_started))
 env_file=$(echo "$files" | tail -n 2 | head -n 1)
 peers_file=$(echo "$files" | tail -n 1)
 # shellcheck disable=SC1090

@@ -28,17 +28,17 @@ case " $* " in
       echo 'error: test failed, to rerun pass `--test real_sglang`' >&2
       exit 101
     fi
-    printf 'test agrees_with_sglang_bench_serving ... ok\n\ntest result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 4 filtered out\n'
+    printf 'test agrees_with_sglang_bench_serving ... ok\n\ntest result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 4 filtered out; finished in 40.20s\n'
     exit 0 ;;
 esac
 echo "     Running unittests src/lib.rs (target/debug/deps/sgtune-0)" >&2
-printf 'test a::b ... ok\n\ntest result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out\n'
+printf 'test a::b ... ok\n\ntest result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.30s\n'
 echo "     Running tests/fake_server.rs (target/debug/deps/fake_server-0)" >&2
 if [ -n "$FAIL_SUITE" ]; then
   printf 'test crash_during_load ... FAILED\ntest other ... ok\n\nfailures:\n    crash_during_load\n\ntest result: FAILED. 1 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out\n'
   echo 'error: test failed, to rerun pass `--test fake_server`' >&2
 else
-  printf 'test crash_during_load ... ok\ntest other ... ok\n\ntest result: ok. 2 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out\n'
+  printf 'test crash_during_load ... ok\ntest other ... ok\n\ntest result: ok. 2 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 12.60s\n'
 fi
 echo "     Running tests/load_cmd.rs (target/debug/deps/load_cmd-0)" >&2
 printf 'test l ... ok\n\ntest result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out\n'
@@ -125,6 +125,18 @@ fn every_binary_runs_and_the_timing_sensitive_test_runs_alone() {
     assert!(
         alone.contains("--include-ignored --exact agrees_with_sglang_bench_serving"),
         "{alone}"
+    );
+    // Where the time went, next to the summary: the build, then each binary slowest first,
+    // the alone run's seconds added to its binary's (the fake's real_sglang ran only alone).
+    let times = r
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("test command: times: "))
+        .unwrap_or_else(|| panic!("a times line: {}", r.stdout));
+    assert!(
+        times.starts_with("test command: times: build ")
+            && times.contains(" s, real_sglang 40 s, fake_server 13 s, lib 0 s; in all "),
+        "{times}"
     );
     // The tuning sweep was not listed (the fake does not have it): not run.
     assert!(!alone.contains("the_tuning_sweep"), "{alone}");

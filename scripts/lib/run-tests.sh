@@ -56,10 +56,12 @@ logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 
 # Build first, where the progress and any error show.
+build_started=$SECONDS
 if ! cargo test --no-run ${cargo_args[@]+"${cargo_args[@]}"}; then
   echo "test command: FAILED: the tests did not build (cargo's error above)"
   exit 101
 fi
+build_s=$((SECONDS - build_started))
 # Which timing-sensitive tests the arguments select.
 list_args=()
 for a in ${test_args[@]+"${test_args[@]}"}; do [ "$a" = --list ] || list_args+=("$a"); done
@@ -149,6 +151,34 @@ awk -v alone="${selected[*]+${selected[*]}}" '
 ' "$logs/1" "$logs/2" >"$logs/summary"
 summary_rc=$?
 summary=$(cat "$logs/summary")
+
+# Where the time went, beside the summary, so that the next slowdown is seen where it happens:
+# the setup (scripts/test.sh passes its seconds in SGTUNE_SETUP_S), the build, then each test
+# binary by libtest's own `finished in` (both steps added up), slowest first.
+awk -v setup="${SGTUNE_SETUP_S:-}" -v build="$build_s" -v total="$SECONDS" '
+  /^ +Running / {
+    bin = $2
+    if (bin == "unittests") bin = $3
+    sub(/^.*\//, "", bin); sub(/\.rs$/, "", bin)
+    if ($2 == "unittests") bin = (bin == "lib") ? "lib" : "bin"
+  }
+  /^ +Doc-tests / { bin = "doc-tests" }
+  /^test result: .*finished in [0-9.]+s/ {
+    t = $0; sub(/^.*finished in /, "", t); sub(/s.*$/, "", t)
+    if (!(bin in secs)) order[++n] = bin
+    secs[bin] += t
+  }
+  END {
+    for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
+      if (secs[order[j]] > secs[order[i]]) { x = order[i]; order[i] = order[j]; order[j] = x }
+    s = ""
+    if (setup != "") s = "setup " setup " s, "
+    s = s "build " build " s"
+    for (i = 1; i <= n; i++) s = s ", " order[i] " " int(secs[order[i]] + 0.5) " s"
+    printf "test command: times: %s; in all %d s since the tests started building\n", s, total
+  }
+' "$logs/1" "$logs/2"
+
 if [ "$rc" = 0 ] && [ "$summary_rc" = 0 ]; then
   echo "test command: PASSED: $summary"
   exit 0
