@@ -3,6 +3,8 @@
 //! by a crash (which is reported and ignored).
 
 use super::ReadError;
+use super::run_record::{Phase, ProbeResult, RunStatus};
+use crate::server::failure::FailureKind;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -28,7 +30,25 @@ impl Row {
         }
     }
     pub fn is_ok(&self) -> bool {
-        self.get("status") == "ok"
+        self.status() == Some(RunStatus::Ok)
+    }
+    /// The row's phase. A file from before the `phase` column (or with an empty cell) holds
+    /// only fixed load points: `measure`. The typed accessors below are the only place that
+    /// spells a phase, status or probe cell, so the rest of the code compares enums.
+    pub fn phase(&self) -> Phase {
+        Phase::parse(self.get("phase")).unwrap_or_default()
+    }
+    /// The row's status; `None` for a cell sgtune does not write (an edited file).
+    pub fn status(&self) -> Option<RunStatus> {
+        RunStatus::parse(self.get("status"))
+    }
+    /// A probe's standing, or a pre-flight attempt's; `None` on other rows.
+    pub fn probe(&self) -> Option<ProbeResult> {
+        ProbeResult::parse(self.get("probe"))
+    }
+    /// Why a failed row failed; `None` when the row did not fail (or an unknown kind).
+    pub fn failure_kind(&self) -> Option<FailureKind> {
+        FailureKind::parse(self.get("failure_kind"))
     }
     /// Run name, load point, repeat: one row per key in a finished sweep. (Not the run id:
     /// two named configurations may resolve to the same server command.)
@@ -120,6 +140,36 @@ pub fn param_keys(header: &[String]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn row(cells: &[(&str, &str)]) -> Row {
+        Row(cells
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect())
+    }
+
+    #[test]
+    fn typed_cells_read_what_the_writer_spells_and_nothing_else() {
+        for p in Phase::ALL {
+            assert_eq!(row(&[("phase", p.as_str())]).phase(), p);
+        }
+        // A results.csv from before the phase column: every row a fixed load point.
+        assert_eq!(row(&[]).phase(), Phase::Measure);
+        for s in RunStatus::ALL {
+            assert_eq!(row(&[("status", s.as_str())]).status(), Some(s));
+        }
+        assert_eq!(row(&[("status", "OK")]).status(), None);
+        assert!(!row(&[("status", "OK")]).is_ok());
+        assert!(row(&[("status", "ok")]).is_ok());
+        for p in ProbeResult::ALL {
+            assert_eq!(row(&[("probe", p.as_str())]).probe(), Some(p));
+        }
+        assert_eq!(row(&[("probe", "")]).probe(), None);
+        for k in FailureKind::ALL {
+            assert_eq!(row(&[("failure_kind", k.as_str())]).failure_kind(), Some(k));
+        }
+        assert_eq!(row(&[]).failure_kind(), None);
+    }
 
     #[test]
     fn a_row_of_another_shape_is_an_error_naming_its_line() {

@@ -20,6 +20,18 @@ pub enum RunStatus {
 }
 
 impl RunStatus {
+    pub const ALL: [RunStatus; 4] = [
+        RunStatus::Ok,
+        RunStatus::Failed,
+        RunStatus::Interrupted,
+        RunStatus::Pruned,
+    ];
+
+    /// The status named by `as_str` (results.csv `status`).
+    pub fn parse(s: &str) -> Option<RunStatus> {
+        Self::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             RunStatus::Ok => "ok",
@@ -42,6 +54,13 @@ pub enum Phase {
 }
 
 impl Phase {
+    pub const ALL: [Phase; 3] = [Phase::Measure, Phase::Probe, Phase::Preflight];
+
+    /// The phase named by `as_str` (results.csv `phase`).
+    pub fn parse(s: &str) -> Option<Phase> {
+        Self::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Phase::Measure => "measure",
@@ -65,6 +84,14 @@ pub enum ProbeResult {
 }
 
 impl ProbeResult {
+    pub const ALL: [ProbeResult; 3] =
+        [ProbeResult::Pass, ProbeResult::Fail, ProbeResult::Uncertain];
+
+    /// The standing named by `as_str` (results.csv `probe`).
+    pub fn parse(s: &str) -> Option<ProbeResult> {
+        Self::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             ProbeResult::Pass => "pass",

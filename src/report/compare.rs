@@ -4,6 +4,7 @@
 //! else from a stated relative threshold.
 
 use crate::record::Better;
+use crate::record::Phase;
 use crate::record::rows::Row;
 use crate::tune::stats::mean_sd;
 use serde::Serialize;
@@ -73,9 +74,9 @@ pub struct Joined {
 
 /// The section of a row: the measured phases, or the searches' attempts and probes.
 fn section(r: &Row) -> &'static str {
-    match r.get("phase") {
-        "preflight" | "probe" => "search",
-        _ => "measured",
+    match r.phase() {
+        Phase::Preflight | Phase::Probe => "search",
+        Phase::Measure => "measured",
     }
 }
 

@@ -2,6 +2,7 @@
 //! the expected end, from the results folder alone (state.json, results.csv, the decision
 //! over the rows so far).
 
+use crate::record::RunStatus;
 use crate::record::rows::Row;
 use crate::record::state::SweepState;
 use crate::tune::decision::Decision;
@@ -74,7 +75,7 @@ pub fn render(v: &StatusView<'_>) -> String {
     let interrupted = v
         .rows
         .iter()
-        .filter(|r| r.get("status") == "interrupted")
+        .filter(|r| r.status() == Some(RunStatus::Interrupted))
         .count();
     let failed = v.rows.len() - ok - interrupted;
     let mut rows = format!("rows: {} ({ok} ok, {failed} failed", v.rows.len());

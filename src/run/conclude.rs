@@ -8,6 +8,7 @@ use crate::plan::spec::{self, SweepSpec};
 use crate::record::provenance::{self, Manifest};
 use crate::record::rows;
 use crate::record::store::{self, ResultsDir, StoreError};
+use crate::record::{Phase, RunStatus};
 use crate::report::decision as decision_md;
 use crate::report::table;
 use crate::run::deadline::Deadline;
@@ -319,10 +320,9 @@ pub fn conclude_decided(
             results.root.display()
         ));
         (ExitCode::Interrupted, decided)
-    } else if all
-        .iter()
-        .any(|r| !r.is_ok() && r.get("phase") != "preflight" && r.get("status") != "pruned")
-    {
+    } else if all.iter().any(|r| {
+        !r.is_ok() && r.phase() != Phase::Preflight && r.status() != Some(RunStatus::Pruned)
+    }) {
         // A pre-flight attempt that failed, or a pruned measurement, is the search working,
         // not a failed run.
         (ExitCode::RunsFailed, decided)

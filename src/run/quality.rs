@@ -7,6 +7,7 @@
 use crate::load::quality::{QualitySample, read_all};
 use crate::plan::quality::baseline_name;
 use crate::plan::spec::SweepSpec;
+use crate::record::Phase;
 use crate::record::rows::{Row, Table};
 use crate::record::store;
 use crate::tune::quality::{QualityReport, cells, judge};
@@ -56,7 +57,7 @@ pub fn judge_folder(
 /// Put each configuration's verdict into its rows (not the pre-flight's attempts).
 pub fn annotate(rows: &mut [Row], report: &QualityReport) {
     for r in rows.iter_mut() {
-        if r.get("phase") == "preflight" {
+        if r.phase() == Phase::Preflight {
             continue;
         }
         if let Some(v) = report.verdict(r.get("run_name")) {

@@ -7,6 +7,7 @@ use crate::record::RowKey;
 use crate::record::provenance::{self, Manifest};
 use crate::record::rows;
 use crate::record::store::ResultsDir;
+use crate::record::{Phase, RunStatus};
 use crate::tune::search;
 use crate::tune::work::{self, Launch};
 use crate::util::say;
@@ -68,8 +69,8 @@ pub fn prepare_resume(
     let mut kept: Vec<RowKey> = Vec::new();
     for (row, raw) in table.rows.iter().zip(&table.raw) {
         let finished = row.is_ok()
-            || row.get("status") == "pruned"
-            || (row.get("status") == "failed" && !retry_failed);
+            || row.status() == Some(RunStatus::Pruned)
+            || (row.status() == Some(RunStatus::Failed) && !retry_failed);
         if finished && !kept.contains(&row.key()) {
             kept.push(row.key());
             keep_raw.push(raw.clone());
@@ -85,7 +86,7 @@ pub fn prepare_resume(
     let kept_rows: Vec<&rows::Row> = table
         .rows
         .iter()
-        .filter(|r| kept.contains(&r.key()) && r.get("phase") == "probe")
+        .filter(|r| kept.contains(&r.key()) && r.phase() == Phase::Probe)
         .collect();
     let probes = |run: &RunConfig| search::recorded_probes(input.spec, &kept_rows, run);
     let launches = work::plan_launches(

@@ -11,6 +11,7 @@ use crate::plan::spec::SweepSpec;
 use crate::record::provenance::Manifest;
 use crate::record::rows;
 use crate::record::store::{self, ResultsDir, StoreError};
+use crate::record::{Phase, RunStatus};
 use crate::report::progress::Progress;
 use crate::server::failure::FailureKind;
 use crate::tune::work::Launch;
@@ -259,7 +260,7 @@ async fn run_preflight(
     };
     let recorded: Vec<(plan_preflight::Attempt, String)> = recorded(results)
         .iter()
-        .filter(|r| r.get("phase") == "preflight" && r.get("status") != "interrupted")
+        .filter(|r| r.phase() == Phase::Preflight && r.status() != Some(RunStatus::Interrupted))
         .filter_map(|r| {
             let why = format!("{}: {}", r.get("failure_kind"), r.get("failure_message"));
             plan_preflight::Attempt::of_row(r, &p.knob).map(|a| (a, why))

@@ -6,6 +6,7 @@
 use crate::plan::expand::RunPlan;
 use crate::plan::spec::{self, SweepSpec};
 use crate::record::RowKey;
+use crate::record::{Phase, RunStatus};
 use crate::tune::estimate;
 use crate::tune::work::{self, Launch};
 use chrono::{DateTime, Local, NaiveTime, TimeZone, Utc};
@@ -187,7 +188,7 @@ pub fn not_measured(
 ) -> Vec<String> {
     let done: Vec<RowKey> = rows
         .iter()
-        .filter(|r| r.is_ok() || matches!(r.get("status"), "pruned" | "failed"))
+        .filter(|r| r.is_ok() || matches!(r.status(), Some(RunStatus::Pruned | RunStatus::Failed)))
         .map(|r| r.key())
         .collect();
     // recorded_probes keeps each configuration's `probe` rows.
@@ -209,7 +210,7 @@ pub fn not_measured(
     let preflight = spec.search.preflight.as_ref().and_then(|p| {
         let attempts: Vec<crate::tune::preflight::Attempt> = rows
             .iter()
-            .filter(|r| r.get("phase") == "preflight" && r.get("status") != "interrupted")
+            .filter(|r| r.phase() == Phase::Preflight && r.status() != Some(RunStatus::Interrupted))
             .filter_map(|r| crate::tune::preflight::Attempt::of_row(r, &p.knob))
             .collect();
         match crate::tune::preflight::next_attempt(p, &attempts) {

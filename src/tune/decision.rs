@@ -17,6 +17,7 @@
 use crate::plan::spec::{Bound, Goal, Objective, SloBound};
 use crate::record::provenance::Manifest;
 use crate::record::rows::Row;
+use crate::record::{Phase, ProbeResult, RunStatus};
 pub use crate::tune::stats::{Estimate, Interval, Margin, PooledNoise};
 use crate::tune::stats::{estimate, margin, median, pooled_noise};
 use serde::Serialize;
@@ -153,7 +154,7 @@ pub fn preflight_summary(rows: &[Row], knob: &str) -> Option<PreflightSummary> {
     let col = format!("param_{knob}");
     let attempts: Vec<(&Row, f64)> = rows
         .iter()
-        .filter(|r| r.get("phase") == "preflight")
+        .filter(|r| r.phase() == Phase::Preflight)
         .filter_map(|r| r.f64(&col).map(|v| (r, v)))
         .collect();
     if attempts.is_empty() {
@@ -161,12 +162,12 @@ pub fn preflight_summary(rows: &[Row], knob: &str) -> Option<PreflightSummary> {
     }
     let found = attempts
         .iter()
-        .filter(|(r, _)| r.get("probe") == "pass")
+        .filter(|(r, _)| r.probe() == Some(ProbeResult::Pass))
         .map(|(_, v)| *v)
         .max_by(f64::total_cmp);
     let above = attempts
         .iter()
-        .filter(|(r, v)| r.get("probe") != "pass" && found.is_none_or(|f| *v > f))
+        .filter(|(r, v)| r.probe() != Some(ProbeResult::Pass) && found.is_none_or(|f| *v > f))
         .min_by(|a, b| a.1.total_cmp(&b.1));
     Some(PreflightSummary {
         knob: knob.to_string(),
@@ -399,7 +400,7 @@ pub fn sweep_noise(o: &Objective, rows: &[&Row]) -> Option<PooledNoise> {
     type Key<'r> = (&'r str, &'r str, String);
     let mut groups: Vec<(Key, Vec<f64>)> = Vec::new();
     for r in rows {
-        if !r.is_ok() || r.get("phase") == "preflight" {
+        if !r.is_ok() || r.phase() == Phase::Preflight {
             continue;
         }
         let Some(v) = r.f64(&o.metric) else {
@@ -430,10 +431,10 @@ pub fn decide(
     // a max-load search are decided together, each configuration at its own highest load
     // within the SLO; pre-flight attempts are not candidates.
     let mut points: Vec<(String, Vec<&Row>)> = Vec::new();
-    let probes: Vec<&Row> = rows.iter().filter(|r| r.get("phase") == "probe").collect();
+    let probes: Vec<&Row> = rows.iter().filter(|r| r.phase() == Phase::Probe).collect();
     for r in rows
         .iter()
-        .filter(|r| !matches!(r.get("phase"), "probe" | "preflight"))
+        .filter(|r| !matches!(r.phase(), Phase::Probe | Phase::Preflight))
     {
         let lp = r.load_point();
         match points.iter_mut().find(|(k, _)| *k == lp) {
@@ -656,7 +657,7 @@ fn decide_at_max_load(
     for (name, rs) in &by_config {
         let best = rs
             .iter()
-            .filter(|r| r.get("probe") == "pass")
+            .filter(|r| r.probe() == Some(ProbeResult::Pass))
             .filter_map(|r| load(r))
             .max_by(f64::total_cmp);
         match best {
@@ -679,17 +680,13 @@ fn decide_at_max_load(
                 let there: Vec<&Row> = rs.iter().copied().filter(|r| load(r) == lowest).collect();
                 let mut c = judge_alone(o, name, &there);
                 let at = there.first().map(|r| label(r)).unwrap_or_default();
-                let standing = there.first().map(|r| r.get("probe")).unwrap_or_default();
+                let standing = there.first().and_then(|r| r.probe());
                 // A failed start or failed outputs stay the reason: they hold at any load.
                 if !matches!(c.standing, Standing::Failed | Standing::QualityFailed) {
                     c.standing = Standing::SloNotMet;
                     c.why = format!(
                         "no load within the SLO: the lowest probe ({at}) was {}{}",
-                        if standing.is_empty() {
-                            "not judged"
-                        } else {
-                            standing
-                        },
+                        standing.map_or("not judged", ProbeResult::as_str),
                         if c.why.is_empty() {
                             String::new()
                         } else {
@@ -733,7 +730,7 @@ fn decide_at_max_load(
 fn judge_alone(o: &Objective, name: &str, rows: &[&Row]) -> ConfigResult {
     let failed: Vec<&&Row> = rows
         .iter()
-        .filter(|r| r.get("status") == "failed")
+        .filter(|r| r.status() == Some(RunStatus::Failed))
         .collect();
     let ok: Vec<&Row> = rows.iter().copied().filter(|r| r.is_ok()).collect();
     let mut kinds: Vec<String> = Vec::new();
@@ -784,7 +781,7 @@ fn judge_alone(o: &Objective, name: &str, rows: &[&Row]) -> ConfigResult {
         c.why = why;
     } else if c.estimate.is_none() {
         c.standing = Standing::NoValue;
-        let pruned = rows.iter().find(|r| r.get("status") == "pruned");
+        let pruned = rows.iter().find(|r| r.status() == Some(RunStatus::Pruned));
         c.why = if let (true, Some(p)) = (ok.is_empty(), pruned) {
             // Successive halving left it out here; the row says why.
             p.get("failure_message").to_string()

@@ -7,6 +7,7 @@
 //! `cmd/` reads the folders, `report::compare` renders.
 
 use crate::plan::spec::{Goal, Objective};
+use crate::record::Phase;
 use crate::record::provenance::{self, Manifest};
 use crate::record::rows::Row;
 use crate::tune::decision::{
@@ -222,7 +223,7 @@ fn knob(rows: &[Row], named: Option<&str>) -> Option<String> {
     }
     let attempts: Vec<&Row> = rows
         .iter()
-        .filter(|r| r.get("phase") == "preflight")
+        .filter(|r| r.phase() == Phase::Preflight)
         .collect();
     let first = attempts.first()?;
     first
@@ -239,7 +240,7 @@ fn knob(rows: &[Row], named: Option<&str>) -> Option<String> {
 /// Configuration names measured (not pre-flight), in first-appearance order.
 fn names(rows: &[Row]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for r in rows.iter().filter(|r| r.get("phase") != "preflight") {
+    for r in rows.iter().filter(|r| r.phase() != Phase::Preflight) {
         let n = r.get("run_name");
         if !out.iter().any(|x| x == n) {
             out.push(n.to_string());
@@ -324,7 +325,7 @@ fn environment(a: &SweepView<'_>, b: &SweepView<'_>, both: &[String]) -> Vec<Str
 /// A configuration's first non-empty value of `col` among its measured rows.
 fn cell<'r>(rows: &'r [Row], run: &str, col: &str) -> Option<&'r str> {
     rows.iter()
-        .filter(|r| r.get("run_name") == run && r.get("phase") != "preflight")
+        .filter(|r| r.get("run_name") == run && r.phase() != Phase::Preflight)
         .map(|r| r.get(col))
         .find(|e| !e.is_empty())
 }

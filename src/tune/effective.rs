@@ -5,6 +5,7 @@
 //! `report::effective` renders the same facts under the table.
 
 use crate::observe::effective::same_in_effect;
+use crate::record::Phase;
 use crate::record::rows::Row;
 use crate::tune::decision::Decision;
 
@@ -13,7 +14,7 @@ use crate::tune::decision::Decision;
 pub fn duplicates(rows: &[Row]) -> Vec<(String, Vec<String>)> {
     same_in_effect(
         rows.iter()
-            .filter(|r| r.get("phase") != "preflight")
+            .filter(|r| r.phase() != Phase::Preflight)
             .map(|r| (r.get("run_name"), r.get("effective_args_id"))),
     )
 }

@@ -17,6 +17,7 @@ use crate::plan::expand::{self, RunConfig};
 use crate::plan::flags::{self, PREFLIGHT_VALUE, ParamValue};
 use crate::plan::search::{INTEGER_KNOBS, Preflight};
 use crate::plan::spec::{DeadlinePolicy, LoadPoint, SweepSpec};
+use crate::record::ProbeResult;
 use crate::record::RunRecord;
 use crate::record::rows::Row;
 use crate::server::failure::FailureKind;
@@ -35,7 +36,7 @@ impl Attempt {
     pub fn of_row(r: &Row, knob: &str) -> Option<Attempt> {
         Some(Attempt {
             value: r.f64(&format!("param_{knob}"))?,
-            survived: r.get("probe") == "pass",
+            survived: r.probe() == Some(ProbeResult::Pass),
         })
     }
 }

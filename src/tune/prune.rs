@@ -16,6 +16,7 @@
 //! no load point can make it eligible again. One that is only unchecked is left to run on.
 
 use crate::plan::spec::{self, LoadPoint, Objective, SweepSpec};
+use crate::record::Phase;
 use crate::record::rows::Row;
 use crate::tune::decision::{self, PointDecision, Standing};
 use crate::tune::stats;
@@ -127,7 +128,7 @@ pub fn prune(spec: &SweepSpec, launches: &[Launch], rows: &[Row], lowest: LoadPo
     };
     let at: Vec<&Row> = rows
         .iter()
-        .filter(|r| r.load_point() == label && r.get("phase") != "preflight")
+        .filter(|r| r.load_point() == label && r.phase() != Phase::Preflight)
         .collect();
     let d = decision::decide_rows(o, &lowest.to_string(), &at, &Default::default());
     let beaten = beaten_on_speed(o, &d, &lowest.to_string());

@@ -34,7 +34,7 @@ pub fn next_round(
             let mine: Vec<&Row> = rows
                 .iter()
                 .filter(|r| r.get("run_name") == run.name && r.load_point() == label)
-                .filter(|r| !matches!(r.get("phase"), "probe" | "preflight"))
+                .filter(|r| !matches!(r.phase(), Phase::Probe | Phase::Preflight))
                 .collect();
             let n = mine.len() as u64;
             let ineligible = |r: &&Row| !r.is_ok() || r.get("quality_verdict") == "fail";

@@ -14,6 +14,7 @@
 use crate::plan::expand::RunConfig;
 use crate::plan::search::{Axis, MaxLoad};
 use crate::plan::spec::{LoadPoint, SloBound, SweepSpec, WorkloadSpec};
+use crate::record::Phase;
 use crate::record::rows::Row;
 use crate::record::{ProbeResult, RunRecord, RunStatus, run_record};
 
@@ -67,7 +68,7 @@ pub fn recorded_probes(spec: &SweepSpec, rows: &[&Row], run: &RunConfig) -> Vec<
     match (&spec.search.max_load, &spec.objective) {
         (Some(ml), Some(o)) => rows
             .iter()
-            .filter(|r| r.get("phase") == "probe" && r.get("run_name") == run.name)
+            .filter(|r| r.phase() == Phase::Probe && r.get("run_name") == run.name)
             .map(|r| ProbeRun::of_row(r, ml.axis, &o.slo))
             .collect(),
         _ => Vec::new(),
