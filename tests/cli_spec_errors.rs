@@ -609,3 +609,32 @@ fn preflight_knob_the_engine_ignores_or_lacks() {
         "`mem_fraction_static` and `gpu_memory_utilization` are one vLLM flag (--gpu-memory-utilization)",
     );
 }
+
+/// A server program that is not there is one error and its own exit code (6), said before a
+/// results folder exists; not a failed row per configuration.
+#[test]
+fn a_missing_server_program_launches_nothing_and_exits_6() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = dir.path().join("missing.yaml");
+    std::fs::write(
+        &spec,
+        format!(
+            "name: missing\nserver:\n  command: [sgtune-no-such-python, -m, sglang.launch_server]\n  model_path: /nonexistent\nsweep:\n  mem_fraction_static: [0.8, 0.9]\n{WORKLOAD}"
+        ),
+    )
+    .expect("write spec");
+    let results = dir.path().join("results");
+    let out = run_sweep(&spec, &results);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(6), "stderr: {err}");
+    assert!(
+        err.contains("`sgtune-no-such-python`") && err.contains("not on PATH"),
+        "{err}"
+    );
+    assert_eq!(
+        err.lines().filter(|l| l.starts_with("error")).count(),
+        1,
+        "{err}"
+    );
+    assert!(!results.exists(), "a results folder was created");
+}

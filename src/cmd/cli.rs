@@ -4,10 +4,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
 /// Find the best SGLang launch configuration by experiment, and keep the evidence.
-///
-/// Exit codes: 0 all runs ok, 1 some runs failed, 2 bad input or usage, 130 interrupted.
 #[derive(Debug, Parser)]
-#[command(name = "sgtune", version, about, long_about = None)]
+#[command(name = "sgtune", version, about, long_about = None, after_help = crate::run::finish::EXIT_CODES_HELP)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

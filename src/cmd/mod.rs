@@ -31,6 +31,9 @@ pub enum CmdError {
     /// Anything else the user can fix: the message names the place and the fix.
     #[error("{0}")]
     Input(String),
+    /// The server's program is not there: nothing was launched.
+    #[error("{0}")]
+    ProgramNotFound(String),
 }
 
 /// Each of report.html's errors is one of ours, with the same words.
@@ -48,12 +51,13 @@ impl CmdError {
         CmdError::Input(msg.into())
     }
 
-    /// Every such error is bad input: the user's to fix, and nothing was judged.
+    /// Each error is the user's to fix and nothing was judged; the code tells a script which
+    /// kind: bad input (2), a results folder that cannot be written (5), a missing program (6).
     pub fn exit_code(&self) -> ExitCode {
         match self {
-            CmdError::Spec(_) | CmdError::Store(_) | CmdError::Read(_) | CmdError::Input(_) => {
-                ExitCode::BadInput
-            }
+            CmdError::Spec(_) | CmdError::Read(_) | CmdError::Input(_) => ExitCode::BadInput,
+            CmdError::Store(_) => ExitCode::Unwritable,
+            CmdError::ProgramNotFound(_) => ExitCode::ProgramNotFound,
         }
     }
 }

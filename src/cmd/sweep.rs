@@ -186,6 +186,7 @@ pub fn slot_spec(
 
 /// A new results folder (`run::execute::create_results`); then the sweep.
 pub async fn new_sweep(input: &SweepInput<'_>, results_dir: &Path) -> Result<ExitCode, CmdError> {
+    programs_exist(input)?;
     let (results, mut manifest) = create_results(input, results_dir, &input.plan.sweep_name)?;
     let launches = work::plan_launches(input.spec, input.plan, &|_, _| false, &|_| Vec::new());
     let e = estimate(input.spec, input.plan, &launches, results_dir);
@@ -194,6 +195,21 @@ pub async fn new_sweep(input: &SweepInput<'_>, results_dir: &Path) -> Result<Exi
         say(&line);
     }
     Ok(execute(input, &results, &launches, &mut manifest, e.expected_s).await?)
+}
+
+/// Every configuration's program can be started here (`server::command::find_program`),
+/// before a results folder exists: a missing interpreter is one error, not a failed row per
+/// configuration. (Slurm tasks run elsewhere and are not checked here.)
+fn programs_exist(input: &SweepInput<'_>) -> Result<(), CmdError> {
+    let mut seen = std::collections::BTreeSet::new();
+    for run in &input.plan.runs {
+        let cmd = crate::server::command::build(&input.spec.server, run, None);
+        if seen.insert(cmd.program.clone()) {
+            crate::server::command::find_program(&cmd.program, &cmd.env)
+                .map_err(|e| CmdError::ProgramNotFound(format!("nothing was launched: {e}")))?;
+        }
+    }
+    Ok(())
 }
 
 /// Whether the estimate fits before the deadline, when there is one (`tune::deadline::fit_line`,
@@ -229,6 +245,7 @@ pub async fn resume_sweep(
     retry_failed: bool,
     force: bool,
 ) -> Result<ExitCode, CmdError> {
+    programs_exist(input)?;
     let (results, launches, mut recorded) = prepare_resume(input, dir, retry_failed, force)?;
     // Earlier sweeps next to this one, and this one's own rows, say how long a launch takes.
     let e = estimate(

@@ -43,7 +43,7 @@ pub async fn end(
             );
             (code, d, None, missing.unwrap_or_default())
         }
-        Err(e) => (ExitCode::BadInput, None, Some(e), Vec::new()),
+        Err(e) => (ExitCode::Unwritable, None, Some(e), Vec::new()),
     };
     let mut outcome = outcome(
         &plan.sweep_name,
@@ -174,7 +174,10 @@ fn outcome(
         (ExitCode::RunsFailed, _) => "runs_failed",
         (ExitCode::Interrupted, _) => "interrupted",
         (ExitCode::Deadline, _) => "deadline",
-        (ExitCode::BadInput | ExitCode::Gated, _) => "error",
+        (
+            ExitCode::BadInput | ExitCode::Gated | ExitCode::Unwritable | ExitCode::ProgramNotFound,
+            _,
+        ) => "error",
     };
     // One winner for the hook: the same configuration won at every load point decided.
     let points = d.map_or(&[][..], |d| d.points.as_slice());

@@ -20,8 +20,15 @@ pub enum ExitCode {
     Ok,
     /// At least one run failed (its row says why), or nothing succeeded.
     RunsFailed,
-    /// Bad input or usage, or a results folder that cannot be written: nothing was judged.
+    /// Bad input or usage (a spec error, an unreadable results folder, a resume refused):
+    /// the user's to fix; nothing was launched, or nothing was judged (2).
     BadInput,
+    /// The results folder (or a file in it) could not be written: a full disk, permissions.
+    /// Every row written before is kept (5).
+    Unwritable,
+    /// The server's program (`server.command`'s first word) is not found: nothing was
+    /// launched (6).
+    ProgramNotFound,
     /// Stopped by Ctrl-C / SIGTERM / SIGHUP; every finished row is kept.
     Interrupted,
     /// Stopped at `--deadline` / `--budget`: decided from what was measured, the rest is
@@ -31,7 +38,30 @@ pub enum ExitCode {
     Gated,
 }
 
+/// The exit codes as `sgtune --help` lists them (and the README's usage, in other words);
+/// a unit test holds this list, the enum and the README together.
+pub const EXIT_CODES_HELP: &str = "Exit codes:
+  0    every run ok (compare: no gate tripped)
+  1    some runs failed: their rows in results.csv say why (load: a point had no success)
+  2    bad input or usage: a spec error, a resume refused, an unreadable file; nothing launched
+  3    stopped at --deadline/--budget: decided from what was measured; `sgtune resume` goes on
+  4    compare --fail-on: a gated change was found
+  5    the results folder could not be written (disk full, permissions); written rows are kept
+  6    the server's program (server.command) was not found; nothing launched
+  130  interrupted (Ctrl-C, SIGTERM, SIGHUP); every finished row is kept";
+
 impl ExitCode {
+    pub const ALL: [ExitCode; 8] = [
+        ExitCode::Ok,
+        ExitCode::RunsFailed,
+        ExitCode::BadInput,
+        ExitCode::Deadline,
+        ExitCode::Gated,
+        ExitCode::Unwritable,
+        ExitCode::ProgramNotFound,
+        ExitCode::Interrupted,
+    ];
+
     pub fn code(self) -> i32 {
         match self {
             ExitCode::Ok => 0,
@@ -40,6 +70,8 @@ impl ExitCode {
             ExitCode::Interrupted => crate::run::signals::INTERRUPTED_STATUS,
             ExitCode::Deadline => 3,
             ExitCode::Gated => 4,
+            ExitCode::Unwritable => 5,
+            ExitCode::ProgramNotFound => 6,
         }
     }
 }
@@ -47,7 +79,7 @@ impl ExitCode {
 /// How a sweep ended, for the hook and for `outcome.json`.
 #[derive(Debug, Clone, Serialize)]
 pub struct Outcome {
-    /// `done` (exit 0), `runs_failed` (1), `error` (2: the sweep stopped on an error after its
+    /// `done` (exit 0), `runs_failed` (1), `error` (5: the sweep stopped on an error after its
     /// results folder existed), `deadline` (3: stopped at `--deadline`/`--budget`, decided
     /// from what was measured), `interrupted` (130).
     pub outcome: String,
@@ -167,6 +199,35 @@ async fn run_hook(root: &Path, hook: &Hook, env: &[(&'static str, String)]) -> R
                 hook.command,
                 hook.timeout.as_secs()
             ))
+        }
+    }
+}
+
+#[cfg(test)]
+mod exit_code_tests {
+    use super::*;
+
+    /// Each code is distinct, listed in `--help` in order, and in the README's usage.
+    #[test]
+    fn every_exit_code_is_distinct_and_documented() {
+        let codes: Vec<i32> = ExitCode::ALL.iter().map(|c| c.code()).collect();
+        let mut sorted = codes.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted, codes, "distinct and in increasing order");
+        let listed: Vec<i32> = EXIT_CODES_HELP
+            .lines()
+            .skip(1)
+            .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+            .collect();
+        assert_eq!(listed, codes);
+        let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+            .expect("README.md");
+        for c in codes {
+            assert!(
+                readme.contains(&format!("`{c}`")),
+                "README names exit code {c}"
+            );
         }
     }
 }

@@ -14,6 +14,46 @@ pub struct LaunchCommand {
     pub env: Vec<(String, String)>,
 }
 
+/// Where `program` would be found when launched with `env` on top of sgtune's environment
+/// (a `PATH` there wins), or why not: a missing interpreter or launcher is one mistake for
+/// the whole sweep, said before anything starts, rather than the same failed row per run.
+/// A name with a `/` is a path (relative to the working directory); any other is looked up
+/// in `PATH`, as `execvp` does.
+pub fn find_program(program: &str, env: &[(String, String)]) -> Result<std::path::PathBuf, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let runnable = |p: &std::path::Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.is_empty() {
+        return Err("server.command is empty".to_string());
+    }
+    if program.contains('/') {
+        let p = std::path::PathBuf::from(program);
+        return if runnable(&p) {
+            Ok(p)
+        } else {
+            Err(format!(
+                "`{program}` (server.command's program) is not an executable file"
+            ))
+        };
+    }
+    let path = env
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| std::ffi::OsString::from(v))
+        .or_else(|| std::env::var_os("PATH"))
+        .unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|p| runnable(p))
+        .ok_or_else(|| {
+            format!(
+                "`{program}` (server.command's program) is not on PATH: activate the environment that has it, or give its full path in server.command"
+            )
+        })
+}
+
 /// Where the port is not known yet (a free port is picked at launch).
 pub const AUTO_PORT: &str = "<free-port>";
 
@@ -77,6 +117,35 @@ mod tests {
     use crate::plan::engine::Engine;
     use crate::plan::expand::expand;
     use crate::plan::spec::parse;
+
+    #[test]
+    fn a_program_is_found_on_the_launch_path_or_named_as_missing() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let exe = dir.path().join("serve");
+        std::fs::write(&exe, "#!/bin/sh\n").expect("write");
+        let plain = dir.path().join("notes");
+        std::fs::write(&plain, "").expect("write");
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let on = vec![("PATH".to_string(), dir.path().display().to_string())];
+        // The launch's own PATH is where the name is looked up.
+        assert_eq!(find_program("serve", &on), Ok(exe.clone()));
+        let e = find_program("serve", &[("PATH".to_string(), "/nonexistent".to_string())])
+            .expect_err("not on that PATH");
+        assert!(e.contains("not on PATH") && e.contains("full path"), "{e}");
+        // A path is taken as it is: executable, or said not to be.
+        let abs = exe.display().to_string();
+        assert_eq!(find_program(&abs, &[]), Ok(exe));
+        let e = find_program(&plain.display().to_string(), &[]).expect_err("not executable");
+        assert!(e.contains("not an executable file"), "{e}");
+        assert!(
+            find_program("notes", &on).is_err(),
+            "a file without x is not a program"
+        );
+        assert!(find_program("", &on).is_err());
+        // sgtune's own PATH without an override: sh is everywhere.
+        assert!(find_program("sh", &[]).is_ok());
+    }
 
     #[test]
     fn a_mixed_sweep_builds_each_engines_command() {
