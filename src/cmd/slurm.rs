@@ -96,21 +96,8 @@ fn submitted_launches(
     let (s, text, plan, prep) = sweep::load_in_folder(&spec_path, dir)?;
     let base_path = slurm::folder(dir).join(slurm::BASE);
     let base = rows::read(&base_path).map_err(|e| CmdError::input(e.to_string()))?;
-    let kept: Vec<crate::record::RowKey> = base.rows.iter().map(rows::Row::key).collect();
-    let base_rows: Vec<&rows::Row> = base.rows.iter().collect();
-    let launches = crate::tune::work::plan_launches(
-        &s,
-        &plan,
-        &|run, m| {
-            kept.contains(&(
-                run.name.clone(),
-                m.point.concurrency,
-                crate::plan::spec::rate_text(m.point.request_rate),
-                m.repeat,
-            ))
-        },
-        &|run| crate::tune::search::recorded_probes(&s, &base_rows, run),
-    );
+    // base.csv holds the rows kept when the sweep was submitted: what is left runs.
+    let launches = crate::tune::work::left_to_run(&s, &plan, &base.rows, false);
     Ok((s, text, plan, prep, launches))
 }
 

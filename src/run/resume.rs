@@ -1,14 +1,12 @@
 //! `sgtune resume`: what a resume keeps and what it redoes, with the results folder put in
 //! order for it (rows to redo set aside, earlier attempts' folders renamed).
 
-use crate::plan::expand::{RunConfig, RunPlan};
-use crate::plan::spec::{self, SweepSpec};
+use crate::plan::expand::RunPlan;
+use crate::plan::spec::SweepSpec;
 use crate::record::RowKey;
 use crate::record::provenance::{self, Manifest};
 use crate::record::rows;
 use crate::record::store::ResultsDir;
-use crate::record::{Phase, RunStatus};
-use crate::tune::search;
 use crate::tune::work::{self, Launch};
 use crate::util::say;
 use std::path::Path;
@@ -67,12 +65,11 @@ pub fn prepare_resume(
     let mut keep_raw = Vec::new();
     let mut redo_raw = Vec::new();
     let mut kept: Vec<RowKey> = Vec::new();
+    let mut kept_rows: Vec<rows::Row> = Vec::new();
     for (row, raw) in table.rows.iter().zip(&table.raw) {
-        let finished = row.is_ok()
-            || row.status() == Some(RunStatus::Pruned)
-            || (row.status() == Some(RunStatus::Failed) && !retry_failed);
-        if finished && !kept.contains(&row.key()) {
+        if work::is_finished(row, retry_failed) && !kept.contains(&row.key()) {
             kept.push(row.key());
+            kept_rows.push(row.clone());
             keep_raw.push(raw.clone());
         } else {
             redo_raw.push(raw.clone());
@@ -82,26 +79,8 @@ pub fn prepare_resume(
         .append_superseded(&table.header, &redo_raw)
         .and_then(|_| results.rewrite_csv(&keep_raw))
         .map_err(|e| format!("cannot update the results folder: {e}"))?;
-    // A search continues from the probes already kept: replayed, not redone.
-    let kept_rows: Vec<&rows::Row> = table
-        .rows
-        .iter()
-        .filter(|r| kept.contains(&r.key()) && r.phase() == Phase::Probe)
-        .collect();
-    let probes = |run: &RunConfig| search::recorded_probes(input.spec, &kept_rows, run);
-    let launches = work::plan_launches(
-        input.spec,
-        input.plan,
-        &|run, m| {
-            kept.contains(&(
-                run.name.clone(),
-                m.point.concurrency,
-                spec::rate_text(m.point.request_rate),
-                m.repeat,
-            ))
-        },
-        &probes,
-    );
+    // What is left: the kept rows are finished, and a search continues from their probes.
+    let launches = work::left_to_run(input.spec, input.plan, &kept_rows, retry_failed);
     // A launch folder left by an earlier attempt is kept, renamed, as evidence.
     for l in &launches {
         let d = dir.join("runs").join(&l.dir_name);

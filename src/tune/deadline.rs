@@ -5,7 +5,6 @@
 
 use crate::plan::expand::RunPlan;
 use crate::plan::spec::{self, SweepSpec};
-use crate::record::RowKey;
 use crate::record::{Phase, RunStatus};
 use crate::tune::estimate;
 use crate::tune::work::{self, Launch};
@@ -186,26 +185,7 @@ pub fn not_measured(
     plan: &RunPlan,
     rows: &[crate::record::rows::Row],
 ) -> Vec<String> {
-    let done: Vec<RowKey> = rows
-        .iter()
-        .filter(|r| r.is_ok() || matches!(r.status(), Some(RunStatus::Pruned | RunStatus::Failed)))
-        .map(|r| r.key())
-        .collect();
-    // recorded_probes keeps each configuration's `probe` rows.
-    let probes: Vec<&crate::record::rows::Row> = rows.iter().collect();
-    let launches = work::plan_launches(
-        spec,
-        plan,
-        &|run, m| {
-            done.contains(&(
-                run.name.clone(),
-                m.point.concurrency,
-                spec::rate_text(m.point.request_rate),
-                m.repeat,
-            ))
-        },
-        &|run| crate::tune::search::recorded_probes(spec, &probes, run),
-    );
+    let launches = work::left_to_run(spec, plan, rows, false);
     // A pre-flight cut short comes first: the sweep's launches wait for the value it finds.
     let preflight = spec.search.preflight.as_ref().and_then(|p| {
         let attempts: Vec<crate::tune::preflight::Attempt> = rows
