@@ -25,6 +25,7 @@
 
 use crate::load::quality::QualitySample;
 use crate::plan::quality::{DEFAULT_ANSWER_REGEX, Quality};
+use crate::tune::stats::{binomial_half_upper, fisher_greater};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -199,63 +200,12 @@ fn rounded(x: f64) -> usize {
     (x + 0.5 + 1e-9).floor().max(0.0) as usize
 }
 
-/// ln(n!) for n = 0..=max.
-fn ln_factorials(max: usize) -> Vec<f64> {
-    let mut v = Vec::with_capacity(max + 1);
-    let mut acc = 0.0;
-    v.push(0.0);
-    for i in 1..=max {
-        acc += (i as f64).ln();
-        v.push(acc);
-    }
-    v
-}
-
-/// Fisher's exact test, one-sided: the probability, with the row and column totals fixed, of
-/// a table at least as extreme as `k1` of `n1` against `k0` of `n0` in the direction "the
-/// first rate is higher".
-pub fn fisher_greater(k1: usize, n1: usize, k0: usize, n0: usize) -> f64 {
-    let (n, k) = (n1 + n0, k1 + k0);
-    if n1 == 0 || n0 == 0 || k == 0 {
-        return 1.0;
-    }
-    let lf = ln_factorials(n);
-    let ln_choose = |a: usize, b: usize| lf[a] - lf[b] - lf[a - b];
-    let denom = ln_choose(n, n1);
-    let hi = k.min(n1);
-    let mut p = 0.0;
-    for x in k1..=hi {
-        if k - x > n0 {
-            continue;
-        }
-        p += (ln_choose(k, x) + ln_choose(n - k, n1 - x) - denom).exp();
-    }
-    p.min(1.0)
-}
-
 /// The answer an output gives: the last match of `re` in its text (its first group when it
 /// has one), trimmed.
 pub fn answer_of(re: &regex::Regex, text: &str) -> Option<String> {
     let c = re.captures_iter(text).last()?;
     let m = c.get(1).or_else(|| c.get(0))?;
     Some(m.as_str().trim().to_string())
-}
-
-/// P(X ≥ k) for X ~ Binomial(n, 1/2): the exact one-sided McNemar test on n discordant pairs,
-/// k of them going one way.
-pub fn binomial_half_upper(k: usize, n: usize) -> f64 {
-    if k == 0 {
-        return 1.0;
-    }
-    if k > n {
-        return 0.0;
-    }
-    let lf = ln_factorials(n);
-    let half = (0.5f64).ln() * n as f64;
-    (k..=n)
-        .map(|x| (lf[n] - lf[x] - lf[n - x] + half).exp())
-        .sum::<f64>()
-        .min(1.0)
 }
 
 /// Task accuracy on the prompts with an expected answer, paired with the baseline's on the
@@ -706,16 +656,6 @@ mod tests {
         assert_eq!(compare(&a, &f, 0.5).divergence, Divergence::Decisive);
     }
 
-    #[test]
-    fn fisher_matches_known_values() {
-        // 10/200 against 0/200: C(200,10)/C(400,10).
-        let p = fisher_greater(10, 200, 0, 200);
-        assert!((p - 0.000_870_26).abs() < 1e-7, "{p}");
-        assert!((fisher_greater(0, 10, 0, 10) - 1.0).abs() < 1e-12);
-        // The lady tasting tea: 3 of 4 against 1 of 4, one-sided p = 17/70.
-        assert!((fisher_greater(3, 4, 1, 4) - 17.0 / 70.0).abs() < 1e-9);
-    }
-
     fn pass_of(run: &str, launch: &str, pass: u32, n: u64, derail: &[u64]) -> Vec<QualitySample> {
         (0..n)
             .map(|i| {
@@ -876,7 +816,6 @@ mod tests {
             "{}",
             w.evidence
         );
-        assert_eq!(binomial_half_upper(1, 2), 0.75);
         let re = regex::Regex::new(DEFAULT_ANSWER_REGEX).expect("re");
         assert_eq!(
             answer_of(&re, "3 apples and 4.5 pears").as_deref(),
@@ -1185,16 +1124,6 @@ mod tests {
             prop_assert_eq!(ab.divergence, ba.divergence);
             prop_assert_eq!(ab.at, ba.at);
             prop_assert!((0.0..=1.0).contains(&ab.prefix_agreement));
-        }
-
-        #[test]
-        fn fisher_is_a_probability_and_monotone(k1 in 0usize..30, n1 in 30usize..60, k0 in 0usize..30, n0 in 30usize..60) {
-            let p = fisher_greater(k1, n1, k0, n0);
-            prop_assert!((0.0..=1.0 + 1e-9).contains(&p));
-            if k1 < n1 && k0 > 0 {
-                // More decisive divergences in the candidate can only lower the p-value.
-                prop_assert!(fisher_greater(k1 + 1, n1, k0 - 1, n0) <= p + 1e-12);
-            }
         }
     }
 }
