@@ -322,7 +322,7 @@ pub struct Objective {
 }
 
 /// Which way the objective's column should go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Goal {
     Maximize,
@@ -347,7 +347,7 @@ pub struct SloBound {
 }
 
 /// `at_most`: `column: 2000` or `column: {max: 2000}`; `at_least`: `column: {min: 0.9}`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Bound {
     AtMost,

@@ -77,40 +77,6 @@ impl DecisionMarks {
         }
         m
     }
-
-    /// From decision.json as a sweep wrote it (the report page reads it back).
-    pub fn from_json(d: &serde_json::Value) -> Self {
-        let mut m = DecisionMarks::default();
-        let s = |v: &serde_json::Value| v.as_str().map(String::from);
-        for p in d["points"].as_array().into_iter().flatten() {
-            let configs: Vec<&serde_json::Value> = p["configurations"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .collect();
-            let point = s(&p["load_point"]).unwrap_or_default();
-            let at = |run: &str| {
-                configs
-                    .iter()
-                    .find(|c| c["run_name"] == run)
-                    .and_then(|c| s(&c["max_load_at_slo"]))
-                    .unwrap_or_else(|| point.clone())
-            };
-            if let Some(l) = s(&p["leader"]) {
-                m.picks.push(Pick {
-                    load_point: at(&l),
-                    run_name: l,
-                    winner: p["outcome"] == "winner",
-                });
-            }
-            for c in &configs {
-                let run = s(&c["run_name"]).unwrap_or_default();
-                m.why
-                    .push((run.clone(), at(&run), s(&c["why"]).unwrap_or_default()));
-            }
-        }
-        m
-    }
 }
 
 fn num(v: Option<f64>, digits: usize) -> String {
@@ -665,9 +631,11 @@ mod tests {
         let d =
             crate::tune::decision::decide("s", &o, rows, &Default::default(), Default::default());
         let marks = DecisionMarks::of(&d);
-        // decision.json read back gives the same marks.
-        let json = serde_json::to_value(&d).expect("serializes");
-        assert_eq!(DecisionMarks::from_json(&json), marks);
+        // decision.json read back is the same decision, so the same marks.
+        let json = serde_json::to_string(&d).expect("serializes");
+        let back: crate::tune::decision::Decision = serde_json::from_str(&json).expect("reads");
+        assert_eq!(back, d);
+        assert_eq!(DecisionMarks::of(&back), marks);
         marks
     }
 

@@ -127,12 +127,15 @@ pub fn read_sweep(p: &Path) -> Result<Sweep, ReadError> {
     };
     // What the table stars: decision.json's picks; without one (an interrupted sweep), the
     // leader so far by the same rule, from the folder's objective.
-    s.decision_marks = match std::fs::read_to_string(root.join("decision.json"))
-        .ok()
-        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-    {
-        Some(j) => Some(crate::report::table::DecisionMarks::from_json(&j)),
-        None => {
+    s.decision_marks = match crate::run::conclude::read_decision(&root) {
+        Ok(Some(d)) => Some(crate::report::table::DecisionMarks::of(&d)),
+        read => {
+            if let Err(e) = read {
+                // An older or edited file: the page still renders, starring by the rule.
+                crate::util::say(&format!(
+                    "warning: {e}; the table stars the leader by the decision rule instead"
+                ));
+            }
             let objective = store::read_objective(&root);
             crate::report::table::marks(objective.as_ref(), None, &s.rows)
         }

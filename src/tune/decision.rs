@@ -24,7 +24,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// One SLO bound, judged on the median of the repeats.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct SloCheck {
     pub column: String,
     pub bound: Bound,
@@ -35,7 +35,7 @@ pub struct SloCheck {
 }
 
 /// Where a configuration stands at a load point.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Standing {
     /// Eligible, best mean, separated from every other eligible configuration.
@@ -58,7 +58,7 @@ pub enum Standing {
     NoValue,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct ConfigResult {
     pub run_name: String,
     pub standing: Standing,
@@ -88,7 +88,7 @@ pub struct ConfigResult {
     pub goodput_at_max_load: Option<f64>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     Winner,
@@ -100,7 +100,7 @@ pub enum Outcome {
 }
 
 /// The decision at one load point.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct PointDecision {
     /// As results.csv writes it: the concurrency, or `<rate>/s`.
     pub load_point: String,
@@ -128,7 +128,7 @@ pub struct PointDecision {
 }
 
 /// What the sweep cost, from manifest.json's launches.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct Cost {
     pub launches: usize,
     /// Σ (finished_at − started_at) over the launches: launch to stop, in hours.
@@ -138,7 +138,7 @@ pub struct Cost {
 }
 
 /// The memory pre-flight's result, from its rows (phase `preflight`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct PreflightSummary {
     pub knob: String,
     /// The highest value that launched and survived the burst.
@@ -179,12 +179,15 @@ pub fn preflight_summary(rows: &[Row], knob: &str) -> Option<PreflightSummary> {
     })
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Decision {
     pub sweep: String,
     /// The memory pre-flight, when the sweep had one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub preflight: Option<PreflightSummary>,
+    /// Read back in the form it is written in (`Objective`'s own `Deserialize` reads the
+    /// spec's YAML shape, `maximize: column`).
+    #[serde(deserialize_with = "objective_as_written")]
     pub objective: Objective,
     /// The decision rule, in words.
     pub rule: String,
@@ -196,6 +199,42 @@ pub struct Decision {
     pub quality: Option<crate::tune::quality::QualityReport>,
     /// One paragraph: every load point's outcome and the cost.
     pub summary: String,
+}
+
+/// decision.json's `objective`, as `Objective`'s `Serialize` writes it.
+fn objective_as_written<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Objective, D::Error> {
+    #[derive(serde::Deserialize)]
+    struct Slo {
+        column: String,
+        bound: Bound,
+        limit: f64,
+    }
+    #[derive(serde::Deserialize)]
+    struct Written {
+        goal: Goal,
+        metric: String,
+        slo: Vec<Slo>,
+        noise: f64,
+        // Written since `objective.prune` exists; an older decision.json had no pruning.
+        #[serde(default)]
+        prune: bool,
+    }
+    let w = <Written as serde::Deserialize>::deserialize(d)?;
+    Ok(Objective {
+        goal: w.goal,
+        metric: w.metric,
+        slo: w
+            .slo
+            .into_iter()
+            .map(|s| SloBound {
+                column: s.column,
+                bound: s.bound,
+                limit: s.limit,
+            })
+            .collect(),
+        noise: w.noise,
+        prune: w.prune,
+    })
 }
 
 /// A number for people: about four significant digits.

@@ -27,7 +27,7 @@ pub struct Known {
     pub stop_s: f64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Estimate {
     pub launches: u64,
     pub launches_worst: u64,

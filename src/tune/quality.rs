@@ -104,7 +104,7 @@ pub fn compare(a: &QualitySample, b: &QualitySample, gap: f64) -> PairCheck {
 }
 
 /// Counts over a set of prompt comparisons.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct Tally {
     pub compared: usize,
     pub identical: usize,
@@ -210,7 +210,7 @@ pub fn answer_of(re: &regex::Regex, text: &str) -> Option<String> {
 
 /// Task accuracy on the prompts with an expected answer, paired with the baseline's on the
 /// same prompts.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct Accuracy {
     /// Prompts with an expected answer and an output on both sides (pairs, over launches).
     pub answered: usize,
@@ -279,7 +279,7 @@ pub fn accuracy(
 }
 
 /// A configuration's standing on output quality.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum QualityStatus {
     /// The reference every other is compared with.
@@ -311,7 +311,7 @@ pub fn eligible_cell(cell: &str) -> bool {
     !matches!(cell, "fail" | "unchecked")
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct QualityVerdict {
     pub run_name: String,
     pub status: QualityStatus,
@@ -327,7 +327,7 @@ pub struct QualityVerdict {
 }
 
 /// The whole sweep's quality judgement.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct QualityReport {
     pub baseline: String,
     /// The baseline's launch and pass every output is compared with.

@@ -20,14 +20,14 @@ pub fn mean_sd(v: &[f64]) -> Option<(f64, Option<f64>)> {
 }
 
 /// A two-sided confidence interval.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 pub struct Interval {
     pub low: f64,
     pub high: f64,
 }
 
 /// The objective over a configuration's repeats at one load point.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Estimate {
     /// Repeats with a value.
     pub n: usize,
@@ -41,7 +41,7 @@ pub struct Estimate {
 /// The sweep's own noise: the relative spread of the objective (coefficient of variation,
 /// sd ÷ |mean|), pooled over every group of repeats of one configuration at one load point
 /// with two or more values: the groups' CV² weighted by their degrees of freedom (n − 1).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 pub struct PooledNoise {
     /// √(Σ (nᵢ − 1)·CVᵢ² ÷ Σ (nᵢ − 1)).
     pub cv: f64,
@@ -104,7 +104,7 @@ fn effective_df(weighted: f64, weighted_sq: f64, df: usize) -> usize {
 
 /// How much better the leader is than another configuration, in the objective's units
 /// (positive: the leader is better, whichever the goal).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Margin {
     pub delta: f64,
     /// `delta` over the other configuration's mean (None when that mean is 0).
