@@ -118,6 +118,10 @@ pub struct SweepSpec {
     /// What the time estimate assumes where nothing was measured yet.
     #[serde(default)]
     pub estimate: EstimateSpec,
+    /// The guided tune (`plan::tune`): knobs, start and budget; the next configuration is
+    /// chosen from the evidence of the launches so far instead of running a grid.
+    #[serde(default)]
+    pub tune: Option<super::tune::TuneSpec>,
 }
 
 /// `estimate:`: the stated defaults of the time estimate, used until earlier sweeps in the
@@ -1955,7 +1959,44 @@ pub fn parse(text: &str, origin: &str) -> Result<SweepSpec, SpecError> {
     check_cross_fields(&spec, text, origin)?;
     check_engine_keys(&spec, text, origin)?;
     resolve_repeats(&mut spec, text, origin)?;
+    check_tune(&mut spec, text, origin)?;
     Ok(spec)
+}
+
+/// `tune:` against the rest of the spec (`plan::tune::check`), the error placed on the key it
+/// concerns; resolves the tune's start.
+fn check_tune(spec: &mut SweepSpec, text: &str, origin: &str) -> Result<(), SpecError> {
+    use crate::plan::locate::{Seg, locate_path};
+    let Some(mut t) = spec.tune.take() else {
+        return Ok(());
+    };
+    let checked = super::tune::check(
+        &mut t,
+        spec.server.engine,
+        &spec.server.args.0,
+        !spec.sweep.0.is_empty(),
+        !spec.configs.is_empty(),
+        spec.objective.is_some(),
+        spec.objective.as_ref().is_some_and(|o| o.prune),
+        spec.auto_repeats.is_some(),
+    );
+    spec.tune = Some(t);
+    checked.map_err(|p| {
+        let segs: Vec<Seg<'_>> = p.path.iter().map(|s| Seg::Key(s.as_str())).collect();
+        // The deepest part of the path the text shows (a key inside a flow mapping, else its
+        // section).
+        let (line, column) = (1..=segs.len())
+            .rev()
+            .find_map(|n| locate_path(text, &segs[..n]))
+            .or_else(|| p.path.last().and_then(|k| locate_key(text, k)))
+            .unwrap_or((1, 1));
+        SpecError {
+            file: origin.to_string(),
+            line,
+            column,
+            message: p.message,
+        }
+    })
 }
 
 /// `repeats: auto` with `precision` and `max_repeats`, or neither of those keys.
