@@ -149,6 +149,9 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
             if let Some(line) = sweep::fit_line(&e, &s, at) {
                 out(&line);
             }
+            for l in sweep::tune_lines(&s, &e) {
+                out(&l);
+            }
             Ok(ExitCode::Ok)
         }
         Command::Run {
@@ -281,6 +284,11 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
 /// What in the spec a Slurm submission cannot run yet (`run`, `resume` and `validate` with
 /// `--executor slurm` refuse it).
 fn slurm_refusal(s: &crate::plan::spec::SweepSpec) -> Option<&'static str> {
+    if s.tune.is_some() {
+        return Some(
+            "--executor slurm does not run `tune:` yet (each step's configuration is chosen from the rows of the steps before, and the job array is planned once, at submission): run the tune locally",
+        );
+    }
     if s.search.preflight.is_some() {
         return Some(
             "--executor slurm does not run search.preflight yet (the pre-flight's launches depend on each other and must finish before the array is planned): run the sweep locally, or run the pre-flight locally and write the value it finds in place of `preflight`",

@@ -1970,6 +1970,15 @@ fn check_tune(spec: &mut SweepSpec, text: &str, origin: &str) -> Result<(), Spec
     let Some(mut t) = spec.tune.take() else {
         return Ok(());
     };
+    if spec.search.preflight.is_some() {
+        let (line, column) = locate_key(text, "preflight").unwrap_or((1, 1));
+        return Err(SpecError {
+            file: origin.to_string(),
+            line,
+            column,
+            message: "search.preflight is not supported with tune: yet: give mem_fraction_static as a tune knob (a range), or run the pre-flight as a sweep first".into(),
+        });
+    }
     let checked = super::tune::check(
         &mut t,
         spec.server.engine,
