@@ -129,6 +129,29 @@ pub async fn run(
     }
 }
 
+/// A tune's plan with every configuration its rows hold (its own plan has the start only), for
+/// what reads a finished tune back by configuration name (`reproduce --decision`).
+pub fn plan_with_rows(spec: &SweepSpec, plan: &RunPlan, rows: &[Row]) -> RunPlan {
+    let mut plan = plan.clone();
+    let Some(t) = &spec.tune else {
+        return plan;
+    };
+    let space = path::space(t);
+    for r in rows {
+        if plan.runs.iter().any(|c| c.name == r.get("run_name")) {
+            continue;
+        }
+        if let Some(c) = path::point_of_row(&space, r)
+            .and_then(|p| expand::tune_config(spec, &p, guide::name(&space, &p)))
+        {
+            if c.name == r.get("run_name") {
+                plan.runs.push(c);
+            }
+        }
+    }
+    plan
+}
+
 /// decision.md's "Tune path": one line per step (the configuration, why it was chosen, what
 /// it measured and its verdict) and why the tune stopped, replayed from the rows.
 pub fn path_section(spec: &SweepSpec, rows: &[Row]) -> String {

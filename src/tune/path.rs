@@ -47,17 +47,26 @@ pub struct Path {
 
 /// Whether `row` is a launch of `point`: each knob's `param_<key>` cell is the point's value.
 pub fn row_is_point(space: &Space, point: &[usize], row: &Row) -> bool {
-    space.knobs.iter().zip(point).all(|(k, &i)| {
-        let Some(v) = k.values.get(i) else {
-            return false;
-        };
-        let cell = row.get(&format!("param_{}", k.key));
-        cell == v.to_string()
-            || cell
-                .parse::<f64>()
-                .ok()
-                .is_some_and(|x| same_value(&crate::plan::flags::ParamValue::Float(x), v))
-    })
+    point_of_row(space, row).is_some_and(|p| p == point)
+}
+
+/// The point a row is a launch of, from its `param_<knob>` cells (None: a value outside the
+/// space).
+pub fn point_of_row(space: &Space, row: &Row) -> Option<Point> {
+    space
+        .knobs
+        .iter()
+        .map(|k| {
+            let cell = row.get(&format!("param_{}", k.key));
+            k.values.iter().position(|v| {
+                cell == v.to_string()
+                    || cell
+                        .parse::<f64>()
+                        .ok()
+                        .is_some_and(|x| same_value(&crate::plan::flags::ParamValue::Float(x), v))
+            })
+        })
+        .collect()
 }
 
 /// The rows that count for the tune: finished launches' rows (an interrupted one is redone).
