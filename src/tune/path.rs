@@ -112,7 +112,23 @@ pub fn observe(spec: &SweepSpec, space: &Space, point: &[usize], rows: &[&Row]) 
         &BTreeMap::new(),
         decision::Cost::default(),
     );
-    let c = d.points.last().and_then(|p| p.configurations.first());
+    let point = d.points.last();
+    let c = point.and_then(|p| p.configurations.first());
+    // The evidence is that of the load the decision judged (a max-load search's highest load
+    // within the SLO, else the last load point), not a mix of every probe's.
+    let judged_at = c
+        .and_then(|c| c.max_load_at_slo.clone())
+        .or_else(|| point.map(|p| p.load_point.clone()));
+    let at_load: Vec<&Row> = measured
+        .iter()
+        .copied()
+        .filter(|r| judged_at.as_deref() == Some(r.load_point().as_str()))
+        .collect();
+    let measured = if at_load.is_empty() {
+        measured
+    } else {
+        at_load
+    };
     let sign = match o.goal {
         Goal::Maximize => 1.0,
         Goal::Minimize => -1.0,
@@ -366,6 +382,42 @@ mod tests {
             Some(Outcome::Failed { kind: "oom".into() })
         );
         assert_eq!(observe(&s, &sp, &[1, 0], &rows), None);
+    }
+
+    #[test]
+    fn with_a_max_load_search_the_evidence_is_that_of_the_load_judged() {
+        let s = spec(
+            "workload: {concurrency: 2, duration_s: 1, input_tokens: 4, output_tokens: 4, vocab_size: 10}\nobjective: {maximize: output_tok_s, slo: {ttft_ms_p99: 1000}}\nsearch: {max_load: {concurrency: {from: 2, to: 8}}}\ntune:\n  knobs:\n    max_total_tokens: [2048, 8192]\n  launches: 2\n",
+        );
+        let sp = space(s.tune.as_ref().unwrap());
+        let probe = |c: &str, pass: &str, ttft: &str, verdict: &str, queue: &str| {
+            row(&[
+                ("run_name", "mtt2048"),
+                ("status", "ok"),
+                ("phase", "probe"),
+                ("probe", pass),
+                ("concurrency", c),
+                ("repeat", "1"),
+                ("param_max_total_tokens", "2048"),
+                ("output_tok_s", "100"),
+                ("ttft_ms_p99", ttft),
+                ("verdict", verdict),
+                ("queue_req_mean", queue),
+            ])
+        };
+        let low = probe("2", "pass", "200", "compute_bound", "0");
+        let high = probe("4", "fail", "3000", "kv_cache_bound", "3");
+        match observe(&s, &sp, &[0], &[&low, &high]) {
+            Some(Outcome::Measured {
+                eligible, evidence, ..
+            }) => {
+                assert!(eligible);
+                assert_eq!(evidence.verdict, Some(VerdictKind::ComputeBound));
+                assert_eq!(evidence.offered, Some(2.0));
+                assert_eq!(evidence.queue_mean, Some(0.0));
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
