@@ -175,6 +175,14 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
             let deadline = local_deadline(&s, &end, resume.is_some(), slurm_opts.is_some())?;
             if dry_run {
                 sweep::print_plan(&s, &plan);
+                if s.tune.is_some() {
+                    let launches =
+                        crate::tune::work::plan_launches(&s, &plan, &|_, _| false, &|_| Vec::new());
+                    let e = crate::run::estimate::estimate(&s, &plan, &launches, &results_dir);
+                    for l in sweep::tune_lines(&s, &e) {
+                        out(&l);
+                    }
+                }
                 return Ok(ExitCode::Ok);
             }
             let input = sweep::SweepInput {

@@ -125,7 +125,10 @@ pub async fn run_rounds(
         progress: Progress::new(),
         state: super::state::Tracker::new(
             &results.root,
-            launches.len(),
+            // A tune's plan is its start: its bound is the budget's launches.
+            input.spec.tune.as_ref().map_or(launches.len(), |t| {
+                launches.len().max(1) * t.launches as usize
+            }),
             input.estimate_s,
             input.deadline.as_ref().map(|d| {
                 d.at.with_timezone(&chrono::Local)
