@@ -2378,6 +2378,32 @@ fn spec_text(bytes: Vec<u8>) -> Result<String, String> {
 mod tests {
     use super::*;
 
+    /// `tune:`'s errors that depend on the rest of the spec land on the key they concern.
+    #[test]
+    fn tune_errors_are_placed_on_their_key() {
+        let base = "name: t\nserver:\n  command: [python3]\n  model_path: /m\n  args:\n    hicache_size: 8\nworkload: {concurrency: 2, requests: 4, input_tokens: 4, output_tokens: 4, vocab_size: 10}\n";
+        let objective = "objective: {maximize: output_tok_s}\n";
+        let knobs = "tune:\n  knobs:\n    hicache_size: [0, 16]\n  launches: 2\n";
+        // server.args' value is the start, and it is not among the knob's values.
+        let e = parse(&format!("{base}{objective}{knobs}"), "t.yaml").unwrap_err();
+        assert_eq!((e.line, e.column), (6, 5), "{e}");
+        assert!(
+            e.message.contains("server.args sets hicache_size = 8"),
+            "{e}"
+        );
+        let ok = base.replace("hicache_size: 8", "hicache_size: 16");
+        let s = parse(&format!("{ok}{objective}{knobs}"), "t.yaml").unwrap();
+        assert_eq!(s.tune.as_ref().map(|t| t.start.clone()), Some(vec![1]));
+        // No objective: on `tune:`.
+        let e = parse(&format!("{ok}{knobs}"), "t.yaml").unwrap_err();
+        assert_eq!(e.line, 8, "{e}");
+        assert!(e.message.contains("needs an `objective:`"), "{e}");
+        // repeats: auto.
+        let e = parse(&format!("{ok}{objective}repeats: auto\n{knobs}"), "t.yaml").unwrap_err();
+        assert_eq!(e.line, 9, "{e}");
+        assert!(e.message.contains("`repeats: auto`"), "{e}");
+    }
+
     const GOOD: &str = r#"
 name: kv-cache-tuning
 server:

@@ -307,6 +307,12 @@ impl<'de> de::DeserializeSeed<'de> for KnobSeed<'_> {
             )));
         }
         for (i, v) in values.iter().enumerate() {
+            if matches!(v, ParamValue::Str(s) if s == flags::PREFLIGHT_VALUE) {
+                return Err(err(format!(
+                    "tune knob `{key}`: `{}` is the memory pre-flight's placeholder, which a tune does not run: give the values to try",
+                    flags::PREFLIGHT_VALUE
+                )));
+            }
             flags::check_value(key, v).map_err(&err)?;
             if values[..i].iter().any(|w| same_value(v, w)) {
                 return Err(err(format!(
@@ -673,6 +679,8 @@ mod tests {
         assert!(e.contains("(0, 1]"), "{e}");
         let e = tune("knobs:\n  hicache_size: [0, 0]\nlaunches: 5\n").unwrap_err();
         assert!(e.contains("twice"), "{e}");
+        let e = tune("knobs:\n  mem_fraction_static: [preflight]\nlaunches: 5\n").unwrap_err();
+        assert!(e.contains("placeholder"), "{e}");
     }
 
     #[test]
