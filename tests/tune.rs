@@ -351,3 +351,35 @@ fn validate_prints_the_space_the_grid_and_the_bound_and_slurm_says_not_yet() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("does not run `tune:` yet"), "{err}");
 }
+
+/// `--budget` stops a tune as it stops a sweep: exit 3, the decision from what was measured,
+/// and decision.md's Tune path says the tune did not finish (resume continues it).
+#[test]
+fn a_budget_in_time_stops_the_tune_at_the_deadline() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tag = unique_tag("tunebudget");
+    let spec_path = write(dir.path(), "s.yaml", &spec(&tag, KV_TUNE, "0.05"));
+    let results = dir.path().join("results");
+    let out = run(sgtune()
+        .arg("run")
+        .arg(&spec_path)
+        .arg("--results-dir")
+        .arg(&results)
+        .args(["--budget", "5s"]));
+    let log = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{log}");
+    no_leftovers(&tag);
+    let folder = only_results_folder(&results);
+    let ok: Vec<String> = read_rows(&folder.join("results.csv"))
+        .into_iter()
+        .filter(|r| r["status"] == "ok")
+        .map(|r| r["run_name"].clone())
+        .collect();
+    assert!(ok.is_empty(), "nothing fits in 5 s: {ok:?}");
+    let md = std::fs::read_to_string(folder.join("decision.md")).expect("decision.md");
+    let path = md
+        .split("## Tune path")
+        .nth(1)
+        .expect("a Tune path section");
+    assert!(path.contains("Not finished"), "{path}");
+}
