@@ -115,6 +115,10 @@ pub async fn run(
                 launches.push(l);
             }
         }
+        if launches.is_empty() {
+            say("tune: stop: the strategy's proposals plan no launch");
+            return Ok(false);
+        }
         let before = now.len();
         let out = run_sweep(ctx, slots, &launches, results, manifest, emit).await?;
         if out.interrupted {

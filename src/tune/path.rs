@@ -238,6 +238,23 @@ pub fn replay(spec: &SweepSpec, space: &Space, budget: usize, rows: &[Row]) -> P
         let mut pending = Vec::new();
         let mut fresh = 0;
         for p in props {
+            let inside = p.point.len() == space.knobs.len()
+                && p.point
+                    .iter()
+                    .zip(&space.knobs)
+                    .all(|(&i, k)| i < k.values.len());
+            if !inside {
+                // A strategy's bug must not launch nonsense or loop: the tune ends, saying so.
+                return Path {
+                    done,
+                    next: Next::Stop {
+                        why: format!(
+                            "the strategy proposed {:?}, which is not a point of the space",
+                            p.point
+                        ),
+                    },
+                };
+            }
             if seen.iter().any(|o| o.point == p.point) {
                 continue;
             }
