@@ -671,3 +671,82 @@ objective:
         "{file:#}"
     );
 }
+
+/// The guided tune in experiments/cpu-tune.yaml, as a user runs it: from the demo's KV-bound
+/// start (a 2,048-token pool under 32 concurrent requests of 64 + 256 tokens), at most 3
+/// launches over the pool, the running cap, the prefill chunk and the admission knob. Every
+/// step is a step line and a row; each step after the start names the evidence it was chosen
+/// from; the tune ends with a leader whose verdict is no longer kv_cache_bound.
+#[test]
+#[ignore = "needs real SGLang on CPU: run scripts/test.sh"]
+fn the_guided_tune_leaves_the_kv_bound_start_in_three_launches() {
+    let _env = real_env();
+    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = run_sweep(&repo().join("experiments/cpu-tune.yaml"), dir.path());
+    let log = text(&out.stderr);
+    assert!(
+        matches!(out.status.code(), Some(0) | Some(1)),
+        "{}\n{log}",
+        text(&out.stdout)
+    );
+    let folder = only_results_folder(dir.path());
+    let rows = read_rows(&folder.join("results.csv"));
+    let steps: Vec<&str> = log
+        .lines()
+        .filter(|l| l.starts_with("tune: step "))
+        .collect();
+    let mut names: Vec<String> = Vec::new();
+    for r in &rows {
+        if !names.contains(&r["run_name"]) {
+            names.push(r["run_name"].clone());
+        }
+    }
+    // Every launch a row, every row a step, in order; within the budget.
+    assert_eq!(steps.len(), names.len(), "{log}");
+    assert!(names.len() <= 3, "{names:?}");
+    for (line, name) in steps.iter().zip(&names) {
+        assert!(line.ends_with(&format!("→ {name}")), "{line} vs {name}");
+    }
+    assert_eq!(names[0], "mtt2048_mrr32_cps2048_sc1", "the start first");
+    let start = rows
+        .iter()
+        .find(|r| r["run_name"] == names[0])
+        .expect("the start's row");
+    assert_eq!(
+        start["verdict"], "kv_cache_bound",
+        "the demo's start: {start:?}"
+    );
+    // Each step after the start is chosen from the evidence: its line names a verdict.
+    let verdicts = [
+        "kv_cache_bound",
+        "retraction_churn",
+        "cuda_graph_limited",
+        "queue_with_spare_kv",
+        "client_bound",
+        "compute_bound",
+        "unknown",
+        "failed",
+    ];
+    for line in steps.iter().skip(1) {
+        assert!(
+            verdicts.iter().any(|v| line.contains(v)),
+            "the step names its evidence: {line}"
+        );
+    }
+    assert!(log.contains("tune: stop: "), "{log}");
+    // It ends at a configuration that is not KV-bound: the decision's leader.
+    let d: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(folder.join("decision.json")).unwrap())
+            .unwrap();
+    let leader = d["points"][0]["leader"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a leader: {d}"));
+    let lead = rows
+        .iter()
+        .find(|r| r["run_name"] == leader)
+        .expect("the leader's row");
+    assert_ne!(lead["verdict"], "kv_cache_bound", "{lead:?}");
+    let md = std::fs::read_to_string(folder.join("decision.md")).expect("decision.md");
+    assert!(md.contains("## Tune path"), "{md}");
+}

@@ -153,6 +153,9 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
             if let Some(line) = sweep::fit_line(&e, &s, at) {
                 out(&line);
             }
+            for l in sweep::tune_lines(&s, &e) {
+                out(&l);
+            }
             Ok(ExitCode::Ok)
         }
         Command::Run {
@@ -176,6 +179,14 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
             let deadline = local_deadline(&s, &end, resume.is_some(), slurm_opts.is_some())?;
             if dry_run {
                 sweep::print_plan(&s, &plan);
+                if s.tune.is_some() {
+                    let launches =
+                        crate::tune::work::plan_launches(&s, &plan, &|_, _| false, &|_| Vec::new());
+                    let e = crate::run::estimate::estimate(&s, &plan, &launches, &results_dir);
+                    for l in sweep::tune_lines(&s, &e) {
+                        out(&l);
+                    }
+                }
                 return Ok(ExitCode::Ok);
             }
             let input = sweep::SweepInput {
@@ -285,6 +296,11 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
 /// What in the spec a Slurm submission cannot run yet (`run`, `resume` and `validate` with
 /// `--executor slurm` refuse it).
 fn slurm_refusal(s: &crate::plan::spec::SweepSpec) -> Option<&'static str> {
+    if s.tune.is_some() {
+        return Some(
+            "--executor slurm does not run `tune:` yet (each step's configuration is chosen from the rows of the steps before, and the job array is planned once, at submission): run the tune locally",
+        );
+    }
     if s.search.preflight.is_some() {
         return Some(
             "--executor slurm does not run search.preflight yet (the pre-flight's launches depend on each other and must finish before the array is planned): run the sweep locally, or run the pre-flight locally and write the value it finds in place of `preflight`",

@@ -159,6 +159,8 @@ pub async fn decision(dir: &Path, results_dir: &Path) -> Result<ExitCode, CmdErr
             request_rate: r.f64("request_rate"),
         })
     };
+    // A tune's configurations beyond its start are the ones its rows name.
+    let plan = crate::run::guided::plan_with_rows(&s, &plan, &recorded);
     let mut runs = Vec::new();
     for name in [&a, &b] {
         let Some(run) = plan.runs.iter().find(|r| &r.name == name) else {
@@ -210,6 +212,7 @@ pub async fn decision(dir: &Path, results_dir: &Path) -> Result<ExitCode, CmdErr
     let mut s2 = s.clone();
     s2.objective = None; // judged below, pairwise, not per load point
     s2.search = Default::default();
+    s2.tune = None; // the two configurations, relaunched as they are; no strategy
     s2.repeats = 2;
     s2.reuse_server = false;
     if let Some(q) = s2.quality.as_mut() {

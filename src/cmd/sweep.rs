@@ -184,6 +184,41 @@ pub fn slot_spec(
     Ok(slots)
 }
 
+/// With `tune:`: the space's size, what its grid would cost, and the tune's bound (its
+/// `launches:`), at the estimate of one configuration (`e`, the start's plan).
+pub fn tune_lines(s: &SweepSpec, e: &estimate::Estimate) -> Vec<String> {
+    let Some(t) = &s.tune else {
+        return Vec::new();
+    };
+    let size = t.size();
+    let per_config = e.launches.max(1) as u128;
+    let at = |configs: u128| match e.expected_s {
+        Some(x) => format!(", about {}", estimate::human(x * configs as f64)),
+        None => String::new(),
+    };
+    let knobs: Vec<String> = t
+        .knobs
+        .iter()
+        .map(|k| format!("{} ({})", k.key, k.values.len()))
+        .collect();
+    vec![
+        format!(
+            "tune: {} knob(s): {}; the space holds {size} configuration(s); its whole grid would be {} launch(es){}",
+            t.knobs.len(),
+            knobs.join(", "),
+            size * per_config,
+            at(size)
+        ),
+        format!(
+            "tune: at most {} configuration(s) ({} launch(es)){}, starting at {}; each next one chosen from the evidence of the ones before",
+            t.launches,
+            t.launches as u128 * per_config,
+            at(t.launches as u128),
+            crate::plan::tune::point_name(t, &t.start)
+        ),
+    ]
+}
+
 /// A new results folder (`run::execute::create_results`); then the sweep.
 pub async fn new_sweep(input: &SweepInput<'_>, results_dir: &Path) -> Result<ExitCode, CmdError> {
     programs_exist(input)?;
@@ -193,6 +228,9 @@ pub async fn new_sweep(input: &SweepInput<'_>, results_dir: &Path) -> Result<Exi
     say(&estimate::line(&e));
     if let Some(line) = fit_line(&e, input.spec, input.deadline) {
         say(&line);
+    }
+    for l in tune_lines(input.spec, &e) {
+        say(&l);
     }
     Ok(execute(input, &results, &launches, &mut manifest, e.expected_s).await?)
 }

@@ -13,6 +13,8 @@ use sha2::{Digest, Sha256};
 pub enum RunSource {
     Config,
     Grid,
+    /// A point of `tune:`'s space.
+    Tune,
 }
 
 /// One server configuration to launch.
@@ -254,8 +256,39 @@ pub fn preflight_refusal(spec: &SweepSpec, plan: &RunPlan) -> Option<String> {
         })
 }
 
-/// Expand a sweep into its run plan.
+/// A point of the tune's space as a configuration: the knobs' values over `server.args`, named
+/// `name` (`tune::guide::name`). The tune's rows carry a `param_<knob>` column per knob, as a
+/// grid's do.
+pub fn tune_config(spec: &SweepSpec, point: &[usize], name: String) -> Option<RunConfig> {
+    let t = spec.tune.as_ref()?;
+    let params = t.params(point);
+    if params.len() != t.knobs.len() {
+        return None;
+    }
+    let resolved = overlay(&spec.server.args.0, &params);
+    Some(RunConfig {
+        name,
+        id: run_id(spec, &resolved),
+        source: RunSource::Tune,
+        params,
+        resolved,
+        engine: spec.server.engine,
+    })
+}
+
+/// Expand a sweep into its run plan. A tune's plan holds its start only: the strategy picks
+/// the rest as it goes (`run::guided`).
 pub fn expand(spec: &SweepSpec) -> RunPlan {
+    if let Some(t) = &spec.tune {
+        let runs = tune_config(spec, &t.start, crate::plan::tune::point_name(t, &t.start))
+            .into_iter()
+            .collect();
+        return RunPlan {
+            sweep_name: spec.name.0.clone(),
+            param_keys: t.knobs.iter().map(|k| k.key.clone()).collect(),
+            runs,
+        };
+    }
     let base = &spec.server.args.0;
     let mut param_keys: Vec<String> = Vec::new();
     for (k, _) in &spec.sweep.0 {

@@ -1,5 +1,5 @@
 //! Plan: the YAML sweep (`spec`, its keys' places in the text: `locate`), the one flag mapping
-//! (`flags`) and the expansion of grid and explicit configurations into runs (`expand`). Pure: nothing here starts a process.
+//! (`flags`), the guided tune's space (`tune`) and the expansion of grid and explicit configurations into runs (`expand`). Pure: nothing here starts a process.
 pub mod engine;
 pub mod expand;
 pub mod flags;
@@ -8,3 +8,4 @@ pub mod locate;
 pub mod quality;
 pub mod search;
 pub mod spec;
+pub mod tune;

@@ -118,6 +118,10 @@ pub struct SweepSpec {
     /// What the time estimate assumes where nothing was measured yet.
     #[serde(default)]
     pub estimate: EstimateSpec,
+    /// The guided tune (`plan::tune`): knobs, start and budget; the next configuration is
+    /// chosen from the evidence of the launches so far instead of running a grid.
+    #[serde(default)]
+    pub tune: Option<super::tune::TuneSpec>,
 }
 
 /// `estimate:`: the stated defaults of the time estimate, used until earlier sweeps in the
@@ -1955,7 +1959,53 @@ pub fn parse(text: &str, origin: &str) -> Result<SweepSpec, SpecError> {
     check_cross_fields(&spec, text, origin)?;
     check_engine_keys(&spec, text, origin)?;
     resolve_repeats(&mut spec, text, origin)?;
+    check_tune(&mut spec, text, origin)?;
     Ok(spec)
+}
+
+/// `tune:` against the rest of the spec (`plan::tune::check`), the error placed on the key it
+/// concerns; resolves the tune's start.
+fn check_tune(spec: &mut SweepSpec, text: &str, origin: &str) -> Result<(), SpecError> {
+    use crate::plan::locate::{Seg, locate_path};
+    let Some(mut t) = spec.tune.take() else {
+        return Ok(());
+    };
+    if spec.search.preflight.is_some() {
+        let (line, column) = locate_key(text, "preflight").unwrap_or((1, 1));
+        return Err(SpecError {
+            file: origin.to_string(),
+            line,
+            column,
+            message: "search.preflight is not supported with tune: yet: give mem_fraction_static as a tune knob (a range), or run the pre-flight as a sweep first".into(),
+        });
+    }
+    let checked = super::tune::check(
+        &mut t,
+        spec.server.engine,
+        &spec.server.args.0,
+        !spec.sweep.0.is_empty(),
+        !spec.configs.is_empty(),
+        spec.objective.is_some(),
+        spec.objective.as_ref().is_some_and(|o| o.prune),
+        spec.auto_repeats.is_some(),
+    );
+    spec.tune = Some(t);
+    checked.map_err(|p| {
+        let segs: Vec<Seg<'_>> = p.path.iter().map(|s| Seg::Key(s.as_str())).collect();
+        // The deepest part of the path the text shows (a key inside a flow mapping, else its
+        // section).
+        let (line, column) = (1..=segs.len())
+            .rev()
+            .find_map(|n| locate_path(text, &segs[..n]))
+            .or_else(|| p.path.last().and_then(|k| locate_key(text, k)))
+            .unwrap_or((1, 1));
+        SpecError {
+            file: origin.to_string(),
+            line,
+            column,
+            message: p.message,
+        }
+    })
 }
 
 /// `repeats: auto` with `precision` and `max_repeats`, or neither of those keys.
@@ -2327,6 +2377,32 @@ fn spec_text(bytes: Vec<u8>) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `tune:`'s errors that depend on the rest of the spec land on the key they concern.
+    #[test]
+    fn tune_errors_are_placed_on_their_key() {
+        let base = "name: t\nserver:\n  command: [python3]\n  model_path: /m\n  args:\n    hicache_size: 8\nworkload: {concurrency: 2, requests: 4, input_tokens: 4, output_tokens: 4, vocab_size: 10}\n";
+        let objective = "objective: {maximize: output_tok_s}\n";
+        let knobs = "tune:\n  knobs:\n    hicache_size: [0, 16]\n  launches: 2\n";
+        // server.args' value is the start, and it is not among the knob's values.
+        let e = parse(&format!("{base}{objective}{knobs}"), "t.yaml").unwrap_err();
+        assert_eq!((e.line, e.column), (6, 5), "{e}");
+        assert!(
+            e.message.contains("server.args sets hicache_size = 8"),
+            "{e}"
+        );
+        let ok = base.replace("hicache_size: 8", "hicache_size: 16");
+        let s = parse(&format!("{ok}{objective}{knobs}"), "t.yaml").unwrap();
+        assert_eq!(s.tune.as_ref().map(|t| t.start.clone()), Some(vec![1]));
+        // No objective: on `tune:`.
+        let e = parse(&format!("{ok}{knobs}"), "t.yaml").unwrap_err();
+        assert_eq!(e.line, 8, "{e}");
+        assert!(e.message.contains("needs an `objective:`"), "{e}");
+        // repeats: auto.
+        let e = parse(&format!("{ok}{objective}repeats: auto\n{knobs}"), "t.yaml").unwrap_err();
+        assert_eq!(e.line, 9, "{e}");
+        assert!(e.message.contains("`repeats: auto`"), "{e}");
+    }
 
     const GOOD: &str = r#"
 name: kv-cache-tuning

@@ -276,7 +276,15 @@ pub fn conclude_decided(
     };
     // The quality guard's verdicts go into the rows (and results.csv) before anything reads
     // them; an interrupted sweep is not judged (its baseline may be missing).
-    let names: Vec<String> = plan.runs.iter().map(|r| r.name.clone()).collect();
+    let mut names: Vec<String> = plan.runs.iter().map(|r| r.name.clone()).collect();
+    // A tune's configurations are the ones its rows name (its plan holds the start only).
+    if spec.tune.is_some() {
+        for r in &csv_table.rows {
+            if !names.iter().any(|n| n == r.get("run_name")) {
+                names.push(r.get("run_name").to_string());
+            }
+        }
+    }
     let reference = spec
         .quality
         .as_ref()
@@ -319,7 +327,8 @@ pub fn conclude_decided(
         // After a deadline, decision.md says what the decision could not use.
         let extra = not_measured
             .map(|left| decision_md::deadline_section(left, &results.root))
-            .unwrap_or_default();
+            .unwrap_or_default()
+            + &crate::run::guided::path_section(spec, &all);
         write_decision(d, &all, &extra, results);
     }
     // The pictures: a report that cannot be written loses nothing (the rows are in

@@ -11,6 +11,7 @@ pub mod effective;
 pub mod estimate;
 pub mod execute;
 pub mod finish;
+pub mod guided;
 pub mod launch;
 pub mod preflight;
 pub mod quality;

@@ -67,7 +67,13 @@ fn recorded(results: &ResultsDir) -> Vec<rows::Row> {
 /// so that a configuration whose outputs fail neither leads the pruning nor runs on.
 fn judged_rows(input: &TuningInput<'_>, results: &ResultsDir) -> Vec<rows::Row> {
     let mut rows = recorded(results);
-    let names: Vec<String> = input.plan.runs.iter().map(|r| r.name.clone()).collect();
+    let mut names: Vec<String> = input.plan.runs.iter().map(|r| r.name.clone()).collect();
+    // A tune's configurations are the ones its rows name (its plan holds the start only).
+    for r in &rows {
+        if !names.iter().any(|n| n == r.get("run_name")) {
+            names.push(r.get("run_name").to_string());
+        }
+    }
     let reference = input
         .spec
         .quality
@@ -120,7 +126,10 @@ pub async fn run_rounds(
         progress: Progress::new(),
         state: super::state::Tracker::new(
             &results.root,
-            launches.len(),
+            // A tune's plan is its start: its bound is the budget's launches.
+            input.spec.tune.as_ref().map_or(launches.len(), |t| {
+                launches.len().max(1) * t.launches as usize
+            }),
             input.estimate_s,
             input.deadline.as_ref().map(|d| {
                 d.at.with_timezone(&chrono::Local)
@@ -128,6 +137,17 @@ pub async fn run_rounds(
             }),
         ),
     };
+    // A guided tune chooses its launches as it goes (`guided`): no grid rounds.
+    if input.spec.tune.is_some() {
+        let rows = || judged_rows(input, results);
+        let interrupted =
+            super::guided::run(&ctx, input.slots, results, manifest, &rows, &mut |ev| {
+                progress.handle(&ev)
+            })
+            .await?;
+        progress.progress.finish();
+        return Ok(interrupted);
+    }
     let mut launches = launches.to_vec();
     let mut interrupted = false;
     if let Some(p) = &input.spec.search.preflight {

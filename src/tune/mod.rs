@@ -16,6 +16,7 @@
 //! - `repeats`: the next round of `repeats: auto`.
 //! - `work`: the launches a plan still needs (`Launch`, `Measurement`).
 //! - `guide`: the guided tune, the next experiment chosen from the evidence (issue 26).
+//! - `path`: a guided tune's path replayed from its rows (the observations, the next step).
 //! - `estimate`: how long the launches will take, expected and at worst.
 //! - `deadline`: reading a deadline, the order that decides early, the fits rule, what is
 //!   not measured.
@@ -28,6 +29,7 @@ pub mod estimate;
 pub mod guide;
 pub mod leader;
 pub mod objective;
+pub mod path;
 pub mod preflight;
 pub mod prune;
 pub mod quality;

@@ -1,0 +1,802 @@
+//! `tune:`: the guided tune's space as the user wrote it (issue 26). Its knobs (each a list of
+//! values or a numeric range `{from, to, step}`), where it starts, and its budget in
+//! configurations. The shape and each value are checked inside deserialization, so an error
+//! lands on its key's line; what depends on the rest of the spec (the start, the sections a
+//! tune cannot run with) is checked in `spec::parse` by [`check`]. `tune::guide` searches the
+//! space; this module knows nothing of how.
+
+use crate::plan::engine::Engine;
+use crate::plan::flags::{self, ParamValue};
+use crate::plan::keyed::tag_key;
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// The most values one knob may take: a range finer than this is a grid, not a knob.
+pub const MAX_VALUES: usize = 1000;
+
+/// One knob: its key (as in `configs:`) and its values, a range already expanded.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KnobSpec {
+    pub key: String,
+    pub values: Vec<ParamValue>,
+}
+
+/// `tune:` as read.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TuneSpec {
+    pub knobs: Vec<KnobSpec>,
+    /// `start:` as written (knob key → value); resolved into `start` by [`check`].
+    pub start_given: Vec<(String, ParamValue)>,
+    /// One index into each knob's values: `start:`, else `server.args`, else the first value.
+    pub start: Vec<usize>,
+    /// The budget: at most this many configurations launched.
+    pub launches: u64,
+}
+
+impl TuneSpec {
+    /// How many configurations the space holds: the product of the knobs' value counts.
+    pub fn size(&self) -> u128 {
+        self.knobs.iter().map(|k| k.values.len() as u128).product()
+    }
+
+    /// The knob values of a point, in knob order (indices out of range are left out).
+    pub fn params(&self, point: &[usize]) -> Vec<(String, ParamValue)> {
+        self.knobs
+            .iter()
+            .zip(point)
+            .filter_map(|(k, &i)| k.values.get(i).map(|v| (k.key.clone(), v.clone())))
+            .collect()
+    }
+}
+
+/// A point's configuration name before `tune::guide` is at hand (`plan` comes first): the
+/// grid's convention, as `guide::name` writes it (a test in `run::guided` holds the two equal).
+pub fn point_name(t: &TuneSpec, point: &[usize]) -> String {
+    t.knobs
+        .iter()
+        .zip(point)
+        .filter_map(|(k, &i)| {
+            k.values
+                .get(i)
+                .map(|v| format!("{}{}", flags::abbreviation(&k.key), flags::value_label(v)))
+        })
+        .collect::<Vec<_>>()
+        .join("_")
+}
+
+/// Whether two values are the same knob setting: numbers by value (a range's 0.85 is the
+/// start's 0.85, an integer 48 is 48.0), anything else exactly.
+pub fn same_value(a: &ParamValue, b: &ParamValue) -> bool {
+    match (a.as_f64(), b.as_f64()) {
+        (Some(x), Some(y)) => (x - y).abs() <= 1e-9 * x.abs().max(y.abs()).max(1.0),
+        _ => a == b,
+    }
+}
+
+/// Server flags a knob may name. The keys `plan::flags` and `plan::engine` know, and the
+/// SGLang server arguments people tune most often; a flag outside it is most likely a typo
+/// (a knob that is not a flag would make every launch fail the same way).
+const KNOWN_SGLANG: &[&str] = &[
+    "mem_fraction_static",
+    "max_running_requests",
+    "max_total_tokens",
+    "max_prefill_tokens",
+    "chunked_prefill_size",
+    "schedule_policy",
+    "schedule_conservativeness",
+    "cuda_graph_max_bs",
+    "cuda_graph_bs",
+    "disable_cuda_graph",
+    "disable_cuda_graph_padding",
+    "kv_cache_dtype",
+    "page_size",
+    "tp_size",
+    "dp_size",
+    "pp_size",
+    "ep_size",
+    "enable_dp_attention",
+    "enable_hierarchical_cache",
+    "hicache_size",
+    "hicache_ratio",
+    "hicache_write_policy",
+    "hicache_io_backend",
+    "hicache_mem_layout",
+    "hicache_storage_backend",
+    "attention_backend",
+    "prefill_attention_backend",
+    "decode_attention_backend",
+    "sampling_backend",
+    "grammar_backend",
+    "enable_mixed_chunk",
+    "disable_radix_cache",
+    "radix_eviction_policy",
+    "enable_torch_compile",
+    "torch_compile_max_bs",
+    "num_continuous_decode_steps",
+    "stream_interval",
+    "context_length",
+    "quantization",
+    "dtype",
+    "max_queued_requests",
+    "enable_two_batch_overlap",
+    "disable_overlap_schedule",
+    "speculative_algorithm",
+    "speculative_num_steps",
+    "speculative_eagle_topk",
+    "speculative_num_draft_tokens",
+    "moe_runner_backend",
+    "moe_a2a_backend",
+    "cpu_offload_gb",
+    "random_seed",
+    "decode_log_interval",
+    "sleep_on_idle",
+    "priority_scheduling_preemption_threshold",
+];
+
+/// vLLM's own names for the knobs it has (`server.engine: vllm`).
+const KNOWN_VLLM: &[&str] = &[
+    "kv_cache_memory_bytes",
+    "num_gpu_blocks_override",
+    "enforce_eager",
+    "enable_prefix_caching",
+    "enable_chunked_prefill",
+    "scheduling_policy",
+    "max_num_partial_prefills",
+    "long_prefill_token_threshold",
+    "kv_offloading_size",
+    "swap_space",
+    "cuda_graph_sizes",
+    "max_cudagraph_capture_size",
+    "async_scheduling",
+];
+
+fn known_flags() -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = KNOWN_SGLANG.to_vec();
+    out.extend(KNOWN_VLLM);
+    for (a, b) in crate::plan::engine::VLLM_RENAMES {
+        out.push(a);
+        out.push(b);
+    }
+    out.extend(crate::plan::engine::SGLANG_MEMORY_KNOBS);
+    out.extend(crate::plan::engine::VLLM_MEMORY_KNOBS);
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// Levenshtein distance, for "did you mean".
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// `Err` with "did you mean" when `key` is not a server flag sgtune knows.
+pub fn check_knob_key(key: &str) -> Result<(), String> {
+    let known = known_flags();
+    if known.contains(&key) {
+        return Ok(());
+    }
+    let near = known
+        .iter()
+        .map(|k| (distance(key, k), *k))
+        .filter(|(d, k)| *d <= 3.max(k.len() / 4))
+        .min();
+    let hint = match near {
+        Some((_, k)) => format!("did you mean `{k}`? "),
+        None => String::new(),
+    };
+    Err(format!(
+        "tune knob `{key}` is not a server flag sgtune knows: {hint}(a knob is a flag's name without dashes, e.g. mem_fraction_static; a flag sgtune does not know can still be swept with `sweep:`)"
+    ))
+}
+
+/// A range's values: `from`, `from + step`, ... up to `to` (inclusive, within rounding).
+/// Whole numbers stay whole; fractions are rounded to the step's resolution so that 0.80 +
+/// 3 × 0.02 is 0.86, not 0.8600000000000001.
+pub fn range_values(from: f64, to: f64, step: f64, whole: bool) -> Result<Vec<ParamValue>, String> {
+    if !(from.is_finite() && to.is_finite() && step.is_finite()) {
+        return Err("a range's from, to and step must be numbers".into());
+    }
+    if step <= 0.0 {
+        return Err(format!(
+            "a range's step must be > 0, got {step} (e.g. {{from: 0.80, to: 0.92, step: 0.02}})"
+        ));
+    }
+    if to < from {
+        return Err(format!(
+            "a range goes up: `from` ({from}) must be at most `to` ({to})"
+        ));
+    }
+    let n = ((to - from) / step + 1e-9).floor() + 1.0;
+    if n > MAX_VALUES as f64 {
+        return Err(format!(
+            "the range from {from} to {to} in steps of {step} has {n} values, more than {MAX_VALUES}: use a larger step (e.g. {})",
+            flags::value_label(&ParamValue::Float((to - from) / (MAX_VALUES as f64 / 10.0)))
+        ));
+    }
+    let n = n as usize;
+    Ok((0..n)
+        .map(|i| {
+            let x = from + i as f64 * step;
+            if whole {
+                ParamValue::Int(x.round() as i64)
+            } else {
+                ParamValue::Float((x * 1e9).round() / 1e9)
+            }
+        })
+        .collect())
+}
+
+/// One knob's values: a list (each checked for its key), a single value, or a range.
+struct KnobSeed<'a> {
+    key: &'a str,
+}
+
+impl<'de> de::DeserializeSeed<'de> for KnobSeed<'_> {
+    type Value = Vec<ParamValue>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Vec<ParamValue>, D::Error> {
+        let key = self.key;
+        let raw = serde_yaml::Value::deserialize(d)?;
+        let err = |m: String| de::Error::custom(tag_key(key, &m));
+        let values = match raw {
+            serde_yaml::Value::Mapping(m) => {
+                let mut from = None;
+                let mut to = None;
+                let mut step = None;
+                let mut whole = true;
+                for (k, v) in &m {
+                    let name = k.as_str().unwrap_or("");
+                    let x = match v {
+                        serde_yaml::Value::Number(n) => {
+                            whole &= n.is_i64() || n.is_u64();
+                            n.as_f64()
+                        }
+                        _ => None,
+                    };
+                    let slot = match name {
+                        "from" => &mut from,
+                        "to" => &mut to,
+                        "step" => &mut step,
+                        other => {
+                            return Err(err(format!(
+                                "tune knob `{key}`: a range has from, to and step, not `{other}`"
+                            )));
+                        }
+                    };
+                    *slot = Some(x.ok_or_else(|| {
+                        err(format!("tune knob `{key}`: `{name}` must be a number"))
+                    })?);
+                }
+                let (Some(from), Some(to), Some(step)) = (from, to, step) else {
+                    return Err(err(format!(
+                        "tune knob `{key}`: a range needs from, to and step, e.g. {{from: 0.80, to: 0.92, step: 0.02}}"
+                    )));
+                };
+                range_values(from, to, step, whole)
+                    .map_err(|m| err(format!("tune knob `{key}`: {m}")))?
+            }
+            serde_yaml::Value::Sequence(items) => items
+                .iter()
+                .map(|v| scalar(v).ok_or_else(|| err(format!("tune knob `{key}`: each value must be a number, string, true/false or null"))))
+                .collect::<Result<Vec<_>, _>>()?,
+            other => vec![scalar(&other).ok_or_else(|| {
+                err(format!(
+                    "tune knob `{key}`: a list of values or a range {{from, to, step}}"
+                ))
+            })?],
+        };
+        if values.is_empty() {
+            return Err(err(format!(
+                "tune knob `{key}` has no values: give at least one"
+            )));
+        }
+        if values.len() > MAX_VALUES {
+            return Err(err(format!(
+                "tune knob `{key}` has {} values, more than {MAX_VALUES}: give fewer",
+                values.len()
+            )));
+        }
+        for (i, v) in values.iter().enumerate() {
+            if matches!(v, ParamValue::Str(s) if s == flags::PREFLIGHT_VALUE) {
+                return Err(err(format!(
+                    "tune knob `{key}`: `{}` is the memory pre-flight's placeholder, which a tune does not run: give the values to try",
+                    flags::PREFLIGHT_VALUE
+                )));
+            }
+            flags::check_value(key, v).map_err(&err)?;
+            if values[..i].iter().any(|w| same_value(v, w)) {
+                return Err(err(format!(
+                    "tune knob `{key}` lists `{v}` twice: each value once"
+                )));
+            }
+        }
+        Ok(values)
+    }
+}
+
+/// A YAML scalar as a flag value.
+fn scalar(v: &serde_yaml::Value) -> Option<ParamValue> {
+    match v {
+        serde_yaml::Value::Null => Some(ParamValue::Null),
+        serde_yaml::Value::Bool(b) => Some(ParamValue::Bool(*b)),
+        serde_yaml::Value::Number(n) => match n.as_i64() {
+            Some(i) => Some(ParamValue::Int(i)),
+            None => n.as_f64().map(ParamValue::Float),
+        },
+        serde_yaml::Value::String(s) => Some(ParamValue::Str(s.clone())),
+        _ => None,
+    }
+}
+
+fn knob_key(k: &str) -> Result<String, String> {
+    let key = flags::canonical_key(k)?;
+    check_knob_key(&key)?;
+    Ok(key)
+}
+
+/// `start:`: knob → value, each value checked for its flag.
+struct Start(Vec<(String, ParamValue)>);
+
+impl<'de> Deserialize<'de> for Start {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = serde_yaml::Mapping::deserialize(d).map_err(|_| {
+            de::Error::custom(tag_key(
+                "start",
+                "tune.start: a mapping of knob to its starting value, e.g. {mem_fraction_static: 0.85}",
+            ))
+        })?;
+        let mut out: Vec<(String, ParamValue)> = Vec::new();
+        for (k, v) in &raw {
+            let name = k.as_str().unwrap_or("");
+            let key =
+                flags::canonical_key(name).map_err(|m| de::Error::custom(tag_key(name, &m)))?;
+            let value = scalar(v).ok_or_else(|| {
+                de::Error::custom(tag_key(
+                    name,
+                    &format!("tune.start.{key}: one value (a number, string, true/false)"),
+                ))
+            })?;
+            flags::check_value(&key, &value).map_err(|m| de::Error::custom(tag_key(name, &m)))?;
+            if out.iter().any(|(o, _)| *o == key) {
+                return Err(de::Error::custom(tag_key(
+                    name,
+                    &format!("tune.start sets `{key}` twice"),
+                )));
+            }
+            out.push((key, value));
+        }
+        Ok(Start(out))
+    }
+}
+
+struct Knobs(Vec<KnobSpec>);
+
+impl<'de> Deserialize<'de> for Knobs {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Knobs;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a mapping of knob (a server flag) to its values or range, e.g. `hicache_size: [0, 16, 32]`")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Knobs, A::Error> {
+                let mut out: Vec<KnobSpec> = Vec::new();
+                while let Some(k) = map.next_key::<String>()? {
+                    let key = knob_key(&k).map_err(|m| de::Error::custom(tag_key(&k, &m)))?;
+                    if out.iter().any(|o| o.key == key) {
+                        return Err(de::Error::custom(tag_key(
+                            &k,
+                            &format!("tune knob `{key}` is given twice"),
+                        )));
+                    }
+                    let values = map.next_value_seed(KnobSeed { key: &key })?;
+                    out.push(KnobSpec { key, values });
+                }
+                if out.is_empty() {
+                    return Err(de::Error::custom(
+                        "tune.knobs is empty: give at least one knob",
+                    ));
+                }
+                Ok(Knobs(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for TuneSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = TuneSpec;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a mapping with knobs, launches and (optionally) start")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TuneSpec, A::Error> {
+                let mut knobs = None;
+                let mut start = None;
+                let mut launches = None;
+                while let Some(k) = map.next_key::<String>()? {
+                    match k.as_str() {
+                        "knobs" => knobs = Some(map.next_value::<Knobs>()?.0),
+                        "start" => start = Some(map.next_value::<Start>()?.0),
+                        "launches" => {
+                            let n: i64 = map.next_value().map_err(|_| {
+                                de::Error::custom(tag_key(
+                                    "launches",
+                                    "tune.launches: a whole number >= 1 (the most configurations the tune launches)",
+                                ))
+                            })?;
+                            if n < 1 {
+                                return Err(de::Error::custom(tag_key(
+                                    "launches",
+                                    &format!("tune.launches must be at least 1, got {n}"),
+                                )));
+                            }
+                            launches = Some(n as u64);
+                        }
+                        other => {
+                            return Err(de::Error::custom(tag_key(
+                                other,
+                                &format!("unknown key `{other}` in tune: (knobs, start, launches)"),
+                            )));
+                        }
+                    }
+                }
+                let knobs = knobs.ok_or_else(|| {
+                    de::Error::custom(
+                        "tune: needs `knobs:`, e.g. knobs: {hicache_size: [0, 16, 32]}",
+                    )
+                })?;
+                let launches = launches.ok_or_else(|| {
+                    de::Error::custom(
+                        "tune: needs `launches:`, the budget in configurations (e.g. launches: 20)",
+                    )
+                })?;
+                Ok(TuneSpec {
+                    knobs,
+                    start_given: start.unwrap_or_default(),
+                    start: Vec::new(),
+                    launches,
+                })
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// What `tune:` asks of the rest of the spec, with the key each problem is placed on (a path
+/// from the top of the file). `Ok` resolves the start.
+pub struct Problem {
+    pub path: Vec<String>,
+    pub message: String,
+}
+
+fn problem(path: &[&str], message: String) -> Problem {
+    Problem {
+        path: path.iter().map(|s| s.to_string()).collect(),
+        message,
+    }
+}
+
+/// The start (each knob's index) and the checks that span sections.
+#[allow(clippy::too_many_arguments)]
+pub fn check(
+    t: &mut TuneSpec,
+    engine: Engine,
+    server_args: &[(String, ParamValue)],
+    has_grid: bool,
+    has_configs: bool,
+    has_objective: bool,
+    prune: bool,
+    auto_repeats: bool,
+) -> Result<(), Problem> {
+    if has_grid || has_configs {
+        let section = if has_grid { "sweep" } else { "configs" };
+        return Err(problem(
+            &["tune"],
+            format!(
+                "tune: searches its own knobs and cannot run beside `{section}:`: move the {section} values into tune.knobs (or run them as a separate sweep)"
+            ),
+        ));
+    }
+    if !has_objective {
+        return Err(problem(
+            &["tune"],
+            "a tune needs an `objective:` to know what is better, e.g. objective: {maximize: output_tok_s, slo: {ttft_ms_p99: 2000}}".into(),
+        ));
+    }
+    if prune {
+        return Err(problem(
+            &["objective", "prune"],
+            "objective.prune does not apply to a tune: the tune already chooses what to launch next; leave prune out".into(),
+        ));
+    }
+    if auto_repeats {
+        return Err(problem(
+            &["repeats"],
+            "`repeats: auto` is not supported with tune: yet: give a fixed number of repeats (e.g. repeats: 2)".into(),
+        ));
+    }
+    for k in &t.knobs {
+        if let Some(why) = engine.refuses(&k.key) {
+            return Err(problem(
+                &["tune", "knobs", &k.key],
+                format!("{why} (server.engine is {})", engine.as_str()),
+            ));
+        }
+    }
+    for (key, _) in &t.start_given {
+        if !t.knobs.iter().any(|k| &k.key == key) {
+            return Err(problem(
+                &["tune", "start", key],
+                format!(
+                    "tune.start sets `{key}`, which is not a knob of tune.knobs ({}); a fixed flag goes in server.args",
+                    t.knobs
+                        .iter()
+                        .map(|k| k.key.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
+        }
+    }
+    let mut start = Vec::with_capacity(t.knobs.len());
+    for k in &t.knobs {
+        let given = t
+            .start_given
+            .iter()
+            .find(|(key, _)| key == &k.key)
+            .map(|(_, v)| (v, vec!["tune", "start", k.key.as_str()], "tune.start"))
+            .or_else(|| {
+                server_args
+                    .iter()
+                    .find(|(key, _)| key == &k.key)
+                    .map(|(_, v)| (v, vec!["server", "args", k.key.as_str()], "server.args"))
+            });
+        let i = match given {
+            None => 0,
+            Some((v, path, origin)) => k
+                .values
+                .iter()
+                .position(|w| same_value(v, w))
+                .ok_or_else(|| {
+                    problem(
+                        &path,
+                        format!(
+                            "{origin} sets {} = {v}, which is not among the knob's values ({}): start at one of them, or add it to tune.knobs.{}",
+                            k.key,
+                            values_text(&k.values),
+                            k.key
+                        ),
+                    )
+                })?,
+        };
+        start.push(i);
+    }
+    t.start = start;
+    Ok(())
+}
+
+/// A knob's values for an error message (a long range shortened).
+fn values_text(values: &[ParamValue]) -> String {
+    let all: Vec<String> = values.iter().map(|v| v.to_string()).collect();
+    if all.len() <= 8 {
+        all.join(", ")
+    } else {
+        format!(
+            "{}, ..., {} ({} values)",
+            all[..3].join(", "),
+            all[all.len() - 1],
+            all.len()
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+
+    fn tune(yaml: &str) -> Result<TuneSpec, String> {
+        serde_yaml::from_str::<TuneSpec>(yaml).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_list_and_a_range_expand_to_their_values() {
+        let t = tune("knobs:\n  hicache_size: [0, 16, 32]\n  mem_fraction_static: {from: 0.80, to: 0.86, step: 0.02}\n  max_running_requests: {from: 64, to: 256, step: 64}\nlaunches: 5\n").unwrap();
+        assert_eq!(t.knobs[0].values.len(), 3);
+        assert_eq!(
+            t.knobs[1].values,
+            vec![
+                ParamValue::Float(0.8),
+                ParamValue::Float(0.82),
+                ParamValue::Float(0.84),
+                ParamValue::Float(0.86)
+            ]
+        );
+        assert_eq!(
+            t.knobs[2].values,
+            vec![
+                ParamValue::Int(64),
+                ParamValue::Int(128),
+                ParamValue::Int(192),
+                ParamValue::Int(256)
+            ]
+        );
+        assert_eq!(t.size(), 48);
+        assert_eq!(t.launches, 5);
+    }
+
+    #[test]
+    fn a_range_of_more_than_a_thousand_values_is_refused_with_the_fix() {
+        let e = tune(
+            "knobs:\n  mem_fraction_static: {from: 0.1, to: 0.9, step: 0.0001}\nlaunches: 5\n",
+        )
+        .unwrap_err();
+        assert!(e.contains("more than 1000"), "{e}");
+        assert!(e.contains("larger step"), "{e}");
+    }
+
+    #[test]
+    fn a_bad_range_says_which_part() {
+        let e =
+            tune("knobs:\n  max_running_requests: {from: 256, to: 64, step: 64}\nlaunches: 5\n")
+                .unwrap_err();
+        assert!(e.contains("must be at most `to`"), "{e}");
+        let e = tune("knobs:\n  max_running_requests: {from: 64, to: 256, step: 0}\nlaunches: 5\n")
+            .unwrap_err();
+        assert!(e.contains("step must be > 0"), "{e}");
+        let e =
+            tune("knobs:\n  max_running_requests: {from: 64, to: 256}\nlaunches: 5\n").unwrap_err();
+        assert!(e.contains("needs from, to and step"), "{e}");
+    }
+
+    #[test]
+    fn an_unknown_knob_gets_did_you_mean() {
+        let e = tune("knobs:\n  mem_fraction_statik: [0.8]\nlaunches: 5\n").unwrap_err();
+        assert!(e.contains("did you mean `mem_fraction_static`"), "{e}");
+        let e = tune("knobs:\n  zzzzzzzzzzzz_qqqq: [1]\nlaunches: 5\n").unwrap_err();
+        assert!(e.contains("not a server flag"), "{e}");
+        assert!(!e.contains("did you mean"), "{e}");
+    }
+
+    #[test]
+    fn each_value_is_checked_for_its_flag() {
+        let e = tune("knobs:\n  kv_cache_dtype: [auto, fp8]\nlaunches: 5\n").unwrap_err();
+        assert!(e.contains("kv_cache_dtype"), "{e}");
+        let e = tune("knobs:\n  mem_fraction_static: [0.8, 1.5]\nlaunches: 5\n").unwrap_err();
+        assert!(e.contains("(0, 1]"), "{e}");
+        let e = tune("knobs:\n  hicache_size: [0, 0]\nlaunches: 5\n").unwrap_err();
+        assert!(e.contains("twice"), "{e}");
+        let e = tune("knobs:\n  mem_fraction_static: [preflight]\nlaunches: 5\n").unwrap_err();
+        assert!(e.contains("placeholder"), "{e}");
+    }
+
+    #[test]
+    fn launches_and_knobs_are_required() {
+        assert!(
+            tune("knobs:\n  hicache_size: [0]\n")
+                .unwrap_err()
+                .contains("launches")
+        );
+        assert!(
+            tune("knobs:\n  hicache_size: [0]\nlaunches: 0\n")
+                .unwrap_err()
+                .contains("at least 1")
+        );
+        assert!(tune("launches: 3\n").unwrap_err().contains("knobs"));
+        assert!(
+            tune("knobs: {hicache_size: [0]}\nlaunches: 3\nbudget: 2\n")
+                .unwrap_err()
+                .contains("unknown key `budget`")
+        );
+    }
+
+    fn checked(t: &mut TuneSpec, args: &[(String, ParamValue)]) -> Result<(), String> {
+        check(t, Engine::Sglang, args, false, false, true, false, false).map_err(|p| p.message)
+    }
+
+    #[test]
+    fn the_start_comes_from_start_then_server_args_then_the_first_value() {
+        let text = "knobs:\n  mem_fraction_static: {from: 0.80, to: 0.92, step: 0.02}\n  hicache_size: [0, 16, 32]\n  max_running_requests: [64, 128]\nstart: {mem_fraction_static: 0.86}\nlaunches: 4\n";
+        let mut t = tune(text).unwrap();
+        let args = vec![("hicache_size".to_string(), ParamValue::Int(16))];
+        checked(&mut t, &args).unwrap();
+        assert_eq!(t.start, vec![3, 1, 0]);
+    }
+
+    #[test]
+    fn a_start_outside_the_knobs_values_is_named() {
+        let mut t =
+            tune("knobs:\n  hicache_size: [0, 16]\nstart: {hicache_size: 48}\nlaunches: 4\n")
+                .unwrap();
+        let e = checked(&mut t, &[]).unwrap_err();
+        assert!(e.contains("hicache_size = 48"), "{e}");
+        assert!(e.contains("0, 16"), "{e}");
+        let mut t = tune(
+            "knobs:\n  hicache_size: [0, 16]\nstart: {max_running_requests: 4}\nlaunches: 4\n",
+        )
+        .unwrap();
+        assert!(checked(&mut t, &[]).unwrap_err().contains("not a knob"));
+        let mut t = tune("knobs:\n  hicache_size: [0, 16]\nlaunches: 4\n").unwrap();
+        let args = vec![("hicache_size".to_string(), ParamValue::Int(8))];
+        assert!(checked(&mut t, &args).unwrap_err().contains("server.args"));
+    }
+
+    #[test]
+    fn what_a_tune_cannot_run_with_is_refused() {
+        let t = tune("knobs:\n  hicache_size: [0, 16]\nlaunches: 4\n").unwrap();
+        let run = |grid, configs, objective, prune, auto| {
+            check(
+                &mut t.clone(),
+                Engine::Sglang,
+                &[],
+                grid,
+                configs,
+                objective,
+                prune,
+                auto,
+            )
+            .map_err(|p| (p.path.join("."), p.message))
+        };
+        let (at, m) = run(true, false, true, false, false).unwrap_err();
+        assert_eq!(at, "tune");
+        assert!(m.contains("sweep:"), "{m}");
+        assert!(
+            run(false, true, true, false, false)
+                .unwrap_err()
+                .1
+                .contains("configs:")
+        );
+        assert!(
+            run(false, false, false, false, false)
+                .unwrap_err()
+                .1
+                .contains("objective")
+        );
+        assert_eq!(
+            run(false, false, true, true, false).unwrap_err().0,
+            "objective.prune"
+        );
+        assert!(
+            run(false, false, true, false, true)
+                .unwrap_err()
+                .1
+                .contains("not supported")
+        );
+        assert!(run(false, false, true, false, false).is_ok());
+        let mut v = tune("knobs:\n  schedule_conservativeness: [0.5, 1.0]\nlaunches: 4\n").unwrap();
+        let e = check(&mut v, Engine::Vllm, &[], false, false, true, false, false)
+            .err()
+            .unwrap();
+        assert!(e.message.contains("vllm"), "{}", e.message);
+    }
+
+    #[test]
+    fn numbers_are_the_same_setting_whatever_their_type() {
+        assert!(same_value(&ParamValue::Int(48), &ParamValue::Float(48.0)));
+        assert!(same_value(
+            &ParamValue::Float(0.8 + 3.0 * 0.02),
+            &ParamValue::Float(0.86)
+        ));
+        assert!(!same_value(
+            &ParamValue::Float(0.86),
+            &ParamValue::Float(0.88)
+        ));
+        assert!(!same_value(
+            &ParamValue::Str("auto".into()),
+            &ParamValue::Str("fp8_e5m2".into())
+        ));
+    }
+}

@@ -1,0 +1,235 @@
+//! The guided tune, executed (issue 26): each step reads the rows so far, replays the path
+//! from them (`tune::path`, the strategy `tune::guide` asked from the first launch), and
+//! launches what the strategy asks for now through the sweep loop, so every launch is a row as
+//! in any sweep, failures too. A resume runs the same loop: the rows already there answer the
+//! first steps, and the tune goes on from where it stopped, on the same path.
+
+use super::slots::SlotSpec;
+use super::{RunContext, run_sweep};
+use crate::plan::expand::{self, RunPlan};
+use crate::plan::spec::SweepSpec;
+use crate::record::provenance::Manifest;
+use crate::record::rows::Row;
+use crate::record::store::{ResultsDir, StoreError};
+use crate::report::events::RunEvent;
+use crate::tune::guide::{self, Next, Proposal, Space};
+use crate::tune::path::{self, Path};
+use crate::tune::work;
+use crate::util::say;
+
+/// The step log's line for a proposal: `tune: step N: <why> → <name>`.
+pub fn step_line(n: usize, why: &str, name: &str) -> String {
+    format!("tune: step {n}: {why} → {name}")
+}
+
+/// A proposal as the launches of its configuration (one per repeat unless the server is
+/// reused; a max-load search continues from the probes its rows hold).
+fn launches_of(spec: &SweepSpec, space: &Space, p: &Proposal, rows: &[Row]) -> Vec<work::Launch> {
+    let Some(run) = expand::tune_config(spec, &p.point, guide::name(space, &p.point)) else {
+        return Vec::new();
+    };
+    let plan = RunPlan {
+        sweep_name: spec.name.0.clone(),
+        param_keys: space.knobs.iter().map(|k| k.key.clone()).collect(),
+        runs: vec![run],
+    };
+    let kept: Vec<&Row> = rows
+        .iter()
+        .filter(|r| r.get("status") != "interrupted" && r.get("phase") == "probe")
+        .collect();
+    work::plan_launches(spec, &plan, &|_, _| false, &|run| {
+        crate::tune::search::recorded_probes(spec, &kept, run)
+    })
+}
+
+/// An earlier attempt's folder of a launch about to run again is kept, renamed, as evidence
+/// (as `resume` does for a sweep's launches).
+fn set_aside(results: &ResultsDir, dir_name: &str) -> Result<(), StoreError> {
+    let runs = results.root.join("runs");
+    let d = runs.join(dir_name);
+    if !d.exists() {
+        return Ok(());
+    }
+    let mut n = 1;
+    while runs.join(format!("{dir_name}.attempt-{n}")).exists() {
+        n += 1;
+    }
+    std::fs::rename(&d, runs.join(format!("{dir_name}.attempt-{n}"))).map_err(|source| StoreError {
+        path: d.display().to_string(),
+        source,
+    })
+}
+
+/// Run the tune into `results` until the strategy stops, the budget is spent, or it is
+/// interrupted (returned, as the other rounds do). `rows` reads the folder's rows with the
+/// quality guard's verdicts so far.
+pub async fn run(
+    ctx: &RunContext<'_>,
+    slots: &SlotSpec,
+    results: &ResultsDir,
+    manifest: &mut Manifest,
+    rows: &dyn Fn() -> Vec<Row>,
+    emit: &mut dyn FnMut(RunEvent<'_>),
+) -> Result<bool, StoreError> {
+    let spec = ctx.spec;
+    let Some(t) = &spec.tune else {
+        return Ok(false);
+    };
+    let space = path::space(t);
+    let budget = t.launches as usize;
+    let mut first = true;
+    loop {
+        let now = rows();
+        let Path { done, next } = path::replay(spec, &space, budget, &now);
+        if first && !done.is_empty() {
+            say(&format!(
+                "tune: {} step(s) already measured in this folder: continuing the same path",
+                done.len()
+            ));
+            for (i, s) in done.iter().enumerate() {
+                let measured = s
+                    .outcome
+                    .as_ref()
+                    .map(|o| path::measured_text(spec, o))
+                    .unwrap_or_default();
+                say(&format!(
+                    "{} (recorded: {measured})",
+                    step_line(i + 1, &s.why, &s.name)
+                ));
+            }
+        }
+        first = false;
+        let proposals = match next {
+            Next::Stop { why } => {
+                say(&format!("tune: stop: {why}"));
+                return Ok(false);
+            }
+            Next::Launch(p) => p,
+        };
+        let mut launches = Vec::new();
+        for (i, p) in proposals.iter().enumerate() {
+            let name = guide::name(&space, &p.point);
+            say(&step_line(done.len() + i + 1, &p.why, &name));
+            for l in launches_of(spec, &space, p, &now) {
+                set_aside(results, &l.dir_name)?;
+                launches.push(l);
+            }
+        }
+        if launches.is_empty() {
+            say("tune: stop: the strategy's proposals plan no launch");
+            return Ok(false);
+        }
+        let before = now.len();
+        let out = run_sweep(ctx, slots, &launches, results, manifest, emit).await?;
+        if out.interrupted {
+            return Ok(true);
+        }
+        // A launch that wrote no row (a deadline that no longer admits it) would be proposed
+        // again forever: the tune ends there.
+        if rows().len() <= before {
+            say("tune: stop: no launch was admitted (the deadline leaves no time for another)");
+            return Ok(false);
+        }
+    }
+}
+
+/// A tune's plan with every configuration its rows hold (its own plan has the start only), for
+/// what reads a finished tune back by configuration name (`reproduce --decision`).
+pub fn plan_with_rows(spec: &SweepSpec, plan: &RunPlan, rows: &[Row]) -> RunPlan {
+    let mut plan = plan.clone();
+    let Some(t) = &spec.tune else {
+        return plan;
+    };
+    let space = path::space(t);
+    for r in rows {
+        if plan.runs.iter().any(|c| c.name == r.get("run_name")) {
+            continue;
+        }
+        if let Some(c) = path::point_of_row(&space, r)
+            .and_then(|p| expand::tune_config(spec, &p, guide::name(&space, &p)))
+        {
+            if c.name == r.get("run_name") {
+                plan.runs.push(c);
+            }
+        }
+    }
+    plan
+}
+
+/// decision.md's "Tune path": one line per step (the configuration, why it was chosen, what
+/// it measured and its verdict) and why the tune stopped, replayed from the rows.
+pub fn path_section(spec: &SweepSpec, rows: &[Row]) -> String {
+    let Some(t) = &spec.tune else {
+        return String::new();
+    };
+    let space = path::space(t);
+    let p = path::replay(spec, &space, t.launches as usize, rows);
+    let mut s = format!(
+        "\n## Tune path\n\nA guided tune of {} knob(s) over {} configuration(s), at most {} launched; {} launched. Each step names why the strategy chose it, from the evidence of the steps before.\n\n",
+        t.knobs.len(),
+        t.size(),
+        t.launches,
+        p.done.len()
+    );
+    for (i, step) in p.done.iter().enumerate() {
+        let measured = step
+            .outcome
+            .as_ref()
+            .map(|o| path::measured_text(spec, o))
+            .unwrap_or_default();
+        s.push_str(&format!(
+            "{}. `{}`: {measured}. Chosen: {}\n",
+            i + 1,
+            step.name,
+            step.why
+        ));
+    }
+    match p.next {
+        Next::Stop { why } => s.push_str(&format!("\nStop: {why}.\n")),
+        Next::Launch(more) => s.push_str(&format!(
+            "\nNot finished: {} more step(s) proposed (`sgtune resume` continues the path).\n",
+            more.len()
+        )),
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+
+    #[test]
+    fn the_plans_start_is_named_as_the_strategy_names_it() {
+        let s = crate::tune::testing::spec(
+            "workload: {concurrency: 8, requests: 8, input_tokens: 4, output_tokens: 4, vocab_size: 10}\nobjective: {maximize: output_tok_s}\ntune:\n  knobs:\n    mem_fraction_static: {from: 0.80, to: 0.92, step: 0.02}\n    kv_cache_dtype: [auto, fp8_e5m2]\n    hicache_size: [0, 16, 32, 48]\n  start: {mem_fraction_static: 0.86, hicache_size: 32}\n  launches: 4\n",
+        );
+        let t = s.tune.as_ref().unwrap();
+        let space = path::space(t);
+        let plan = expand::expand(&s);
+        assert_eq!(plan.runs.len(), 1);
+        assert_eq!(plan.runs[0].name, guide::name(&space, &space.start));
+        assert_eq!(plan.runs[0].name, "mfs0.86_kv-auto_hicache32");
+        assert_eq!(
+            plan.param_keys,
+            vec!["mem_fraction_static", "kv_cache_dtype", "hicache_size"]
+        );
+        for point in [vec![0, 0, 0], vec![6, 1, 3], vec![3, 1, 1]] {
+            assert_eq!(
+                crate::plan::tune::point_name(t, &point),
+                guide::name(&space, &point)
+            );
+        }
+        let p = Proposal {
+            point: vec![6, 1, 3],
+            why: "test".into(),
+        };
+        let l = launches_of(&s, &space, &p, &[]);
+        assert_eq!(l.len(), 1);
+        assert_eq!(l[0].run.name, "mfs0.92_kv-fp8_e5m2_hicache48");
+        assert_eq!(
+            l[0].run.param("mem_fraction_static"),
+            Some(&crate::plan::flags::ParamValue::Float(0.92))
+        );
+    }
+}

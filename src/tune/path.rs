@@ -1,0 +1,477 @@
+//! A guided tune's path, replayed from results.csv: the rows of each configuration become the
+//! `guide::Observation` the strategy sees, and the strategy is asked again, step by step, from
+//! the first launch. Pure, so the runner, `resume` (which continues the same path) and the
+//! decision's "Tune path" section all read one path from the same rows.
+
+use crate::observe::diagnose::VerdictKind;
+use crate::plan::spec::{Goal, SweepSpec};
+use crate::plan::tune::{TuneSpec, same_value};
+use crate::record::rows::Row;
+use crate::tune::decision::{self, Standing};
+use crate::tune::guide::{self, Evidence, Next, Observation, Outcome, Point, Space};
+use std::collections::BTreeMap;
+
+/// The strategy's space from the spec's `tune:`.
+pub fn space(t: &TuneSpec) -> Space {
+    Space {
+        knobs: t
+            .knobs
+            .iter()
+            .map(|k| guide::Knob {
+                key: k.key.clone(),
+                values: k.values.clone(),
+            })
+            .collect(),
+        start: t.start.clone(),
+    }
+}
+
+/// One step of the path: what was proposed, why, and (once its rows are in) what it gave.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    pub point: Point,
+    pub name: String,
+    pub why: String,
+    /// None: proposed, not measured yet.
+    pub outcome: Option<Outcome>,
+}
+
+/// The path so far and what the strategy says now.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Path {
+    /// Every step with rows, in order.
+    pub done: Vec<Step>,
+    /// What to do now: the proposals whose rows are not there yet, or the stop.
+    pub next: Next,
+}
+
+/// Whether `row` is a launch of `point`: each knob's `param_<key>` cell is the point's value.
+pub fn row_is_point(space: &Space, point: &[usize], row: &Row) -> bool {
+    point_of_row(space, row).is_some_and(|p| p == point)
+}
+
+/// The point a row is a launch of, from its `param_<knob>` cells (None: a value outside the
+/// space).
+pub fn point_of_row(space: &Space, row: &Row) -> Option<Point> {
+    space
+        .knobs
+        .iter()
+        .map(|k| {
+            let cell = row.get(&format!("param_{}", k.key));
+            k.values.iter().position(|v| {
+                cell == v.to_string()
+                    || cell
+                        .parse::<f64>()
+                        .ok()
+                        .is_some_and(|x| same_value(&crate::plan::flags::ParamValue::Float(x), v))
+            })
+        })
+        .collect()
+}
+
+/// The rows that count for the tune: finished launches' rows (an interrupted one is redone).
+fn counted(rows: &[Row]) -> Vec<&Row> {
+    rows.iter()
+        .filter(|r| r.get("status") != "interrupted" && r.get("phase") != "preflight")
+        .collect()
+}
+
+/// What the rows of one configuration say, for the strategy: the objective (oriented so
+/// higher is better), eligibility by the decision's own rule (failures, SLO, quality guard),
+/// the verdict's evidence, and which knobs were not in effect. None without rows.
+pub fn observe(spec: &SweepSpec, space: &Space, point: &[usize], rows: &[&Row]) -> Option<Outcome> {
+    let mine: Vec<&Row> = rows
+        .iter()
+        .copied()
+        .filter(|r| row_is_point(space, point, r))
+        .collect();
+    let first = mine.first()?;
+    let measured: Vec<&Row> = mine.iter().copied().filter(|r| r.is_ok()).collect();
+    if measured.is_empty() {
+        let kind = mine
+            .iter()
+            .map(|r| r.get("failure_kind"))
+            .find(|k| !k.is_empty())
+            .unwrap_or_else(|| first.get("status"));
+        return Some(Outcome::Failed {
+            kind: kind.to_string(),
+        });
+    }
+    let Some(o) = &spec.objective else {
+        return Some(Outcome::Failed {
+            kind: "no_objective".into(),
+        });
+    };
+    // The decision's rule on this configuration alone: the last load point decided (the
+    // highest load, or the max-load search's result) is what the strategy compares.
+    let owned: Vec<Row> = mine.iter().map(|r| (*r).clone()).collect();
+    let d = decision::decide(
+        "tune",
+        o,
+        &owned,
+        &BTreeMap::new(),
+        decision::Cost::default(),
+    );
+    let point = d.points.last();
+    let c = point.and_then(|p| p.configurations.first());
+    // The evidence is that of the load the decision judged (a max-load search's highest load
+    // within the SLO, else the last load point), not a mix of every probe's.
+    let judged_at = c
+        .and_then(|c| c.max_load_at_slo.clone())
+        .or_else(|| point.map(|p| p.load_point.clone()));
+    let at_load: Vec<&Row> = measured
+        .iter()
+        .copied()
+        .filter(|r| judged_at.as_deref() == Some(r.load_point().as_str()))
+        .collect();
+    let measured = if at_load.is_empty() {
+        measured
+    } else {
+        at_load
+    };
+    let sign = match o.goal {
+        Goal::Maximize => 1.0,
+        Goal::Minimize => -1.0,
+    };
+    let (score, cv, eligible, why_not) = match c {
+        Some(c) => {
+            let eligible = matches!(
+                c.standing,
+                Standing::Winner | Standing::Leader | Standing::WithinNoise | Standing::Behind
+            );
+            let score = c.estimate.as_ref().map(|e| sign * e.mean);
+            let cv = c
+                .estimate
+                .as_ref()
+                .and_then(|e| e.sd.map(|sd| sd / e.mean.abs().max(f64::MIN_POSITIVE)));
+            let why = if eligible {
+                String::new()
+            } else {
+                match c.standing {
+                    Standing::QualityFailed => "quality: fail".to_string(),
+                    Standing::SloNotMet => {
+                        let broken: Vec<&str> = c
+                            .slo
+                            .iter()
+                            .filter(|s| !s.holds)
+                            .map(|s| s.column.as_str())
+                            .collect();
+                        format!("SLO not met: {}", broken.join(", "))
+                    }
+                    Standing::Failed => format!("a repeat failed ({})", c.failure_kinds.join(", ")),
+                    _ => "no value of the objective".to_string(),
+                }
+            };
+            (score, cv, eligible, why)
+        }
+        None => (None, None, false, "not decided".to_string()),
+    };
+    let Some(score) = score else {
+        return Some(Outcome::Failed {
+            kind: "no_value".into(),
+        });
+    };
+    let last = measured.last().copied().unwrap_or(first);
+    let verdict = VerdictKind::ALL
+        .into_iter()
+        .find(|k| k.as_str() == last.get("verdict"));
+    let max = |col: &str| {
+        measured
+            .iter()
+            .filter_map(|r| r.f64(col))
+            .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))))
+    };
+    let mean = |col: &str| {
+        let xs: Vec<f64> = measured.iter().filter_map(|r| r.f64(col)).collect();
+        (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)
+    };
+    let evidence = Evidence {
+        verdict,
+        text: last.get("verdict_evidence").to_string(),
+        kv_usage_max: max("token_usage_max"),
+        running_mean: mean("running_req_mean"),
+        running_max: max("running_req_max"),
+        queue_mean: mean("queue_req_mean"),
+        offered: max("concurrency"),
+        retractions: measured.iter().filter_map(|r| r.u64("retractions")).max(),
+    };
+    let not_in_effect: Vec<String> = space
+        .knobs
+        .iter()
+        .filter(|k| {
+            let asked = format!("`{}`", k.key);
+            measured
+                .iter()
+                .any(|r| r.get("not_in_effect").contains(&asked))
+        })
+        .map(|k| k.key.clone())
+        .collect();
+    Some(Outcome::Measured {
+        score,
+        cv,
+        eligible,
+        why_not,
+        evidence,
+        not_in_effect,
+    })
+}
+
+/// The path the rows show: ask the strategy from the start, answer each proposal from its
+/// rows, and stop at the first proposals without rows (what to launch now) or at its stop.
+/// A proposal of a configuration already measured is answered from the same rows and costs
+/// no launch; a round of only those ends the tune (the strategy would ask forever).
+pub fn replay(spec: &SweepSpec, space: &Space, budget: usize, rows: &[Row]) -> Path {
+    let rows = counted(rows);
+    let mut done: Vec<Step> = Vec::new();
+    let mut seen: Vec<Observation> = Vec::new();
+    loop {
+        let left = budget.saturating_sub(done.len());
+        let props = match guide::next(space, &seen, left) {
+            Next::Stop { why } => {
+                return Path {
+                    done,
+                    next: Next::Stop { why },
+                };
+            }
+            Next::Launch(p) => p,
+        };
+        let mut pending = Vec::new();
+        let mut fresh = 0;
+        for p in props {
+            let inside = p.point.len() == space.knobs.len()
+                && p.point
+                    .iter()
+                    .zip(&space.knobs)
+                    .all(|(&i, k)| i < k.values.len());
+            if !inside {
+                // A strategy's bug must not launch nonsense or loop: the tune ends, saying so.
+                return Path {
+                    done,
+                    next: Next::Stop {
+                        why: format!(
+                            "the strategy proposed {:?}, which is not a point of the space",
+                            p.point
+                        ),
+                    },
+                };
+            }
+            if seen.iter().any(|o| o.point == p.point) {
+                continue;
+            }
+            if fresh >= left {
+                break;
+            }
+            fresh += 1;
+            let name = guide::name(space, &p.point);
+            match observe(spec, space, &p.point, &rows) {
+                Some(outcome) => {
+                    seen.push(Observation {
+                        point: p.point.clone(),
+                        outcome: outcome.clone(),
+                    });
+                    done.push(Step {
+                        point: p.point,
+                        name,
+                        why: p.why,
+                        outcome: Some(outcome),
+                    });
+                }
+                None => pending.push(p),
+            }
+        }
+        if !pending.is_empty() {
+            return Path {
+                done,
+                next: Next::Launch(pending),
+            };
+        }
+        if fresh == 0 {
+            let why = if left == 0 {
+                "the launch budget is spent".to_string()
+            } else {
+                "the strategy proposed only configurations already measured".to_string()
+            };
+            return Path {
+                done,
+                next: Next::Stop { why },
+            };
+        }
+    }
+}
+
+/// One step's measurement in a few words, for the step log and decision.md.
+pub fn measured_text(spec: &SweepSpec, outcome: &Outcome) -> String {
+    match outcome {
+        Outcome::Failed { kind } => format!("failed ({kind})"),
+        Outcome::Measured {
+            score,
+            eligible,
+            why_not,
+            evidence,
+            ..
+        } => {
+            let (metric, value) = match &spec.objective {
+                Some(o) if o.goal == Goal::Minimize => (o.metric.as_str(), -score),
+                Some(o) => (o.metric.as_str(), *score),
+                None => ("score", *score),
+            };
+            let verdict = evidence.verdict.map_or("no verdict", |v| v.as_str());
+            let mut s = format!("{metric} {}, {verdict}", decision::num(value));
+            if let Some(u) = evidence.kv_usage_max {
+                s.push_str(&format!(", KV usage max {}", decision::num(u)));
+            }
+            if let Some(q) = evidence.queue_mean {
+                s.push_str(&format!(", queue mean {}", decision::num(q)));
+            }
+            if !eligible {
+                s.push_str(&format!("; not eligible: {why_not}"));
+            }
+            s
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+    use crate::tune::testing::{row, spec};
+
+    fn tuned() -> SweepSpec {
+        spec(
+            "workload: {concurrency: 8, requests: 8, input_tokens: 4, output_tokens: 4, vocab_size: 10}\nobjective: {maximize: output_tok_s, slo: {ttft_ms_p99: 1000}}\ntune:\n  knobs:\n    max_total_tokens: [2048, 8192]\n    schedule_conservativeness: [0.5, 1.0]\n  start: {max_total_tokens: 2048, schedule_conservativeness: 1.0}\n  launches: 3\n",
+        )
+    }
+
+    #[test]
+    fn rows_become_the_observation_of_their_configuration() {
+        let s = tuned();
+        let sp = space(s.tune.as_ref().unwrap());
+        assert_eq!(sp.start, vec![0, 1]);
+        let ok = row(&[
+            ("run_name", "mtt2048_sc1"),
+            ("status", "ok"),
+            ("phase", "measure"),
+            ("concurrency", "8"),
+            ("repeat", "1"),
+            ("param_max_total_tokens", "2048"),
+            ("param_schedule_conservativeness", "1"),
+            ("output_tok_s", "120"),
+            ("ttft_ms_p99", "4000"),
+            ("verdict", "kv_cache_bound"),
+            ("token_usage_max", "0.97"),
+            ("queue_req_mean", "12.5"),
+            (
+                "not_in_effect",
+                "`schedule_conservativeness` asked 1, in effect 0.3 (log)",
+            ),
+        ]);
+        let failed = row(&[
+            ("run_name", "mtt8192_sc1"),
+            ("status", "failed"),
+            ("failure_kind", "oom"),
+            ("param_max_total_tokens", "8192"),
+            ("param_schedule_conservativeness", "1.0"),
+        ]);
+        let rows = vec![&ok, &failed];
+        match observe(&s, &sp, &[0, 1], &rows) {
+            Some(Outcome::Measured {
+                score,
+                eligible,
+                why_not,
+                evidence,
+                not_in_effect,
+                ..
+            }) => {
+                assert_eq!(score, 120.0);
+                assert!(!eligible);
+                assert!(why_not.contains("ttft_ms_p99"), "{why_not}");
+                assert_eq!(evidence.verdict, Some(VerdictKind::KvCacheBound));
+                assert_eq!(evidence.kv_usage_max, Some(0.97));
+                assert_eq!(evidence.queue_mean, Some(12.5));
+                assert_eq!(evidence.offered, Some(8.0));
+                assert_eq!(not_in_effect, vec!["schedule_conservativeness".to_string()]);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            observe(&s, &sp, &[1, 1], &rows),
+            Some(Outcome::Failed { kind: "oom".into() })
+        );
+        assert_eq!(observe(&s, &sp, &[1, 0], &rows), None);
+    }
+
+    #[test]
+    fn with_a_max_load_search_the_evidence_is_that_of_the_load_judged() {
+        let s = spec(
+            "workload: {concurrency: 2, duration_s: 1, input_tokens: 4, output_tokens: 4, vocab_size: 10}\nobjective: {maximize: output_tok_s, slo: {ttft_ms_p99: 1000}}\nsearch: {max_load: {concurrency: {from: 2, to: 8}}}\ntune:\n  knobs:\n    max_total_tokens: [2048, 8192]\n  launches: 2\n",
+        );
+        let sp = space(s.tune.as_ref().unwrap());
+        let probe = |c: &str, pass: &str, ttft: &str, verdict: &str, queue: &str| {
+            row(&[
+                ("run_name", "mtt2048"),
+                ("status", "ok"),
+                ("phase", "probe"),
+                ("probe", pass),
+                ("concurrency", c),
+                ("repeat", "1"),
+                ("param_max_total_tokens", "2048"),
+                ("output_tok_s", "100"),
+                ("ttft_ms_p99", ttft),
+                ("verdict", verdict),
+                ("queue_req_mean", queue),
+            ])
+        };
+        let low = probe("2", "pass", "200", "compute_bound", "0");
+        let high = probe("4", "fail", "3000", "kv_cache_bound", "3");
+        match observe(&s, &sp, &[0], &[&low, &high]) {
+            Some(Outcome::Measured {
+                eligible, evidence, ..
+            }) => {
+                assert!(eligible);
+                assert_eq!(evidence.verdict, Some(VerdictKind::ComputeBound));
+                assert_eq!(evidence.offered, Some(2.0));
+                assert_eq!(evidence.queue_mean, Some(0.0));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn replay_starts_at_the_start_and_answers_it_from_its_rows() {
+        let s = tuned();
+        let sp = space(s.tune.as_ref().unwrap());
+        let nothing = replay(&s, &sp, 3, &[]);
+        assert!(nothing.done.is_empty());
+        match &nothing.next {
+            Next::Launch(p) => assert_eq!(p[0].point, sp.start),
+            other => panic!("{other:?}"),
+        }
+        // The start's launch was interrupted: it is launched again.
+        let interrupted = row(&[
+            ("status", "interrupted"),
+            ("param_max_total_tokens", "2048"),
+            ("param_schedule_conservativeness", "1"),
+        ]);
+        assert_eq!(replay(&s, &sp, 3, &[interrupted]).next, nothing.next);
+        let failed = row(&[
+            ("status", "failed"),
+            ("failure_kind", "startup_error"),
+            ("param_max_total_tokens", "2048"),
+            ("param_schedule_conservativeness", "1"),
+        ]);
+        let p = replay(&s, &sp, 3, &[failed]);
+        assert_eq!(p.done.len(), 1);
+        assert_eq!(p.done[0].name, "mtt2048_sc1");
+        assert_eq!(
+            p.done[0].outcome,
+            Some(Outcome::Failed {
+                kind: "startup_error".into()
+            })
+        );
+        // Whatever the strategy does next, it never exceeds the budget.
+        let zero = replay(&s, &sp, 0, &[]);
+        assert!(matches!(zero.next, Next::Stop { .. }));
+        assert!(zero.done.is_empty());
+    }
+}
