@@ -12,6 +12,7 @@ use crate::record::{Phase, RunStatus};
 use crate::report::decision as decision_md;
 use crate::report::table;
 use crate::run::deadline::Deadline;
+use crate::run::decision_file;
 use crate::run::finish::{self, ExitCode, Hook};
 use crate::tune::decision;
 use crate::util::{out, say};
@@ -93,7 +94,7 @@ fn decide(
     if interrupted {
         for p in [
             results.root.join("decision.md"),
-            results.root.join(DECISION_JSON),
+            results.root.join(decision_file::FILE),
         ] {
             if let Err(e) = std::fs::remove_file(&p) {
                 if e.kind() != std::io::ErrorKind::NotFound {
@@ -127,32 +128,13 @@ fn decide(
     Some(d)
 }
 
-/// The decision, typed, in the results folder: written by `write_decision`, read back only by
-/// `read_decision`.
-pub const DECISION_JSON: &str = "decision.json";
-
-/// decision.json read back as the `Decision` it was written from; `Ok(None)` when the folder
-/// has none (an interrupted sweep). A file this version cannot read (hand-edited, or written
-/// by a version whose decision had other fields) is an error naming the file.
-pub fn read_decision(root: &Path) -> Result<Option<decision::Decision>, crate::record::ReadError> {
-    let path = root.join(DECISION_JSON);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(crate::record::ReadError::io(&path, e)),
-    };
-    serde_json::from_str(&text)
-        .map(Some)
-        .map_err(|e| crate::record::ReadError::bad(&path, e))
-}
-
 /// decision.md (with the sections the renderer of the decision does not know: the same
 /// servers in effect, what a deadline left unmeasured) and decision.json, and the summary
 /// after the table.
 fn write_decision(d: &decision::Decision, rows: &[rows::Row], extra: &str, results: &ResultsDir) {
     let md = decision_md::render_md(d) + &crate::report::effective::decision_section(rows) + extra;
     let written = store::write_atomic(&results.root.join("decision.md"), md.as_bytes())
-        .and_then(|_| store::write_json(&results.root.join(DECISION_JSON), d));
+        .and_then(|_| decision_file::write(&results.root, d));
     if let Err(e) = written {
         say(&format!("warning: cannot write the decision: {e}"));
     }
@@ -359,23 +341,5 @@ pub fn conclude_decided(
         (ExitCode::RunsFailed, decided)
     } else {
         (ExitCode::Ok, decided)
-    }
-}
-
-#[cfg(test)]
-mod decision_file_tests {
-    use super::*;
-
-    /// No file is no decision; a file this version cannot read is an error naming it, not a
-    /// decision made up of defaults. (The round trip of a real decision: report/table.rs.)
-    #[test]
-    fn decision_json_absent_or_unreadable_is_said_plainly() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        assert!(matches!(read_decision(dir.path()), Ok(None)));
-        std::fs::write(dir.path().join(DECISION_JSON), r#"{"sweep": "s"}"#).expect("write");
-        let e = read_decision(dir.path())
-            .expect_err("missing fields")
-            .to_string();
-        assert!(e.contains("decision.json"), "{e}");
     }
 }

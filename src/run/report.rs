@@ -127,7 +127,7 @@ pub fn read_sweep(p: &Path) -> Result<Sweep, ReadError> {
     };
     // What the table stars: decision.json's picks; without one (an interrupted sweep), the
     // leader so far by the same rule, from the folder's objective.
-    s.decision_marks = match crate::run::conclude::read_decision(&root) {
+    s.decision_marks = match crate::run::decision_file::read(&root) {
         Ok(Some(d)) => Some(crate::report::table::DecisionMarks::of(&d)),
         read => {
             if let Err(e) = read {
