@@ -8,8 +8,22 @@
 //! (`plan/` reads the `tune:` section into a `Space`, `run/` turns rows into `Observation`s and
 //! each `Proposal` into a launch).
 //!
-//! PLACEHOLDER (being replaced in this same session): `next` below only launches the start and
-//! then stops; the evidence-guided strategy replaces its body, not its signature.
+//! The strategy (docs/methodology.md, "The guided tune"): the start first; then, from the
+//! leader (or the start while nothing leads), the leader's verdict names the knobs to turn
+//! (`rules`: KV capacity when the pool is full, the scheduler caps when a queue waits with KV
+//! to spare, fewer admissions or more capacity against retractions, larger CUDA graphs); when
+//! no rule's move is left, or the verdict asks for none (compute bound), a coordinate search
+//! tries the leader's neighbours on the remaining knobs. A failed launch makes that direction
+//! on its knob a cliff, an ineligible one bans the knob value, a knob not in effect or without
+//! a response beyond the noise is dropped (`state`). Long moves first, then one value
+//! (`step`). A client-bound leader stops the tune: the client, not the server, is the limit.
+
+mod rules;
+mod state;
+mod step;
+
+use rules::Dir;
+use state::{Dropped, State};
 
 use crate::observe::diagnose::VerdictKind;
 use crate::plan::flags::ParamValue;
@@ -105,15 +119,221 @@ pub fn next(space: &Space, seen: &[Observation], launches_left: usize) -> Next {
             why: "the launch budget is spent".to_string(),
         };
     }
-    if seen.iter().any(|o| o.point == space.start) {
+    if !seen.iter().any(|o| o.point == space.start) {
+        if space.start.len() != space.knobs.len()
+            || space
+                .knobs
+                .iter()
+                .zip(&space.start)
+                .any(|(k, &i)| i >= k.values.len())
+        {
+            return Next::Stop {
+                why: "the start is not a point of the space".to_string(),
+            };
+        }
+        return Next::Launch(vec![Proposal {
+            point: space.start.clone(),
+            why: "the start".to_string(),
+        }]);
+    }
+    let st = State::read(space, seen);
+    // Step from the leader; while nothing leads (the start failed or is ineligible), from the
+    // start, whose evidence still says what limited it.
+    let base_i = leader(space, seen)
+        .or_else(|| seen.iter().position(|o| o.point == space.start))
+        .unwrap_or(0);
+    let base = &seen[base_i];
+    let evidence = match &base.outcome {
+        Outcome::Measured { evidence, .. } => Some(evidence),
+        Outcome::Failed { .. } => None,
+    };
+    let verdict = evidence.and_then(|e| e.verdict);
+    let head = format!("{}: {}", name(space, &base.point), said(&base.outcome));
+    if verdict == Some(VerdictKind::ClientBound) {
         return Next::Stop {
-            why: "placeholder strategy: only the start is launched".to_string(),
+            why: format!(
+                "{head}: the client is the limit (the server had room it did not fill): raise the load's concurrency or rate, not the server's knobs"
+            ),
         };
     }
-    Next::Launch(vec![Proposal {
-        point: space.start.clone(),
-        why: "the start".to_string(),
-    }])
+    // The verdict's own moves, most wanted first: the leader's, then those of the launches
+    // within noise of it (ordered by score), since the strategy cannot tell those from the
+    // leader and their evidence may name the next limit (a larger running cap that measured
+    // within noise of the leader, but whose pool is now full, asks for more KV).
+    if let Some(n) = rule_moves(space, &st, base) {
+        return n;
+    }
+    for tie in near_ties(seen, &st, base_i) {
+        if let Some(n) = rule_moves(space, &st, &seen[tie]) {
+            return n;
+        }
+    }
+    // The generic search: the leader's nearest allowed neighbour each way on each knob left.
+    let what = match verdict {
+        Some(VerdictKind::ComputeBound) => "compute bound, trade latency for throughput",
+        Some(v) if !rules::moves(v).is_empty() => "no rule's move left, the neighbours",
+        _ => "no rule for this verdict, the neighbours",
+    };
+    for (k, knob) in space.knobs.iter().enumerate() {
+        if st.dropped[k].is_some() || rules::generic_skips(verdict, &knob.key) {
+            continue;
+        }
+        for dir in [Dir::Up, Dir::Down] {
+            let first = step::order(&st, k, knob.values.len(), base.point[k], dir, false)
+                .first()
+                .copied();
+            if let Some(n) = first.and_then(|to| propose(space, &st, base, k, to, what)) {
+                return n;
+            }
+        }
+    }
+    Next::Stop {
+        why: stop_reason(space, &st, &head),
+    }
+}
+
+/// The verdict of a measured launch.
+fn verdict_of(o: &Observation) -> Option<VerdictKind> {
+    match &o.outcome {
+        Outcome::Measured { evidence, .. } => evidence.verdict,
+        Outcome::Failed { .. } => None,
+    }
+}
+
+/// The eligible measured launches other than `lead` whose score is within noise of its score,
+/// best first (ties in score by launch order).
+fn near_ties(seen: &[Observation], st: &State, lead: usize) -> Vec<usize> {
+    let score = |o: &Observation| match o.outcome {
+        Outcome::Measured {
+            score,
+            eligible: true,
+            ..
+        } => Some(score),
+        _ => None,
+    };
+    let Some(best) = seen.get(lead).and_then(score) else {
+        return Vec::new();
+    };
+    let mut ties: Vec<(usize, f64)> = seen
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| i != lead)
+        .filter_map(|(i, o)| score(o).map(|s| (i, s)))
+        .filter(|&(_, s)| !state::differs(s, best, st.noise))
+        .collect();
+    ties.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    ties.into_iter().map(|(i, _)| i).collect()
+}
+
+/// The first unlaunched move that `base`'s verdict asks for, if any.
+fn rule_moves(space: &Space, st: &State, base: &Observation) -> Option<Next> {
+    let verdict = verdict_of(base)?;
+    for mv in rules::moves(verdict) {
+        let Some(k) = space.knobs.iter().position(|kn| kn.key == mv.key) else {
+            continue;
+        };
+        if st.dropped[k] == Some(Dropped::NotInEffect) {
+            continue;
+        }
+        let len = space.knobs[k].values.len();
+        for to in step::order(st, k, len, *base.point.get(k)?, mv.dir, mv.long) {
+            if let Some(n) = propose(space, st, base, k, to, mv.what) {
+                return Some(n);
+            }
+        }
+    }
+    None
+}
+
+/// `base` with knob `k` at value `to`, unless that point was launched already.
+fn propose(
+    space: &Space,
+    st: &State,
+    base: &Observation,
+    k: usize,
+    to: usize,
+    what: &str,
+) -> Option<Next> {
+    let mut p = base.point.clone();
+    let from = *p.get(k)?;
+    *p.get_mut(k)? = to;
+    if st.seen.contains(&p) {
+        return None;
+    }
+    let knob = space.knobs.get(k)?;
+    let why = format!(
+        "{}: {} → {what}: {} {} → {}",
+        name(space, &base.point),
+        said(&base.outcome),
+        knob.key,
+        knob.values.get(from)?,
+        knob.values.get(to)?
+    );
+    Some(Next::Launch(vec![Proposal { point: p, why }]))
+}
+
+/// What the evidence of a launch said, for the step log: the verdict and its numbers, e.g.
+/// `kv_cache_bound (usage 0.93, 18.8 queued, 5.8 running of 32)`.
+fn said(outcome: &Outcome) -> String {
+    let (evidence, eligible, why_not) = match outcome {
+        Outcome::Failed { kind } => return format!("failed ({kind})"),
+        Outcome::Measured {
+            evidence,
+            eligible,
+            why_not,
+            ..
+        } => (evidence, *eligible, why_not),
+    };
+    let mut nums = Vec::new();
+    if let Some(u) = evidence.kv_usage_max {
+        nums.push(format!("usage {u:.2}"));
+    }
+    if let Some(q) = evidence.queue_mean {
+        nums.push(format!("{q:.1} queued"));
+    }
+    match (evidence.running_mean, evidence.offered) {
+        (Some(r), Some(o)) => nums.push(format!("{r:.1} running of {o}")),
+        (Some(r), None) => nums.push(format!("{r:.1} running")),
+        _ => {}
+    }
+    if let Some(n) = evidence.retractions.filter(|&n| n > 0) {
+        nums.push(format!("{n} retractions"));
+    }
+    if !eligible {
+        nums.push(format!("ineligible: {why_not}"));
+    }
+    let verdict = evidence.verdict.map_or("no verdict", VerdictKind::as_str);
+    if nums.is_empty() {
+        verdict.to_string()
+    } else {
+        format!("{verdict} ({})", nums.join(", "))
+    }
+}
+
+/// Why the tune stops when no move is left: what closed each knob.
+fn stop_reason(space: &Space, st: &State, head: &str) -> String {
+    let keys = |d: Dropped| -> Vec<&str> {
+        space
+            .knobs
+            .iter()
+            .zip(&st.dropped)
+            .filter(|(_, x)| **x == Some(d))
+            .map(|(k, _)| k.key.as_str())
+            .collect()
+    };
+    let mut why = format!(
+        "{head}: no step from the leader is left to beat it beyond the noise (±{:.0}%): every rule's move and every neighbour is launched, banned or over a cliff",
+        st.noise * 100.0
+    );
+    let flat = keys(Dropped::NoResponse);
+    if !flat.is_empty() {
+        why.push_str(&format!("; no response within noise: {}", flat.join(", ")));
+    }
+    let off = keys(Dropped::NotInEffect);
+    if !off.is_empty() {
+        why.push_str(&format!("; not in effect: {}", off.join(", ")));
+    }
+    why
 }
 
 /// The index in `seen` of the best eligible measured launch, if any.
