@@ -307,7 +307,8 @@ struct Summary {
     leader_ok: usize,
 }
 
-fn run(base: u64, sp: &Space, grid: &[Point], verbose: bool) -> Summary {
+/// `verbose`: print every seed's line; `misses`: print those of the seeds that missed.
+fn run(base: u64, sp: &Space, grid: &[Point], verbose: bool, misses: bool) -> Summary {
     let mut launches_to_reach = Vec::new();
     let (mut reached, mut random_at_within, mut leader_ok) = (0, 0, 0);
     for i in 0..SEEDS {
@@ -328,7 +329,8 @@ fn run(base: u64, sp: &Space, grid: &[Point], verbose: bool) -> Summary {
         if random_reaches(grid, sp, &s, opt, WITHIN, seed) {
             random_at_within += 1;
         }
-        if verbose {
+        let missed = !t.reached.is_some_and(|r| r <= WITHIN);
+        if verbose || (misses && missed) {
             println!(
                 "  seed {seed}: reached at launch {}, {} launches in all, leader within 5%: {}; stop: {}",
                 t.reached.map_or("never".into(), |r| r.to_string()),
@@ -365,7 +367,7 @@ fn main() {
     let verbose = std::env::args().any(|a| a == "--bench");
     let mut checks: Vec<Check> = Vec::new();
 
-    let s = run(1, &sp, &grid, verbose);
+    let s = run(1, &sp, &grid, verbose, false);
     // What a pre-flight prune leaves of the grid: the values above the burst's threshold go.
     let pruned = grid
         .iter()
@@ -400,7 +402,7 @@ fn main() {
         s.reached as f64 - 1.0,
     );
     for base in [1001, 2001, 3001] {
-        let r = run(base, &sp, &grid, false);
+        let r = run(base, &sp, &grid, false, verbose);
         println!(
             "robustness, seeds {base}..{}: reached {}/{SEEDS} within {WITHIN}; median {}, max {}; random {}/{SEEDS}",
             base + SEEDS - 1,

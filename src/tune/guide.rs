@@ -143,11 +143,7 @@ pub fn next(space: &Space, seen: &[Observation], launches_left: usize) -> Next {
         .or_else(|| seen.iter().position(|o| o.point == space.start))
         .unwrap_or(0);
     let base = &seen[base_i];
-    let evidence = match &base.outcome {
-        Outcome::Measured { evidence, .. } => Some(evidence),
-        Outcome::Failed { .. } => None,
-    };
-    let verdict = evidence.and_then(|e| e.verdict);
+    let verdict = verdict_of(base);
     let head = format!("{}: {}", name(space, &base.point), said(&base.outcome));
     if verdict == Some(VerdictKind::ClientBound) {
         return Next::Stop {
@@ -171,7 +167,7 @@ pub fn next(space: &Space, seen: &[Observation], launches_left: usize) -> Next {
     // The generic search: the leader's nearest allowed neighbour each way on each knob left.
     let what = match verdict {
         Some(VerdictKind::ComputeBound) => "compute bound, trade latency for throughput",
-        Some(v) if !rules::moves(v).is_empty() => "no rule's move left, the neighbours",
+        Some(v) if !rules::moves(v, None).is_empty() => "no rule's move left, the neighbours",
         _ => "no rule for this verdict, the neighbours",
     };
     for (k, knob) in space.knobs.iter().enumerate() {
@@ -194,14 +190,20 @@ pub fn next(space: &Space, seen: &[Observation], launches_left: usize) -> Next {
 
 /// The verdict of a measured launch.
 fn verdict_of(o: &Observation) -> Option<VerdictKind> {
+    evidence_of(o).and_then(|e| e.verdict)
+}
+
+fn evidence_of(o: &Observation) -> Option<&Evidence> {
     match &o.outcome {
-        Outcome::Measured { evidence, .. } => evidence.verdict,
+        Outcome::Measured { evidence, .. } => Some(evidence),
         Outcome::Failed { .. } => None,
     }
 }
 
-/// The eligible measured launches other than `lead` whose score is within noise of its score,
-/// best first (ties in score by launch order).
+/// The eligible measured launches other than `lead` whose score is within noise of its score
+/// and whose verdict differs from its verdict (one with the same verdict would ask for the
+/// same moves again, each a launch, and spend the budget on the noise), best first (ties in
+/// score by launch order).
 fn near_ties(seen: &[Observation], st: &State, lead: usize) -> Vec<usize> {
     let score = |o: &Observation| match o.outcome {
         Outcome::Measured {
@@ -217,9 +219,10 @@ fn near_ties(seen: &[Observation], st: &State, lead: usize) -> Vec<usize> {
     let mut ties: Vec<(usize, f64)> = seen
         .iter()
         .enumerate()
-        .filter(|&(i, _)| i != lead)
+        .filter(|&(i, o)| i != lead && verdict_of(o) != verdict_of(&seen[lead]))
         .filter_map(|(i, o)| score(o).map(|s| (i, s)))
-        .filter(|&(_, s)| !state::differs(s, best, st.noise))
+        // Two launches each within `noise` of their truth differ by up to √2 × that.
+        .filter(|&(_, s)| !state::differs(s, best, st.noise * std::f64::consts::SQRT_2))
         .collect();
     ties.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     ties.into_iter().map(|(i, _)| i).collect()
@@ -228,7 +231,8 @@ fn near_ties(seen: &[Observation], st: &State, lead: usize) -> Vec<usize> {
 /// The first unlaunched move that `base`'s verdict asks for, if any.
 fn rule_moves(space: &Space, st: &State, base: &Observation) -> Option<Next> {
     let verdict = verdict_of(base)?;
-    for mv in rules::moves(verdict) {
+    let usage = evidence_of(base).and_then(|e| e.kv_usage_max);
+    for mv in rules::moves(verdict, usage) {
         let Some(k) = space.knobs.iter().position(|kn| kn.key == mv.key) else {
             continue;
         };
@@ -236,7 +240,11 @@ fn rule_moves(space: &Space, st: &State, base: &Observation) -> Option<Next> {
             continue;
         }
         let len = space.knobs[k].values.len();
-        for to in step::order(st, k, len, *base.point.get(k)?, mv.dir, mv.long) {
+        let order = step::order(st, k, len, *base.point.get(k)?, mv.dir, mv.long);
+        // A short move is the next value or nothing: walking on past a launched neighbour
+        // would turn "a little less" into "much less".
+        let take = if mv.long { order.len() } else { 1 };
+        for to in order.into_iter().take(take) {
             if let Some(n) = propose(space, st, base, k, to, mv.what) {
                 return Some(n);
             }

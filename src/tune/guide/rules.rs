@@ -49,9 +49,12 @@ fn more_kv() -> Vec<Move> {
         .collect()
 }
 
-/// The moves a verdict asks for, most wanted first. `None` for a verdict that asks for none
-/// of its own (compute bound, unknown): the generic search decides.
-pub fn moves(verdict: VerdictKind) -> Vec<Move> {
+/// KV usage at or above which the pool counts as full: admitting more cannot help then.
+pub const FULL_KV: f64 = 0.9;
+
+/// The moves a verdict asks for, most wanted first, given the launch's peak KV usage. Empty for
+/// a verdict that asks for none of its own (compute bound, unknown): the generic search decides.
+pub fn moves(verdict: VerdictKind, kv_usage: Option<f64>) -> Vec<Move> {
     let m = |key, dir, long, what| Move {
         key,
         dir,
@@ -60,21 +63,31 @@ pub fn moves(verdict: VerdictKind) -> Vec<Move> {
     };
     match verdict {
         VerdictKind::KvCacheBound => more_kv(),
-        VerdictKind::QueueWithSpareKv => vec![
-            m(
+        VerdictKind::QueueWithSpareKv => {
+            let mut v = vec![m(
                 "max_running_requests",
                 Dir::Up,
                 true,
                 "lift the scheduler cap",
-            ),
-            m("schedule_conservativeness", Dir::Down, false, "admit more"),
-            m(
+            )];
+            // A less conservative admission fills a pool that has room; with the pool (nearly)
+            // full the queue waits on the running cap, and this would only add retractions.
+            if kv_usage.is_none_or(|u| u < FULL_KV) {
+                v.push(m(
+                    "schedule_conservativeness",
+                    Dir::Down,
+                    false,
+                    "admit more",
+                ));
+            }
+            v.push(m(
                 "chunked_prefill_size",
                 Dir::Up,
                 true,
                 "lift the scheduler cap",
-            ),
-        ],
+            ));
+            v
+        }
         VerdictKind::RetractionChurn => {
             let mut v = vec![
                 m("max_running_requests", Dir::Down, false, "admit fewer"),
@@ -108,7 +121,7 @@ mod tests {
 
     #[test]
     fn kv_cache_bound_asks_for_kv_capacity_first_by_the_memory_fraction() {
-        let v = moves(VerdictKind::KvCacheBound);
+        let v = moves(VerdictKind::KvCacheBound, None);
         assert_eq!(v[0].key, "mem_fraction_static");
         assert!(
             v.iter()
@@ -119,18 +132,26 @@ mod tests {
 
     #[test]
     fn a_queue_with_spare_kv_lifts_the_running_cap_and_churn_lowers_it() {
-        let q = moves(VerdictKind::QueueWithSpareKv);
+        let q = moves(VerdictKind::QueueWithSpareKv, Some(0.5));
         assert_eq!((q[0].key, q[0].dir), ("max_running_requests", Dir::Up));
-        let c = moves(VerdictKind::RetractionChurn);
+        assert_eq!(
+            (q[1].key, q[1].dir),
+            ("schedule_conservativeness", Dir::Down)
+        );
+        // With the pool full, admitting more is no move.
+        let full = moves(VerdictKind::QueueWithSpareKv, Some(FULL_KV));
+        assert!(full.iter().all(|m| m.key != "schedule_conservativeness"));
+        assert_eq!(full.len(), q.len() - 1);
+        let c = moves(VerdictKind::RetractionChurn, None);
         assert_eq!((c[0].key, c[0].dir), ("max_running_requests", Dir::Down));
         assert_eq!((c[1].key, c[1].dir), ("schedule_conservativeness", Dir::Up));
         assert!(
             c.iter()
                 .any(|m| m.key == "mem_fraction_static" && m.dir == Dir::Up)
         );
-        let g = moves(VerdictKind::CudaGraphLimited);
+        let g = moves(VerdictKind::CudaGraphLimited, None);
         assert_eq!((g[0].key, g[0].dir), ("cuda_graph_max_bs", Dir::Up));
-        assert!(moves(VerdictKind::ComputeBound).is_empty());
+        assert!(moves(VerdictKind::ComputeBound, None).is_empty());
     }
 
     #[test]
