@@ -329,7 +329,7 @@ fn run(base: u64, sp: &Space, grid: &[Point], verbose: bool, misses: bool) -> Su
         if random_reaches(grid, sp, &s, opt, WITHIN, seed) {
             random_at_within += 1;
         }
-        let missed = !t.reached.is_some_and(|r| r <= WITHIN);
+        let missed = t.reached.is_none_or(|r| r > WITHIN);
         if verbose || (misses && missed) {
             println!(
                 "  seed {seed}: reached at launch {}, {} launches in all, leader within 5%: {}; stop: {}",
