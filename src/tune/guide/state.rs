@@ -170,3 +170,93 @@ impl State {
         self.ceiling[k].is_none_or(|c| idx < c) && self.floor[k].is_none_or(|f| idx > f)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Evidence, Knob};
+    use super::*;
+    use crate::plan::flags::ParamValue;
+
+    fn space() -> Space {
+        let k = |key: &str| Knob {
+            key: key.into(),
+            values: (0..4).map(ParamValue::Int).collect(),
+        };
+        Space {
+            knobs: vec![k("a"), k("b")],
+            start: vec![1, 1],
+        }
+    }
+
+    fn m(point: Point, score: f64, eligible: bool) -> Observation {
+        Observation {
+            point,
+            outcome: Outcome::Measured {
+                score,
+                cv: None,
+                eligible,
+                why_not: String::new(),
+                evidence: Evidence::default(),
+                not_in_effect: vec![],
+            },
+        }
+    }
+
+    #[test]
+    fn single_change_names_the_one_knob_that_differs() {
+        assert_eq!(single_change(&vec![1, 1], &vec![1, 2]), Some(1));
+        assert_eq!(single_change(&vec![1, 1], &vec![0, 1]), Some(0));
+        assert_eq!(single_change(&vec![1, 1], &vec![1, 1]), None);
+        assert_eq!(single_change(&vec![1, 1], &vec![2, 2]), None);
+        assert_eq!(single_change(&vec![1, 1], &vec![1]), None);
+    }
+
+    #[test]
+    fn differs_is_beyond_the_relative_noise() {
+        assert!(!differs(105.0, 100.0, 0.05));
+        assert!(differs(105.1, 100.0, 0.05));
+        assert!(differs(94.9, 100.0, 0.05));
+        assert!(!differs(-105.0, -100.0, 0.05));
+    }
+
+    #[test]
+    fn a_parent_is_the_leader_before_or_else_the_latest_one_knob_away() {
+        let sp = space();
+        let seen = vec![
+            m(vec![1, 1], 100.0, true),
+            m(vec![2, 1], 120.0, true),
+            m(vec![2, 2], 90.0, true),
+            // Two knobs from the leader [2, 1], one from [1, 1] and from [2, 2]: the latest.
+            m(vec![1, 2], 90.0, true),
+        ];
+        assert_eq!(parent(&sp, &seen, 0), None);
+        assert_eq!(parent(&sp, &seen, 1), Some((0, 0)));
+        assert_eq!(parent(&sp, &seen, 2), Some((1, 1)));
+        assert_eq!(parent(&sp, &seen, 3), Some((2, 0)));
+        assert_eq!(parent(&sp, &seen, 9), None);
+    }
+
+    #[test]
+    fn an_ineligible_launch_bans_its_value_and_failures_keep_the_nearest_cliff() {
+        let sp = space();
+        let fail = |point: Point| Observation {
+            point,
+            outcome: Outcome::Failed { kind: "oom".into() },
+        };
+        let seen = vec![
+            m(vec![1, 1], 100.0, true),
+            m(vec![1, 2], 100.0, false),
+            fail(vec![3, 1]),
+            fail(vec![2, 1]),
+            fail(vec![0, 1]),
+        ];
+        let st = State::read(&sp, &seen);
+        assert_eq!(st.banned[1].iter().copied().collect::<Vec<_>>(), vec![2]);
+        assert!(st.banned[0].is_empty());
+        assert_eq!((st.ceiling[0], st.floor[0]), (Some(2), Some(0)));
+        assert!(st.allowed(0, 1) && !st.allowed(0, 2) && !st.allowed(0, 0));
+        assert!(!st.allowed(1, 2) && st.allowed_side(1, 2) && st.allowed(1, 3));
+        // An ineligible change is not a response: the knob stays in.
+        assert_eq!(st.dropped, vec![None, None]);
+    }
+}

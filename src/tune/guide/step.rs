@@ -36,3 +36,42 @@ pub fn order(st: &State, k: usize, len: usize, from: usize, dir: Dir, long: bool
     side.retain(|&i| st.allowed(k, i));
     side
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    fn st(ceiling: Option<usize>, floor: Option<usize>, banned: &[usize]) -> State {
+        State {
+            noise: 0.05,
+            seen: BTreeSet::new(),
+            banned: vec![banned.iter().copied().collect()],
+            ceiling: vec![ceiling],
+            floor: vec![floor],
+            dropped: vec![None],
+        }
+    }
+
+    #[test]
+    fn a_long_move_goes_half_way_then_nearer_then_farther() {
+        let s = st(None, None, &[]);
+        // From 1 of 8: 2..=7 above (six), half way is the third (4).
+        assert_eq!(order(&s, 0, 8, 1, Dir::Up, true), vec![4, 3, 5, 2, 6, 7]);
+        assert_eq!(order(&s, 0, 8, 1, Dir::Up, false), vec![2, 3, 4, 5, 6, 7]);
+        assert_eq!(order(&s, 0, 8, 6, Dir::Down, true), vec![3, 4, 2, 5, 1, 0]);
+        assert_eq!(order(&s, 0, 8, 7, Dir::Up, true), Vec::<usize>::new());
+        assert_eq!(order(&s, 0, 8, 6, Dir::Up, true), vec![7]);
+    }
+
+    #[test]
+    fn a_cliff_is_a_wall_and_a_banned_value_a_hole() {
+        let s = st(Some(5), Some(1), &[3]);
+        assert_eq!(order(&s, 0, 8, 2, Dir::Up, false), vec![4]);
+        assert_eq!(order(&s, 0, 8, 2, Dir::Down, false), Vec::<usize>::new());
+        assert_eq!(order(&s, 0, 8, 4, Dir::Down, false), vec![2]);
+        // The half way point is measured before the banned value is taken out.
+        let s = st(None, None, &[4]);
+        assert_eq!(order(&s, 0, 8, 1, Dir::Up, true), vec![3, 5, 2, 6, 7]);
+    }
+}
