@@ -1,0 +1,173 @@
+//! What each verdict asks of the knobs (issue 26): an ordered list of moves, in the tuner's own
+//! knob names (the keys as in `configs:`), so the rules hold for any engine whose keys they are.
+//! A move whose knob is not in the space is simply skipped by the caller.
+
+use crate::observe::diagnose::VerdictKind;
+
+/// Which way a move turns its knob, in the order of the knob's values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dir {
+    Up,
+    Down,
+}
+
+/// One move a rule asks for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Move {
+    pub key: &'static str,
+    pub dir: Dir,
+    /// A long move: the evidence says "more" of a resource whose range may be wide, so the
+    /// first step goes half way to the end of the range (or to the cliff found) and the
+    /// following ones halve again. A short move is one value (a list's next entry, or "a
+    /// little less admission").
+    pub long: bool,
+    /// What the move is for, for the step log ("more KV", "admit fewer").
+    pub what: &'static str,
+}
+
+/// The KV capacity knobs, in the order the rules try them: the memory fraction first (no
+/// quality risk, no speed cost until the cliff), then the hierarchical cache, then a smaller KV
+/// dtype (gated by the quality guard: a value that fails it is banned), then the token cap.
+pub const KV_KNOBS: [&str; 5] = [
+    "mem_fraction_static",
+    "hicache_size",
+    "hicache_ratio",
+    "kv_cache_dtype",
+    "max_total_tokens",
+];
+
+fn more_kv() -> Vec<Move> {
+    KV_KNOBS
+        .iter()
+        .map(|&key| Move {
+            key,
+            dir: Dir::Up,
+            // A dtype list is not ordered by size beyond "auto first": one entry at a time.
+            long: key != "kv_cache_dtype",
+            what: "more KV",
+        })
+        .collect()
+}
+
+/// KV usage at or above which the pool counts as full: admitting more cannot help then.
+pub const FULL_KV: f64 = 0.9;
+
+/// The moves a verdict asks for, most wanted first, given the launch's peak KV usage. Empty for
+/// a verdict that asks for none of its own (compute bound, unknown): the generic search decides.
+pub fn moves(verdict: VerdictKind, kv_usage: Option<f64>) -> Vec<Move> {
+    let m = |key, dir, long, what| Move {
+        key,
+        dir,
+        long,
+        what,
+    };
+    match verdict {
+        VerdictKind::KvCacheBound => more_kv(),
+        VerdictKind::QueueWithSpareKv => {
+            let mut v = vec![m(
+                "max_running_requests",
+                Dir::Up,
+                true,
+                "lift the scheduler cap",
+            )];
+            // A less conservative admission fills a pool that has room; with the pool (nearly)
+            // full the queue waits on the running cap, and this would only add retractions.
+            if kv_usage.is_none_or(|u| u < FULL_KV) {
+                v.push(m(
+                    "schedule_conservativeness",
+                    Dir::Down,
+                    false,
+                    "admit more",
+                ));
+            }
+            v.push(m(
+                "chunked_prefill_size",
+                Dir::Up,
+                true,
+                "lift the scheduler cap",
+            ));
+            v
+        }
+        VerdictKind::RetractionChurn => {
+            let mut v = vec![
+                m("max_running_requests", Dir::Down, false, "admit fewer"),
+                m("schedule_conservativeness", Dir::Up, false, "admit fewer"),
+            ];
+            v.extend(more_kv().into_iter().map(|mv| Move {
+                what: "more KV against retractions",
+                ..mv
+            }));
+            v
+        }
+        VerdictKind::CudaGraphLimited => vec![m(
+            "cuda_graph_max_bs",
+            Dir::Up,
+            true,
+            "capture larger batches",
+        )],
+        VerdictKind::ClientBound | VerdictKind::ComputeBound | VerdictKind::Unknown => vec![],
+    }
+}
+
+/// Whether the generic search leaves knob `key` alone under `verdict`: once compute bound,
+/// more KV capacity buys nothing, so only the knobs that trade latency for throughput remain.
+pub fn generic_skips(verdict: Option<VerdictKind>, key: &str) -> bool {
+    verdict == Some(VerdictKind::ComputeBound) && KV_KNOBS.contains(&key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kv_cache_bound_asks_for_kv_capacity_first_by_the_memory_fraction() {
+        let v = moves(VerdictKind::KvCacheBound, None);
+        assert_eq!(v[0].key, "mem_fraction_static");
+        assert!(
+            v.iter()
+                .all(|m| m.dir == Dir::Up && KV_KNOBS.contains(&m.key))
+        );
+        assert!(!v.iter().find(|m| m.key == "kv_cache_dtype").unwrap().long);
+    }
+
+    #[test]
+    fn a_queue_with_spare_kv_lifts_the_running_cap_and_churn_lowers_it() {
+        let q = moves(VerdictKind::QueueWithSpareKv, Some(0.5));
+        assert_eq!((q[0].key, q[0].dir), ("max_running_requests", Dir::Up));
+        assert_eq!(
+            (q[1].key, q[1].dir),
+            ("schedule_conservativeness", Dir::Down)
+        );
+        // With the pool full, admitting more is no move.
+        let full = moves(VerdictKind::QueueWithSpareKv, Some(FULL_KV));
+        assert!(full.iter().all(|m| m.key != "schedule_conservativeness"));
+        assert_eq!(full.len(), q.len() - 1);
+        let c = moves(VerdictKind::RetractionChurn, None);
+        assert_eq!((c[0].key, c[0].dir), ("max_running_requests", Dir::Down));
+        assert_eq!((c[1].key, c[1].dir), ("schedule_conservativeness", Dir::Up));
+        assert!(
+            c.iter()
+                .any(|m| m.key == "mem_fraction_static" && m.dir == Dir::Up)
+        );
+        let g = moves(VerdictKind::CudaGraphLimited, None);
+        assert_eq!((g[0].key, g[0].dir), ("cuda_graph_max_bs", Dir::Up));
+        assert!(moves(VerdictKind::ComputeBound, None).is_empty());
+    }
+
+    #[test]
+    fn compute_bound_leaves_the_capacity_knobs_out_of_the_generic_search() {
+        assert!(generic_skips(
+            Some(VerdictKind::ComputeBound),
+            "mem_fraction_static"
+        ));
+        assert!(!generic_skips(
+            Some(VerdictKind::ComputeBound),
+            "chunked_prefill_size"
+        ));
+        assert!(!generic_skips(
+            Some(VerdictKind::KvCacheBound),
+            "mem_fraction_static"
+        ));
+        assert!(!generic_skips(None, "mem_fraction_static"));
+    }
+}

@@ -1,0 +1,262 @@
+//! What the launches so far say about the space, derived afresh from `seen` on every call (no
+//! state kept between calls, so `resume` replays a tune to the same path): the noise, which
+//! knob each launch changed, the cliffs, the banned values, and the knobs dropped.
+
+use std::collections::BTreeSet;
+
+use super::{Observation, Outcome, Point, Space};
+
+/// The relative noise assumed when no launch reported its coefficient of variation.
+pub const DEFAULT_NOISE: f64 = 0.05;
+
+/// Why a knob is not turned any more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dropped {
+    /// The effective-arguments check found it not in effect: the server ignores it, so no
+    /// rule and no search turns it.
+    NotInEffect,
+    /// Changing it alone moved the score by no more than the noise, and no change of it ever
+    /// moved it beyond: the generic search leaves it (a rule still may, when the evidence names
+    /// it as the limit, because a knob flat under one limit can matter under another: a larger
+    /// `max_running_requests` does nothing while the KV pool is full).
+    NoResponse,
+}
+
+/// The launches so far, read for the strategy.
+#[derive(Debug, Clone)]
+pub struct State {
+    /// Relative noise: 2 × the pooled (root-mean-square) cv of the launches that reported one,
+    /// else [`DEFAULT_NOISE`]. A difference within it is no difference.
+    pub noise: f64,
+    pub seen: BTreeSet<Point>,
+    /// Per knob, the value indices never to try again (they made a point ineligible).
+    pub banned: Vec<BTreeSet<usize>>,
+    /// Per knob, the lowest index that failed going up: that index and above are a cliff.
+    pub ceiling: Vec<Option<usize>>,
+    /// Per knob, the highest index that failed going down: that index and below are a cliff.
+    pub floor: Vec<Option<usize>>,
+    pub dropped: Vec<Option<Dropped>>,
+}
+
+/// The one knob where `a` and `b` differ, if exactly one does.
+pub fn single_change(a: &Point, b: &Point) -> Option<usize> {
+    if a.len() != b.len() {
+        return None;
+    }
+    let mut diff = a.iter().zip(b).enumerate().filter(|(_, (x, y))| x != y);
+    let first = diff.next()?.0;
+    if diff.next().is_some() {
+        return None;
+    }
+    Some(first)
+}
+
+/// The launch a launch stepped from: the leader of the launches before it when it differs from
+/// that in one knob (the strategy always steps from the leader), else the latest earlier
+/// measured launch that differs in one knob (a caller may have launched other points). With the
+/// knob that changed.
+pub fn parent(space: &Space, seen: &[Observation], i: usize) -> Option<(usize, usize)> {
+    let me = &seen.get(i)?.point;
+    let before = &seen[..i];
+    if let Some(l) = super::leader(space, before) {
+        if let Some(k) = single_change(&before[l].point, me) {
+            return Some((l, k));
+        }
+    }
+    before
+        .iter()
+        .enumerate()
+        .rev()
+        .filter(|(_, o)| matches!(o.outcome, Outcome::Measured { .. }))
+        .find_map(|(j, o)| single_change(&o.point, me).map(|k| (j, k)))
+}
+
+fn score_of(o: &Observation) -> Option<(f64, bool)> {
+    match o.outcome {
+        Outcome::Measured {
+            score, eligible, ..
+        } => Some((score, eligible)),
+        Outcome::Failed { .. } => None,
+    }
+}
+
+/// Whether `a` is beyond noise away from `b` (relative to `b`'s size).
+pub fn differs(a: f64, b: f64, noise: f64) -> bool {
+    (a - b).abs() > noise * b.abs().max(f64::MIN_POSITIVE)
+}
+
+impl State {
+    pub fn read(space: &Space, seen: &[Observation]) -> State {
+        let n = space.knobs.len();
+        let cvs: Vec<f64> = seen
+            .iter()
+            .filter_map(|o| match o.outcome {
+                Outcome::Measured { cv: Some(c), .. } if c.is_finite() && c >= 0.0 => Some(c),
+                _ => None,
+            })
+            .collect();
+        let noise = if cvs.is_empty() {
+            DEFAULT_NOISE
+        } else {
+            2.0 * (cvs.iter().map(|c| c * c).sum::<f64>() / cvs.len() as f64).sqrt()
+        };
+        let mut st = State {
+            noise,
+            seen: seen.iter().map(|o| o.point.clone()).collect(),
+            banned: vec![BTreeSet::new(); n],
+            ceiling: vec![None; n],
+            floor: vec![None; n],
+            dropped: vec![None; n],
+        };
+        // Per knob: (changes within noise, changes beyond noise).
+        let mut response = vec![(0usize, 0usize); n];
+        for (i, o) in seen.iter().enumerate() {
+            if let Outcome::Measured { not_in_effect, .. } = &o.outcome {
+                for key in not_in_effect {
+                    if let Some(k) = space.knobs.iter().position(|kn| &kn.key == key) {
+                        st.dropped[k] = Some(Dropped::NotInEffect);
+                    }
+                }
+            }
+            let Some((p, k)) = parent(space, seen, i) else {
+                continue;
+            };
+            let (from, to) = (seen[p].point[k], o.point[k]);
+            match &o.outcome {
+                Outcome::Failed { .. } => {
+                    // A cliff: nothing at or beyond this value, that way, is tried again.
+                    if to > from {
+                        st.ceiling[k] = Some(st.ceiling[k].map_or(to, |c| c.min(to)));
+                    } else {
+                        st.floor[k] = Some(st.floor[k].map_or(to, |f| f.max(to)));
+                    }
+                }
+                Outcome::Measured {
+                    eligible: false, ..
+                } => {
+                    st.banned[k].insert(to);
+                }
+                Outcome::Measured {
+                    score,
+                    eligible: true,
+                    ..
+                } => {
+                    if let Some((ps, true)) = score_of(&seen[p]) {
+                        if differs(*score, ps, noise) {
+                            response[k].1 += 1;
+                        } else {
+                            response[k].0 += 1;
+                        }
+                    }
+                }
+            }
+        }
+        for (k, (flat, moved)) in response.into_iter().enumerate() {
+            if st.dropped[k].is_none() && flat > 0 && moved == 0 {
+                st.dropped[k] = Some(Dropped::NoResponse);
+            }
+        }
+        st
+    }
+
+    /// Whether value `idx` of knob `k` may be launched: not banned, not over a cliff.
+    pub fn allowed(&self, k: usize, idx: usize) -> bool {
+        !self.banned[k].contains(&idx) && self.allowed_side(k, idx)
+    }
+
+    /// Whether value `idx` of knob `k` is on this side of its cliffs (a banned value is a hole,
+    /// a cliff is a wall: a move skips the one and stops at the other).
+    pub fn allowed_side(&self, k: usize, idx: usize) -> bool {
+        self.ceiling[k].is_none_or(|c| idx < c) && self.floor[k].is_none_or(|f| idx > f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Evidence, Knob};
+    use super::*;
+    use crate::plan::flags::ParamValue;
+
+    fn space() -> Space {
+        let k = |key: &str| Knob {
+            key: key.into(),
+            values: (0..4).map(ParamValue::Int).collect(),
+        };
+        Space {
+            knobs: vec![k("a"), k("b")],
+            start: vec![1, 1],
+        }
+    }
+
+    fn m(point: Point, score: f64, eligible: bool) -> Observation {
+        Observation {
+            point,
+            outcome: Outcome::Measured {
+                score,
+                cv: None,
+                eligible,
+                why_not: String::new(),
+                evidence: Evidence::default(),
+                not_in_effect: vec![],
+            },
+        }
+    }
+
+    #[test]
+    fn single_change_names_the_one_knob_that_differs() {
+        assert_eq!(single_change(&vec![1, 1], &vec![1, 2]), Some(1));
+        assert_eq!(single_change(&vec![1, 1], &vec![0, 1]), Some(0));
+        assert_eq!(single_change(&vec![1, 1], &vec![1, 1]), None);
+        assert_eq!(single_change(&vec![1, 1], &vec![2, 2]), None);
+        assert_eq!(single_change(&vec![1, 1], &vec![1]), None);
+    }
+
+    #[test]
+    fn differs_is_beyond_the_relative_noise() {
+        assert!(!differs(105.0, 100.0, 0.05));
+        assert!(differs(105.1, 100.0, 0.05));
+        assert!(differs(94.9, 100.0, 0.05));
+        assert!(!differs(-105.0, -100.0, 0.05));
+    }
+
+    #[test]
+    fn a_parent_is_the_leader_before_or_else_the_latest_one_knob_away() {
+        let sp = space();
+        let seen = vec![
+            m(vec![1, 1], 100.0, true),
+            m(vec![2, 1], 120.0, true),
+            m(vec![2, 2], 90.0, true),
+            // Two knobs from the leader [2, 1], one from [1, 1] and from [2, 2]: the latest.
+            m(vec![1, 2], 90.0, true),
+        ];
+        assert_eq!(parent(&sp, &seen, 0), None);
+        assert_eq!(parent(&sp, &seen, 1), Some((0, 0)));
+        assert_eq!(parent(&sp, &seen, 2), Some((1, 1)));
+        assert_eq!(parent(&sp, &seen, 3), Some((2, 0)));
+        assert_eq!(parent(&sp, &seen, 9), None);
+    }
+
+    #[test]
+    fn an_ineligible_launch_bans_its_value_and_failures_keep_the_nearest_cliff() {
+        let sp = space();
+        let fail = |point: Point| Observation {
+            point,
+            outcome: Outcome::Failed { kind: "oom".into() },
+        };
+        let seen = vec![
+            m(vec![1, 1], 100.0, true),
+            m(vec![1, 2], 100.0, false),
+            fail(vec![3, 1]),
+            fail(vec![2, 1]),
+            fail(vec![0, 1]),
+        ];
+        let st = State::read(&sp, &seen);
+        assert_eq!(st.banned[1].iter().copied().collect::<Vec<_>>(), vec![2]);
+        assert!(st.banned[0].is_empty());
+        assert_eq!((st.ceiling[0], st.floor[0]), (Some(2), Some(0)));
+        assert!(st.allowed(0, 1) && !st.allowed(0, 2) && !st.allowed(0, 0));
+        assert!(!st.allowed(1, 2) && st.allowed_side(1, 2) && st.allowed(1, 3));
+        // An ineligible change is not a response: the knob stays in.
+        assert_eq!(st.dropped, vec![None, None]);
+    }
+}
