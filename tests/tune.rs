@@ -108,6 +108,22 @@ fn each_step_is_a_line_and_a_row_within_the_budget_and_decision_md_shows_the_pat
     let names: Vec<String> = lines.iter().map(|(_, s)| s.clone()).collect();
     assert_eq!(configs(&rows), names, "{log}");
     assert!(names.len() <= 3, "the budget is 3 launches: {names:?}");
+    // The evidence chooses the second step: a full pool with a queue is kv_cache_bound, so
+    // the strategy gives it more KV (the next pool size), and its line says why.
+    assert_eq!(
+        names.get(1).map(String::as_str),
+        Some("mtt400_mrr8"),
+        "{log}"
+    );
+    let second = log
+        .lines()
+        .find(|l| l.starts_with("tune: step 2: "))
+        .unwrap_or_default();
+    assert!(
+        second.contains("kv_cache_bound (usage ")
+            && second.contains("more KV: max_total_tokens 100 → 400"),
+        "{second}"
+    );
     assert!(
         log.lines()
             .filter(|l| l.starts_with("tune: stop: "))
