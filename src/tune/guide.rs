@@ -978,4 +978,16 @@ mod tests {
         let why = stop_why(next(&tiny, &moved, 5));
         assert!(why.ends_with("banned or over a cliff"), "{why}");
     }
+
+    #[test]
+    fn of_equal_scores_the_first_leads() {
+        let sp = space();
+        let seen = [
+            measured(sp.start.clone(), 100.0, VerdictKind::Unknown),
+            measured(with(&sp.start, MRR, 2), 100.0, VerdictKind::Unknown),
+            failed(with(&sp.start, MRR, 3), "oom"),
+        ];
+        assert_eq!(leader(&sp, &seen), Some(0));
+        assert_eq!(leader(&sp, &seen[2..]), None);
+    }
 }
