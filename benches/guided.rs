@@ -305,11 +305,15 @@ struct Summary {
     max: usize,
     random_at_within: usize,
     leader_ok: usize,
+    /// Launches until the tune stopped by itself (or spent `BUDGET`): median and max.
+    total_median: usize,
+    total_max: usize,
 }
 
 /// `verbose`: print every seed's line; `misses`: print those of the seeds that missed.
 fn run(base: u64, sp: &Space, grid: &[Point], verbose: bool, misses: bool) -> Summary {
     let mut launches_to_reach = Vec::new();
+    let mut totals = Vec::new();
     let (mut reached, mut random_at_within, mut leader_ok) = (0, 0, 0);
     for i in 0..SEEDS {
         let seed = base + i;
@@ -326,6 +330,7 @@ fn run(base: u64, sp: &Space, grid: &[Point], verbose: bool, misses: bool) -> Su
             leader_ok += 1;
         }
         launches_to_reach.push(t.reached.unwrap_or(usize::MAX));
+        totals.push(t.launches);
         if random_reaches(grid, sp, &s, opt, WITHIN, seed) {
             random_at_within += 1;
         }
@@ -341,12 +346,15 @@ fn run(base: u64, sp: &Space, grid: &[Point], verbose: bool, misses: bool) -> Su
         }
     }
     launches_to_reach.sort_unstable();
+    totals.sort_unstable();
     Summary {
         reached,
         median: launches_to_reach[launches_to_reach.len() / 2],
         max: *launches_to_reach.last().unwrap_or(&usize::MAX),
         random_at_within,
         leader_ok,
+        total_median: totals[totals.len() / 2],
+        total_max: *totals.last().unwrap_or(&0),
     }
 }
 
@@ -374,11 +382,13 @@ fn main() {
         .filter(|p| p[MFS] <= Surface::new(1).safe_mfs)
         .count();
     println!(
-        "guided, seeds 1..={SEEDS}: optimum (within 5%) reached in {}/{SEEDS} within {WITHIN} launches; launches to reach it median {}, max {}; its leader within 5% at the stop in {}/{SEEDS}",
+        "guided, seeds 1..={SEEDS}: optimum (within 5%) reached in {}/{SEEDS} within {WITHIN} launches; launches to reach it median {}, max {}; its leader within 5% at the stop in {}/{SEEDS}; launches until it stopped median {}, max {}",
         s.reached,
         show(s.median),
         show(s.max),
-        s.leader_ok
+        s.leader_ok,
+        s.total_median,
+        s.total_max
     );
     println!(
         "random search, {WITHIN} launches: reached in {}/{SEEDS}",

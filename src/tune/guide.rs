@@ -862,4 +862,132 @@ mod tests {
         let seen = [measured(vec![0], 1.0, VerdictKind::ComputeBound)];
         assert!(stop_why(next(&tiny, &seen, 5)).contains("no step"));
     }
+
+    #[test]
+    fn with_nothing_leading_the_search_steps_from_the_start() {
+        let sp = space();
+        let seen = [
+            failed(sp.start.clone(), "oom"),
+            failed(with(&sp.start, MFS, 2), "oom"),
+        ];
+        // Up from the start is a cliff now: down, from the start, not from the later failure.
+        let p = one(next(&sp, &seen, 5));
+        assert_eq!(p.point, with(&sp.start, MFS, 0));
+        assert!(p.why.starts_with("mfs0.82_"), "{}", p.why);
+    }
+
+    #[test]
+    fn the_generic_search_says_why_it_searches() {
+        let sp = space();
+        let seen = [measured(sp.start.clone(), 100.0, VerdictKind::Unknown)];
+        let p = one(next(&sp, &seen, 5));
+        assert!(
+            p.why
+                .contains("unknown (usage 0.93, 18.8 queued, 5.8 running of 32) → no rule for this verdict, the neighbours: mem_fraction_static 0.82 → 0.84"),
+            "{}",
+            p.why
+        );
+        // A verdict with rules whose moves are all spent: the same search, said so.
+        let tiny = Space {
+            knobs: vec![Knob {
+                key: "page_size".into(),
+                values: ints(&[1, 16]),
+            }],
+            start: vec![0],
+        };
+        let seen = [measured(vec![0], 100.0, VerdictKind::KvCacheBound)];
+        let p = one(next(&tiny, &seen, 5));
+        assert!(
+            p.why
+                .contains("→ no rule's move left, the neighbours: page_size 1 → 16"),
+            "{}",
+            p.why
+        );
+    }
+
+    #[test]
+    fn only_launches_within_noise_of_the_leader_with_another_verdict_are_followed() {
+        let mut sp = space();
+        let s = with(&with(&sp.start, MFS, 7), MRR, 4);
+        sp.start = s.clone();
+        let full = |mut o: Observation, usage: f64| {
+            if let Outcome::Measured { evidence, .. } = &mut o.outcome {
+                evidence.kv_usage_max = Some(usage);
+            }
+            o
+        };
+        // The leader's moves are spent (the cap at its top, the pool full); the generic search
+        // from the leader starts with the memory fraction down (it is at its top).
+        let from_leader = with(&s, MFS, 6);
+        let lead = full(
+            measured(s.clone(), 100.0, VerdictKind::QueueWithSpareKv),
+            0.95,
+        );
+        // Within √2 × 2% (cv 1%), but beyond 2%: a tie, followed.
+        let tie = measured(with(&s, HICACHE, 1), 97.5, VerdictKind::KvCacheBound);
+        let p = one(next(&sp, &[lead.clone(), tie], 5));
+        assert_eq!(p.point, with(&s, HICACHE, 3), "{}", p.why);
+        // Far below: not a tie.
+        let far = measured(with(&s, HICACHE, 1), 50.0, VerdictKind::KvCacheBound);
+        let p = one(next(&sp, &[lead.clone(), far], 5));
+        assert_eq!(p.point, from_leader, "{}", p.why);
+        // Within noise but with the leader's own verdict: its moves would be the same again.
+        let same = full(
+            measured(with(&s, HICACHE, 1), 99.5, VerdictKind::QueueWithSpareKv),
+            0.5,
+        );
+        let p = one(next(&sp, &[lead, same], 5));
+        assert_eq!(p.point, from_leader, "{}", p.why);
+    }
+
+    #[test]
+    fn no_retractions_are_not_in_the_log_line() {
+        let sp = space();
+        let mut o = measured(sp.start.clone(), 1.0, VerdictKind::ComputeBound);
+        if let Outcome::Measured { evidence, .. } = &mut o.outcome {
+            evidence.retractions = Some(0);
+        }
+        assert_eq!(
+            said(&o.outcome),
+            "compute_bound (usage 0.93, 18.8 queued, 5.8 running of 32)"
+        );
+    }
+
+    #[test]
+    fn the_stop_line_names_the_knobs_without_response_and_only_those() {
+        let tiny = Space {
+            knobs: vec![Knob {
+                key: "page_size".into(),
+                values: ints(&[1, 16]),
+            }],
+            start: vec![0],
+        };
+        let flat = [
+            measured(vec![0], 100.0, VerdictKind::Unknown),
+            measured(vec![1], 100.5, VerdictKind::Unknown),
+        ];
+        let why = stop_why(next(&tiny, &flat, 5));
+        assert!(
+            why.ends_with("; no response within noise: page_size"),
+            "{why}"
+        );
+        let moved = [
+            measured(vec![0], 100.0, VerdictKind::Unknown),
+            measured(vec![1], 50.0, VerdictKind::Unknown),
+        ];
+        let why = stop_why(next(&tiny, &moved, 5));
+        assert!(why.ends_with("banned or over a cliff"), "{why}");
+    }
+
+    #[test]
+    fn of_equal_scores_the_first_leads() {
+        let sp = space();
+        let seen = [
+            measured(sp.start.clone(), 100.0, VerdictKind::Unknown),
+            measured(with(&sp.start, MRR, 2), 100.0, VerdictKind::Unknown),
+            failed(with(&sp.start, MRR, 3), "oom"),
+        ];
+        assert_eq!(leader(&sp, &seen), Some(0));
+        assert_eq!(leader(&sp, &seen[2..]), None);
+    }
 }

@@ -149,6 +149,12 @@ mod tests {
             c.iter()
                 .any(|m| m.key == "mem_fraction_static" && m.dir == Dir::Up)
         );
+        // The step log says why a churning server gets more KV.
+        assert!(
+            c.iter()
+                .filter(|m| KV_KNOBS.contains(&m.key))
+                .all(|m| m.what == "more KV against retractions")
+        );
         let g = moves(VerdictKind::CudaGraphLimited, None);
         assert_eq!((g[0].key, g[0].dir), ("cuda_graph_max_bs", Dir::Up));
         assert!(moves(VerdictKind::ComputeBound, None).is_empty());
