@@ -734,6 +734,14 @@ fn the_guided_tune_leaves_the_kv_bound_start_in_three_launches() {
             "the step names its evidence: {line}"
         );
     }
+    // The start's evidence is a full pool with a queue: the second step gives it more KV.
+    assert!(
+        steps
+            .get(1)
+            .is_some_and(|l| l.contains(": kv_cache_bound (usage ")
+                && l.contains("→ more KV: max_total_tokens 2048 → ")),
+        "{steps:?}"
+    );
     assert!(log.contains("tune: stop: "), "{log}");
     // It ends at a configuration that is not KV-bound: the decision's leader.
     let d: serde_json::Value =
