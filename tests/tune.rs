@@ -149,6 +149,14 @@ fn each_step_is_a_line_and_a_row_within_the_budget_and_decision_md_shows_the_pat
     }
     assert!(path.contains("kv_cache_bound"), "the verdict: {path}");
     assert!(path.contains("\nStop: "), "{path}");
+    // report.html draws the path: each step's objective and the best eligible so far.
+    let html = std::fs::read_to_string(folder.join("report.html")).expect("report.html");
+    assert!(
+        html.contains("<section id=\"tune\">")
+            && html.contains("Tune path: output_tok_s at each step")
+            && html.contains("best eligible so far"),
+        "the tune's chart in report.html"
+    );
 }
 
 #[test]

@@ -194,6 +194,64 @@ pub fn path_section(spec: &SweepSpec, rows: &[Row]) -> String {
     s
 }
 
+/// The path for report.html's chart: each launched step's name, the objective's value as
+/// measured (not oriented), eligibility and verdict, and how the tune ended; replayed from the
+/// rows as decision.md's section is. None for a sweep without `tune:`.
+pub fn chart_path(spec: &SweepSpec, rows: &[Row]) -> Option<crate::report::html::TunePath> {
+    use crate::report::html::{TunePath, TuneStep};
+    use crate::tune::guide::Outcome;
+    let t = spec.tune.as_ref()?;
+    let o = spec.objective.as_ref()?;
+    let maximize = o.goal == crate::plan::spec::Goal::Maximize;
+    let space = path::space(t);
+    let p = path::replay(spec, &space, t.launches as usize, rows);
+    let steps = p
+        .done
+        .iter()
+        .map(|step| match &step.outcome {
+            Some(Outcome::Measured {
+                score,
+                eligible,
+                evidence,
+                ..
+            }) => TuneStep {
+                name: step.name.clone(),
+                value: Some(if maximize { *score } else { -*score }),
+                eligible: *eligible,
+                verdict: evidence
+                    .verdict
+                    .map_or("no verdict", |v| v.as_str())
+                    .to_string(),
+            },
+            Some(Outcome::Failed { kind }) => TuneStep {
+                name: step.name.clone(),
+                value: None,
+                eligible: false,
+                verdict: kind.clone(),
+            },
+            None => TuneStep {
+                name: step.name.clone(),
+                value: None,
+                eligible: false,
+                verdict: "not measured".to_string(),
+            },
+        })
+        .collect();
+    let end = match p.next {
+        Next::Stop { why } => format!("Stop: {why}."),
+        Next::Launch(more) => format!(
+            "Not finished: {} more step(s) proposed (`sgtune resume` continues the path).",
+            more.len()
+        ),
+    };
+    Some(TunePath {
+        metric: o.metric.clone(),
+        maximize,
+        steps,
+        end,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]

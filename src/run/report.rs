@@ -140,6 +140,18 @@ pub fn read_sweep(p: &Path) -> Result<Sweep, ReadError> {
             crate::report::table::marks(objective.as_ref(), None, &s.rows)
         }
     };
+    // A guided tune's path, for its chart: replayed from the rows with the folder's spec (which
+    // may name variables of the shell it ran in: then the chart is left out, and said so).
+    let spec_path = root.join("spec.yaml");
+    match crate::plan::spec::load(&spec_path) {
+        Ok((spec, _)) => s.tune = crate::run::guided::chart_path(&spec, &s.rows),
+        Err(e) => {
+            let text = std::fs::read_to_string(&spec_path).unwrap_or_default();
+            if text.lines().any(|l| l.starts_with("tune:")) {
+                s.notes.push(format!("no tune path chart: {e}"));
+            }
+        }
+    }
     // Launch order: the plan's, else the rows', then any other folder under runs/.
     let mut names: Vec<String> = provenance::read(&root)
         .map(|m| m.plan.runs.into_iter().map(|(n, _)| n).collect())

@@ -60,7 +60,32 @@ pub struct Sweep {
     /// What the table stars, from decision.json (None without one: the best output tok/s).
     pub decision_marks: Option<crate::report::table::DecisionMarks>,
     pub launches: Vec<Launch>,
+    /// A guided tune's path (`tune:`), step by step; None for a sweep.
+    pub tune: Option<TunePath>,
     pub notes: Vec<String>,
+}
+
+/// A guided tune's path through its space, for its chart: each launched step in order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TunePath {
+    /// The objective's column (e.g. `output_tok_s`) and whether higher is better.
+    pub metric: String,
+    pub maximize: bool,
+    pub steps: Vec<TuneStep>,
+    /// Why the tune stopped, or that it is not finished.
+    pub end: String,
+}
+
+/// One launched step of a tune.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TuneStep {
+    pub name: String,
+    /// The objective's value as measured (None: the launch failed).
+    pub value: Option<f64>,
+    /// The SLO and the quality guard allow it.
+    pub eligible: bool,
+    /// The verdict, or the failure kind.
+    pub verdict: String,
 }
 
 /// How many points each timeline series keeps: fewer when there are many launches, so the

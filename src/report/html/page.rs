@@ -468,6 +468,90 @@ fn overview(s: &Sweep, shift: usize) -> String {
     if let Some(d) = &s.decision_md {
         o.push_str(&markdown(d, 1 + shift));
     }
+    if let Some(t) = &s.tune {
+        o.push_str(&tune_chart(t));
+    }
+    o
+}
+
+/// A guided tune's path as a chart: the objective at each step in launch order, and the best
+/// eligible value so far, so the reader sees where the evidence led and when it paid. Failed
+/// and ineligible steps are named under it (the decision's "Tune path" says why each was
+/// chosen).
+pub fn tune_chart(t: &crate::report::html::TunePath) -> String {
+    let x = |i: usize| (i + 1) as f64;
+    let measured: Vec<(f64, f64)> = t
+        .steps
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| s.value.map(|v| (x(i), v)))
+        .collect();
+    let mut best: Option<f64> = None;
+    let mut best_line = Vec::new();
+    for (i, s) in t.steps.iter().enumerate() {
+        if let (Some(v), true) = (s.value, s.eligible) {
+            let better = best.is_none_or(|b| if t.maximize { v > b } else { v < b });
+            if better {
+                best = Some(v);
+            }
+        }
+        if let Some(b) = best {
+            best_line.push((x(i), b));
+        }
+    }
+    let not_eligible: Vec<String> = t
+        .steps
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| !s.eligible)
+        .map(|(i, s)| {
+            format!(
+                "{} `{}` ({})",
+                i + 1,
+                s.name,
+                if s.value.is_none() {
+                    format!("failed: {}", s.verdict)
+                } else {
+                    format!("not eligible, {}", s.verdict)
+                }
+            )
+        })
+        .collect();
+    let mut c = Chart {
+        id: "tune-path".to_string(),
+        title: format!("Tune path: {} at each step", t.metric),
+        x_label: "step (launch order)".to_string(),
+        y_label: t.metric.clone(),
+        x_whole: true,
+        note: format!(
+            "{}{}",
+            if not_eligible.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "Steps without an eligible result: {}. ",
+                    not_eligible.join(", ")
+                )
+            },
+            t.end
+        ),
+        ..Default::default()
+    };
+    if !measured.is_empty() {
+        c.lines
+            .push(Line::new("each step", measured, 0).marker(Marker::Circle));
+    }
+    if !best_line.is_empty() {
+        c.lines.push(
+            Line::new("best eligible so far", best_line, 1)
+                .step()
+                .dashed()
+                .marker(Marker::Square),
+        );
+    }
+    let mut o = String::from("<section id=\"tune\"><h3>Tune path</h3>");
+    o.push_str(&chart::render(&c));
+    o.push_str("</section>");
     o
 }
 
@@ -912,8 +996,60 @@ mod tests {
             decision_md: None,
             decision_marks: None,
             launches: Vec::new(),
+            tune: None,
             notes: Vec::new(),
         }
+    }
+
+    /// The tune's chart: every measured step in launch order, the best eligible so far as a
+    /// step line that starts at the first eligible step, and the steps without an eligible
+    /// result named under it with the end.
+    #[test]
+    fn the_tune_path_chart_shows_each_step_and_the_best_eligible_so_far() {
+        use crate::report::html::{TunePath, TuneStep};
+        let step = |name: &str, value: Option<f64>, eligible: bool, verdict: &str| TuneStep {
+            name: name.into(),
+            value,
+            eligible,
+            verdict: verdict.into(),
+        };
+        let t = TunePath {
+            metric: "output_tok_s".into(),
+            maximize: true,
+            steps: vec![
+                step("mtt2048", Some(355.0), false, "kv_cache_bound"),
+                step("mtt8192", None, false, "oom"),
+                step("mtt32768", Some(735.0), true, "compute_bound"),
+                step("mtt32768_mrr8", Some(700.0), true, "compute_bound"),
+            ],
+            end: "Stop: the launch budget is spent.".into(),
+        };
+        let h = tune_chart(&t);
+        assert!(
+            h.contains("id=\"tune\"") && h.contains("Tune path: output_tok_s at each step"),
+            "{h}"
+        );
+        assert!(
+            h.contains("each step") && h.contains("best eligible so far"),
+            "{h}"
+        );
+        assert!(
+            h.contains("Steps without an eligible result: 1 `mtt2048` (not eligible, kv_cache_bound), 2 `mtt8192` (failed: oom). Stop: the launch budget is spent."),
+            "{h}"
+        );
+        // A minimised objective's best is the lowest.
+        let low = TunePath {
+            maximize: false,
+            ..t.clone()
+        };
+        assert_ne!(tune_chart(&low), h);
+        // Nothing measured: still a section, with the end said.
+        let none = TunePath {
+            steps: vec![step("a", None, false, "oom")],
+            ..t
+        };
+        let h = tune_chart(&none);
+        assert!(h.contains("1 `a` (failed: oom)"), "{h}");
     }
 
     /// A configuration that ran another engine in B is said above the changes, as
