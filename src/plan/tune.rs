@@ -165,21 +165,6 @@ fn known_flags() -> Vec<&'static str> {
     out
 }
 
-/// Levenshtein distance, for "did you mean".
-fn distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != *cb);
-            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
-        }
-        prev = cur;
-    }
-    prev[b.len()]
-}
-
 /// `Err` with "did you mean" when `key` is not a server flag sgtune knows.
 pub fn check_knob_key(key: &str) -> Result<(), String> {
     let known = known_flags();
@@ -188,7 +173,7 @@ pub fn check_knob_key(key: &str) -> Result<(), String> {
     }
     let near = known
         .iter()
-        .map(|k| (distance(key, k), *k))
+        .map(|k| (crate::util::edit_distance(key, k), *k))
         .filter(|(d, k)| *d <= 3.max(k.len() / 4))
         .min();
     let hint = match near {

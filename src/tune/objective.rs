@@ -84,7 +84,7 @@ fn goodput_needs_slo(column: &str) -> String {
 fn unknown(name: &str) -> String {
     let mut near: Vec<(usize, &str)> = column_names()
         .into_iter()
-        .map(|c| (distance(name, c), c))
+        .map(|c| (crate::util::edit_distance(name, c), c))
         .filter(|(d, _)| *d <= 3)
         .collect();
     near.sort();
@@ -93,21 +93,6 @@ fn unknown(name: &str) -> String {
         None => String::new(),
     };
     format!("`{name}` is not a results.csv column ({hint}`sgtune columns` lists them)")
-}
-
-/// Levenshtein distance, for suggestions.
-fn distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != *cb);
-            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
-        }
-        prev = cur;
-    }
-    prev[b.len()]
 }
 
 /// An objective for tests (here and in `tune::decision`): `slo` as (column, bound, limit),
@@ -236,8 +221,8 @@ mod tests {
 
     #[test]
     fn edit_distance() {
-        assert_eq!(distance("kitten", "sitting"), 3);
-        assert_eq!(distance("", "ab"), 2);
-        assert_eq!(distance("same", "same"), 0);
+        assert_eq!(crate::util::edit_distance("kitten", "sitting"), 3);
+        assert_eq!(crate::util::edit_distance("", "ab"), 2);
+        assert_eq!(crate::util::edit_distance("same", "same"), 0);
     }
 }

@@ -13,3 +13,19 @@ pub fn say(msg: &str) {
 pub fn out(msg: &str) {
     let _ = writeln!(std::io::stdout(), "{msg}");
 }
+
+/// Levenshtein distance between two names: the one measure behind every "did you mean"
+/// (results.csv columns, tunable flags).
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
