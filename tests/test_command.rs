@@ -11,9 +11,10 @@ use std::process::Command;
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// A `cargo` that logs each invocation (one line) and answers: `--no-run` builds, `--list`
-/// lists, `--exact` runs the timing-sensitive test alone (failing with FAIL_ALONE), anything
-/// else is the suite: a passing lib, then fake_server (one test failing with FAIL_SUITE),
-/// then load_cmd, which must still run after it.
+/// lists, `--exact` runs the timing-sensitive test alone (failing with FAIL_ALONE),
+/// `--ignored` runs the real servers' tests (kill_9, failing with FAIL_REAL), anything else is
+/// the rest: a passing lib, then fake_server (one test failing with FAIL_SUITE), then
+/// load_cmd, which must still run after it.
 const FAKE_CARGO: &str = r#"#!/bin/sh
 echo "$*" >> "$FAKE_CARGO_LOG"
 case " $* " in
@@ -29,6 +30,17 @@ case " $* " in
       exit 101
     fi
     printf 'test agrees_with_sglang_bench_serving ... ok\n\ntest result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 4 filtered out; finished in 40.20s\n'
+    exit 0 ;;
+  *" --ignored "*)
+    echo "     Running unittests src/lib.rs (target/debug/deps/sgtune-0)" >&2
+    printf '\ntest result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; 1 filtered out; finished in 0.00s\n'
+    echo "     Running tests/real_sglang.rs (target/debug/deps/real_sglang-0)" >&2
+    if [ -n "$FAIL_REAL" ]; then
+      printf 'test kill_9_of_sgtune_takes_the_server_with_it ... FAILED\n\ntest result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 1 filtered out\n'
+      echo 'error: test failed, to rerun pass `--test real_sglang`' >&2
+      exit 101
+    fi
+    printf 'test kill_9_of_sgtune_takes_the_server_with_it ... ok\n\ntest result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 1 filtered out; finished in 60.40s\n'
     exit 0 ;;
 esac
 echo "     Running unittests src/lib.rs (target/debug/deps/sgtune-0)" >&2
@@ -71,6 +83,7 @@ fn run_tests(dir: &Path, fail: &[&str], args: &[&str]) -> Ran {
         .env("FAKE_CARGO_LOG", &log)
         .env("SGTUNE_ALONE_WAIT_S", "0")
         .env_remove("FAIL_SUITE")
+        .env_remove("FAIL_REAL")
         .env_remove("FAIL_ALONE")
         // scripts/test.sh exports its setup's seconds; a test run under it must not see them.
         .env_remove("SGTUNE_SETUP_S");
@@ -89,6 +102,20 @@ fn run_tests(dir: &Path, fail: &[&str], args: &[&str]) -> Ran {
     }
 }
 
+/// The five cargo calls: build, list, the two suite runs (started together, so logged in
+/// either order: returned as the rest, then the real servers' `--ignored`), the alone run.
+fn five_calls(r: &Ran) -> [&str; 5] {
+    let [build, list, a, b, alone] = &r.calls[..] else {
+        panic!("five cargo calls: {:?}\n{}", r.calls, r.stdout)
+    };
+    let (rest, real) = if a.contains(" --ignored ") {
+        (b, a)
+    } else {
+        (a, b)
+    };
+    [build, list, rest, real, alone]
+}
+
 fn last_line(s: &str) -> &str {
     s.lines().last().unwrap_or("")
 }
@@ -103,27 +130,41 @@ fn the_readme_command_hands_over_to_the_runner() {
     );
 }
 
-/// Every binary runs whatever an earlier one did (--no-fail-fast), the timing-sensitive test
-/// is skipped there and runs alone afterwards, and a passing run says so last.
+/// Every binary runs whatever an earlier one did (--no-fail-fast), the real servers' tests
+/// (`--ignored`) beside the rest (neither flag: together exactly `--include-ignored`), the
+/// timing-sensitive test is skipped there and runs alone afterwards, and a passing run says
+/// so last.
 #[test]
 fn every_binary_runs_and_the_timing_sensitive_test_runs_alone() {
     let dir = tempfile::tempdir().unwrap();
     let r = run_tests(dir.path(), &[], &[]);
     assert_eq!(r.code, Some(0), "{}", r.stdout);
-    let [build, list, suite, alone] = &r.calls[..] else {
-        panic!("four cargo calls: {:?}", r.calls)
-    };
+    let [build, list, rest, real, alone] = five_calls(&r);
     assert!(build.starts_with("test --no-run"), "{build}");
     assert!(list.contains("--include-ignored --list"), "{list}");
-    assert!(suite.starts_with("test --no-fail-fast "), "{suite}");
-    assert!(suite.contains("--include-ignored"), "{suite}");
-    assert!(
-        suite.contains("--skip agrees_with_sglang_bench_serving")
-            && suite.contains(
-                "--skip the_tuning_sweep_finds_more_load_within_the_slo_for_a_larger_kv_pool"
-            ),
-        "{suite}"
+    for suite in [rest, real] {
+        assert!(suite.starts_with("test --no-fail-fast "), "{suite}");
+        assert!(
+            suite.contains("--skip agrees_with_sglang_bench_serving")
+                && suite.contains(
+                    "--skip the_tuning_sweep_finds_more_load_within_the_slo_for_a_larger_kv_pool"
+                )
+                && suite.contains(
+                    "--skip a_deadline_stops_in_time_and_resume_reaches_the_unbudgeted_decision"
+                ),
+            "{suite}"
+        );
+        assert!(!suite.contains("--include-ignored"), "{suite}");
+    }
+    assert!(real.contains(" -- --ignored --skip "), "{real}");
+    assert!(!rest.contains("--ignored"), "{rest}");
+    // Both runs' tests are shown, the rest's after the real servers' run.
+    let (k, f) = (
+        r.stdout
+            .find("test kill_9_of_sgtune_takes_the_server_with_it ... ok"),
+        r.stdout.find("test crash_during_load ... ok"),
     );
+    assert!(k.is_some() && f.is_some() && k < f, "{}", r.stdout);
     assert!(
         alone.contains("--include-ignored --exact agrees_with_sglang_bench_serving"),
         "{alone}"
@@ -137,14 +178,14 @@ fn every_binary_runs_and_the_timing_sensitive_test_runs_alone() {
         .unwrap_or_else(|| panic!("a times line: {}", r.stdout));
     assert!(
         times.starts_with("test command: times: build ")
-            && times.contains(" s, real_sglang 40 s, fake_server 13 s, lib 0 s; in all "),
+            && times.contains(" s, real_sglang 101 s, fake_server 13 s, lib 0 s; in all "),
         "{times}"
     );
     // The tuning sweep was not listed (the fake does not have it): not run.
     assert!(!alone.contains("the_tuning_sweep"), "{alone}");
     assert_eq!(
         last_line(&r.stdout),
-        "test command: PASSED: 5 passed (1 of them alone afterwards: agrees_with_sglang_bench_serving)"
+        "test command: PASSED: 6 passed (1 of them alone afterwards: agrees_with_sglang_bench_serving)"
     );
 }
 
@@ -153,17 +194,31 @@ fn every_binary_runs_and_the_timing_sensitive_test_runs_alone() {
 #[test]
 fn failures_in_both_runs_are_named_at_the_end() {
     let dir = tempfile::tempdir().unwrap();
-    let r = run_tests(dir.path(), &["FAIL_SUITE", "FAIL_ALONE"], &[]);
+    let r = run_tests(dir.path(), &["FAIL_SUITE", "FAIL_REAL", "FAIL_ALONE"], &[]);
     assert_eq!(r.code, Some(101), "{}", r.stdout);
     assert!(
         r.stdout.contains("test l ... ok"),
         "load_cmd ran: {}",
         r.stdout
     );
-    assert_eq!(r.calls.len(), 4, "{:?}", r.calls);
+    assert_eq!(r.calls.len(), 5, "{:?}", r.calls);
     assert_eq!(
         last_line(&r.stdout),
-        "test command: FAILED: fake_server::crash_during_load, real_sglang::agrees_with_sglang_bench_serving (alone)"
+        "test command: FAILED: real_sglang::kill_9_of_sgtune_takes_the_server_with_it, fake_server::crash_during_load, real_sglang::agrees_with_sglang_bench_serving (alone)"
+    );
+    // Only the real servers' run failing fails the command, and names its test.
+    let r = run_tests(dir.path(), &["FAIL_REAL"], &[]);
+    assert_eq!(r.code, Some(101), "{}", r.stdout);
+    assert_eq!(
+        last_line(&r.stdout),
+        "test command: FAILED: real_sglang::kill_9_of_sgtune_takes_the_server_with_it"
+    );
+    // Only the rest failing fails it too: its exit status is not lost in the background.
+    let r = run_tests(dir.path(), &["FAIL_SUITE"], &[]);
+    assert_eq!(r.code, Some(101), "{}", r.stdout);
+    assert_eq!(
+        last_line(&r.stdout),
+        "test command: FAILED: fake_server::crash_during_load"
     );
     // Only the alone run failing still fails the command.
     let r = run_tests(dir.path(), &["FAIL_ALONE"], &[]);
@@ -194,9 +249,7 @@ fn arguments_pass_through_and_filters_stay_out_of_the_alone_run() {
         ],
     );
     assert_eq!(r.code, Some(0), "{}", r.stdout);
-    let [build, list, suite, alone] = &r.calls[..] else {
-        panic!("four cargo calls: {:?}", r.calls)
-    };
+    let [build, list, rest, real, alone] = five_calls(&r);
     assert_eq!(build, "test --no-run --test real_sglang");
     assert!(
         list.starts_with("test --test real_sglang -- --include-ignored --list")
@@ -204,9 +257,14 @@ fn arguments_pass_through_and_filters_stay_out_of_the_alone_run() {
         "{list}"
     );
     assert!(
-        suite.starts_with("test --no-fail-fast --test real_sglang -- --include-ignored --skip ")
-            && suite.ends_with("--nocapture --test-threads 1 kill_9"),
-        "{suite}"
+        real.starts_with("test --no-fail-fast --test real_sglang -- --ignored --skip ")
+            && real.ends_with("--nocapture --test-threads 1 kill_9"),
+        "{real}"
+    );
+    assert!(
+        rest.starts_with("test --no-fail-fast --test real_sglang -- --skip ")
+            && rest.ends_with("--nocapture --test-threads 1 kill_9"),
+        "{rest}"
     );
     assert_eq!(
         alone,
