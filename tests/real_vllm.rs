@@ -42,21 +42,60 @@ server:
     )
 }
 
-/// Two KV pools on one workload (20 s each): 16 concurrent requests of 32 + 200 tokens need ~3,700 tokens
-/// of KV. The small pool (8 MiB: 2,048 tokens of this model) holds about half of them, so
-/// the rest wait; the large one (256 MiB: 65,536 tokens) holds all. The verdicts come from
-/// vLLM's own stats lines in each window.
-#[test]
-#[ignore = "needs real vLLM on CPU: run scripts/test.sh"]
-fn kv_pools_that_differ_get_kv_bound_only_for_the_small_one() {
-    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let started = Instant::now();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let tag = unique_tag("vllm-kv");
-    let body = r#"configs:
+/// One sweep, shared by the two tests below (vLLM starts take ~60-110 s each here, so the
+/// checks that need no launch of their own read one folder): SGLang and two vLLM KV pools on
+/// one workload, with the quality guard, SGLang the baseline. 16 concurrent requests of
+/// 32 + 200 tokens need ~3,700 tokens of KV: the small vLLM pool (8 MiB: 2,048 tokens of this
+/// model) holds about half of them, so the rest wait; the large one (256 MiB: 65,536 tokens)
+/// and SGLang's 16,384-token pool hold all.
+struct Mixed {
+    _dir: tempfile::TempDir,
+    folder: std::path::PathBuf,
+    rows: Vec<std::collections::HashMap<String, String>>,
+    secs: f64,
+}
+
+static MIXED: std::sync::OnceLock<Mixed> = std::sync::OnceLock::new();
+
+fn mixed() -> &'static Mixed {
+    MIXED.get_or_init(|| {
+        let started = Instant::now();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let tag = unique_tag("mixed");
+        let spec_text = format!(
+            r#"name: mixed
+server:
+  engine: sglang
+  command: ["{sglang}", -m, sglang.launch_server]
+  model_path: {model}
+  env:
+    PYTHONPATH: {standin}
+    SGLANG_USE_CPU_ENGINE: "1"
+    HF_HUB_OFFLINE: "1"
+    SGTUNE_TEST_TAG: {tag}
+  args:
+    served_model_name: tiny
+    device: cpu
+    attention_backend: torch_native
+    disable_overlap_schedule: true
+    sleep_on_idle: true
+    dtype: bfloat16
+    max_total_tokens: 16384
+  vllm:
+    command: ["{vllm}", -m, vllm.entrypoints.openai.api_server]
+    args:
+      served_model_name: tiny
+      dtype: float32
+      max_model_len: 512
+  ready_timeout_s: 480
+  stop_timeout_s: 30
+configs:
+  - name: sglang
   - name: small-kv
+    engine: vllm
     kv_cache_memory_bytes: 8388608
   - name: large-kv
+    engine: vllm
     kv_cache_memory_bytes: 268435456
 workload:
   concurrency: 16
@@ -64,27 +103,59 @@ workload:
   warmup_requests: 2
   input_tokens: 32
   output_tokens: 200
-"#;
-    let spec_path = dir.path().join("vllm.yaml");
-    std::fs::write(&spec_path, spec(&tag, body)).expect("write spec");
-    let results = dir.path().join("results");
-    let out = run_sweep(&spec_path, &results);
-    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
-    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
-    assert!(
-        wait_until(Duration::from_secs(15), || procs_with_tag(&tag).is_empty()),
-        "vLLM left running: {:?}",
-        procs_with_tag(&tag)
-    );
-    let folder = only_results_folder(&results);
-    let rows = read_rows(&folder.join("results.csv"));
-    assert_eq!(rows.len(), 2, "{rows:?}");
-    let row = |name: &str| {
-        rows.iter()
-            .find(|r| r["run_name"] == name)
-            .unwrap_or_else(|| panic!("no row {name}: {rows:?}"))
-    };
-    let (small, large) = (row("small-kv"), row("large-kv"));
+objective:
+  maximize: output_tok_s
+quality:
+  baseline: sglang
+  count: 8
+  output_tokens: 16
+"#,
+            sglang = need("SGTUNE_PYTHON"),
+            vllm = need("SGTUNE_VLLM_PYTHON"),
+            model = need("SGTUNE_MODEL"),
+            standin = std::env::var("SGTUNE_KERNEL_STANDIN")
+                .ok()
+                .filter(|p| std::path::Path::new(p).is_dir())
+                .unwrap_or_else(|| repo().join("scripts/cpu-sglang").display().to_string()),
+        );
+        let spec_path = dir.path().join("mixed.yaml");
+        std::fs::write(&spec_path, spec_text).expect("write spec");
+        let results = dir.path().join("results");
+        let out = run_sweep(&spec_path, &results);
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+        assert!(
+            wait_until(Duration::from_secs(15), || procs_with_tag(&tag).is_empty()),
+            "server left running: {:?}",
+            procs_with_tag(&tag)
+        );
+        let folder = only_results_folder(&results);
+        let rows = read_rows(&folder.join("results.csv"));
+        Mixed {
+            _dir: dir,
+            folder,
+            rows,
+            secs: started.elapsed().as_secs_f64(),
+        }
+    })
+}
+
+fn row<'a>(m: &'a Mixed, name: &str) -> &'a std::collections::HashMap<String, String> {
+    m.rows
+        .iter()
+        .find(|r| r["run_name"] == name)
+        .unwrap_or_else(|| panic!("no row {name}: {:?}", m.rows))
+}
+
+/// The two vLLM pools of the shared sweep: the verdicts come from vLLM's own stats lines in
+/// each window, and vLLM's /metrics series say the same about the queue.
+#[test]
+#[ignore = "needs real vLLM and SGLang on CPU: run scripts/test.sh"]
+fn kv_pools_that_differ_get_kv_bound_only_for_the_small_one() {
+    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let m = mixed();
+    assert_eq!(m.rows.len(), 3, "{:?}", m.rows);
+    let (small, large) = (row(m, "small-kv"), row(m, "large-kv"));
     for r in [small, large] {
         assert_eq!(r["status"], "ok", "{r:?}");
         assert!(num(r, "requests_completed") >= 16.0, "{r:?}");
@@ -117,22 +188,22 @@ workload:
     }
     assert!(num(small, "metrics_queue_mean") > 0.0, "{small:?}");
     assert_eq!(num(large, "metrics_queue_mean"), 0.0, "{large:?}");
-    // The flush between launches' load points went to vLLM's route and was seen in its log.
-    let log = std::fs::read_to_string(folder.join("runs/small-kv/server.log")).unwrap_or_default();
+    let log =
+        std::fs::read_to_string(m.folder.join("runs/small-kv/server.log")).unwrap_or_default();
     assert!(
         log.contains("Engine 000: Avg prompt throughput"),
         "vLLM stats lines"
     );
     let command =
-        std::fs::read_to_string(folder.join("runs/small-kv/command.txt")).unwrap_or_default();
+        std::fs::read_to_string(m.folder.join("runs/small-kv/command.txt")).unwrap_or_default();
     assert!(
         command.contains("--kv-cache-memory-bytes 8388608"),
         "{command}"
     );
     assert!(command.contains("--model "), "{command}");
     eprintln!(
-        "real vLLM sweep: {:.0} s; small-kv {} (gen {:.1} tok/s, queue mean {:.1}, usage max {:.2}), large-kv {} (gen {:.1} tok/s, queue max {})",
-        started.elapsed().as_secs_f64(),
+        "real vLLM pools (the shared sweep: {:.0} s): small-kv {} (gen {:.1} tok/s, queue mean {:.1}, usage max {:.2}), large-kv {} (gen {:.1} tok/s, queue max {})",
+        m.secs,
         small["verdict"],
         num(small, "server_gen_tput_mean"),
         num(small, "queue_req_mean"),
@@ -227,90 +298,23 @@ workload:
     );
 }
 
-/// SGLang against vLLM on one workload: one spec, two explicitly listed configurations of
-/// different engines (the SGLang one from `server:`, the vLLM one from `server.vllm:`), one
-/// decision over both.
+/// SGLang against vLLM on one workload (the shared sweep): one spec, explicitly listed
+/// configurations of different engines (the SGLang one from `server:`, the vLLM ones from
+/// `server.vllm:`), one decision over all; the quality guard across engines.
 #[test]
 #[ignore = "needs real vLLM and SGLang on CPU: run scripts/test.sh"]
 fn mixed_sweep_sglang_against_vllm_ends_in_one_decision() {
     let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let started = Instant::now();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let tag = unique_tag("mixed");
-    let spec_text = format!(
-        r#"name: mixed
-server:
-  engine: sglang
-  command: ["{sglang}", -m, sglang.launch_server]
-  model_path: {model}
-  env:
-    PYTHONPATH: {standin}
-    SGLANG_USE_CPU_ENGINE: "1"
-    HF_HUB_OFFLINE: "1"
-    SGTUNE_TEST_TAG: {tag}
-  args:
-    served_model_name: tiny
-    device: cpu
-    attention_backend: torch_native
-    disable_overlap_schedule: true
-    sleep_on_idle: true
-    dtype: bfloat16
-    max_total_tokens: 16384
-  vllm:
-    command: ["{vllm}", -m, vllm.entrypoints.openai.api_server]
-    args:
-      served_model_name: tiny
-      dtype: float32
-      max_model_len: 512
-      kv_cache_memory_bytes: 67108864
-  ready_timeout_s: 480
-  stop_timeout_s: 30
-configs:
-  - name: sglang
-  - name: vllm
-    engine: vllm
-workload:
-  concurrency: 8
-  duration_s: 15
-  warmup_requests: 2
-  input_tokens: 32
-  output_tokens: 128
-objective:
-  maximize: output_tok_s
-quality:
-  baseline: sglang
-  count: 8
-  output_tokens: 16
-"#,
-        sglang = need("SGTUNE_PYTHON"),
-        vllm = need("SGTUNE_VLLM_PYTHON"),
-        model = need("SGTUNE_MODEL"),
-        standin = std::env::var("SGTUNE_KERNEL_STANDIN")
-            .ok()
-            .filter(|p| std::path::Path::new(p).is_dir())
-            .unwrap_or_else(|| repo().join("scripts/cpu-sglang").display().to_string()),
-    );
-    let spec_path = dir.path().join("mixed.yaml");
-    std::fs::write(&spec_path, spec_text).expect("write spec");
-    let results = dir.path().join("results");
-    let out = run_sweep(&spec_path, &results);
-    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
-    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
-    assert!(
-        wait_until(Duration::from_secs(15), || procs_with_tag(&tag).is_empty()),
-        "server left running: {:?}",
-        procs_with_tag(&tag)
-    );
-    let folder = only_results_folder(&results);
-    let rows = read_rows(&folder.join("results.csv"));
-    assert_eq!(rows.len(), 2, "{rows:?}");
-    for r in &rows {
+    let m = mixed();
+    let (folder, rows) = (&m.folder, &m.rows);
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    for r in rows {
         assert_eq!(r["status"], "ok", "{r:?}");
         assert!(num(r, "requests_completed") >= 8.0, "{r:?}");
         assert!(num(r, "server_stats_lines") >= 1.0, "{r:?}");
     }
     let sg = std::fs::read_to_string(folder.join("runs/sglang/command.txt")).unwrap_or_default();
-    let vl = std::fs::read_to_string(folder.join("runs/vllm/command.txt")).unwrap_or_default();
+    let vl = std::fs::read_to_string(folder.join("runs/large-kv/command.txt")).unwrap_or_default();
     assert!(
         sg.contains("sglang.launch_server") && sg.contains("--model-path"),
         "{sg}"
@@ -332,7 +336,7 @@ quality:
         .unwrap_or("none")
         .to_string();
     assert!(
-        ["sglang", "vllm", "none"].contains(&leader.as_str()),
+        ["sglang", "small-kv", "large-kv", "none"].contains(&leader.as_str()),
         "{decision}"
     );
     assert!(folder.join("decision.md").is_file());
@@ -340,8 +344,7 @@ quality:
     // (greedy, seeded) with each token's log-probability and its top-5, SGLang's twice; vLLM's
     // outputs are judged against SGLang's, with SGLang's repeat as the floor. Whether bfloat16
     // against float32 derails is the model's business: the mechanism is what is asserted.
-    let row = |n: &str| rows.iter().find(|r| r["run_name"] == n).expect(n).clone();
-    let (sg_row, vl_row) = (row("sglang"), row("vllm"));
+    let (sg_row, vl_row) = (row(m, "sglang"), row(m, "large-kv"));
     assert_eq!(sg_row["quality_verdict"], "baseline", "{sg_row:?}");
     assert!(
         sg_row["quality_evidence"].contains("the baseline's repeat: ")
@@ -373,7 +376,7 @@ quality:
     }
     // Every prompt got a whole answer from each engine, in the shape the comparison reads.
     let mut pass_s = Vec::new();
-    for (launch, lines) in [("sglang", 16), ("vllm", 8)] {
+    for (launch, lines) in [("sglang", 16), ("small-kv", 8), ("large-kv", 8)] {
         let text = std::fs::read_to_string(folder.join("runs").join(launch).join("quality.jsonl"))
             .expect("quality.jsonl");
         let samples: Vec<serde_json::Value> = text
@@ -406,22 +409,22 @@ quality:
     }
     let standing = d["points"][0]["configurations"]
         .as_array()
-        .and_then(|c| c.iter().find(|c| c["run_name"] == "vllm"))
+        .and_then(|c| c.iter().find(|c| c["run_name"] == "large-kv"))
         .map(|c| c["standing"].as_str().unwrap_or("").to_string())
         .unwrap_or_default();
     if verdict == "fail" {
         assert_eq!(standing, "quality_failed", "{decision}");
-        assert_eq!(leader, "sglang", "{decision}");
+        assert_ne!(leader, "large-kv", "{decision}");
     } else {
         assert_ne!(standing, "quality_failed", "{decision}");
     }
     let md = std::fs::read_to_string(folder.join("decision.md")).expect("decision.md");
     assert!(md.contains("## Output quality"), "{md}");
     eprintln!(
-        "mixed sweep: {:.0} s; sglang {:.1} tok/s, vllm {:.1} tok/s, leader {leader}",
-        started.elapsed().as_secs_f64(),
-        num(&sg_row, "output_tok_s"),
-        num(&vl_row, "output_tok_s"),
+        "mixed sweep: {:.0} s; sglang {:.1} tok/s, vllm (large-kv) {:.1} tok/s, leader {leader}",
+        m.secs,
+        num(sg_row, "output_tok_s"),
+        num(vl_row, "output_tok_s"),
     );
     eprintln!(
         "quality across engines: sglang: {}; vllm: {verdict}, decisive {} diverged {} prefix {}: {ev}; pass seconds {pass_s:?}",
@@ -430,5 +433,5 @@ quality:
         vl_row["quality_diverged_share"],
         vl_row["quality_prefix_agreement"],
     );
-    keep_when_asked(&folder, "/tmp/sgtune-quality-mixed");
+    keep_when_asked(folder, "/tmp/sgtune-quality-mixed");
 }
