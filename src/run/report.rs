@@ -8,11 +8,13 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::observe::timeline::{self, WindowLines};
+use crate::plan::engine::Engine;
 use crate::record::ReadError;
 use crate::record::provenance;
 use crate::record::rows;
 use crate::record::store::{self, StoreError};
-use crate::report::html::data::{self, WindowLines};
+use crate::report::html::data;
 use crate::report::html::{self, Launch, PointClient, Sweep};
 
 /// Why report.html could not be written: its results.csv does not read, or the page cannot be
@@ -44,7 +46,7 @@ fn label(v: &Value, many_repeats: bool) -> String {
 
 /// One `runs/<name>/` folder: its measurements (summary*.json with the matching
 /// requests*.csv) and the server's timeline. What cannot be read becomes a note.
-fn read_launch(dir: &Path, name: &str) -> Launch {
+fn read_launch(dir: &Path, name: &str, engine: Option<Engine>) -> Launch {
     let mut l = Launch {
         name: name.to_string(),
         ..Default::default()
@@ -100,13 +102,32 @@ fn read_launch(dir: &Path, name: &str) -> Launch {
     }
     let log = dir.join("server.log");
     match File::open(&log) {
-        Ok(f) => match data::read_timeline(f, &windows) {
+        Ok(f) => match timeline::read(BufReader::new(f), &windows, engine) {
             Ok(t) => l.timeline = Some(t),
             Err(e) => l.notes.push(format!("{}: {e}", log.display())),
         },
         Err(e) => l.notes.push(format!("{}: {e}", log.display())),
     }
     l
+}
+
+/// The engine a launch ran, from its rows' `engine` column (as `sgtune run` tells the log's
+/// summarizer); None for a folder from before the column, or a launch without rows: then the
+/// log says which.
+fn launch_engine(rows: &[rows::Row], launch: &str) -> Option<Engine> {
+    rows.iter()
+        .filter(|r| {
+            let n = r.get("run_name");
+            launch == n
+                || launch
+                    .strip_prefix(n)
+                    .is_some_and(|rest| rest.starts_with('.'))
+        })
+        .find_map(|r| match r.get("engine") {
+            "sglang" => Some(Engine::Sglang),
+            "vllm" => Some(Engine::Vllm),
+            _ => None,
+        })
 }
 
 /// Read a results folder (or its results.csv) into what the page shows.
@@ -176,7 +197,8 @@ pub fn read_sweep(p: &Path) -> Result<Sweep, ReadError> {
     for n in names {
         let d = runs.join(&n);
         if d.is_dir() {
-            s.launches.push(read_launch(&d, &n));
+            let engine = launch_engine(&s.rows, &n);
+            s.launches.push(read_launch(&d, &n, engine));
         }
     }
     Ok(s)
@@ -190,4 +212,30 @@ pub fn write_sweep_report(dir: &Path, out_file: Option<&Path>) -> Result<PathBuf
         .unwrap_or_else(|| PathBuf::from(&s.dir).join("report.html"));
     store::write_atomic(&path, html::sweep_page(&s).as_bytes())?;
     Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(name: &str, engine: &str) -> rows::Row {
+        rows::Row(
+            [("run_name", name), ("engine", engine)]
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        )
+    }
+
+    /// A launch's timeline is read with the engine its rows name (a repeat's folder `a.r2`
+    /// included); without one (an older folder), the log says.
+    #[test]
+    fn a_launch_is_read_with_the_engine_its_rows_name() {
+        let rows = [row("a", "vllm"), row("b", "sglang"), row("c", "")];
+        assert_eq!(launch_engine(&rows, "a"), Some(Engine::Vllm));
+        assert_eq!(launch_engine(&rows, "a.r2"), Some(Engine::Vllm));
+        assert_eq!(launch_engine(&rows, "b"), Some(Engine::Sglang));
+        assert_eq!(launch_engine(&rows, "c"), None);
+        assert_eq!(launch_engine(&rows, "ab"), None);
+    }
 }

@@ -608,7 +608,7 @@ fn launch_section(l: &Launch, rows: &[Row], budget: usize, prefix: &str) -> Stri
     }
     match t {
         Some(t) if !t.is_empty() => {
-            let t = t.clone().downsampled(budget);
+            let t = data::downsampled(t.clone(), budget);
             o.push_str(&timeline_charts(&id, &t, &tokens, &spans, budget));
         }
         _ => o.push_str("<p class=\"nodata\">No stats lines in server.log: no timeline.</p>"),
@@ -923,13 +923,13 @@ pub fn compare_page(a: &Sweep, b: &Sweep, c: &Comparison) -> String {
     o
 }
 
-/// `sgtune log FILE --html OUT`: the server timeline of any SGLang log.
+/// `sgtune log FILE --html OUT`: the server timeline of any SGLang or vLLM log.
 pub fn log_page(name: &str, t: &Timeline) -> String {
     let mut o = head(&format!("sgtune log: {name}"));
     let _ = write!(
         o,
-        "<h1>SGLang log: {}</h1><p class=\"sub\">{} lines, {} decode stats lines, {} \
-         retractions.</p>",
+        "<h1>Server log: {}</h1><p class=\"sub\">{} lines, {} throughput stats lines, {} \
+         retractions or preemptions.</p>",
         esc(name),
         t.lines,
         t.gen_tok_s.len(),
@@ -939,7 +939,7 @@ pub fn log_page(name: &str, t: &Timeline) -> String {
         o.push_str("<p class=\"nodata\">No stats lines: nothing to draw.</p>");
     } else {
         let budget = 1500;
-        let t = t.clone().downsampled(budget);
+        let t = data::downsampled(t.clone(), budget);
         o.push_str("<div class=\"grid\">");
         o.push_str(&timeline_charts("log", &t, &[], &[], budget));
         o.push_str("</div>");
