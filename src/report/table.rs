@@ -111,32 +111,7 @@ fn mean_of(g: &[&Row], col: &str) -> Option<f64> {
     mean_sd(&ok_values(g, col)).map(|(m, _)| m)
 }
 
-/// A padded Markdown table.
-pub fn render_plain(header: &[String], rows: &[Vec<String>]) -> String {
-    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for r in rows {
-        for (i, c) in r.iter().enumerate() {
-            if let Some(w) = widths.get_mut(i) {
-                *w = (*w).max(c.chars().count());
-            }
-        }
-    }
-    let line = |cells: &[String]| {
-        let padded: Vec<String> = cells
-            .iter()
-            .zip(&widths)
-            .map(|(c, w)| format!("{c:<w$}", w = *w))
-            .collect();
-        format!("| {} |\n", padded.join(" | "))
-    };
-    let mut out = line(header);
-    let sep: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
-    out.push_str(&format!("|-{}-|\n", sep.join("-|-")));
-    for r in rows {
-        out.push_str(&line(r));
-    }
-    out
-}
+pub use crate::report::doc::render_plain;
 
 /// The table plus the failures and the verdict evidence. `decision`: the sweep's objective
 /// decided ([`DecisionMarks`]); None without an objective, and the best output tok/s is

@@ -12,21 +12,7 @@ pub use page::{compare_page, log_page, sweep_page};
 use crate::record::rows::Row;
 use data::{ClientRequest, Timeline};
 
-/// Escape text for HTML content and attribute values.
-pub fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            _ => o.push(c),
-        }
-    }
-    o
-}
+pub use crate::report::doc::esc;
 
 /// One load point (and repeat) of a launch, as the client saw it.
 #[derive(Debug, Clone, Default)]
