@@ -41,8 +41,11 @@ pub struct Sweep {
     pub dir: String,
     pub rows: Vec<Row>,
     pub param_keys: Vec<String>,
-    /// decision.md, when the sweep had an objective.
-    pub decision_md: Option<String>,
+    /// The decision (decision.json), when the sweep had an objective and one was made.
+    pub decision: Option<crate::tune::decision::Decision>,
+    /// The sections decision.md has under the decision, built from what they say (the
+    /// effective arguments from the rows, what a deadline left unmeasured, a tune's path).
+    pub decision_sections: Vec<crate::report::doc::Block>,
     /// What the table stars, from decision.json (None without one: the best output tok/s).
     pub decision_marks: Option<crate::report::table::DecisionMarks>,
     pub launches: Vec<Launch>,

@@ -10,7 +10,7 @@ use super::data::{self, Points, Timeline};
 use super::{Launch, Sweep, esc, points_per_series};
 use crate::record::rows::Row;
 use crate::report::compare::{Comparison, Judgement};
-use crate::report::table;
+use crate::report::{decision, doc, table};
 
 const CSS: &str = r#"
 :root{--fg:#1b1b1b;--muted:#5a5a5a;--line:#d8d8d8;--bg:#fff;--card:#fafafa}
@@ -465,8 +465,11 @@ fn overview(s: &Sweep, shift: usize) -> String {
             2 + shift,
         ));
     }
-    if let Some(d) = &s.decision_md {
-        o.push_str(&markdown(d, 1 + shift));
+    if let Some(d) = &s.decision {
+        o.push_str("<section id=\"decision\">");
+        o.push_str(&doc::html(&decision::blocks(d), 1 + shift));
+        o.push_str(&doc::html(&s.decision_sections, 1 + shift));
+        o.push_str("</section>");
     }
     if let Some(t) = &s.tune {
         o.push_str(&tune_chart(t));
@@ -993,7 +996,8 @@ mod tests {
             dir: "s".into(),
             rows,
             param_keys: Vec::new(),
-            decision_md: None,
+            decision: None,
+            decision_sections: Vec::new(),
             decision_marks: None,
             launches: Vec::new(),
             tune: None,
@@ -1088,6 +1092,77 @@ mod tests {
             ("tpot_ms_p50", "12.5"),
             ("tpot_ms_p99", "14"),
         ])
+    }
+
+    /// The decision is drawn from the typed `Decision`, as decision.md writes it: the leader,
+    /// each configuration's eligibility and why it won or lost, the launch command; the
+    /// sections under it from their own blocks. Nothing is read back from a file.
+    #[test]
+    fn the_decision_section_renders_from_a_decision_value() {
+        let rows = vec![
+            measured("fast", "32", "457.7", ("900", "44516")),
+            measured("roomy", "32", "314.7", ("300", "1867")),
+            row(&[
+                ("run_name", "fp8"),
+                ("status", "failed"),
+                ("concurrency", "32"),
+            ]),
+        ];
+        let o = crate::tune::objective::test_objective(
+            crate::plan::spec::Goal::Maximize,
+            "output_tok_s",
+            &[("ttft_ms_p99", crate::plan::spec::Bound::AtMost, 5000.0)],
+        );
+        let commands = [(
+            "roomy".to_string(),
+            "python -m sglang.launch_server --x <y>".to_string(),
+        )]
+        .into_iter()
+        .collect();
+        let d = crate::tune::decision::decide("s", &o, &rows, &commands, Default::default());
+        let mut s = sweep(rows);
+        s.decision = Some(d.clone());
+        s.decision_sections = crate::report::decision::deadline_blocks(
+            &["b.r2: c32 repeat 2".to_string()],
+            std::path::Path::new("results/s"),
+        );
+        let html = sweep_page(&s);
+        let start = html
+            .find("<section id=\"decision\">")
+            .expect("the decision");
+        let sec = &html[start..start + html[start..].find("</section>").expect("its end")];
+        assert!(sec.contains("<h2>Decision: s</h2>"), "{sec}");
+        let leader = d.points[0].leader.clone().expect("a leader");
+        assert_eq!(leader, "roomy");
+        // The only eligible configuration wins (the SLO rules out the faster one).
+        assert!(
+            sec.contains(&format!("<strong>Winner: {leader}</strong>")),
+            "{sec}"
+        );
+        // Each configuration's row: its rank (eligibility) and the reason, escaped; the
+        // failure in red.
+        for c in &d.points[0].configurations {
+            assert!(
+                sec.contains(&format!(">{}</td></tr>", esc(&c.why))),
+                "{}: {sec}",
+                c.run_name
+            );
+        }
+        assert!(sec.contains("<td>1</td><td>roomy</td>"), "{sec}");
+        assert!(sec.contains("<td>-</td><td>fast</td>"), "{sec}");
+        assert!(sec.contains("&gt; 5000</td></tr>"), "{sec}");
+        assert!(sec.contains("<td class=\"fail\">failed in 1 of 1"), "{sec}");
+        assert!(
+            sec.contains("<pre>python -m sglang.launch_server --x &lt;y&gt;\n</pre>"),
+            "{sec}"
+        );
+        assert!(
+            sec.contains("<h3>Not measured before the deadline</h3>"),
+            "{sec}"
+        );
+        assert!(sec.contains("<li>b.r2: c32 repeat 2</li>"), "{sec}");
+        // Without a decision, no section.
+        assert!(!sweep_page(&sweep(Vec::new())).contains("id=\"decision\""));
     }
 
     /// One load point (the demo's 32 concurrent requests): no line chart with an axis padded
