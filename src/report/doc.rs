@@ -14,6 +14,8 @@ pub enum Block {
     Heading(usize, String),
     /// A paragraph (it may span lines).
     Para(String),
+    /// Lines that follow each other without a blank line, each its own paragraph on a page.
+    Lines(Vec<String>),
     /// A fenced code block in this language.
     Code { lang: String, text: String },
     /// A pipe table.
@@ -21,7 +23,8 @@ pub enum Block {
         header: Vec<String>,
         rows: Vec<Vec<String>>,
     },
-    /// A bullet list under an optional line that introduces it (no blank line between them).
+    /// A bullet list under an optional line that introduces it (no blank line between them);
+    /// an item may go on over further lines, indented in Markdown.
     List {
         intro: Option<String>,
         items: Vec<String>,
@@ -40,6 +43,7 @@ impl Block {
         match self {
             Block::Heading(level, t) => format!("{} {t}\n", "#".repeat((*level).max(1))),
             Block::Para(t) => format!("{t}\n"),
+            Block::Lines(ls) => ls.iter().map(|l| format!("{l}\n")).collect(),
             Block::Code { lang, text } => format!("```{lang}\n{text}\n```\n"),
             Block::Table { header, rows } => {
                 let rows: Vec<Vec<String>> = rows
@@ -73,6 +77,7 @@ impl Block {
                 format!("<h{h}>{}</h{h}>", inline(t))
             }
             Block::Para(t) => format!("<p>{}</p>", inline(t)),
+            Block::Lines(ls) => ls.iter().map(|l| format!("<p>{}</p>", inline(l))).collect(),
             Block::Code { text, .. } => format!("<pre>{}\n</pre>", esc(text)),
             Block::Table { header, rows } => {
                 let mut o = String::from("<div class=\"scroll\"><table><tr>");
@@ -98,7 +103,9 @@ impl Block {
                 if !items.is_empty() {
                     o.push_str("<ul>");
                     for i in items {
-                        let _ = write!(o, "<li>{}</li>", inline(i));
+                        // An item's further lines (`  → hint`) are lines of the same item.
+                        let lines: Vec<String> = i.lines().map(|l| inline(l.trim())).collect();
+                        let _ = write!(o, "<li>{}</li>", lines.join("<br>"));
                     }
                     o.push_str("</ul>");
                 }
@@ -229,28 +236,31 @@ mod tests {
             },
             Block::List {
                 intro: Some("Failures:".into()),
-                items: vec!["one".into(), "two".into()],
+                items: vec!["one\n  → hint".into(), "two".into()],
             },
             Block::Code {
                 lang: "sh".into(),
                 text: "cmd <x>".into(),
             },
             Block::Numbered(vec!["**a**".into()]),
+            Block::Lines(vec!["Objective: o".into(), "Note: n".into()]),
         ];
         assert_eq!(
             markdown(&d),
-            "# T\n\n| a          | b   |\n|------------|-----|\n| ★ x (best) | `y` |\n\nFailures:\n- one\n- two\n\n```sh\ncmd <x>\n```\n\n1. **a**\n"
+            "# T\n\n| a          | b   |\n|------------|-----|\n| ★ x (best) | `y` |\n\nFailures:\n- one\n  → hint\n- two\n\n```sh\ncmd <x>\n```\n\n1. **a**\n\nObjective: o\nNote: n\n"
         );
         let h = html(&d, 1);
         assert!(h.contains("<h2>T</h2>"), "{h}");
         assert!(h.contains("<th>a</th>"));
         assert!(h.contains("<td class=\"better\">★ x (best)</td><td><code>y</code></td>"));
         assert!(
-            h.contains("<p>Failures:</p><ul><li>one</li><li>two</li></ul>"),
+            h.contains("<p>Failures:</p><ul><li>one<br>→ hint</li><li>two</li></ul>"),
             "{h}"
         );
         assert!(h.contains("<pre>cmd &lt;x&gt;\n</pre>"));
-        assert!(h.contains("<ol><li><strong>a</strong></li></ol>"));
+        assert!(
+            h.contains("<ol><li><strong>a</strong></li></ol><p>Objective: o</p><p>Note: n</p>")
+        );
         assert_eq!(markdown_section(&d[..1]), "\n# T\n");
     }
 }

@@ -53,124 +53,6 @@ fn head(title: &str) -> String {
 
 const FOOT: &str = "</body></html>\n";
 
-/// Backticks to `<code>`, `**x**` to bold, on escaped text.
-fn inline(s: &str) -> String {
-    let e = esc(s);
-    let mut o = String::new();
-    for (i, part) in e.split('`').enumerate() {
-        if i % 2 == 1 {
-            let _ = write!(o, "<code>{part}</code>");
-        } else {
-            for (j, p) in part.split("**").enumerate() {
-                if j % 2 == 1 {
-                    let _ = write!(o, "<strong>{p}</strong>");
-                } else {
-                    o.push_str(p);
-                }
-            }
-        }
-    }
-    o
-}
-
-fn cells(line: &str) -> Vec<&str> {
-    let t = line.trim();
-    let t = t.strip_prefix('|').unwrap_or(t);
-    let t = t.strip_suffix('|').unwrap_or(t);
-    t.split('|').map(str::trim).collect()
-}
-
-/// The Markdown sgtune writes (results.md's table, decision.md) as HTML: headings, pipe
-/// tables, bullet lists with `→` continuation lines, fenced code and paragraphs.
-pub fn markdown(md: &str, heading_shift: usize) -> String {
-    let mut o = String::new();
-    let mut lines = md.lines().peekable();
-    while let Some(line) = lines.next() {
-        let t = line.trim_end();
-        if t.trim().is_empty() {
-            continue;
-        }
-        if let Some(level) = t
-            .find(|c| c != '#')
-            .filter(|l| *l > 0 && t[*l..].starts_with(' '))
-        {
-            let h = (level + heading_shift).min(6);
-            let _ = write!(o, "<h{h}>{}</h{h}>", inline(t[level..].trim()));
-        } else if t.starts_with("```") {
-            o.push_str("<pre>");
-            for l in lines.by_ref() {
-                if l.starts_with("```") {
-                    break;
-                }
-                o.push_str(&esc(l));
-                o.push('\n');
-            }
-            o.push_str("</pre>");
-        } else if t.starts_with('|') {
-            o.push_str("<div class=\"scroll\"><table>");
-            let header = cells(t);
-            o.push_str("<tr>");
-            for c in &header {
-                let _ = write!(o, "<th>{}</th>", inline(c));
-            }
-            o.push_str("</tr>");
-            while let Some(l) = lines.peek() {
-                if !l.trim_start().starts_with('|') {
-                    break;
-                }
-                let l = lines.next().unwrap_or_default();
-                let cs = cells(l);
-                if cs
-                    .iter()
-                    .all(|c| c.chars().all(|ch| ch == '-' || ch == ':'))
-                {
-                    continue;
-                }
-                o.push_str("<tr>");
-                for c in cs {
-                    let class = if c.contains("(best)") || c.contains('★') {
-                        " class=\"better\""
-                    } else if c.starts_with("failed") {
-                        " class=\"fail\""
-                    } else {
-                        ""
-                    };
-                    let _ = write!(o, "<td{class}>{}</td>", inline(c));
-                }
-                o.push_str("</tr>");
-            }
-            o.push_str("</table></div>");
-        } else if let Some(item) = t.strip_prefix("- ") {
-            o.push_str("<ul>");
-            let mut parts = vec![item.to_string()];
-            loop {
-                // Continuation lines (indented, e.g. `  → hint`) belong to the item.
-                while let Some(l) = lines.peek() {
-                    if l.starts_with("  ") && !l.trim().is_empty() {
-                        parts.push(l.trim().to_string());
-                        lines.next();
-                    } else {
-                        break;
-                    }
-                }
-                let html: Vec<String> = parts.iter().map(|p| inline(p)).collect();
-                let _ = write!(o, "<li>{}</li>", html.join("<br>"));
-                match lines.peek() {
-                    Some(l) if l.starts_with("- ") => {
-                        parts = vec![l.get(2..).unwrap_or_default().to_string()];
-                        lines.next();
-                    }
-                    _ => break,
-                }
-            }
-            o.push_str("</ul>");
-        } else {
-            let _ = write!(o, "<p>{}</p>", inline(t));
-        }
-    }
-    o
-}
-
 /// The x of a row on the load-point axis: its concurrency, else its request rate.
 fn load_x(r: &Row) -> Option<f64> {
     r.f64("concurrency").or_else(|| r.f64("request_rate"))
@@ -460,8 +342,8 @@ fn overview(s: &Sweep, shift: usize) -> String {
     if s.rows.is_empty() {
         o.push_str("<p class=\"note\">results.csv has no rows yet.</p>");
     } else {
-        o.push_str(&markdown(
-            &table::render(&s.rows, &s.param_keys, s.decision_marks.as_ref()),
+        o.push_str(&doc::html(
+            &table::blocks(&s.rows, &s.param_keys, s.decision_marks.as_ref()),
             2 + shift,
         ));
     }
@@ -833,7 +715,7 @@ pub fn compare_page(a: &Sweep, b: &Sweep, c: &Comparison) -> String {
     // The decision diff first: the paragraph for a ticket, then its details.
     if let Some(d) = &c.decision {
         o.push_str("<section id=\"decision-diff\"><h2>Decision: what changed</h2>");
-        o.push_str(&markdown(&crate::report::compare::render_diff(d), 2));
+        o.push_str(&doc::html(&crate::report::compare::diff_blocks(d), 2));
         o.push_str("</section>");
     }
     o.push_str("<h2>Changes from A to B</h2>");
@@ -961,19 +843,6 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect())
-    }
-
-    #[test]
-    fn markdown_tables_lists_and_code() {
-        let h = markdown(
-            "# T\n\n| a | b |\n|---|---|\n| ★ x (best) | `y` |\n\nFailures:\n- one\n  → hint\n- two\n\n```sh\ncmd <x>\n```\n",
-            1,
-        );
-        assert!(h.contains("<h2>T</h2>"));
-        assert!(h.contains("<th>a</th>"));
-        assert!(h.contains("<td class=\"better\">★ x (best)</td><td><code>y</code></td>"));
-        assert!(h.contains("<li>one<br>→ hint</li><li>two</li>"), "{h}");
-        assert!(h.contains("<pre>cmd &lt;x&gt;\n</pre>"));
     }
 
     /// The x axis' tick labels of the chart `id` on a page: plotters centres them under the
