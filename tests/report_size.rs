@@ -6,8 +6,9 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use sgtune::observe::timeline::{self, WindowLines};
 use sgtune::record::rows::Row;
-use sgtune::report::html::data::{self, ClientRequest, WindowLines};
+use sgtune::report::html::data::ClientRequest;
 use sgtune::report::html::{Launch, PointClient, Sweep, sweep_page};
 
 const CONFIGS: usize = 20;
@@ -122,7 +123,7 @@ fn twenty_configs_by_ten_load_points_stay_under_two_megabytes() {
             sweep.rows.push(row(cfg, p));
         }
         let (text, windows) = log(cfg);
-        let timeline = data::read_timeline(text.as_bytes(), &windows).unwrap();
+        let timeline = timeline::read_sglang(text.as_bytes(), &windows).unwrap();
         assert_eq!(timeline.gen_tok_s.len(), POINTS * LINES_PER_POINT);
         sweep.launches.push(Launch {
             name: format!("config-{cfg:02}"),

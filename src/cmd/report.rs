@@ -5,10 +5,11 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use super::{CmdError, ExitCode, out};
+use crate::observe::timeline;
 use crate::record::provenance;
 use crate::record::store;
 use crate::report::compare;
-use crate::report::html::{self, data};
+use crate::report::html;
 use crate::run::report::{read_sweep, write_sweep_report};
 
 /// `sgtune report DIR [DIR2] [-o FILE]`.
@@ -57,7 +58,7 @@ pub fn run(
 /// `sgtune log FILE --html OUT`: the timeline of one log (no windows: the whole file).
 pub fn log_html(file: &Path, out_file: &Path) -> Result<ExitCode, CmdError> {
     let f = File::open(file).map_err(|e| CmdError::input(format!("{}: {e}", file.display())))?;
-    let t = data::read_timeline(f, &[])
+    let t = timeline::read(std::io::BufReader::new(f), &[], None)
         .map_err(|e| CmdError::input(format!("{}: {e}", file.display())))?;
     let page = html::log_page(&file.display().to_string(), &t);
     store::write_atomic(out_file, page.as_bytes())?;

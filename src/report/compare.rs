@@ -6,6 +6,7 @@
 use crate::record::Better;
 use crate::record::Phase;
 use crate::record::rows::Row;
+use crate::report::doc::{self, Block};
 use crate::tune::stats::mean_sd;
 use serde::Serialize;
 
@@ -300,12 +301,19 @@ fn table_rows(c: &Comparison, all: bool) -> (Vec<String>, Vec<Vec<String>>, usiz
 
 /// The decision diff as text: the paragraph, then the details.
 pub fn render_diff(d: &crate::tune::diff::DecisionDiff) -> String {
+    doc::markdown(&diff_blocks(d))
+}
+
+/// The decision diff as document blocks (`compare` prints them as Markdown, report.html draws
+/// them as HTML).
+pub fn diff_blocks(d: &crate::tune::diff::DecisionDiff) -> Vec<Block> {
     use crate::tune::diff::leader_text;
-    let mut out = format!("Decision: {}\n\n", d.paragraph);
-    out.push_str(&format!("Objective: {}\n", d.objective));
+    let mut out = vec![Block::Para(format!("Decision: {}", d.paragraph))];
+    let mut head = vec![format!("Objective: {}", d.objective)];
     if let Some(n) = &d.objective_note {
-        out.push_str(&format!("Note: {n}\n"));
+        head.push(format!("Note: {n}"));
     }
+    out.push(Block::Lines(head));
     let mut rows = Vec::new();
     for p in &d.points {
         rows.push(vec![
@@ -319,9 +327,11 @@ pub fn render_diff(d: &crate::tune::diff::DecisionDiff) -> String {
         ]);
     }
     if !rows.is_empty() {
-        out.push('\n');
         let header = ["load point", "A leader", "B leader", "decision"].map(String::from);
-        out.push_str(&crate::report::table::render_plain(&header, &rows));
+        out.push(Block::Table {
+            header: header.to_vec(),
+            rows,
+        });
     }
     let many = d.points.len() > 1;
     let mut rows = Vec::new();
@@ -360,7 +370,6 @@ pub fn render_diff(d: &crate::tune::diff::DecisionDiff) -> String {
         rows.push(line);
     }
     if !rows.is_empty() {
-        out.push('\n');
         let mut header = vec!["configuration".to_string()];
         if many {
             header.push("load point".into());
@@ -369,17 +378,17 @@ pub fn render_diff(d: &crate::tune::diff::DecisionDiff) -> String {
         if rows.iter().any(|r| r.len() > header.len()) {
             header.push("max load within SLO".into());
         }
-        out.push_str(&crate::report::table::render_plain(&header, &rows));
+        out.push(Block::Table { header, rows });
     }
     if let Some(p) = &d.preflight {
         let w = |x: Option<f64>| x.map_or("none".to_string(), crate::tune::decision::num);
-        out.push_str(&format!(
-            "\nPre-flight {}: {} → {} ({})\n",
+        out.push(Block::Para(format!(
+            "Pre-flight {}: {} → {} ({})",
             p.knob,
             w(p.a),
             w(p.b),
             if p.a == p.b { "same" } else { "changed" }
-        ));
+        )));
     }
     for (label, list) in [
         ("Environment differs", &d.environment),
@@ -387,10 +396,10 @@ pub fn render_diff(d: &crate::tune::diff::DecisionDiff) -> String {
         ("Configurations only in B", &d.only_b),
     ] {
         if !list.is_empty() {
-            out.push_str(&format!("\n{label}:\n"));
-            for x in list {
-                out.push_str(&format!("- {x}\n"));
-            }
+            out.push(Block::List {
+                intro: Some(format!("{label}:")),
+                items: list.clone(),
+            });
         }
     }
     out

@@ -1,63 +1,59 @@
-//! decision.md: the tuner's decision (`tune::decision::Decision`), rendered. Nothing is
+//! decision.md: the tuner's decision (`tune::decision::Decision`), rendered as document blocks
+//! (`report::doc`) that decision.md writes as Markdown and report.html as HTML. Nothing is
 //! decided here.
 
+use crate::report::doc::{self, Block};
 use crate::tune::decision::{
     ConfigResult, Decision, Estimate, Outcome, Standing, hours, margin_text, noise_text, num,
 };
 
-fn md_cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
-}
-
 /// decision.md.
 pub fn render_md(d: &Decision) -> String {
-    let mut s = format!("# Decision: {}\n\n", d.sweep);
-    s.push_str(&format!(
+    doc::markdown(&blocks(d))
+}
+
+/// The decision as a document: decision.md's blocks, which report.html shows as they are.
+pub fn blocks(d: &Decision) -> Vec<Block> {
+    let mut out = vec![Block::Heading(1, format!("Decision: {}", d.sweep))];
+    let mut objective = format!(
         "Objective: {} `{}`",
         d.objective.goal.as_str(),
         d.objective.metric
-    ));
+    );
     if !d.objective.slo.is_empty() {
         let b: Vec<String> = d.objective.slo.iter().map(|b| format!("`{b}`")).collect();
-        s.push_str(&format!(" subject to {}", b.join(", ")));
+        objective.push_str(&format!(" subject to {}", b.join(", ")));
     }
-    s.push_str(".\n\n");
-    s.push_str(&d.summary);
-    s.push_str("\n\n## Rule\n\n");
-    s.push_str(&d.rule);
-    s.push('\n');
+    objective.push('.');
+    out.push(Block::Para(objective));
+    out.push(Block::Para(d.summary.clone()));
+    out.push(Block::Heading(2, "Rule".into()));
+    out.push(Block::Para(d.rule.clone()));
     for p in &d.points {
-        s.push_str(&format!("\n## At {}\n\n", p.label));
+        out.push(Block::Heading(2, format!("At {}", p.label)));
         let margin = p
             .margin
             .as_ref()
             .zip(p.runner_up.as_ref())
             .map(|(m, r)| format!(": ahead of the runner-up {r} by {}", margin_text(m)))
             .unwrap_or_default();
-        match (p.outcome, &p.leader) {
-            (Outcome::Winner, Some(w)) => {
-                s.push_str(&format!("**Winner: {w}**{margin}.\n\n"));
-            }
-            (Outcome::Unconfirmed, Some(l)) => {
-                s.push_str(&format!(
-                    "**Leader: {l}** (not claimed as the winner){margin}. The sweep measured no noise: every configuration ran once, so whether this margin is more than the run-to-run noise is unknown. To confirm it, run with `repeats: 2` or more (or `repeats: auto`), or re-check the leader against the runner-up with `sgtune reproduce DIR --decision`.\n\n"
-                ));
-            }
-            (Outcome::TieWithinNoise, Some(l)) => {
-                s.push_str(&format!(
-                    "**Tie within noise** between {l} and {}: no winner is claimed ({l} leads{margin}).\n\n",
-                    p.tied_with.join(", ")
-                ));
-            }
-            _ => s.push_str(
-                "**No configuration is eligible**: each one failed, broke the SLO or has no value.\n\n",
+        out.push(Block::Para(match (p.outcome, &p.leader) {
+            (Outcome::Winner, Some(w)) => format!("**Winner: {w}**{margin}."),
+            (Outcome::Unconfirmed, Some(l)) => format!(
+                "**Leader: {l}** (not claimed as the winner){margin}. The sweep measured no noise: every configuration ran once, so whether this margin is more than the run-to-run noise is unknown. To confirm it, run with `repeats: 2` or more (or `repeats: auto`), or re-check the leader against the runner-up with `sgtune reproduce DIR --decision`."
             ),
-        }
+            (Outcome::TieWithinNoise, Some(l)) => format!(
+                "**Tie within noise** between {l} and {}: no winner is claimed ({l} leads{margin}).",
+                p.tied_with.join(", ")
+            ),
+            _ => "**No configuration is eligible**: each one failed, broke the SLO or has no value."
+                .to_string(),
+        }));
         if p.leader.is_some() {
-            s.push_str(&format!(
-                "Noise: {}.\n\n",
+            out.push(Block::Para(format!(
+                "Noise: {}.",
                 noise_text(&d.objective.metric, p.noise, d.objective.noise)
-            ));
+            )));
         }
         if let (Some(l), Some(cmd)) = (&p.leader, &p.command) {
             let whose = if p.outcome == Outcome::Winner {
@@ -65,7 +61,11 @@ pub fn render_md(d: &Decision) -> String {
             } else {
                 format!("The leader's ({l}) launch command (not a claimed winner)")
             };
-            s.push_str(&format!("{whose}:\n\n```sh\n{cmd}\n```\n\n"));
+            out.push(Block::Para(format!("{whose}:")));
+            out.push(Block::Code {
+                lang: "sh".into(),
+                text: cmd.clone(),
+            });
         }
         let mut header: Vec<String> = vec![
             "rank".into(),
@@ -116,49 +116,51 @@ pub fn render_md(d: &Decision) -> String {
             }
             row.push(c.verdict.clone());
             row.push(c.why.clone());
-            rows.push(row.iter().map(|x| md_cell(x)).collect());
+            rows.push(row);
         }
-        s.push_str(&crate::report::table::render_plain(&header, &rows));
+        out.push(Block::Table { header, rows });
         let evidence: Vec<&ConfigResult> = p
             .configurations
             .iter()
             .filter(|c| !c.verdict_evidence.is_empty())
             .collect();
         if !evidence.is_empty() {
-            s.push_str("\nVerdict evidence (results.csv `verdict_evidence`):\n");
-            for c in evidence {
-                s.push_str(&format!(
-                    "- {}: {}: {}\n",
-                    c.run_name, c.verdict, c.verdict_evidence
-                ));
-            }
+            out.push(Block::List {
+                intro: Some("Verdict evidence (results.csv `verdict_evidence`):".into()),
+                items: evidence
+                    .iter()
+                    .map(|c| format!("{}: {}: {}", c.run_name, c.verdict, c.verdict_evidence))
+                    .collect(),
+            });
         }
     }
     if let Some(p) = &d.preflight {
-        s.push_str("\n## Memory pre-flight\n\n");
+        out.push(Block::Heading(2, "Memory pre-flight".into()));
         let margin = match (p.next_up, &p.next_up_failure) {
             (Some(n), Some(w)) => format!(" The next step up, {n}, failed: {w}."),
             _ => String::new(),
         };
-        match p.found {
-            Some(v) => s.push_str(&format!(
-                "`{} = {}` is the highest value that launched and survived the worst-case burst ({} attempt(s); rows with phase `preflight`).{margin}\n",
+        out.push(Block::Para(match p.found {
+            Some(v) => format!(
+                "`{} = {}` is the highest value that launched and survived the worst-case burst ({} attempt(s); rows with phase `preflight`).{margin}",
                 p.knob, v, p.attempts
-            )),
-            None => s.push_str(&format!(
-                "No value of `{}` launched and survived the burst ({} attempt(s)).{margin}\n",
+            ),
+            None => format!(
+                "No value of `{}` launched and survived the burst ({} attempt(s)).{margin}",
                 p.knob, p.attempts
-            )),
-        }
+            ),
+        }));
     }
     if let Some(q) = &d.quality {
-        s.push_str("\n## Output quality\n\n");
-        s.push_str(&q.rule);
-        s.push_str(&format!(
-            "\n\nReference: `{}`, {}. Outputs and log-probabilities: runs/<launch>/quality.jsonl.\n\n",
+        out.push(Block::Heading(2, "Output quality".into()));
+        out.push(Block::Para(q.rule.clone()));
+        out.push(Block::Para(format!(
+            "Reference: `{}`, {}. Outputs and log-probabilities: runs/<launch>/quality.jsonl.",
             q.baseline,
-            q.reference.as_deref().unwrap_or("none (the baseline has no quality outputs)")
-        ));
+            q.reference
+                .as_deref()
+                .unwrap_or("none (the baseline has no quality outputs)")
+        )));
         let header: Vec<String> = [
             "configuration",
             "quality",
@@ -174,7 +176,7 @@ pub fn render_md(d: &Decision) -> String {
             .verdicts
             .iter()
             .map(|v| {
-                [
+                vec![
                     v.run_name.clone(),
                     v.status.as_str().to_string(),
                     pct(v.tally.decisive_share()),
@@ -182,15 +184,13 @@ pub fn render_md(d: &Decision) -> String {
                     pct(v.tally.prefix_agreement()),
                     v.evidence.clone(),
                 ]
-                .iter()
-                .map(|x| md_cell(x))
-                .collect()
             })
             .collect();
-        s.push_str(&crate::report::table::render_plain(&header, &rows));
+        out.push(Block::Table { header, rows });
     }
-    s.push_str(&format!(
-        "\n## Cost\n\n{} server launch(es), {} server-hours (manifest.json: each launch from its start to its server's stop){}.\n",
+    out.push(Block::Heading(2, "Cost".into()));
+    out.push(Block::Para(format!(
+        "{} server launch(es), {} server-hours (manifest.json: each launch from its start to its server's stop){}.",
         d.cost.launches,
         hours(d.cost.server_hours),
         if d.cost.launches_without_times > 0 {
@@ -201,21 +201,30 @@ pub fn render_md(d: &Decision) -> String {
         } else {
             String::new()
         }
-    ));
-    s
+    )));
+    out
 }
 
 /// decision.md's last section after a deadline: what the decision above could not use.
 pub fn deadline_section(left: &[String], root: &std::path::Path) -> String {
-    let mut s = String::from(
-        "\n## Not measured before the deadline\n\nThe decision above is from what was measured by the deadline. Not measured before the deadline:\n\n",
-    );
-    for l in left {
-        s.push_str(&format!("- {l}\n"));
-    }
-    s.push_str(&format!(
-        "\n`sgtune resume {}` measures them and decides again from every row.\n",
-        root.display()
-    ));
-    s
+    doc::markdown_section(&deadline_blocks(left, root))
+}
+
+/// The deadline's section as blocks (report.html shows them under the decision).
+pub fn deadline_blocks(left: &[String], root: &std::path::Path) -> Vec<Block> {
+    vec![
+        Block::Heading(2, "Not measured before the deadline".into()),
+        Block::Para(
+            "The decision above is from what was measured by the deadline. Not measured before the deadline:"
+                .into(),
+        ),
+        Block::List {
+            intro: None,
+            items: left.to_vec(),
+        },
+        Block::Para(format!(
+            "`sgtune resume {}` measures them and decides again from every row.",
+            root.display()
+        )),
+    ]
 }

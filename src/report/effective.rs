@@ -3,44 +3,70 @@
 //! effect (both found by `tune::effective`).
 
 use crate::record::rows::Row;
+use crate::report::doc::{self, Block};
 use crate::tune::effective::{duplicates, no_effect_clause, not_in_effect};
 
-/// The lines under the comparison table: settings not in effect, and configurations that ran
+/// The lists under the comparison table: settings not in effect, and configurations that ran
 /// the same server. Empty when there is nothing to say.
-pub fn table_notes(rows: &[Row]) -> String {
-    let mut out = String::new();
+pub fn notes(rows: &[Row]) -> Vec<Block> {
+    let mut out = Vec::new();
     let missed = not_in_effect(rows);
     if !missed.is_empty() {
-        out.push_str(
-            "\nNot in effect (asked for, but the server ran otherwise; runs/<run>/effective_args.json):\n",
-        );
-        for (name, f) in &missed {
-            out.push_str(&format!("- {name}: {f}\n"));
-        }
+        out.push(Block::List {
+            intro: Some(
+                "Not in effect (asked for, but the server ran otherwise; runs/<run>/effective_args.json):"
+                    .into(),
+            ),
+            items: missed.iter().map(|(name, f)| format!("{name}: {f}")).collect(),
+        });
     }
     let dups = duplicates(rows);
     if !dups.is_empty() {
-        out.push_str("\nSame server in effect (equal effective arguments, `effective_args_id`):\n");
-        for (id, names) in &dups {
-            out.push_str(&format!(
-                "- {} ({id}): {}\n",
-                names.join(", "),
-                no_effect_clause(rows, names)
-            ));
-        }
+        out.push(Block::List {
+            intro: Some(
+                "Same server in effect (equal effective arguments, `effective_args_id`):".into(),
+            ),
+            items: dups
+                .iter()
+                .map(|(id, names)| {
+                    format!(
+                        "{} ({id}): {}",
+                        names.join(", "),
+                        no_effect_clause(rows, names)
+                    )
+                })
+                .collect(),
+        });
     }
     out
 }
 
-/// decision.md's section on effective arguments (empty when there is nothing to say).
-pub fn decision_section(rows: &[Row]) -> String {
-    let notes = table_notes(rows);
+/// The lines under the comparison table, as Markdown ([`notes`]).
+pub fn table_notes(rows: &[Row]) -> String {
+    doc::markdown_section(&notes(rows))
+}
+
+/// decision.md's section on effective arguments (none when there is nothing to say).
+pub fn decision_blocks(rows: &[Row]) -> Vec<Block> {
+    let notes = notes(rows);
     if notes.is_empty() {
-        return String::new();
+        return notes;
     }
-    format!(
-        "\n## Effective arguments\n\nEach server's `/server_info` and start-up log were compared with what its configuration asked for.\n{notes}"
-    )
+    let mut out = vec![
+        Block::Heading(2, "Effective arguments".into()),
+        Block::Para(
+            "Each server's `/server_info` and start-up log were compared with what its configuration asked for."
+                .into(),
+        ),
+    ];
+    out.extend(notes);
+    out
+}
+
+/// decision.md's section on effective arguments, as Markdown (empty when there is nothing to
+/// say).
+pub fn decision_section(rows: &[Row]) -> String {
+    doc::markdown_section(&decision_blocks(rows))
 }
 
 #[cfg(test)]

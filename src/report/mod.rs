@@ -1,6 +1,7 @@
 //! Report: every renderer. Each writes to a `W: Write` and never decides anything about a run.
 pub mod compare;
 pub mod decision;
+pub mod doc;
 pub mod effective;
 pub mod events;
 pub mod html;

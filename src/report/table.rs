@@ -7,6 +7,7 @@
 
 use crate::plan::spec::Objective;
 use crate::record::rows::Row;
+use crate::report::doc::{self, Block};
 use crate::tune::decision::{Decision, Outcome};
 pub use crate::tune::stats::mean_sd;
 
@@ -111,37 +112,18 @@ fn mean_of(g: &[&Row], col: &str) -> Option<f64> {
     mean_sd(&ok_values(g, col)).map(|(m, _)| m)
 }
 
-/// A padded Markdown table.
-pub fn render_plain(header: &[String], rows: &[Vec<String>]) -> String {
-    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for r in rows {
-        for (i, c) in r.iter().enumerate() {
-            if let Some(w) = widths.get_mut(i) {
-                *w = (*w).max(c.chars().count());
-            }
-        }
-    }
-    let line = |cells: &[String]| {
-        let padded: Vec<String> = cells
-            .iter()
-            .zip(&widths)
-            .map(|(c, w)| format!("{c:<w$}", w = *w))
-            .collect();
-        format!("| {} |\n", padded.join(" | "))
-    };
-    let mut out = line(header);
-    let sep: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
-    out.push_str(&format!("|-{}-|\n", sep.join("-|-")));
-    for r in rows {
-        out.push_str(&line(r));
-    }
-    out
-}
+pub use crate::report::doc::render_plain;
 
 /// The table plus the failures and the verdict evidence. `decision`: the sweep's objective
 /// decided ([`DecisionMarks`]); None without an objective, and the best output tok/s is
 /// starred.
 pub fn render(rows: &[Row], param_keys: &[String], decision: Option<&DecisionMarks>) -> String {
+    doc::markdown(&blocks(rows, param_keys, decision))
+}
+
+/// The table and the lists under it as document blocks (results.md writes them as Markdown,
+/// report.html as HTML).
+pub fn blocks(rows: &[Row], param_keys: &[String], decision: Option<&DecisionMarks>) -> Vec<Block> {
     let groups = groups(rows);
     let aggregates: Vec<GroupAggregate> = groups
         .iter()
@@ -173,27 +155,29 @@ pub fn render(rows: &[Row], param_keys: &[String], decision: Option<&DecisionMar
         .enumerate()
         .map(|(i, a)| format_line(a, star(i), many_points, mixed, param_keys))
         .collect();
-    let mut out = render_plain(&header, &lines);
+    let mut out = vec![Block::Table {
+        header,
+        rows: lines,
+    }];
     if let Some(d) = decision {
-        render_star_note(
-            &mut out,
+        out.push(star_note(
             d,
             best.and_then(|i| aggregates.get(i)),
             many_points,
-        );
+        ));
     }
-    render_failures(&mut out, rows);
-    render_verdict_evidence(&mut out, &groups, many_points);
-    render_quality(&mut out, rows);
-    out.push_str(&crate::report::effective::table_notes(rows));
+    out.extend(failures(rows));
+    out.extend(verdict_evidence(&groups, many_points));
+    out.extend(quality(rows));
+    out.extend(crate::report::effective::notes(rows));
     out
 }
 
 /// The `Output quality:` section (`quality:` in the spec): each configuration's verdict against
 /// the baseline with its evidence; `fail` and `unchecked` ones are not eligible to win.
-fn render_quality(out: &mut String, rows: &[Row]) {
+fn quality(rows: &[Row]) -> Option<Block> {
     let mut seen: Vec<&str> = Vec::new();
-    let mut lines = String::new();
+    let mut items = Vec::new();
     for r in rows {
         let (name, v) = (r.get("run_name"), r.get("quality_verdict"));
         if v.is_empty() || seen.contains(&name) {
@@ -205,15 +189,12 @@ fn render_quality(out: &mut String, rows: &[Row]) {
         } else {
             " (not eligible)"
         };
-        lines.push_str(&format!(
-            "- {name}: {v}{flag} — {}\n",
-            r.get("quality_evidence")
-        ));
+        items.push(format!("{name}: {v}{flag} — {}", r.get("quality_evidence")));
     }
-    if !lines.is_empty() {
-        out.push_str("\nOutput quality (against the baseline's greedy outputs):\n");
-        out.push_str(&lines);
-    }
+    (!items.is_empty()).then(|| Block::List {
+        intro: Some("Output quality (against the baseline's greedy outputs):".into()),
+        items,
+    })
 }
 
 /// What the table shows of one (run, load point) group before it is formatted: its rows'
@@ -358,37 +339,27 @@ fn header(rows: &[Row], param_keys: &[String], many_points: bool, mixed: bool) -
 
 /// With an objective, a line under the table: what ★ marks, and when the highest output tok/s
 /// is not starred, why the decision passed it over.
-fn render_star_note(
-    out: &mut String,
-    d: &DecisionMarks,
-    best: Option<&GroupAggregate>,
-    many_points: bool,
-) {
-    match (d.picks.is_empty(), d.so_far) {
+fn star_note(d: &DecisionMarks, best: Option<&GroupAggregate>, many_points: bool) -> Block {
+    let mut out = match (d.picks.is_empty(), d.so_far) {
         (true, false) => {
-            out.push_str("\n★: no configuration is eligible (decision.md says why).\n");
-            return;
+            return Block::Para("★: no configuration is eligible (decision.md says why).".into());
         }
-        (true, true) => {
-            out.push_str("\n★: no configuration is eligible so far.\n");
-            return;
+        (true, true) => return Block::Para("★: no configuration is eligible so far.".into()),
+        (false, false) => "★ marks the decision's pick (decision.md).".to_string(),
+        (false, true) => {
+            "★ marks the leader so far: the decision's rule on the rows so far (no decision yet)."
+                .to_string()
         }
-        (false, false) => out.push_str("\n★ marks the decision's pick (decision.md)."),
-        (false, true) => out.push_str(
-            "\n★ marks the leader so far: the decision's rule on the rows so far (no decision yet).",
-        ),
-    }
+    };
     let Some(a) = best else {
-        out.push('\n');
-        return;
+        return Block::Para(out);
     };
     let (name, lp) = (a.first.get("run_name"), a.first.load_point());
     if d.picks
         .iter()
         .any(|p| p.run_name == name && p.load_point == lp)
     {
-        out.push('\n');
-        return;
+        return Block::Para(out);
     }
     let at = if many_points {
         format!(" at {lp}")
@@ -406,8 +377,9 @@ fn render_star_note(
         .filter(|w| !w.is_empty())
         .unwrap_or_else(|| "the decision did not judge it at this load".into());
     out.push_str(&format!(
-        " The highest output tok/s, {name}{at} ({tok}), is not starred: {why}.\n"
+        " The highest output tok/s, {name}{at} ({tok}), is not starred: {why}."
     ));
+    Block::Para(out)
 }
 
 /// Row formatting: one group's line of the table, in the header's column order; `star`: the
@@ -494,44 +466,46 @@ fn server_cells(a: &GroupAggregate) -> [String; 4] {
     }
 }
 
-/// The `Failures:` section: one item per failed row, with which way to turn the knobs.
-fn render_failures(out: &mut String, rows: &[Row]) {
-    let failures: Vec<&Row> = rows.iter().filter(|r| !r.is_ok()).collect();
-    if !failures.is_empty() {
-        out.push_str("\nFailures:\n");
-        for r in failures {
+/// The `Failures:` section: one item per failed row, with which way to turn the knobs (on a
+/// line of its own under the item).
+fn failures(rows: &[Row]) -> Option<Block> {
+    let items: Vec<String> = rows
+        .iter()
+        .filter(|r| !r.is_ok())
+        .map(|r| {
             let direction = crate::server::failure::FailureKind::parse(r.get("failure_kind"))
                 .map(|k| crate::observe::diagnose::failure_direction(k, r.get("failure_message")))
                 .filter(|d| !d.is_empty())
                 .map(|d| format!("\n  → {d}"))
                 .unwrap_or_default();
-            out.push_str(&format!(
-                "- {} (load point {}, repeat {}) [{}]: {}{direction}\n",
+            format!(
+                "{} (load point {}, repeat {}) [{}]: {}{direction}",
                 r.get("run_name"),
                 r.load_point(),
                 r.get("repeat"),
                 r.get("failure_kind"),
                 r.get("failure_message")
-            ));
-        }
-    }
+            )
+        })
+        .collect();
+    (!items.is_empty()).then(|| Block::List {
+        intro: Some("Failures:".into()),
+        items,
+    })
 }
 
 /// The `Verdicts:` section: each group's first ok row with verdict evidence.
-fn render_verdict_evidence(out: &mut String, groups: &[Vec<&Row>], many_points: bool) {
-    let evidence: Vec<&Row> = groups
+fn verdict_evidence(groups: &[Vec<&Row>], many_points: bool) -> Option<Block> {
+    let items: Vec<String> = groups
         .iter()
         .filter_map(|g| {
             g.iter()
                 .find(|r| r.is_ok() && !r.get("verdict_evidence").is_empty())
                 .copied()
         })
-        .collect();
-    if !evidence.is_empty() {
-        out.push_str("\nVerdicts:\n");
-        for r in evidence {
-            out.push_str(&format!(
-                "- {}{}: {} — {}\n",
+        .map(|r| {
+            format!(
+                "{}{}: {} — {}",
                 r.get("run_name"),
                 if many_points {
                     format!(" @{}", r.load_point())
@@ -540,9 +514,13 @@ fn render_verdict_evidence(out: &mut String, groups: &[Vec<&Row>], many_points: 
                 },
                 r.get("verdict"),
                 r.get("verdict_evidence")
-            ));
-        }
-    }
+            )
+        })
+        .collect();
+    (!items.is_empty()).then(|| Block::List {
+        intro: Some("Verdicts:".into()),
+        items,
+    })
 }
 
 #[cfg(test)]

@@ -315,7 +315,8 @@ pub fn conclude_decided(
     }
     // The pictures: a report that cannot be written loses nothing (the rows are in
     // results.csv); say so and carry on.
-    match crate::run::report::write_sweep_report(&results.root, None) {
+    let deadline = crate::run::report::Deadline::Now(not_measured);
+    match crate::run::report::write_sweep_report_at(&results.root, None, deadline) {
         Ok(p) => out(&format!("report: {}", p.display())),
         Err(e) => say(&format!("warning: cannot write report.html: {e}")),
     }

@@ -4,7 +4,7 @@
 //! loses a row and never changes the exit code.
 
 use crate::record::store::{self, StoreError};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::time::Duration;
 
@@ -77,7 +77,7 @@ impl ExitCode {
 }
 
 /// How a sweep ended, for the hook and for `outcome.json`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Outcome {
     /// `done` (exit 0), `runs_failed` (1), `error` (5: the sweep stopped on an error after its
     /// results folder existed), `deadline` (3: stopped at `--deadline`/`--budget`, decided
@@ -101,6 +101,13 @@ pub struct Outcome {
     /// The error that stopped the sweep (outcome `error`).
     pub error: Option<String>,
     pub finished_at: String,
+}
+
+/// outcome.json read back (for report.html, after the sweep); None when the folder has none or
+/// this version cannot read it (the page then leaves out what only it says).
+pub fn read(root: &Path) -> Option<Outcome> {
+    let text = std::fs::read_to_string(root.join(FILE)).ok()?;
+    serde_json::from_str(&text).ok()
 }
 
 impl Outcome {

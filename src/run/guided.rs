@@ -11,6 +11,7 @@ use crate::plan::spec::SweepSpec;
 use crate::record::provenance::Manifest;
 use crate::record::rows::Row;
 use crate::record::store::{ResultsDir, StoreError};
+use crate::report::doc::Block;
 use crate::report::events::RunEvent;
 use crate::tune::guide::{self, Next, Proposal, Space};
 use crate::tune::path::{self, Path};
@@ -159,39 +160,47 @@ pub fn plan_with_rows(spec: &SweepSpec, plan: &RunPlan, rows: &[Row]) -> RunPlan
 /// decision.md's "Tune path": one line per step (the configuration, why it was chosen, what
 /// it measured and its verdict) and why the tune stopped, replayed from the rows.
 pub fn path_section(spec: &SweepSpec, rows: &[Row]) -> String {
+    crate::report::doc::markdown_section(&path_blocks(spec, rows))
+}
+
+/// The "Tune path" section as document blocks, for decision.md and report.html alike (none
+/// for a sweep without `tune:`).
+pub fn path_blocks(spec: &SweepSpec, rows: &[Row]) -> Vec<Block> {
     let Some(t) = &spec.tune else {
-        return String::new();
+        return Vec::new();
     };
     let space = path::space(t);
     let p = path::replay(spec, &space, t.launches as usize, rows);
-    let mut s = format!(
-        "\n## Tune path\n\nA guided tune of {} knob(s) over {} configuration(s), at most {} launched; {} launched. Each step names why the strategy chose it, from the evidence of the steps before.\n\n",
-        t.knobs.len(),
-        t.size(),
-        t.launches,
-        p.done.len()
-    );
-    for (i, step) in p.done.iter().enumerate() {
-        let measured = step
-            .outcome
-            .as_ref()
-            .map(|o| path::measured_text(spec, o))
-            .unwrap_or_default();
-        s.push_str(&format!(
-            "{}. `{}`: {measured}. Chosen: {}\n",
-            i + 1,
-            step.name,
-            step.why
-        ));
-    }
-    match p.next {
-        Next::Stop { why } => s.push_str(&format!("\nStop: {why}.\n")),
-        Next::Launch(more) => s.push_str(&format!(
-            "\nNot finished: {} more step(s) proposed (`sgtune resume` continues the path).\n",
-            more.len()
+    let steps = p
+        .done
+        .iter()
+        .map(|step| {
+            let measured = step
+                .outcome
+                .as_ref()
+                .map(|o| path::measured_text(spec, o))
+                .unwrap_or_default();
+            format!("`{}`: {measured}. Chosen: {}", step.name, step.why)
+        })
+        .collect();
+    vec![
+        Block::Heading(2, "Tune path".into()),
+        Block::Para(format!(
+            "A guided tune of {} knob(s) over {} configuration(s), at most {} launched; {} launched. Each step names why the strategy chose it, from the evidence of the steps before.",
+            t.knobs.len(),
+            t.size(),
+            t.launches,
+            p.done.len()
         )),
-    }
-    s
+        Block::Numbered(steps),
+        Block::Para(match p.next {
+            Next::Stop { why } => format!("Stop: {why}."),
+            Next::Launch(more) => format!(
+                "Not finished: {} more step(s) proposed (`sgtune resume` continues the path).",
+                more.len()
+            ),
+        }),
+    ]
 }
 
 /// The path for report.html's chart: each launched step's name, the objective's value as

@@ -1,5 +1,8 @@
-//! report.html's inputs, read from a results folder (results.csv, decision.md, and per launch
-//! server.log, summary*.json, requests*.csv) into a [`Sweep`], and the page written. Called at
+//! report.html's inputs, read from a results folder into one typed [`Sweep`] (results.csv's
+//! rows, decision.json's `Decision` with the sections decision.md has under it rebuilt from
+//! their data, the tune's path, and per launch summary*.json, requests*.csv and the server's
+//! timeline read from server.log by `observe::timeline` with the launch's engine), and the
+//! page written. `report::html` only renders it. Called at
 //! the end of every run and resume, and by `sgtune report`.
 
 use std::fs::File;
@@ -8,11 +11,13 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::observe::timeline::{self, WindowLines};
+use crate::plan::engine::Engine;
 use crate::record::ReadError;
 use crate::record::provenance;
 use crate::record::rows;
 use crate::record::store::{self, StoreError};
-use crate::report::html::data::{self, WindowLines};
+use crate::report::html::data;
 use crate::report::html::{self, Launch, PointClient, Sweep};
 
 /// Why report.html could not be written: its results.csv does not read, or the page cannot be
@@ -44,7 +49,7 @@ fn label(v: &Value, many_repeats: bool) -> String {
 
 /// One `runs/<name>/` folder: its measurements (summary*.json with the matching
 /// requests*.csv) and the server's timeline. What cannot be read becomes a note.
-fn read_launch(dir: &Path, name: &str) -> Launch {
+fn read_launch(dir: &Path, name: &str, engine: Option<Engine>) -> Launch {
     let mut l = Launch {
         name: name.to_string(),
         ..Default::default()
@@ -100,7 +105,7 @@ fn read_launch(dir: &Path, name: &str) -> Launch {
     }
     let log = dir.join("server.log");
     match File::open(&log) {
-        Ok(f) => match data::read_timeline(f, &windows) {
+        Ok(f) => match timeline::read(BufReader::new(f), &windows, engine) {
             Ok(t) => l.timeline = Some(t),
             Err(e) => l.notes.push(format!("{}: {e}", log.display())),
         },
@@ -109,8 +114,42 @@ fn read_launch(dir: &Path, name: &str) -> Launch {
     l
 }
 
+/// The engine a launch ran, from its rows' `engine` column (as `sgtune run` tells the log's
+/// summarizer); None for a folder from before the column, or a launch without rows: then the
+/// log says which.
+fn launch_engine(rows: &[rows::Row], launch: &str) -> Option<Engine> {
+    rows.iter()
+        .filter(|r| {
+            let n = r.get("run_name");
+            launch == n
+                || launch
+                    .strip_prefix(n)
+                    .is_some_and(|rest| rest.starts_with('.'))
+        })
+        .find_map(|r| match r.get("engine") {
+            "sglang" => Some(Engine::Sglang),
+            "vllm" => Some(Engine::Vllm),
+            _ => None,
+        })
+}
+
+/// What a deadline left unmeasured, for the section under the decision.
+#[derive(Debug, Clone, Copy)]
+pub enum Deadline<'a> {
+    /// As outcome.json recorded it (`sgtune report`, after the sweep).
+    Recorded,
+    /// The sweep ending now says (outcome.json is written after the report): the launches a
+    /// deadline left, or None when none stopped it.
+    Now(Option<&'a [String]>),
+}
+
 /// Read a results folder (or its results.csv) into what the page shows.
 pub fn read_sweep(p: &Path) -> Result<Sweep, ReadError> {
+    read_sweep_at(p, Deadline::Recorded)
+}
+
+/// Read a results folder into what the page shows, a deadline's leftovers as `deadline` says.
+pub fn read_sweep_at(p: &Path, deadline: Deadline) -> Result<Sweep, ReadError> {
     let csv = rows::csv_path(p);
     let root = csv.parent().map(Path::to_path_buf).unwrap_or_default();
     let t = rows::read(&csv)?;
@@ -122,13 +161,13 @@ pub fn read_sweep(p: &Path) -> Result<Sweep, ReadError> {
         dir: root.display().to_string(),
         param_keys: rows::param_keys(&t.header),
         rows: t.rows,
-        decision_md: std::fs::read_to_string(root.join("decision.md")).ok(),
         ..Default::default()
     };
     // What the table stars: decision.json's picks; without one (an interrupted sweep), the
     // leader so far by the same rule, from the folder's objective.
-    s.decision_marks = match crate::run::decision_file::read(&root) {
-        Ok(Some(d)) => Some(crate::report::table::DecisionMarks::of(&d)),
+    let decided = crate::run::decision_file::read(&root);
+    s.decision_marks = match &decided {
+        Ok(Some(d)) => Some(crate::report::table::DecisionMarks::of(d)),
         read => {
             if let Err(e) = read {
                 // An older or edited file: the page still renders, starring by the rule.
@@ -140,16 +179,49 @@ pub fn read_sweep(p: &Path) -> Result<Sweep, ReadError> {
             crate::report::table::marks(objective.as_ref(), None, &s.rows)
         }
     };
+    s.decision = decided.ok().flatten();
+    if s.decision.is_none() && root.join("decision.md").is_file() {
+        // A folder from before decision.json (or with one this version cannot read): the page
+        // draws the decision only from the typed file.
+        s.notes.push(
+            "decision.md is not shown here: the folder has no decision.json this version reads"
+                .to_string(),
+        );
+    }
     // A guided tune's path, for its chart: replayed from the rows with the folder's spec (which
     // may name variables of the shell it ran in: then the chart is left out, and said so).
     let spec_path = root.join("spec.yaml");
-    match crate::plan::spec::load(&spec_path) {
-        Ok((spec, _)) => s.tune = crate::run::guided::chart_path(&spec, &s.rows),
+    let spec = crate::plan::spec::load(&spec_path).map(|(spec, _)| spec);
+    match &spec {
+        Ok(spec) => s.tune = crate::run::guided::chart_path(spec, &s.rows),
         Err(e) => {
             let text = std::fs::read_to_string(&spec_path).unwrap_or_default();
             if text.lines().any(|l| l.starts_with("tune:")) {
                 s.notes.push(format!("no tune path chart: {e}"));
             }
+        }
+    }
+    // The sections decision.md has under the decision, from the data they were written from
+    // (in decision.md's order: run::conclude).
+    if s.decision.is_some() {
+        s.decision_sections = crate::report::effective::decision_blocks(&s.rows);
+        let recorded;
+        let left = match deadline {
+            Deadline::Now(left) => left,
+            Deadline::Recorded => {
+                recorded = crate::run::finish::read(&root)
+                    .filter(|o| o.outcome == "deadline")
+                    .map(|o| o.not_measured);
+                recorded.as_deref()
+            }
+        };
+        if let Some(left) = left {
+            s.decision_sections
+                .extend(crate::report::decision::deadline_blocks(left, &root));
+        }
+        if let Ok(spec) = &spec {
+            s.decision_sections
+                .extend(crate::run::guided::path_blocks(spec, &s.rows));
         }
     }
     // Launch order: the plan's, else the rows', then any other folder under runs/.
@@ -176,7 +248,8 @@ pub fn read_sweep(p: &Path) -> Result<Sweep, ReadError> {
     for n in names {
         let d = runs.join(&n);
         if d.is_dir() {
-            s.launches.push(read_launch(&d, &n));
+            let engine = launch_engine(&s.rows, &n);
+            s.launches.push(read_launch(&d, &n, engine));
         }
     }
     Ok(s)
@@ -184,10 +257,86 @@ pub fn read_sweep(p: &Path) -> Result<Sweep, ReadError> {
 
 /// Write one sweep's report to `out` (default DIR/report.html).
 pub fn write_sweep_report(dir: &Path, out_file: Option<&Path>) -> Result<PathBuf, ReportError> {
-    let s = read_sweep(dir)?;
+    write_sweep_report_at(dir, out_file, Deadline::Recorded)
+}
+
+/// Write one sweep's report, a deadline's leftovers as `deadline` says.
+pub fn write_sweep_report_at(
+    dir: &Path,
+    out_file: Option<&Path>,
+    deadline: Deadline,
+) -> Result<PathBuf, ReportError> {
+    let s = read_sweep_at(dir, deadline)?;
     let path = out_file
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from(&s.dir).join("report.html"));
     store::write_atomic(&path, html::sweep_page(&s).as_bytes())?;
     Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(name: &str, engine: &str) -> rows::Row {
+        rows::Row(
+            [("run_name", name), ("engine", engine)]
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        )
+    }
+
+    /// A launch's timeline is read with the engine its rows name (a repeat's folder `a.r2`
+    /// included); without one (an older folder), the log says.
+    #[test]
+    fn a_launch_is_read_with_the_engine_its_rows_name() {
+        let rows = [row("a", "vllm"), row("b", "sglang"), row("c", "")];
+        assert_eq!(launch_engine(&rows, "a"), Some(Engine::Vllm));
+        assert_eq!(launch_engine(&rows, "a.r2"), Some(Engine::Vllm));
+        assert_eq!(launch_engine(&rows, "b"), Some(Engine::Sglang));
+        assert_eq!(launch_engine(&rows, "c"), None);
+        assert_eq!(launch_engine(&rows, "ab"), None);
+    }
+
+    /// A folder's decision reaches the page typed (decision.json), with the deadline's section
+    /// from outcome.json after the sweep, or from the sweep ending now (whose outcome.json is
+    /// not written yet: an older one there is not believed).
+    #[test]
+    fn the_decision_and_a_deadline_come_typed_from_the_folder() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        let fixture = Path::new("tests/fixtures/results/cpu-demo-rerun");
+        for f in ["results.csv", "decision.json"] {
+            std::fs::copy(fixture.join(f), root.join(f)).expect("copy");
+        }
+        let mut o = crate::run::finish::read(fixture).expect("the fixture's outcome.json");
+        o.outcome = "deadline".into();
+        o.not_measured = vec!["mtt2048.r2: c32 repeat 2".into()];
+        store::write_json(&root.join(crate::run::finish::FILE), &o).expect("write");
+        let has_deadline = |s: &Sweep| {
+            s.decision_sections.iter().any(|b| {
+                matches!(b, crate::report::doc::Block::List { items, .. }
+                    if items == &["mtt2048.r2: c32 repeat 2".to_string()])
+            })
+        };
+        let s = read_sweep(root).expect("reads");
+        let d = s.decision.as_ref().expect("the decision");
+        // The rerun's decision as `compare` reads it: none eligible at concurrency 32.
+        assert_eq!(d.points[0].label, "concurrency 32");
+        assert_eq!(d.points[0].leader, None);
+        assert!(has_deadline(&s));
+        let s = read_sweep_at(root, Deadline::Now(None)).expect("reads");
+        assert!(s.decision.is_some() && !has_deadline(&s));
+        // Without decision.json, no decision (and decision.md alone is not parsed).
+        std::fs::remove_file(root.join("decision.json")).expect("rm");
+        std::fs::write(root.join("decision.md"), "# Decision: x\n").expect("write");
+        let s = read_sweep(root).expect("reads");
+        assert!(s.decision.is_none() && s.decision_sections.is_empty());
+        assert!(
+            s.notes
+                .iter()
+                .any(|n| n.contains("decision.md is not shown"))
+        );
+    }
 }

@@ -1,15 +1,11 @@
 //! The numbers that go into the report's charts, as pure functions with their own tests:
-//! min/max downsampling, CDFs, the Pareto frontier, requests in flight, token rates, and the
-//! server's timeline read from an SGLang log (streaming, constant memory per line).
+//! min/max downsampling, CDFs, the Pareto frontier, requests in flight, token rates. The
+//! server's timeline comes read (`observe::timeline`, for either engine): here it is only
+//! thinned for drawing.
 
-use std::io::{self, Read};
+use std::io::Read;
 
-use crate::observe::sglang_log::line::{LogEvent, StatsKind};
-use crate::observe::sglang_log::scan::scan_owned;
-use crate::observe::sglang_log::{LineReader, Timestamp};
-
-/// Points of one line on a chart, in x order.
-pub type Points = Vec<(f64, f64)>;
+pub use crate::observe::timeline::{Points, Timeline, WindowLines, WindowSpan};
 
 /// At most about `max_points` points from `points` (in x order): the points are cut into
 /// buckets of consecutive points and each bucket keeps its lowest and its highest y (in their
@@ -54,6 +50,20 @@ pub fn downsample(points: &[(f64, f64)], max_points: usize) -> Points {
         }
     }
     out
+}
+
+/// The timeline with every series thinned to about `max_points` points (extremes kept).
+pub fn downsampled(mut t: Timeline, max_points: usize) -> Timeline {
+    for s in [
+        &mut t.gen_tok_s,
+        &mut t.running,
+        &mut t.queue,
+        &mut t.token_usage,
+        &mut t.cache_hit,
+    ] {
+        *s = downsample(s, max_points);
+    }
+    t
 }
 
 /// The empirical CDF of the finite values: (value, share of values ≤ value), ascending.
@@ -148,177 +158,6 @@ pub fn bin_for(span: f64, target: usize) -> f64 {
     .into_iter()
     .find(|b| *b >= raw)
     .unwrap_or(900.0)
-}
-
-/// One measured window of a launch's server.log, as 0-based line numbers [start, end).
-#[derive(Debug, Clone, PartialEq)]
-pub struct WindowLines {
-    pub start_line: usize,
-    pub end_line: usize,
-    /// The load point's label (e.g. `c32`), shown on the chart.
-    pub label: String,
-    /// The offered concurrency, drawn as a line over the window.
-    pub offered: Option<f64>,
-}
-
-/// A window placed on the timeline's clock (seconds since the log's first timestamp).
-#[derive(Debug, Clone, PartialEq)]
-pub struct WindowSpan {
-    pub t0: f64,
-    pub t1: f64,
-    pub label: String,
-    pub offered: Option<f64>,
-}
-
-/// The server's own timeline from its log, in seconds since the log's first timestamp.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Timeline {
-    pub gen_tok_s: Points,
-    pub running: Points,
-    pub queue: Points,
-    pub token_usage: Points,
-    /// Prefix-cache hit rate: a decode line's own `cache hit rate` field when it has one, else
-    /// each prefill line's cached ÷ (cached + new) tokens.
-    pub cache_hit: Points,
-    pub retractions: Vec<f64>,
-    /// When the server said it was ready (stats before it are warm-up).
-    pub ready: Option<f64>,
-    pub windows: Vec<WindowSpan>,
-    /// The first timestamp of the log, the clock's zero.
-    pub origin: Option<Timestamp>,
-    pub lines: usize,
-}
-
-impl Timeline {
-    /// Downsample every series to about `max_points` points (extremes kept).
-    pub fn downsampled(mut self, max_points: usize) -> Timeline {
-        for s in [
-            &mut self.gen_tok_s,
-            &mut self.running,
-            &mut self.queue,
-            &mut self.token_usage,
-            &mut self.cache_hit,
-        ] {
-            *s = downsample(s, max_points);
-        }
-        self
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.gen_tok_s.is_empty() && self.running.is_empty() && self.queue.is_empty()
-    }
-
-    /// Seconds from the origin to `ts`.
-    pub fn at(&self, ts: &Timestamp) -> Option<f64> {
-        self.origin.map(|o| ts.seconds_since(&o))
-    }
-}
-
-fn hit_rate_field(fields: &[(String, String)]) -> Option<f64> {
-    fields
-        .iter()
-        .find(|(k, _)| k.to_ascii_lowercase().contains("cache hit rate"))
-        .and_then(|(_, v)| v.trim_end_matches('%').trim().parse::<f64>().ok())
-        .map(|v| if v > 1.0 { v / 100.0 } else { v })
-}
-
-/// Read a server log into its timeline. `windows` are the measured windows by line number;
-/// each becomes a span from the first timestamp at or after its start line to the last one
-/// before its end line.
-pub fn read_timeline<R: Read>(mut r: R, windows: &[WindowLines]) -> io::Result<Timeline> {
-    let mut t = Timeline::default();
-    let mut idx = 0usize;
-    let mut last: Option<f64> = None;
-    // Per window: (first time inside, last time inside).
-    let mut spans: Vec<(Option<f64>, Option<f64>)> = vec![(None, None); windows.len()];
-    let mut prefill_hit: Points = Vec::new();
-    let mut feed = |line: &[u8]| {
-        let i = idx;
-        idx += 1;
-        let ev = scan_owned(line);
-        let ts = match &ev {
-            Some(LogEvent::Stats(s)) => s.ts,
-            _ => crate::observe::sglang_log::prefix::parse_prefix_bytes(line).ts,
-        };
-        if let Some(ts) = ts {
-            if t.origin.is_none() {
-                t.origin = Some(ts);
-            }
-            last = t.at(&ts).or(last);
-        }
-        for (w, span) in windows.iter().zip(spans.iter_mut()) {
-            if w.start_line <= i && i < w.end_line {
-                if let Some(now) = ts.and_then(|ts| t.at(&ts)) {
-                    span.0.get_or_insert(now);
-                    span.1 = Some(now);
-                }
-            }
-        }
-        let Some(now) = last else {
-            return;
-        };
-        match ev {
-            Some(LogEvent::Stats(s)) => match s.kind {
-                StatsKind::Decode => {
-                    if let Some(g) = s.gen_throughput {
-                        t.gen_tok_s.push((now, g));
-                    }
-                    if let Some(v) = s.running_req {
-                        t.running.push((now, v as f64));
-                    }
-                    if let Some(v) = s.queue_req {
-                        t.queue.push((now, v as f64));
-                    }
-                    if let Some(v) = s.token_usage {
-                        t.token_usage.push((now, v));
-                    }
-                    if let Some(h) = hit_rate_field(&s.fields) {
-                        t.cache_hit.push((now, h));
-                    }
-                }
-                StatsKind::Prefill => {
-                    if let Some(h) = hit_rate_field(&s.fields) {
-                        t.cache_hit.push((now, h));
-                    }
-                    if let (Some(c), Some(n)) = (s.cached_token, s.new_token) {
-                        if c + n > 0 {
-                            prefill_hit.push((now, c as f64 / (c + n) as f64));
-                        }
-                    }
-                    if let Some(v) = s.queue_req {
-                        t.queue.push((now, v as f64));
-                    }
-                }
-            },
-            Some(LogEvent::Retract(_)) => t.retractions.push(now),
-            Some(LogEvent::Ready) => t.ready = t.ready.or(Some(now)),
-            _ => {}
-        }
-    };
-    let mut lr = LineReader::new();
-    lr.read_available(&mut r, &mut feed)?;
-    lr.finish(&mut feed);
-    t.lines = idx;
-    // Prefill and decode lines interleave: keep the queue in time order.
-    t.queue.sort_by(|a, b| a.0.total_cmp(&b.0));
-    // One source per series: the prefill-derived hit rates only when the decode lines never
-    // carried one.
-    if t.cache_hit.is_empty() {
-        t.cache_hit = prefill_hit;
-    }
-    t.windows = windows
-        .iter()
-        .zip(spans)
-        .filter_map(|(w, (a, b))| {
-            Some(WindowSpan {
-                t0: a?,
-                t1: b?,
-                label: w.label.clone(),
-                offered: w.offered,
-            })
-        })
-        .collect();
-    Ok(t)
 }
 
 /// One request as the client saw it (a measured row of requests.csv), times in seconds from
@@ -481,44 +320,6 @@ mod tests {
         assert!(rate(&[], 1.0).is_empty());
         assert_eq!(bin_for(100.0, 100), 1.0);
         assert_eq!(bin_for(1000.0, 100), 10.0);
-    }
-
-    #[test]
-    fn timeline_from_a_log_with_window_and_retraction() {
-        let log = "\
-[2026-12-01 14:24:00] startup
-[2026-12-01 14:24:01] The server is fired up and ready to roll!
-[2026-12-01 14:24:02] Prefill batch, #new-seq: 1, #new-token: 30, #cached-token: 10, token usage: 0.01, #running-req: 0, #queue-req: 3
-[2026-12-01 14:24:03] Decode batch, #running-req: 2, #token: 194, token usage: 0.09, gen throughput (token/s): 27.83, #queue-req: 1
-[2026-12-01 14:24:04] KV cache pool is full. Retract requests. #retracted_reqs: 1, #new_token_ratio: 0.5
-[2026-12-01 14:24:05] Decode batch, #running-req: 3, #token: 294, token usage: 0.19, gen throughput (token/s): 40.0, #queue-req: 0
-";
-        let w = [WindowLines {
-            start_line: 2,
-            end_line: 5,
-            label: "c4".into(),
-            offered: Some(4.0),
-        }];
-        let t = read_timeline(log.as_bytes(), &w).unwrap();
-        assert_eq!(t.ready, Some(1.0));
-        assert_eq!(t.gen_tok_s, vec![(3.0, 27.83), (5.0, 40.0)]);
-        assert_eq!(t.running, vec![(3.0, 2.0), (5.0, 3.0)]);
-        assert_eq!(t.queue, vec![(2.0, 3.0), (3.0, 1.0), (5.0, 0.0)]);
-        assert_eq!(t.cache_hit, vec![(2.0, 0.25)]);
-        assert_eq!(t.retractions, vec![4.0]);
-        assert_eq!(t.windows.len(), 1);
-        assert_eq!((t.windows[0].t0, t.windows[0].t1), (2.0, 4.0));
-        assert_eq!(t.lines, 6);
-    }
-
-    #[test]
-    fn a_printed_cache_hit_rate_wins_over_the_prefill_estimate() {
-        let log = "\
-[2026-12-01 14:24:02] Prefill batch, #new-seq: 1, #new-token: 30, #cached-token: 10, token usage: 0.01, #running-req: 0, #queue-req: 3
-[2026-12-01 14:24:03] Decode batch, #running-req: 2, #token: 194, token usage: 0.09, cache hit rate: 50.00%, gen throughput (token/s): 27.83, #queue-req: 1
-";
-        let t = read_timeline(log.as_bytes(), &[]).unwrap();
-        assert_eq!(t.cache_hit, vec![(1.0, 0.5)]);
     }
 
     #[test]

@@ -12,21 +12,7 @@ pub use page::{compare_page, log_page, sweep_page};
 use crate::record::rows::Row;
 use data::{ClientRequest, Timeline};
 
-/// Escape text for HTML content and attribute values.
-pub fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            _ => o.push(c),
-        }
-    }
-    o
-}
+pub use crate::report::doc::esc;
 
 /// One load point (and repeat) of a launch, as the client saw it.
 #[derive(Debug, Clone, Default)]
@@ -55,8 +41,11 @@ pub struct Sweep {
     pub dir: String,
     pub rows: Vec<Row>,
     pub param_keys: Vec<String>,
-    /// decision.md, when the sweep had an objective.
-    pub decision_md: Option<String>,
+    /// The decision (decision.json), when the sweep had an objective and one was made.
+    pub decision: Option<crate::tune::decision::Decision>,
+    /// The sections decision.md has under the decision, built from what they say (the
+    /// effective arguments from the rows, what a deadline left unmeasured, a tune's path).
+    pub decision_sections: Vec<crate::report::doc::Block>,
     /// What the table stars, from decision.json (None without one: the best output tok/s).
     pub decision_marks: Option<crate::report::table::DecisionMarks>,
     pub launches: Vec<Launch>,

@@ -10,7 +10,7 @@ use super::data::{self, Points, Timeline};
 use super::{Launch, Sweep, esc, points_per_series};
 use crate::record::rows::Row;
 use crate::report::compare::{Comparison, Judgement};
-use crate::report::table;
+use crate::report::{decision, doc, table};
 
 const CSS: &str = r#"
 :root{--fg:#1b1b1b;--muted:#5a5a5a;--line:#d8d8d8;--bg:#fff;--card:#fafafa}
@@ -52,124 +52,6 @@ fn head(title: &str) -> String {
 }
 
 const FOOT: &str = "</body></html>\n";
-
-/// Backticks to `<code>`, `**x**` to bold, on escaped text.
-fn inline(s: &str) -> String {
-    let e = esc(s);
-    let mut o = String::new();
-    for (i, part) in e.split('`').enumerate() {
-        if i % 2 == 1 {
-            let _ = write!(o, "<code>{part}</code>");
-        } else {
-            for (j, p) in part.split("**").enumerate() {
-                if j % 2 == 1 {
-                    let _ = write!(o, "<strong>{p}</strong>");
-                } else {
-                    o.push_str(p);
-                }
-            }
-        }
-    }
-    o
-}
-
-fn cells(line: &str) -> Vec<&str> {
-    let t = line.trim();
-    let t = t.strip_prefix('|').unwrap_or(t);
-    let t = t.strip_suffix('|').unwrap_or(t);
-    t.split('|').map(str::trim).collect()
-}
-
-/// The Markdown sgtune writes (results.md's table, decision.md) as HTML: headings, pipe
-/// tables, bullet lists with `→` continuation lines, fenced code and paragraphs.
-pub fn markdown(md: &str, heading_shift: usize) -> String {
-    let mut o = String::new();
-    let mut lines = md.lines().peekable();
-    while let Some(line) = lines.next() {
-        let t = line.trim_end();
-        if t.trim().is_empty() {
-            continue;
-        }
-        if let Some(level) = t
-            .find(|c| c != '#')
-            .filter(|l| *l > 0 && t[*l..].starts_with(' '))
-        {
-            let h = (level + heading_shift).min(6);
-            let _ = write!(o, "<h{h}>{}</h{h}>", inline(t[level..].trim()));
-        } else if t.starts_with("```") {
-            o.push_str("<pre>");
-            for l in lines.by_ref() {
-                if l.starts_with("```") {
-                    break;
-                }
-                o.push_str(&esc(l));
-                o.push('\n');
-            }
-            o.push_str("</pre>");
-        } else if t.starts_with('|') {
-            o.push_str("<div class=\"scroll\"><table>");
-            let header = cells(t);
-            o.push_str("<tr>");
-            for c in &header {
-                let _ = write!(o, "<th>{}</th>", inline(c));
-            }
-            o.push_str("</tr>");
-            while let Some(l) = lines.peek() {
-                if !l.trim_start().starts_with('|') {
-                    break;
-                }
-                let l = lines.next().unwrap_or_default();
-                let cs = cells(l);
-                if cs
-                    .iter()
-                    .all(|c| c.chars().all(|ch| ch == '-' || ch == ':'))
-                {
-                    continue;
-                }
-                o.push_str("<tr>");
-                for c in cs {
-                    let class = if c.contains("(best)") || c.contains('★') {
-                        " class=\"better\""
-                    } else if c.starts_with("failed") {
-                        " class=\"fail\""
-                    } else {
-                        ""
-                    };
-                    let _ = write!(o, "<td{class}>{}</td>", inline(c));
-                }
-                o.push_str("</tr>");
-            }
-            o.push_str("</table></div>");
-        } else if let Some(item) = t.strip_prefix("- ") {
-            o.push_str("<ul>");
-            let mut parts = vec![item.to_string()];
-            loop {
-                // Continuation lines (indented, e.g. `  → hint`) belong to the item.
-                while let Some(l) = lines.peek() {
-                    if l.starts_with("  ") && !l.trim().is_empty() {
-                        parts.push(l.trim().to_string());
-                        lines.next();
-                    } else {
-                        break;
-                    }
-                }
-                let html: Vec<String> = parts.iter().map(|p| inline(p)).collect();
-                let _ = write!(o, "<li>{}</li>", html.join("<br>"));
-                match lines.peek() {
-                    Some(l) if l.starts_with("- ") => {
-                        parts = vec![l.get(2..).unwrap_or_default().to_string()];
-                        lines.next();
-                    }
-                    _ => break,
-                }
-            }
-            o.push_str("</ul>");
-        } else {
-            let _ = write!(o, "<p>{}</p>", inline(t));
-        }
-    }
-    o
-}
 
 /// The x of a row on the load-point axis: its concurrency, else its request rate.
 fn load_x(r: &Row) -> Option<f64> {
@@ -460,13 +342,16 @@ fn overview(s: &Sweep, shift: usize) -> String {
     if s.rows.is_empty() {
         o.push_str("<p class=\"note\">results.csv has no rows yet.</p>");
     } else {
-        o.push_str(&markdown(
-            &table::render(&s.rows, &s.param_keys, s.decision_marks.as_ref()),
+        o.push_str(&doc::html(
+            &table::blocks(&s.rows, &s.param_keys, s.decision_marks.as_ref()),
             2 + shift,
         ));
     }
-    if let Some(d) = &s.decision_md {
-        o.push_str(&markdown(d, 1 + shift));
+    if let Some(d) = &s.decision {
+        o.push_str("<section id=\"decision\">");
+        o.push_str(&doc::html(&decision::blocks(d), 1 + shift));
+        o.push_str(&doc::html(&s.decision_sections, 1 + shift));
+        o.push_str("</section>");
     }
     if let Some(t) = &s.tune {
         o.push_str(&tune_chart(t));
@@ -608,7 +493,7 @@ fn launch_section(l: &Launch, rows: &[Row], budget: usize, prefix: &str) -> Stri
     }
     match t {
         Some(t) if !t.is_empty() => {
-            let t = t.clone().downsampled(budget);
+            let t = data::downsampled(t.clone(), budget);
             o.push_str(&timeline_charts(&id, &t, &tokens, &spans, budget));
         }
         _ => o.push_str("<p class=\"nodata\">No stats lines in server.log: no timeline.</p>"),
@@ -830,7 +715,7 @@ pub fn compare_page(a: &Sweep, b: &Sweep, c: &Comparison) -> String {
     // The decision diff first: the paragraph for a ticket, then its details.
     if let Some(d) = &c.decision {
         o.push_str("<section id=\"decision-diff\"><h2>Decision: what changed</h2>");
-        o.push_str(&markdown(&crate::report::compare::render_diff(d), 2));
+        o.push_str(&doc::html(&crate::report::compare::diff_blocks(d), 2));
         o.push_str("</section>");
     }
     o.push_str("<h2>Changes from A to B</h2>");
@@ -923,13 +808,13 @@ pub fn compare_page(a: &Sweep, b: &Sweep, c: &Comparison) -> String {
     o
 }
 
-/// `sgtune log FILE --html OUT`: the server timeline of any SGLang log.
+/// `sgtune log FILE --html OUT`: the server timeline of any SGLang or vLLM log.
 pub fn log_page(name: &str, t: &Timeline) -> String {
     let mut o = head(&format!("sgtune log: {name}"));
     let _ = write!(
         o,
-        "<h1>SGLang log: {}</h1><p class=\"sub\">{} lines, {} decode stats lines, {} \
-         retractions.</p>",
+        "<h1>Server log: {}</h1><p class=\"sub\">{} lines, {} throughput stats lines, {} \
+         retractions or preemptions.</p>",
         esc(name),
         t.lines,
         t.gen_tok_s.len(),
@@ -939,7 +824,7 @@ pub fn log_page(name: &str, t: &Timeline) -> String {
         o.push_str("<p class=\"nodata\">No stats lines: nothing to draw.</p>");
     } else {
         let budget = 1500;
-        let t = t.clone().downsampled(budget);
+        let t = data::downsampled(t.clone(), budget);
         o.push_str("<div class=\"grid\">");
         o.push_str(&timeline_charts("log", &t, &[], &[], budget));
         o.push_str("</div>");
@@ -958,19 +843,6 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect())
-    }
-
-    #[test]
-    fn markdown_tables_lists_and_code() {
-        let h = markdown(
-            "# T\n\n| a | b |\n|---|---|\n| ★ x (best) | `y` |\n\nFailures:\n- one\n  → hint\n- two\n\n```sh\ncmd <x>\n```\n",
-            1,
-        );
-        assert!(h.contains("<h2>T</h2>"));
-        assert!(h.contains("<th>a</th>"));
-        assert!(h.contains("<td class=\"better\">★ x (best)</td><td><code>y</code></td>"));
-        assert!(h.contains("<li>one<br>→ hint</li><li>two</li>"), "{h}");
-        assert!(h.contains("<pre>cmd &lt;x&gt;\n</pre>"));
     }
 
     /// The x axis' tick labels of the chart `id` on a page: plotters centres them under the
@@ -993,7 +865,8 @@ mod tests {
             dir: "s".into(),
             rows,
             param_keys: Vec::new(),
-            decision_md: None,
+            decision: None,
+            decision_sections: Vec::new(),
             decision_marks: None,
             launches: Vec::new(),
             tune: None,
@@ -1088,6 +961,77 @@ mod tests {
             ("tpot_ms_p50", "12.5"),
             ("tpot_ms_p99", "14"),
         ])
+    }
+
+    /// The decision is drawn from the typed `Decision`, as decision.md writes it: the leader,
+    /// each configuration's eligibility and why it won or lost, the launch command; the
+    /// sections under it from their own blocks. Nothing is read back from a file.
+    #[test]
+    fn the_decision_section_renders_from_a_decision_value() {
+        let rows = vec![
+            measured("fast", "32", "457.7", ("900", "44516")),
+            measured("roomy", "32", "314.7", ("300", "1867")),
+            row(&[
+                ("run_name", "fp8"),
+                ("status", "failed"),
+                ("concurrency", "32"),
+            ]),
+        ];
+        let o = crate::tune::objective::test_objective(
+            crate::plan::spec::Goal::Maximize,
+            "output_tok_s",
+            &[("ttft_ms_p99", crate::plan::spec::Bound::AtMost, 5000.0)],
+        );
+        let commands = [(
+            "roomy".to_string(),
+            "python -m sglang.launch_server --x <y>".to_string(),
+        )]
+        .into_iter()
+        .collect();
+        let d = crate::tune::decision::decide("s", &o, &rows, &commands, Default::default());
+        let mut s = sweep(rows);
+        s.decision = Some(d.clone());
+        s.decision_sections = crate::report::decision::deadline_blocks(
+            &["b.r2: c32 repeat 2".to_string()],
+            std::path::Path::new("results/s"),
+        );
+        let html = sweep_page(&s);
+        let start = html
+            .find("<section id=\"decision\">")
+            .expect("the decision");
+        let sec = &html[start..start + html[start..].find("</section>").expect("its end")];
+        assert!(sec.contains("<h2>Decision: s</h2>"), "{sec}");
+        let leader = d.points[0].leader.clone().expect("a leader");
+        assert_eq!(leader, "roomy");
+        // The only eligible configuration wins (the SLO rules out the faster one).
+        assert!(
+            sec.contains(&format!("<strong>Winner: {leader}</strong>")),
+            "{sec}"
+        );
+        // Each configuration's row: its rank (eligibility) and the reason, escaped; the
+        // failure in red.
+        for c in &d.points[0].configurations {
+            assert!(
+                sec.contains(&format!(">{}</td></tr>", esc(&c.why))),
+                "{}: {sec}",
+                c.run_name
+            );
+        }
+        assert!(sec.contains("<td>1</td><td>roomy</td>"), "{sec}");
+        assert!(sec.contains("<td>-</td><td>fast</td>"), "{sec}");
+        assert!(sec.contains("&gt; 5000</td></tr>"), "{sec}");
+        assert!(sec.contains("<td class=\"fail\">failed in 1 of 1"), "{sec}");
+        assert!(
+            sec.contains("<pre>python -m sglang.launch_server --x &lt;y&gt;\n</pre>"),
+            "{sec}"
+        );
+        assert!(
+            sec.contains("<h3>Not measured before the deadline</h3>"),
+            "{sec}"
+        );
+        assert!(sec.contains("<li>b.r2: c32 repeat 2</li>"), "{sec}");
+        // Without a decision, no section.
+        assert!(!sweep_page(&sweep(Vec::new())).contains("id=\"decision\""));
     }
 
     /// One load point (the demo's 32 concurrent requests): no line chart with an axis padded
