@@ -26,4 +26,11 @@ peers_file=$(echo "$files" | tail -n 1)
 . "$env_file"
 # shellcheck disable=SC1090
 . "$peers_file"
+# Python's bytecode cache: with PYTHONDONTWRITEBYTECODE set (some sandboxes and CI images set
+# it), every server start compiles SGLang's, vLLM's, torch's and transformers' sources again,
+# in each of the server's processes. Measured here: `import sglang.launch_server` took 18 s of
+# CPU without .pyc files and 9 s with them, and an SGLang start imports in three processes.
+# The venvs are our own cache (~/.cache/sgtune), so the first start writes the .pyc files of
+# what it imports and every later start reads them.
+unset PYTHONDONTWRITEBYTECODE
 exec scripts/lib/run-tests.sh "$@"

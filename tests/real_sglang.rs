@@ -54,7 +54,7 @@ server:
     sleep_on_idle: true
     dtype: bfloat16
     enable_metrics: true
-  ready_timeout_s: 240
+  ready_timeout_s: 480
   stop_timeout_s: 30
 {body}"#,
         python = env.python,
@@ -99,7 +99,7 @@ workload:
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("spawn sgtune");
-    let loading = wait_until(Duration::from_secs(240), || {
+    let loading = wait_until(Duration::from_secs(480), || {
         std::fs::read_dir(&results)
             .ok()
             .and_then(|mut d| d.next())
@@ -233,7 +233,7 @@ fn kill_9_of_sgtune_takes_the_server_with_it() {
         .spawn()
         .expect("spawn sgtune");
     // Wait until the load is running (requests.csv appears once the server is ready).
-    let loading = wait_until(Duration::from_secs(240), || {
+    let loading = wait_until(Duration::from_secs(480), || {
         std::fs::read_dir(&results)
             .ok()
             .and_then(|mut d| d.next())
@@ -362,19 +362,33 @@ fn the_tuning_sweep_finds_more_load_within_the_slo_for_a_larger_kv_pool() {
     }
 }
 
-/// A working set sized against the KV capacity: 1.5 × the first pool's 1,024 tokens of shared
-/// prefixes (6 prefixes of 256 tokens, each used by every 6th request). The 8,192-token pool
-/// keeps them all and serves most prefix tokens from its cache; the 1,024-token pool cannot
-/// hold them next to the running requests, so its cache-hit rate falls.
-#[test]
-#[ignore = "needs real SGLang on CPU: run scripts/test.sh"]
-fn a_working_set_past_the_kv_capacity_lowers_the_cache_hit_rate() {
-    let env = real_env();
-    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tempfile::tempdir().expect("tempdir");
-    let tag = unique_tag("working-set");
-    let body = r#"sweep:
-  max_total_tokens: [1024, 8192]
+/// One sweep, shared by the two tests below (each launch costs a server start of ~45-90 s
+/// here, so checks that need no launch of their own read one folder): two KV pools under a
+/// working set sized against the first one's capacity, and a setting SGLang 0.5.23 overrides
+/// on CPU at two values. The pools come first: the working set is sized from the first
+/// configuration's KV capacity.
+struct Pools {
+    folder: std::path::PathBuf,
+    rows: Vec<std::collections::HashMap<String, String>>,
+    stdout: String,
+}
+
+static POOLS: std::sync::OnceLock<Pools> = std::sync::OnceLock::new();
+
+fn pools() -> &'static Pools {
+    POOLS.get_or_init(|| {
+        let env = real_env();
+        // A fixed folder under cargo's target/tmp, emptied first: a static is never dropped,
+        // so a temporary folder held here would be left behind by every run.
+        let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("real_sglang-pools");
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("the shared sweep's folder");
+        let tag = unique_tag("pools");
+        let body = r#"configs:
+  - {name: mtt1024, max_total_tokens: 1024}
+  - {name: mtt8192, max_total_tokens: 8192}
+  - {name: cgmbd-8, cuda_graph_max_bs_decode: 8}
+  - {name: cgmbd-16, cuda_graph_max_bs_decode: 16}
 workload:
   endpoint: completions
   concurrency: 4
@@ -383,14 +397,42 @@ workload:
   input_tokens: 32
   output_tokens: 16
   shared_prefix: {prefix_tokens: 256, working_set: 1.5}
+objective:
+  maximize: output_tok_s
 "#;
-    let spec_path = dir.path().join("ws.yaml");
-    std::fs::write(&spec_path, spec(&env, &tag, body)).expect("write spec");
-    let results = dir.path().join("results");
-    let out = run_sweep(&spec_path, &results);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let folder = only_results_folder(&results);
-    let rows = read_rows(&folder.join("results.csv"));
+        let text_of_spec = spec(&env, &tag, body).replace(
+            "    enable_metrics: true\n",
+            "    enable_metrics: true\n    max_total_tokens: 4096\n",
+        );
+        let spec_path = dir.join("pools.yaml");
+        std::fs::write(&spec_path, text_of_spec).expect("write spec");
+        let results = dir.join("results");
+        let out = run_sweep(&spec_path, &results);
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+        assert!(
+            wait_until(Duration::from_secs(10), || procs_with_tag(&tag).is_empty()),
+            "server processes left"
+        );
+        let folder = only_results_folder(&results);
+        let rows = read_rows(&folder.join("results.csv"));
+        Pools {
+            folder,
+            rows,
+            stdout,
+        }
+    })
+}
+
+/// A working set sized against the KV capacity: 1.5 × the first pool's 1,024 tokens of shared
+/// prefixes (6 prefixes of 256 tokens, each used by every 6th request). The 8,192-token pool
+/// keeps them all and serves most prefix tokens from its cache; the 1,024-token pool cannot
+/// hold them next to the running requests, so its cache-hit rate falls.
+#[test]
+#[ignore = "needs real SGLang on CPU: run scripts/test.sh"]
+fn a_working_set_past_the_kv_capacity_lowers_the_cache_hit_rate() {
+    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Pools { folder, rows, .. } = pools();
     let hit = |name: &str| -> f64 {
         let r = rows
             .iter()
@@ -420,9 +462,84 @@ workload:
             .unwrap();
     assert_eq!(ws["basis_tokens"], 1024);
     assert_eq!(ws["groups"], 6);
+}
+
+/// A setting SGLang 0.5.23 overrides on CPU: with the torch-native attention backend it
+/// disables CUDA graphs ("Cuda graph is disabled because of using torch native attention
+/// backend"), so `cuda_graph_max_bs_decode` 8 and 16 run the same server. Both runs get the
+/// warning, and the table and the decision say they are one server; a KV pool size, which
+/// takes effect, gets neither.
+#[test]
+#[ignore = "needs real SGLang on CPU: run scripts/test.sh"]
+fn a_setting_sglang_overrides_on_cpu_is_a_warning_and_its_runs_are_one_server() {
+    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Pools {
+        folder,
+        rows,
+        stdout,
+        ..
+    } = pools();
+    let row = |name: &str| {
+        rows.iter()
+            .find(|r| r["run_name"] == name)
+            .unwrap_or_else(|| panic!("no row for {name}: {rows:?}"))
+    };
+    for (name, asked) in [("cgmbd-8", 8), ("cgmbd-16", 16)] {
+        let warning = format!(
+            "`cuda_graph_max_bs_decode` asked {asked}, in effect no CUDA graph (start-up log: \"Cuda graph is disabled because of using torch native attention backend\")"
+        );
+        assert_eq!(row(name)["not_in_effect"], warning, "{:?}", row(name));
+        assert!(
+            row(name)["notes"].contains(&format!("not in effect: {warning}")),
+            "{:?}",
+            row(name)
+        );
+        assert!(stdout.contains(&format!("- {name}: {warning}")), "{stdout}");
+    }
+    let id = row("cgmbd-8")["effective_args_id"].clone();
+    assert_eq!(id.len(), 12, "{:?}", row("cgmbd-8"));
+    assert_eq!(
+        row("cgmbd-16")["effective_args_id"],
+        id,
+        "one server in effect"
+    );
+    let roomy = row("mtt8192");
+    assert_eq!(
+        roomy["not_in_effect"], "",
+        "max_total_tokens takes effect: {roomy:?}"
+    );
+    assert!(!roomy["notes"].contains("not in effect"), "{roomy:?}");
+    assert_eq!(roomy["max_total_num_tokens"], "8192", "{roomy:?}");
+    assert_ne!(
+        roomy["effective_args_id"], id,
+        "another pool, another server"
+    );
     assert!(
-        wait_until(Duration::from_secs(10), || procs_with_tag(&tag).is_empty()),
-        "server processes left"
+        stdout.contains(&format!(
+            "- cgmbd-8, cgmbd-16 ({id}): what they differ in (cuda_graph_max_bs_decode) did not change the server"
+        )),
+        "{stdout}"
+    );
+    let md = std::fs::read_to_string(folder.join("decision.md")).expect("decision.md");
+    assert!(
+        md.contains(&format!(
+            "cgmbd-8 and cgmbd-16 ran the same server in effect ({id})"
+        )),
+        "{md}"
+    );
+    let file: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(folder.join("runs/cgmbd-8/effective_args.json"))
+            .expect("effective_args.json"),
+    )
+    .expect("JSON");
+    assert_eq!(file["args"]["cuda_graph"], "off", "{file:#}");
+    assert!(
+        file["override_lines"].as_array().is_some_and(|l| {
+            l.iter().any(|l| {
+                l == "Cuda graph is disabled because of using torch native attention backend"
+            })
+        }),
+        "{file:#}"
     );
 }
 
@@ -502,7 +619,7 @@ quality:
             &format!("model_path: {}\n", env.model),
             &format!("model_path: {trained}\n"),
         )
-        .replace("ready_timeout_s: 240", "ready_timeout_s: 600")
+        .replace("ready_timeout_s: 480", "ready_timeout_s: 600")
         .replace(
             "    enable_metrics: true\n",
             "    enable_metrics: true\n    max_total_tokens: 4096\n",
@@ -565,111 +682,6 @@ quality:
     );
     eprintln!("wall time {:.0} s", started.elapsed().as_secs_f64());
     keep_when_asked(&folder, "/tmp/sgtune-quality-trained");
-}
-
-/// A sweep over a setting SGLang 0.5.23 overrides on CPU: with the torch-native attention
-/// backend it disables CUDA graphs ("Cuda graph is disabled because of using torch native
-/// attention backend"), so `cuda_graph_max_bs_decode` 8 and 16 run the same server. Both runs
-/// get the warning, and the table and the decision say they are one server; a KV pool size,
-/// which takes effect, gets neither.
-#[test]
-#[ignore = "needs real SGLang on CPU: run scripts/test.sh"]
-fn a_setting_sglang_overrides_on_cpu_is_a_warning_and_its_runs_are_one_server() {
-    let env = real_env();
-    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tempfile::tempdir().expect("tempdir");
-    let tag = unique_tag("effective");
-    let body = r#"sweep:
-  cuda_graph_max_bs_decode: [8, 16]
-configs:
-  - {name: mtt8192, max_total_tokens: 8192}
-workload:
-  concurrency: 2
-  requests: 4
-  warmup_requests: 1
-  input_tokens: 16
-  output_tokens: 16
-objective:
-  maximize: output_tok_s
-"#;
-    let text_of_spec = spec(&env, &tag, body).replace(
-        "    enable_metrics: true\n",
-        "    enable_metrics: true\n    max_total_tokens: 4096\n",
-    );
-    let spec_path = dir.path().join("effective.yaml");
-    std::fs::write(&spec_path, text_of_spec).expect("write spec");
-    let results = dir.path().join("results");
-    let out = run_sweep(&spec_path, &results);
-    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
-    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
-    assert!(
-        wait_until(Duration::from_secs(10), || procs_with_tag(&tag).is_empty()),
-        "server processes left"
-    );
-    let folder = only_results_folder(&results);
-    let rows = read_rows(&folder.join("results.csv"));
-    let row = |name: &str| {
-        rows.iter()
-            .find(|r| r["run_name"] == name)
-            .unwrap_or_else(|| panic!("no row for {name}: {rows:?}"))
-    };
-    for (name, asked) in [("cgmbd-8", 8), ("cgmbd-16", 16)] {
-        let warning = format!(
-            "`cuda_graph_max_bs_decode` asked {asked}, in effect no CUDA graph (start-up log: \"Cuda graph is disabled because of using torch native attention backend\")"
-        );
-        assert_eq!(row(name)["not_in_effect"], warning, "{:?}", row(name));
-        assert!(
-            row(name)["notes"].contains(&format!("not in effect: {warning}")),
-            "{:?}",
-            row(name)
-        );
-        assert!(stdout.contains(&format!("- {name}: {warning}")), "{stdout}");
-    }
-    let id = row("cgmbd-8")["effective_args_id"].clone();
-    assert_eq!(id.len(), 12, "{:?}", row("cgmbd-8"));
-    assert_eq!(
-        row("cgmbd-16")["effective_args_id"],
-        id,
-        "one server in effect"
-    );
-    let roomy = row("mtt8192");
-    assert_eq!(
-        roomy["not_in_effect"], "",
-        "max_total_tokens takes effect: {roomy:?}"
-    );
-    assert!(!roomy["notes"].contains("not in effect"), "{roomy:?}");
-    assert_eq!(roomy["max_total_num_tokens"], "8192", "{roomy:?}");
-    assert_ne!(
-        roomy["effective_args_id"], id,
-        "another pool, another server"
-    );
-    assert!(
-        stdout.contains(&format!(
-            "- cgmbd-8, cgmbd-16 ({id}): what they differ in (cuda_graph_max_bs_decode) did not change the server"
-        )),
-        "{stdout}"
-    );
-    let md = std::fs::read_to_string(folder.join("decision.md")).expect("decision.md");
-    assert!(
-        md.contains(&format!(
-            "cgmbd-8 and cgmbd-16 ran the same server in effect ({id})"
-        )),
-        "{md}"
-    );
-    let file: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(folder.join("runs/cgmbd-8/effective_args.json"))
-            .expect("effective_args.json"),
-    )
-    .expect("JSON");
-    assert_eq!(file["args"]["cuda_graph"], "off", "{file:#}");
-    assert!(
-        file["override_lines"].as_array().is_some_and(|l| {
-            l.iter().any(|l| {
-                l == "Cuda graph is disabled because of using torch native attention backend"
-            })
-        }),
-        "{file:#}"
-    );
 }
 
 /// The guided tune in experiments/cpu-tune.yaml, as a user runs it: from the demo's KV-bound

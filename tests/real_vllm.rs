@@ -49,7 +49,6 @@ server:
 /// model) holds about half of them, so the rest wait; the large one (256 MiB: 65,536 tokens)
 /// and SGLang's 16,384-token pool hold all.
 struct Mixed {
-    _dir: tempfile::TempDir,
     folder: std::path::PathBuf,
     rows: Vec<std::collections::HashMap<String, String>>,
     secs: f64,
@@ -60,7 +59,11 @@ static MIXED: std::sync::OnceLock<Mixed> = std::sync::OnceLock::new();
 fn mixed() -> &'static Mixed {
     MIXED.get_or_init(|| {
         let started = Instant::now();
-        let dir = tempfile::tempdir().expect("tempdir");
+        // A fixed folder under cargo's target/tmp, emptied first: a static is never dropped,
+        // so a temporary folder held here would be left behind by every run.
+        let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("real_vllm-mixed");
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("the shared sweep's folder");
         let tag = unique_tag("mixed");
         let spec_text = format!(
             r#"name: mixed
@@ -118,9 +121,9 @@ quality:
                 .filter(|p| std::path::Path::new(p).is_dir())
                 .unwrap_or_else(|| repo().join("scripts/cpu-sglang").display().to_string()),
         );
-        let spec_path = dir.path().join("mixed.yaml");
+        let spec_path = dir.join("mixed.yaml");
         std::fs::write(&spec_path, spec_text).expect("write spec");
-        let results = dir.path().join("results");
+        let results = dir.join("results");
         let out = run_sweep(&spec_path, &results);
         let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
         assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
@@ -132,7 +135,6 @@ quality:
         let folder = only_results_folder(&results);
         let rows = read_rows(&folder.join("results.csv"));
         Mixed {
-            _dir: dir,
             folder,
             rows,
             secs: started.elapsed().as_secs_f64(),

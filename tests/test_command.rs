@@ -32,6 +32,7 @@ case " $* " in
     printf 'test agrees_with_sglang_bench_serving ... ok\n\ntest result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 4 filtered out; finished in 40.20s\n'
     exit 0 ;;
   *" --ignored "*)
+    nice > "$FAKE_CARGO_LOG.nice"
     echo "     Running unittests src/lib.rs (target/debug/deps/sgtune-0)" >&2
     printf '\ntest result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; 1 filtered out; finished in 0.00s\n'
     echo "     Running tests/real_sglang.rs (target/debug/deps/real_sglang-0)" >&2
@@ -157,6 +158,21 @@ fn every_binary_runs_and_the_timing_sensitive_test_runs_alone() {
         assert!(!suite.contains("--include-ignored"), "{suite}");
     }
     assert!(real.contains(" -- --ignored --skip "), "{real}");
+    // The real servers' run yields the CPU to the rest (nice 10 above the runner's own).
+    let own: i32 = String::from_utf8_lossy(&Command::new("nice").output().unwrap().stdout)
+        .trim()
+        .parse()
+        .unwrap();
+    let real_nice: i32 = std::fs::read_to_string(dir.path().join("calls.nice"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(
+        real_nice,
+        (own + 10).min(19),
+        "the real servers' run's niceness"
+    );
     assert!(!rest.contains("--ignored"), "{rest}");
     // Both runs' tests are shown, the rest's after the real servers' run.
     let (k, f) = (
