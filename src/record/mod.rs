@@ -7,6 +7,7 @@ pub mod rows;
 pub mod run_record;
 pub mod state;
 pub mod store;
+pub mod summary;
 
 pub use run_record::*;
 

@@ -20,6 +20,7 @@ use crate::plan::expand::RunConfig;
 use crate::plan::spec::LoadPoint;
 use crate::record::provenance::{LaunchRecord, now_rfc3339};
 use crate::record::store::{self, CsvFile, StoreError};
+use crate::record::summary::{self, Summary};
 use crate::record::{Phase, ProbeResult, RunRecord, RunStatus};
 use crate::report::events::RunEvent;
 use crate::server::command::{self, LaunchCommand};
@@ -28,8 +29,7 @@ use crate::server::failure::{self, FailureKind, StartFailure};
 use crate::server::supervise::{self, LogSink, ReadyOutcome, ServerHandle, StopOutcome};
 use crate::tune::preflight;
 use crate::tune::search::{self, ProbeRun};
-use serde::Serialize;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -45,20 +45,6 @@ pub struct LaunchOutcome {
 const FLUSH_PATIENCE: Duration = Duration::from_secs(30);
 /// How long after the flush's HTTP answer its log line may take to appear.
 const FLUSH_LOG_WAIT: Duration = Duration::from_secs(3);
-
-/// Everything recorded about one measurement, written to `summary[.suffix].json`.
-#[derive(Serialize)]
-struct RunSummaryFile<'a> {
-    record: &'a RunRecord,
-    command: &'a LaunchCommand,
-    start_failure: Option<&'a StartFailure>,
-    stop: Option<&'a StopOutcome>,
-    warmup_ok: u64,
-    warmup_failed: u64,
-    load_stopped_early: bool,
-    log_window: Option<(usize, usize)>,
-    notes: &'a [String],
-}
 
 /// The state of one launch as it moves through its stages.
 struct LaunchState<'c, 'l> {
@@ -153,25 +139,22 @@ impl<'c, 'l> LaunchState<'c, 'l> {
         }
     }
 
-    fn summary_path(&self, m: Measurement) -> PathBuf {
-        self.dir
-            .join(format!("summary{}.json", suffix(self.ctx.spec, m)))
-    }
-
+    /// Write one measurement's `summary[.suffix].json` (record::summary's one writer).
     fn write_summary(&mut self, record: &RunRecord, cmd: &LaunchCommand, detail: SummaryDetail) {
-        let path = self.summary_path(Measurement::of(record));
-        let res = store::write_json(
-            &path,
-            &RunSummaryFile {
-                record,
-                command: cmd,
-                start_failure: detail.start_failure,
-                stop: detail.stop,
+        let sfx = suffix(self.ctx.spec, Measurement::of(record));
+        let res = summary::write(
+            self.dir,
+            &sfx,
+            &Summary {
+                record: record.clone(),
+                command: cmd.clone(),
+                start_failure: detail.start_failure.cloned(),
+                stop: detail.stop.cloned(),
                 warmup_ok: detail.warmup.0,
                 warmup_failed: detail.warmup.1,
                 load_stopped_early: detail.stopped_early,
                 log_window: detail.window,
-                notes: &self.notes,
+                notes: self.notes.clone(),
             },
         );
         self.keep("a summary file", res);

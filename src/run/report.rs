@@ -6,12 +6,11 @@ use std::fs::File;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
-
 use crate::record::ReadError;
 use crate::record::provenance;
 use crate::record::rows;
 use crate::record::store::{self, StoreError};
+use crate::record::summary::{self, Summary};
 use crate::report::html::data::{self, WindowLines};
 use crate::report::html::{self, Launch, PointClient, Sweep};
 
@@ -27,19 +26,16 @@ pub enum ReportError {
 
 /// The label of one measurement: `c<concurrency>` or `rate<r>`, with ` r<repeat>` when the
 /// launch measured more than one repeat.
-fn label(v: &Value, many_repeats: bool) -> String {
-    let rec = &v["record"];
-    let mut s = match (rec["concurrency"].as_u64(), rec["request_rate"].as_f64()) {
-        (_, Some(r)) => format!("rate{r}"),
-        (Some(c), None) => format!("c{c}"),
-        (None, None) => "load".to_string(),
+fn label(s: &Summary, many_repeats: bool) -> String {
+    let rec = &s.record;
+    let mut l = match rec.request_rate {
+        Some(r) => format!("rate{r}"),
+        None => format!("c{}", rec.concurrency),
     };
     if many_repeats {
-        if let Some(r) = rec["repeat"].as_u64() {
-            s.push_str(&format!(" r{r}"));
-        }
+        l.push_str(&format!(" r{}", rec.repeat));
     }
-    s
+    l
 }
 
 /// One `runs/<name>/` folder: its measurements (summary*.json with the matching
@@ -49,40 +45,27 @@ fn read_launch(dir: &Path, name: &str) -> Launch {
         name: name.to_string(),
         ..Default::default()
     };
-    let mut summaries: Vec<(String, Value)> = Vec::new();
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        for e in entries.flatten() {
-            let f = e.file_name().to_string_lossy().to_string();
-            if let Some(sfx) = f
-                .strip_prefix("summary")
-                .and_then(|s| s.strip_suffix(".json"))
-            {
-                match std::fs::read(e.path())
-                    .map_err(|e| e.to_string())
-                    .and_then(|b| serde_json::from_slice::<Value>(&b).map_err(|e| e.to_string()))
-                {
-                    Ok(v) => summaries.push((sfx.to_string(), v)),
-                    Err(err) => l.notes.push(format!("{f}: {err}")),
-                }
-            }
+    let mut summaries: Vec<(String, Summary)> = Vec::new();
+    for (sfx, read) in summary::read_all(dir) {
+        match read {
+            Ok(s) => summaries.push((sfx, s)),
+            Err(e) => l.notes.push(e.to_string()),
         }
     }
     // Measurement order: by the window's first line (the order they ran).
-    summaries.sort_by_key(|(_, v)| v["log_window"][0].as_u64().unwrap_or(u64::MAX));
-    let repeats: std::collections::BTreeSet<u64> = summaries
-        .iter()
-        .filter_map(|(_, v)| v["record"]["repeat"].as_u64())
-        .collect();
+    summaries.sort_by_key(|(_, s)| s.log_window.map_or(usize::MAX, |w| w.0));
+    let repeats: std::collections::BTreeSet<u64> =
+        summaries.iter().map(|(_, s)| s.record.repeat).collect();
     let many = repeats.len() > 1;
     let mut windows = Vec::new();
-    for (sfx, v) in &summaries {
-        let label = label(v, many);
-        if let (Some(a), Some(b)) = (v["log_window"][0].as_u64(), v["log_window"][1].as_u64()) {
+    for (sfx, s) in &summaries {
+        let label = label(s, many);
+        if let Some((a, b)) = s.log_window {
             windows.push(WindowLines {
-                start_line: a as usize,
-                end_line: b as usize,
+                start_line: a,
+                end_line: b,
                 label: label.clone(),
-                offered: v["record"]["concurrency"].as_f64(),
+                offered: Some(s.record.concurrency as f64),
             });
         }
         let req = dir.join(format!("requests{sfx}.csv"));
