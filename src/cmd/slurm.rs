@@ -230,7 +230,7 @@ fn merge_with(
     results.rewrite_csv(&raw)?;
     let interrupted = pending;
     let code = crate::run::conclude::conclude(&s, &plan, &results, &mut manifest, interrupted);
-    store::write_json(&dir.join(provenance::FILE), &manifest)?;
+    provenance::write(dir, &manifest)?;
     // Failed runs are rows, not a failed merge: the merge job itself ends COMPLETED.
     Ok(match code {
         ExitCode::RunsFailed => ExitCode::Ok,
@@ -354,11 +354,7 @@ mod tests {
                 .expect("base.csv");
             submitted_launches(dir).expect("launches")
         };
-        store::write_json(
-            &dir.join(provenance::FILE),
-            &provenance::Manifest::default(),
-        )
-        .expect("manifest");
+        provenance::write(dir, &provenance::Manifest::default()).expect("manifest");
         let names: Vec<String> = launches.iter().map(|l| l.dir_name.clone()).collect();
         assert_eq!(names, ["a", "b", "c", "d", "e"]);
         let sub = Submission {

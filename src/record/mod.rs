@@ -2,6 +2,7 @@
 //! (`store`), results.csv read back (`rows`), the provenance manifest and the GPU checks it
 //! records, and whether a spec's objective names those columns the right way (`objective`).
 pub mod gpu;
+pub mod outcome;
 pub mod provenance;
 pub mod rows;
 pub mod run_record;

@@ -244,7 +244,7 @@ pub fn conclude_decided(
     if !interrupted && not_measured.is_none() {
         manifest.finished_at = Some(provenance::now_rfc3339());
     }
-    if let Err(e) = store::write_json(&results.root.join(provenance::FILE), manifest) {
+    if let Err(e) = provenance::write(&results.root, manifest) {
         say(&format!("warning: cannot write manifest.json: {e}"));
     }
     let csv_table = match rows::read(&results.results_csv()) {

@@ -119,7 +119,7 @@ pub fn create_results(
     );
     let setup = store::write_atomic(&results.root.join("spec.yaml"), input.text.as_bytes())
         .and_then(|_| write_plan(input.spec, input.plan, &results.root))
-        .and_then(|_| store::write_json(&results.root.join(provenance::FILE), &manifest))
+        .and_then(|_| provenance::write(&results.root, &manifest))
         .and_then(|_| results.init_csv());
     setup.map_err(|e| format!("cannot write the results folder: {e}"))?;
     Ok((results, manifest))
