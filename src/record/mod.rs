@@ -3,7 +3,9 @@
 //! records, and whether a spec's objective names those columns the right way (`objective`).
 pub mod gpu;
 pub mod outcome;
+pub mod preflight;
 pub mod provenance;
+pub mod quality;
 pub mod rows;
 pub mod run_record;
 pub mod state;

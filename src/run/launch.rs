@@ -472,17 +472,12 @@ async fn quality_pass(
     } else {
         1
     };
-    if quality::already_answered(
-        &st.dir.join(quality::FILE),
-        &run_name,
-        passes,
-        prompts.len(),
-    ) {
+    if crate::record::quality::already_answered(st.dir, &run_name, passes, prompts.len()) {
         // Pruning's second round of this launch: its outputs were taken in the first.
         return;
     }
     let timeout = Duration::from_secs_f64(st.ctx.spec.workload.request_timeout_s);
-    let mut text = String::new();
+    let mut all = Vec::new();
     let mut failed = Vec::new();
     for pass in 1..=passes {
         let t0 = Instant::now();
@@ -503,14 +498,8 @@ async fn quality_pass(
             if let Some(e) = &s.error {
                 failed.push(e.clone());
             }
-            match serde_json::to_string(s) {
-                Ok(line) => {
-                    text.push_str(&line);
-                    text.push('\n');
-                }
-                Err(e) => failed.push(e.to_string()),
-            }
         }
+        all.extend(samples);
     }
     if let Some(first) = failed.first() {
         let short: String = first.chars().take(160).collect();
@@ -520,8 +509,8 @@ async fn quality_pass(
             prompts.len() * passes as usize
         ));
     }
-    let res = store::write_atomic(&st.dir.join(quality::FILE), text.as_bytes());
-    st.keep("quality.jsonl", res);
+    let res = crate::record::quality::write(st.dir, &all);
+    st.keep(crate::record::quality::FILE, res);
 }
 
 /// `shared_prefix.working_set`: size the prefix groups against the KV capacity. The basis is

@@ -4,10 +4,11 @@
 //! `compare` then read like any other column. Judged from the files at conclusion, so the order
 //! the launches ran in (`--parallel`, pruning, repeats, Slurm) never matters.
 
-use crate::load::quality::{QualitySample, read_all};
+use crate::load::quality::QualitySample;
 use crate::plan::quality::baseline_name;
 use crate::plan::spec::SweepSpec;
 use crate::record::Phase;
+use crate::record::quality::read_all;
 use crate::record::rows::{Row, Table};
 use crate::record::store;
 use crate::tune::quality::{QualityReport, cells, judge};

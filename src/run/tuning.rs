@@ -290,7 +290,7 @@ async fn run_preflight(
         progress.handle(&ev)
     })
     .await?;
-    if let Err(e) = store::write_json(&results.root.join("preflight.json"), &out) {
+    if let Err(e) = crate::record::preflight::write(&results.root, &out) {
         say(&format!("warning: cannot write preflight.json: {e}"));
     }
     if out.interrupted {
