@@ -44,7 +44,8 @@ impl Finding {
 }
 
 /// Everything the check found, for one server launch.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Effective {
     /// Hash of the server-relevant effective arguments (12 hex digits); None without
     /// `/server_info`.
