@@ -3,6 +3,7 @@
 //! records, and whether a spec's objective names those columns the right way (`objective`).
 pub mod effective;
 pub mod gpu;
+pub mod layout;
 pub mod outcome;
 pub mod preflight;
 pub mod provenance;

@@ -5,6 +5,7 @@
 use crate::observe::effective::{self, EffectiveArgs};
 use crate::plan::flags::{self, ParamValue};
 use crate::record::effective::EffectiveFile;
+use crate::record::store;
 use crate::record::store::StoreError;
 use std::io::{BufRead, Read};
 use std::path::Path;
@@ -31,7 +32,7 @@ pub fn check_launch(
     info: Option<&serde_json::Value>,
 ) -> Checked {
     let asked = flags::requested(resolved);
-    let lines = startup_lines(&dir.join("server.log"));
+    let lines = startup_lines(&dir.join(store::SERVER_LOG));
     let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
     let found = effective::check(&asked, info, &refs);
     let warnings = found

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 pub use crate::record::outcome::{FILE, Outcome};
 /// The hook's stdout and stderr, appended, in the results folder.
-pub const LOG: &str = "on_finish.log";
+pub const LOG: &str = crate::record::store::ON_FINISH_LOG;
 
 /// How sgtune exits. Documented in `sgtune --help` and the README.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

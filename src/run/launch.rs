@@ -256,13 +256,13 @@ fn prepare(
         },
         "slot": slot,
     });
-    let res = store::write_json(&st.dir.join("config.json"), &config);
-    st.keep("config.json", res);
+    let res = store::write_json(&st.dir.join(store::CONFIG_JSON), &config);
+    st.keep(store::CONFIG_JSON, res);
     let res = store::write_atomic(
-        &st.dir.join("command.txt"),
+        &st.dir.join(store::COMMAND_TXT),
         format!("{}\n", cmd.display()).as_bytes(),
     );
-    st.keep("command.txt", res);
+    st.keep(store::COMMAND_TXT, res);
     if fixed_port.is_some()
         && std::net::TcpListener::bind((spec.server.host.as_str(), port)).is_err()
     {
@@ -284,7 +284,7 @@ async fn start_and_measure(
 ) -> Vec<RunRecord> {
     let ctx = st.ctx;
     let spec = ctx.spec;
-    let log_path = st.dir.join("server.log");
+    let log_path = st.dir.join(store::SERVER_LOG);
     let mut handle = match supervise::launch(
         cmd,
         &spec.server.host,
@@ -528,9 +528,13 @@ fn size_working_set(st: &mut LaunchState<'_, '_>, info: Option<&serde_json::Valu
         .and_then(serde_json::Value::as_u64)
         .or_else(|| {
             let scope = sglang_log::Scope::default();
-            engine_log::summarize_file(&st.dir.join("server.log"), scope, Some(st.run().engine))
-                .ok()
-                .and_then(|s| s.summary().max_total_num_tokens)
+            engine_log::summarize_file(
+                &st.dir.join(store::SERVER_LOG),
+                scope,
+                Some(st.run().engine),
+            )
+            .ok()
+            .and_then(|s| s.summary().max_total_num_tokens)
         });
     let basis = match st.ctx.working_set_basis.lock() {
         Ok(mut b) => {
@@ -578,7 +582,7 @@ async fn search_max_load(
     let (Some(ml), Some(o)) = (&spec.search.max_load, &spec.objective) else {
         return;
     };
-    let log_path = st.dir.join("server.log");
+    let log_path = st.dir.join(store::SERVER_LOG);
     loop {
         if st.ctx.cancel.is_cancelled() {
             return;
@@ -713,7 +717,7 @@ async fn measure_point(
         }
     };
     let csv = match CsvFile::create(
-        &st.dir.join(format!("requests{sfx}.csv")),
+        &st.dir.join(store::requests_csv(&sfx)),
         requests_csv::HEADER,
     ) {
         Ok(f) => Some(f),
@@ -752,7 +756,7 @@ async fn measure_point(
         None
     } else {
         let res = write_metrics_csv(&st.dir.join(format!("metrics{sfx}.csv")), &scrapes);
-        st.keep("metrics.csv", res);
+        st.keep(store::METRICS_CSV, res);
         Some(prom::summarize(&scrapes))
     };
     if let Some(e) = session.requests_csv_error.take() {

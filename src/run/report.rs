@@ -68,7 +68,7 @@ fn read_launch(dir: &Path, name: &str) -> Launch {
                 offered: Some(s.record.concurrency as f64),
             });
         }
-        let req = dir.join(format!("requests{sfx}.csv"));
+        let req = dir.join(store::requests_csv(sfx));
         let requests = match File::open(&req) {
             Ok(f) => match data::read_requests(BufReader::new(f)) {
                 Ok(r) => r,
@@ -81,7 +81,7 @@ fn read_launch(dir: &Path, name: &str) -> Launch {
         };
         l.points.push(PointClient { label, requests });
     }
-    let log = dir.join("server.log");
+    let log = dir.join(store::SERVER_LOG);
     match File::open(&log) {
         Ok(f) => match data::read_timeline(f, &windows) {
             Ok(t) => l.timeline = Some(t),
@@ -105,7 +105,7 @@ pub fn read_sweep(p: &Path) -> Result<Sweep, ReadError> {
         dir: root.display().to_string(),
         param_keys: rows::param_keys(&t.header),
         rows: t.rows,
-        decision_md: std::fs::read_to_string(root.join("decision.md")).ok(),
+        decision_md: std::fs::read_to_string(root.join(store::DECISION_MD)).ok(),
         ..Default::default()
     };
     // What the table stars: decision.json's picks; without one (an interrupted sweep), the
@@ -125,7 +125,7 @@ pub fn read_sweep(p: &Path) -> Result<Sweep, ReadError> {
     };
     // A guided tune's path, for its chart: replayed from the rows with the folder's spec (which
     // may name variables of the shell it ran in: then the chart is left out, and said so).
-    let spec_path = root.join("spec.yaml");
+    let spec_path = root.join(store::SPEC_YAML);
     match crate::plan::spec::load(&spec_path) {
         Ok((spec, _)) => s.tune = crate::run::guided::chart_path(&spec, &s.rows),
         Err(e) => {
@@ -145,7 +145,7 @@ pub fn read_sweep(p: &Path) -> Result<Sweep, ReadError> {
             names.push(n);
         }
     }
-    let runs = root.join("runs");
+    let runs = root.join(store::RUNS);
     if let Ok(entries) = std::fs::read_dir(&runs) {
         let mut extra: Vec<String> = entries
             .flatten()
@@ -170,7 +170,7 @@ pub fn write_sweep_report(dir: &Path, out_file: Option<&Path>) -> Result<PathBuf
     let s = read_sweep(dir)?;
     let path = out_file
         .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from(&s.dir).join("report.html"));
+        .unwrap_or_else(|| PathBuf::from(&s.dir).join(store::REPORT_HTML));
     store::write_atomic(&path, html::sweep_page(&s).as_bytes())?;
     Ok(path)
 }
