@@ -199,7 +199,7 @@ fn merge_with(
         let Some(launch) = launches.iter().find(|l| &l.dir_name == name) else {
             continue;
         };
-        let ldir = dir.join(store::RUNS).join(name);
+        let ldir = store::launch_dir(dir, name);
         match rows::read(&ldir.join(slurm::ROWS)) {
             Ok(t) => raw.extend(t.raw),
             Err(_) => {
@@ -253,8 +253,7 @@ pub fn status(dir: &Path) -> Result<ExitCode, CmdError> {
         let task = format!("{job}_{idx}");
         let known = known_state(&sub, &states, &job, idx);
         let slurm_state = (known != "UNKNOWN").then_some(known.as_str());
-        let (state, detail) = match rows::read(&dir.join(store::RUNS).join(name).join(slurm::ROWS))
-        {
+        let (state, detail) = match rows::read(&store::launch_dir(dir, name).join(slurm::ROWS)) {
             Ok(t) if t.rows.iter().all(rows::Row::is_ok) => ("ok".to_string(), String::new()),
             Ok(t) => {
                 let bad = t.rows.iter().find(|r| !r.is_ok());

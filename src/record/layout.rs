@@ -26,6 +26,8 @@ pub const WORKING_SET_JSON: &str = "working_set.json";
 pub const SERVER_LOG: &str = "server.log";
 pub const COMMAND_TXT: &str = "command.txt";
 pub const CONFIG_JSON: &str = "config.json";
+/// GET /server_info right after ready, as the server answered it (the server's JSON, untyped).
+pub const SERVER_INFO_JSON: &str = "server_info.json";
 pub const METRICS_CSV: &str = "metrics.csv";
 
 /// `runs/` of a results folder.

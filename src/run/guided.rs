@@ -46,7 +46,7 @@ fn launches_of(spec: &SweepSpec, space: &Space, p: &Proposal, rows: &[Row]) -> V
 /// An earlier attempt's folder of a launch about to run again is kept, renamed, as evidence
 /// (as `resume` does for a sweep's launches).
 fn set_aside(results: &ResultsDir, dir_name: &str) -> Result<(), StoreError> {
-    let runs = results.root.join(store::RUNS);
+    let runs = store::runs_dir(&results.root);
     let d = runs.join(dir_name);
     if !d.exists() {
         return Ok(());

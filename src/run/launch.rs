@@ -392,8 +392,8 @@ async fn measure(
         None
     };
     if let Some(info) = &info {
-        let res = store::write_json(&st.dir.join("server_info.json"), info);
-        st.keep("server_info.json", res);
+        let res = store::write_json(&st.dir.join(store::SERVER_INFO_JSON), info);
+        st.keep(store::SERVER_INFO_JSON, res);
         st.provenance.effective = Some(info.clone());
     }
     let checked = super::effective::check_launch(st.dir, &st.run().resolved, info.as_ref());

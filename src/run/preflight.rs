@@ -96,7 +96,7 @@ pub async fn run(
 /// A folder left by an interrupted attempt is kept, renamed, as evidence (as resume does for
 /// launches).
 fn set_aside(results: &ResultsDir, dir_name: &str) {
-    let d = results.root.join(store::RUNS).join(dir_name);
+    let d = store::launch_dir(&results.root, dir_name);
     if !d.exists() {
         return;
     }

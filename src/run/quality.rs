@@ -30,9 +30,9 @@ pub fn judge_folder(
         // A re-check's plan holds only the two configurations it relaunches.
         Err(_) => q.baseline.clone().unwrap_or_default(),
     };
-    let (mut samples, mut notes) = read_all(&root.join(store::RUNS));
+    let (mut samples, mut notes) = read_all(&store::runs_dir(root));
     if let Some(r) = reference_dir {
-        let (theirs, n) = read_all(&r.join(store::RUNS));
+        let (theirs, n) = read_all(&store::runs_dir(r));
         samples.extend(
             theirs
                 .into_iter()

@@ -145,7 +145,7 @@ pub fn read_sweep(p: &Path) -> Result<Sweep, ReadError> {
             names.push(n);
         }
     }
-    let runs = root.join(store::RUNS);
+    let runs = store::runs_dir(&root);
     if let Ok(entries) = std::fs::read_dir(&runs) {
         let mut extra: Vec<String> = entries
             .flatten()

@@ -84,7 +84,7 @@ pub fn prepare_resume(
     let launches = work::left_to_run(input.spec, input.plan, &kept_rows, retry_failed);
     // A launch folder left by an earlier attempt is kept, renamed, as evidence.
     for l in &launches {
-        let d = dir.join(store::RUNS).join(&l.dir_name);
+        let d = store::launch_dir(dir, &l.dir_name);
         if d.exists() {
             let mut n = 1;
             while dir
