@@ -370,6 +370,40 @@ mod tests {
         assert!(!names.iter().any(|n| n.ends_with(".tmp")), "{names:?}");
     }
 
+    /// results.csv replaced from rows read back: each cell under its column, a column a row
+    /// lacks left empty, and it reads back as written.
+    #[test]
+    fn rewrite_table_writes_rows_under_the_header_and_reads_back() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let header: Vec<String> = ["run_name", "status", "quality_verdict"]
+            .map(String::from)
+            .to_vec();
+        let row = |pairs: &[(&str, &str)]| {
+            crate::record::rows::Row(
+                pairs
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            )
+        };
+        let rows = vec![
+            row(&[
+                ("run_name", "a"),
+                ("status", "ok"),
+                ("quality_verdict", "same"),
+            ]),
+            row(&[("run_name", "b, c"), ("status", "failed")]),
+        ];
+        rewrite_table(dir.path(), &header, &rows).unwrap_or_else(|e| panic!("{e}"));
+        let t = crate::record::rows::read(&dir.path().join(RESULTS_CSV))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(t.header, header);
+        assert_eq!(t.rows.len(), 2);
+        assert_eq!(t.rows[0].get("quality_verdict"), "same");
+        assert_eq!(t.rows[1].get("run_name"), "b, c");
+        assert_eq!(t.rows[1].get("quality_verdict"), "");
+    }
+
     /// The objective comes back from plan.json as the sweep wrote it (its `${VAR}`s already
     /// expanded); a folder without one has none.
     #[test]
