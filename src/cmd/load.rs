@@ -144,7 +144,7 @@ pub async fn run(
         };
         let csv = match output {
             Some(d) => Some(CsvFile::create(
-                &d.join(format!("requests{suffix}.csv")),
+                &d.join(store::requests_csv(&suffix)),
                 requests_csv::HEADER,
             )?),
             None => None,

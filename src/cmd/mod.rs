@@ -12,6 +12,7 @@ pub mod slurm;
 pub mod status;
 pub mod sweep;
 
+use crate::record::store;
 use crate::util::say;
 use cli::{Cli, Command};
 
@@ -25,7 +26,7 @@ pub enum CmdError {
     #[error(transparent)]
     Spec(#[from] crate::plan::spec::SpecError),
     #[error(transparent)]
-    Store(#[from] crate::record::store::StoreError),
+    Store(#[from] store::StoreError),
     #[error(transparent)]
     Read(#[from] crate::record::ReadError),
     /// Anything else the user can fix: the message names the place and the fix.
@@ -225,7 +226,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
             executor,
             slurm: slurm_flags,
         } => {
-            let spec = dir.join("spec.yaml");
+            let spec = dir.join(store::SPEC_YAML);
             let (s, text, plan, prep) = sweep::load_in_folder(&spec, &dir)?;
             let slots = sweep::slot_spec(&slots, &s, &plan)?;
             let slurm_opts = on_slurm(executor, &slots, &s, &slurm_flags)?;

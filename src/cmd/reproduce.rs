@@ -25,9 +25,9 @@ pub async fn run(
     results_dir: &Path,
     tolerance: f64,
 ) -> Result<ExitCode, CmdError> {
-    let spec_path = dir.join("spec.yaml");
+    let spec_path = dir.join(store::SPEC_YAML);
     let (s, text, plan, prep) = load_in_folder(&spec_path, dir)?;
-    let recorded_rows: Vec<rows::Row> = rows::read(&dir.join("results.csv"))
+    let recorded_rows: Vec<rows::Row> = rows::read(&dir.join(store::RESULTS_CSV))
         .map_err(|e| CmdError::input(e.to_string()))?
         .rows
         .into_iter()
@@ -105,7 +105,7 @@ pub async fn run(
 /// when the same configuration leads again, and is again separated when it was claimed as a
 /// winner.
 pub async fn decision(dir: &Path, results_dir: &Path) -> Result<ExitCode, CmdError> {
-    let spec_path = dir.join("spec.yaml");
+    let spec_path = dir.join(store::SPEC_YAML);
     let (s, text, plan, prep) = load_in_folder(&spec_path, dir)?;
     let Some(o) = s.objective.clone() else {
         return Err(CmdError::input(format!(
@@ -113,7 +113,7 @@ pub async fn decision(dir: &Path, results_dir: &Path) -> Result<ExitCode, CmdErr
             spec_path.display()
         )));
     };
-    let recorded = rows::read(&dir.join("results.csv"))
+    let recorded = rows::read(&dir.join(store::RESULTS_CSV))
         .map_err(|e| CmdError::input(e.to_string()))?
         .rows;
     let before = crate::tune::decision::decide(

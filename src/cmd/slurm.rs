@@ -92,7 +92,7 @@ fn submitted_launches(
     ),
     CmdError,
 > {
-    let spec_path = dir.join("spec.yaml");
+    let spec_path = dir.join(store::SPEC_YAML);
     let (s, text, plan, prep) = sweep::load_in_folder(&spec_path, dir)?;
     let base_path = slurm::folder(dir).join(slurm::BASE);
     let base = rows::read(&base_path).map_err(|e| CmdError::input(e.to_string()))?;
@@ -199,7 +199,7 @@ fn merge_with(
         let Some(launch) = launches.iter().find(|l| &l.dir_name == name) else {
             continue;
         };
-        let ldir = dir.join("runs").join(name);
+        let ldir = store::launch_dir(dir, name);
         match rows::read(&ldir.join(slurm::ROWS)) {
             Ok(t) => raw.extend(t.raw),
             Err(_) => {
@@ -230,7 +230,7 @@ fn merge_with(
     results.rewrite_csv(&raw)?;
     let interrupted = pending;
     let code = crate::run::conclude::conclude(&s, &plan, &results, &mut manifest, interrupted);
-    store::write_json(&dir.join(provenance::FILE), &manifest)?;
+    provenance::write(dir, &manifest)?;
     // Failed runs are rows, not a failed merge: the merge job itself ends COMPLETED.
     Ok(match code {
         ExitCode::RunsFailed => ExitCode::Ok,
@@ -253,7 +253,7 @@ pub fn status(dir: &Path) -> Result<ExitCode, CmdError> {
         let task = format!("{job}_{idx}");
         let known = known_state(&sub, &states, &job, idx);
         let slurm_state = (known != "UNKNOWN").then_some(known.as_str());
-        let (state, detail) = match rows::read(&dir.join("runs").join(name).join(slurm::ROWS)) {
+        let (state, detail) = match rows::read(&store::launch_dir(dir, name).join(slurm::ROWS)) {
             Ok(t) if t.rows.iter().all(rows::Row::is_ok) => ("ok".to_string(), String::new()),
             Ok(t) => {
                 let bad = t.rows.iter().find(|r| !r.is_ok());
@@ -278,7 +278,7 @@ pub fn status(dir: &Path) -> Result<ExitCode, CmdError> {
     }
     let merge = match &sub.merge_job {
         Some(m) => {
-            let merged = dir.join("results.md").exists() && !any_live(&states);
+            let merged = dir.join(store::RESULTS_MD).exists() && !any_live(&states);
             format!(
                 "merge job {m}{}",
                 if merged { " (results merged)" } else { "" }
@@ -354,11 +354,7 @@ mod tests {
                 .expect("base.csv");
             submitted_launches(dir).expect("launches")
         };
-        store::write_json(
-            &dir.join(provenance::FILE),
-            &provenance::Manifest::default(),
-        )
-        .expect("manifest");
+        provenance::write(dir, &provenance::Manifest::default()).expect("manifest");
         let names: Vec<String> = launches.iter().map(|l| l.dir_name.clone()).collect();
         assert_eq!(names, ["a", "b", "c", "d", "e"]);
         let sub = Submission {

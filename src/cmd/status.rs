@@ -3,6 +3,7 @@
 //! so it works from another shell while the sweep runs and after a crash.
 
 use super::{CmdError, ExitCode, out};
+use crate::record::store;
 use crate::record::{rows, state};
 use crate::report::status::{Liveness, StatusView, render};
 use std::path::Path;
@@ -33,15 +34,14 @@ pub fn run(dir: &Path) -> Result<ExitCode, CmdError> {
         Liveness::Gone
     };
     // A row half-written by a crash is dropped by rows::read; an unreadable file is no rows.
-    let all = rows::read(&dir.join("results.csv"))
+    let all = rows::read(&dir.join(store::RESULTS_CSV))
         .map(|t| t.rows)
         .unwrap_or_default();
-    let spec = crate::plan::spec::load(&dir.join("spec.yaml")).ok();
+    let spec = crate::plan::spec::load(&dir.join(store::SPEC_YAML)).ok();
     let sweep = spec
         .as_ref()
         .map_or_else(|| dir.display().to_string(), |(s, _)| s.name.0.clone());
-    let decided =
-        crate::record::store::read_objective(dir).map(|o| crate::tune::leader::so_far(&o, &all));
+    let decided = store::read_objective(dir).map(|o| crate::tune::leader::so_far(&o, &all));
     let d = dir.display().to_string();
     out(&render(&StatusView {
         dir: &d,

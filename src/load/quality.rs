@@ -16,8 +16,6 @@ use std::time::Duration;
 
 /// The prompt stream of the built-in quality prompts (0 and 1 are the load's).
 const QUALITY_STREAM: u64 = 7;
-/// The file each launch writes.
-pub const FILE: &str = "quality.jsonl";
 
 /// One quality prompt: its index in the set and what is sent as `prompt`.
 #[derive(Debug, Clone, PartialEq)]
@@ -290,127 +288,9 @@ pub async fn run_pass(
     out
 }
 
-/// Every quality.jsonl line under `runs/*/` of a results folder. A line that cannot be read
-/// is skipped and named in the returned notes.
-pub fn read_all(runs_dir: &Path) -> (Vec<QualitySample>, Vec<String>) {
-    let mut out = Vec::new();
-    let mut notes = Vec::new();
-    let Ok(entries) = std::fs::read_dir(runs_dir) else {
-        return (out, notes);
-    };
-    let mut dirs: Vec<_> = entries.filter_map(Result::ok).map(|e| e.path()).collect();
-    dirs.sort();
-    for d in dirs {
-        let path = d.join(FILE);
-        let Ok(text) = std::fs::read_to_string(&path) else {
-            continue;
-        };
-        // A launch is its folder: a resume renames an earlier attempt's folder
-        // (`<launch>.attempt-1`) and the lines inside still name the launch they were written
-        // for, which would merge two servers' passes into one (and count each prompt twice).
-        let folder = d.file_name().map(|n| n.to_string_lossy().to_string());
-        for (i, line) in text.lines().enumerate() {
-            if line.trim().is_empty() {
-                continue;
-            }
-            match serde_json::from_str::<QualitySample>(line) {
-                Ok(mut s) => {
-                    if let Some(f) = &folder {
-                        s.launch = f.clone();
-                    }
-                    out.push(s)
-                }
-                Err(e) => notes.push(format!("{}:{}: {e}", path.display(), i + 1)),
-            }
-        }
-    }
-    (out, notes)
-}
-
-/// Whether `path` already holds this launch's whole quality pass: `passes` × `count` lines of
-/// `run_name`, each readable. Pruning runs a launch in two rounds (the lowest load point, then
-/// the rest, in the same folder): its outputs are taken once, in the first, so the verdicts
-/// pruning used are the ones the conclusion reads.
-pub fn already_answered(path: &Path, run_name: &str, passes: u32, count: usize) -> bool {
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return false;
-    };
-    let mut n = 0usize;
-    for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        match serde_json::from_str::<QualitySample>(line) {
-            Ok(s) if s.run_name == run_name && (1..=passes).contains(&s.pass) => n += 1,
-            _ => return false,
-        }
-    }
-    n == passes as usize * count
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_launch_is_read_as_its_folder_so_a_resumed_attempt_stays_apart() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let line = |id: u64| {
-            let s = QualitySample {
-                run_name: "a".into(),
-                launch: "a".into(),
-                pass: 1,
-                prompt_id: id,
-                ..Default::default()
-            };
-            serde_json::to_string(&s).expect("json") + "\n"
-        };
-        for folder in ["a", "a.attempt-1"] {
-            let d = dir.path().join(folder);
-            std::fs::create_dir_all(&d).expect("mkdir");
-            std::fs::write(d.join(FILE), line(0) + &line(1)).expect("write");
-        }
-        let (samples, notes) = read_all(dir.path());
-        assert!(notes.is_empty(), "{notes:?}");
-        let launches: Vec<&str> = samples.iter().map(|s| s.launch.as_str()).collect();
-        assert_eq!(launches, ["a", "a", "a.attempt-1", "a.attempt-1"]);
-    }
-
-    #[test]
-    fn a_launchs_complete_pass_is_recognised_and_nothing_else() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join(FILE);
-        assert!(!already_answered(&path, "a", 1, 2), "no file");
-        let line = |run: &str, pass: u32, id: u64| {
-            let s = QualitySample {
-                run_name: run.into(),
-                launch: run.into(),
-                pass,
-                prompt_id: id,
-                ..Default::default()
-            };
-            serde_json::to_string(&s).expect("json") + "\n"
-        };
-        let write = |lines: &[String]| std::fs::write(&path, lines.concat()).expect("write");
-        write(&[line("a", 1, 0), line("a", 1, 1)]);
-        assert!(already_answered(&path, "a", 1, 2));
-        assert!(
-            !already_answered(&path, "b", 1, 2),
-            "another configuration's"
-        );
-        assert!(!already_answered(&path, "a", 2, 2), "one pass of two");
-        assert!(!already_answered(&path, "a", 1, 3), "fewer prompts");
-        write(&[
-            line("a", 1, 0),
-            line("a", 1, 1),
-            line("a", 2, 0),
-            line("a", 2, 1),
-        ]);
-        assert!(already_answered(&path, "a", 2, 2));
-        assert!(
-            !already_answered(&path, "a", 1, 2),
-            "more passes than asked"
-        );
-        write(&[line("a", 1, 0), "{not json\n".into()]);
-        assert!(!already_answered(&path, "a", 1, 1), "an unreadable line");
-    }
 
     #[test]
     fn sglang_reply_is_read_with_its_top_k() {

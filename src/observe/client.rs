@@ -11,11 +11,12 @@
 
 use crate::load::driver::{Phase, RequestSample};
 use crate::observe::quantiles::{Quantiles, percentile};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Mean and percentiles of one latency, in milliseconds. None when there is no data.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Stats {
     pub count: usize,
     pub mean: Option<f64>,
@@ -225,7 +226,8 @@ impl Accumulator {
     }
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ClientSummary {
     pub completed: u64,
     pub failed: u64,

@@ -5,10 +5,10 @@
 use crate::observe::client::ClientSummary;
 use crate::observe::sglang_log::ServerSummary;
 use crate::server::failure::{FailureKind, StartFailure, classify};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What limited a run. One list: results.csv, the table, `sgtune log` and the README use it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum VerdictKind {
     /// Running requests plateau below the offered concurrency, a queue, a full KV pool.
@@ -51,7 +51,7 @@ impl VerdictKind {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
     pub kind: VerdictKind,
     /// The numbers the verdict rests on.

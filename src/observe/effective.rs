@@ -13,13 +13,13 @@
 //!   apart from two that did not ([`same_in_effect`]).
 
 use crate::plan::flags::{self, ParamValue};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 
 /// One setting that did not take effect.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Finding {
     /// The spec key, as written (`cuda_graph_max_bs_decode`).
     pub key: String,
@@ -44,7 +44,8 @@ impl Finding {
 }
 
 /// Everything the check found, for one server launch.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Effective {
     /// Hash of the server-relevant effective arguments (12 hex digits); None without
     /// `/server_info`.
@@ -61,7 +62,8 @@ pub struct Effective {
 }
 
 /// What a row keeps of it: the id and the settings not in effect.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct EffectiveArgs {
     pub id: Option<String>,
     pub not_in_effect: Vec<Finding>,

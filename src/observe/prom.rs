@@ -7,7 +7,7 @@
 //! it from the log.
 
 use crate::server::control::Control;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
 
 /// One sample: `name{labels} value`.
@@ -132,7 +132,8 @@ pub fn series_of(scrapes: &[Scrape]) -> &'static Series {
     if vllm { &VLLM } else { &SGLANG }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct MetricsSummary {
     pub scrapes: usize,
     /// Generated tokens/s from a counter's delta over the scrapes; see `gen_tput_source`.

@@ -14,7 +14,7 @@
 //! launching anything, the warnings `validate` prints for settings SGLang would not honour,
 //! and the short labels used in run names.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// The value a sweep writes for a knob the pre-flight decides: `mem_fraction_static:
@@ -22,7 +22,7 @@ use std::fmt;
 pub const PREFLIGHT_VALUE: &str = "preflight";
 
 /// A flag value as written in the sweep file.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum ParamValue {
     Null,

@@ -1,12 +1,18 @@
 //! Record: the one row per run (`run_record`, with the one column list), the results folder
 //! (`store`), results.csv read back (`rows`), the provenance manifest and the GPU checks it
 //! records, and whether a spec's objective names those columns the right way (`objective`).
+pub mod effective;
 pub mod gpu;
+pub mod layout;
+pub mod outcome;
+pub mod preflight;
 pub mod provenance;
+pub mod quality;
 pub mod rows;
 pub mod run_record;
 pub mod state;
 pub mod store;
+pub mod summary;
 
 pub use run_record::*;
 

@@ -439,6 +439,11 @@ pub fn context_differences(a: &Manifest, b: &Manifest) -> Vec<String> {
     d
 }
 
+/// Write the folder's manifest.json (atomically: it is rewritten after every launch).
+pub fn write(dir: &Path, m: &Manifest) -> Result<(), super::store::StoreError> {
+    super::store::write_json(&dir.join(FILE), m)
+}
+
 pub fn read(dir: &Path) -> Result<Manifest, super::ReadError> {
     let path = dir.join(FILE);
     let text = std::fs::read_to_string(&path).map_err(|e| super::ReadError::io(&path, e))?;
@@ -491,6 +496,45 @@ mod tests {
         )
         .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(old.vllm, None);
+    }
+
+    /// What is written reads back the same (compared as JSON: the manifest carries floats
+    /// and free JSON); the fixture folders' manifests (an older sgtune's) load; a broken one
+    /// is an error naming the file.
+    #[test]
+    fn a_manifest_reads_back_as_written_and_older_ones_load() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let mut m = Manifest {
+            sgtune_version: "0.1.0".into(),
+            spec_file: "kv.yaml".into(),
+            workload: serde_json::json!({"concurrency": 8}),
+            repeats: 2,
+            started_at: "2026-12-03T10:00:00Z".into(),
+            gpu_not_released: vec!["gpu 0".into()],
+            ..Default::default()
+        };
+        m.plan.runs.push(("a".into(), "id-a".into()));
+        m.launches.insert(
+            "a".into(),
+            LaunchRecord {
+                started_at: "2026-12-03T10:00:01Z".into(),
+                ..Default::default()
+            },
+        );
+        write(dir.path(), &m).unwrap_or_else(|e| panic!("{e}"));
+        let back = read(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        let json = |m: &Manifest| serde_json::to_value(m).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(json(&back), json(&m));
+        for f in ["cpu-demo", "cpu-demo-rerun"] {
+            let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/results")
+                .join(f);
+            let old = read(&fixture).unwrap_or_else(|e| panic!("{e}"));
+            assert!(!old.plan.runs.is_empty(), "{f}");
+        }
+        std::fs::write(dir.path().join(FILE), "[]").unwrap_or_else(|e| panic!("{e}"));
+        let e = read(dir.path()).expect_err("not a manifest");
+        assert!(e.to_string().contains(FILE), "{e}");
     }
 
     #[test]

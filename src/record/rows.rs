@@ -75,7 +75,7 @@ pub struct Table {
 /// `DIR` (a results folder) or `DIR/results.csv` → the CSV path.
 pub fn csv_path(p: &Path) -> PathBuf {
     if p.is_dir() {
-        p.join("results.csv")
+        p.join(super::layout::RESULTS_CSV)
     } else {
         p.to_path_buf()
     }

@@ -6,9 +6,9 @@ use crate::observe::diagnose::Verdict;
 use crate::observe::sglang_log::ServerSummary;
 use crate::plan::flags::ParamValue;
 use crate::server::failure::FailureKind;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
     Ok,
@@ -44,7 +44,7 @@ impl RunStatus {
 
 /// What a row measured: a fixed load point, a probe of the max-load search, or an attempt of
 /// the memory pre-flight.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Phase {
     #[default]
@@ -72,7 +72,7 @@ impl Phase {
 
 /// How a probe of the max-load search (all its repeats together) stands against the SLO, or
 /// whether a pre-flight attempt survived its burst.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ProbeResult {
     /// The median of its repeats meets every bound, and no repeat falls on the other side.
@@ -101,11 +101,13 @@ impl ProbeResult {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
     pub run_name: String,
     pub run_id: String,
     /// The engine the run's server is (its configuration's `engine:`, else `server.engine`).
+    /// Absent from summary.json files written before vLLM: those ran SGLang.
+    #[serde(default)]
     pub engine: crate::plan::engine::Engine,
     pub status: RunStatus,
     pub failure_kind: Option<FailureKind>,
@@ -118,6 +120,8 @@ pub struct RunRecord {
     pub request_rate: Option<f64>,
     /// 1-based repeat index.
     pub repeat: u64,
+    /// Absent from summary.json files written before the search: a fixed load point.
+    #[serde(default)]
     pub phase: Phase,
     /// The probe's standing against the SLO (a `probe` row), or whether the attempt survived
     /// (a `preflight` row).
@@ -131,6 +135,7 @@ pub struct RunRecord {
     /// What the server ran with against what was asked (`/server_info`, the start-up log).
     pub effective: Option<crate::observe::effective::EffectiveArgs>,
     /// Things worth knowing that are not failures (a GPU not released, a slow stop, ...).
+    #[serde(default)]
     pub notes: Vec<String>,
     pub started_at: String,
     pub finished_at: String,

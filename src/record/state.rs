@@ -80,3 +80,46 @@ pub fn read(root: &Path) -> Result<Option<SweepState>, String> {
         Err(e) => Err(format!("cannot read {}: {e}", p.display())),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_state_reads_back_as_written() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(read(dir.path()), Ok(None));
+        let s = SweepState {
+            pid: 42,
+            pid_start: Some(1234),
+            host: "h".into(),
+            started_at: "2026-12-03T10:00:00Z".into(),
+            updated_at: "2026-12-03T10:05:00Z".into(),
+            phase: "loading".into(),
+            launch: Some("mfs0.9".into()),
+            launch_index: 2,
+            round_launches: 3,
+            point: Some("concurrency 8".into()),
+            not_measured: vec!["c: c8 r1".into()],
+            ..Default::default()
+        };
+        write(dir.path(), &s).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(read(dir.path()), Ok(Some(s)));
+    }
+
+    /// A state.json from before the progress fields loads with their defaults; one that is not
+    /// a state is an error naming the file.
+    #[test]
+    fn an_older_state_loads_and_a_bad_one_names_its_file() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let old = r#"{"pid": 7, "host": "h", "started_at": "t0", "updated_at": "t1", "phase": "starting"}"#;
+        std::fs::write(dir.path().join(FILE), old).unwrap_or_else(|e| panic!("{e}"));
+        let s = read(dir.path())
+            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap_or_else(|| panic!("a state"));
+        assert_eq!((s.pid, s.launch_index, s.outcome), (7, 0, None));
+        std::fs::write(dir.path().join(FILE), "{\"pid\": \"x\"}").unwrap_or_else(|e| panic!("{e}"));
+        let e = read(dir.path()).expect_err("not a state");
+        assert!(e.contains(FILE), "{e}");
+    }
+}

@@ -6,10 +6,13 @@
 //!   runs/<run>/config.json command.txt server.log requests.csv summary.json
 //! ```
 
+use crate::record::rows::Row;
 use crate::record::{self, RunRecord};
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+
+pub use super::layout::*;
 
 #[derive(Debug, thiserror::Error)]
 #[error("{path}: {source} (check that the folder exists, is writable and has free space)")]
@@ -149,7 +152,7 @@ impl ResultsDir {
                 Err(e) => return Err(err(&root)(e)),
             }
         }
-        let runs = root.join("runs");
+        let runs = root.join(RUNS);
         fs::create_dir(&runs).map_err(err(&runs))?;
         Ok(ResultsDir {
             root,
@@ -172,9 +175,7 @@ impl ResultsDir {
     /// Replace results.csv with the header and these rows (fields as read), atomically: a
     /// resume drops the rows it will redo. Rows it keeps are written back unchanged.
     pub fn rewrite_csv(&self, rows: &[Vec<String>]) -> Result<(), StoreError> {
-        let path = self.results_csv();
-        let records = std::iter::once(&self.header).chain(rows);
-        write_atomic(&path, &csv_bytes(&path, records)?)
+        rewrite_results(&self.root, &self.header, rows)
     }
 
     /// Keep superseded rows (interrupted, or failed ones being retried) as evidence.
@@ -186,7 +187,7 @@ impl ResultsDir {
         if rows.is_empty() {
             return Ok(());
         }
-        let path = self.root.join("results.superseded.csv");
+        let path = self.root.join(SUPERSEDED_CSV);
         let head: Vec<String> = header.to_vec();
         let records = std::iter::once(&head)
             .filter(|_| !path.exists())
@@ -195,13 +196,13 @@ impl ResultsDir {
     }
 
     pub fn run_dir(&self, run_name: &str) -> Result<PathBuf, StoreError> {
-        let d = self.root.join("runs").join(run_name);
+        let d = self.root.join(RUNS).join(run_name);
         fs::create_dir_all(&d).map_err(err(&d))?;
         Ok(d)
     }
 
     pub fn results_csv(&self) -> PathBuf {
-        self.root.join("results.csv")
+        self.root.join(RESULTS_CSV)
     }
 
     /// Write the header now, so even a sweep killed during its first run leaves a valid CSV.
@@ -225,6 +226,25 @@ impl ResultsDir {
         let row = record::row(r);
         append_synced(&path, &csv_bytes(&path, std::iter::once(&row))?, false)
     }
+}
+
+/// Replace `root`'s results.csv with `header` and these rows read back (each cell by its
+/// column; absent: empty), atomically: the quality guard writes its verdicts into the rows it
+/// read, under the header the folder was written with.
+pub fn rewrite_table(root: &Path, header: &[String], rows: &[Row]) -> Result<(), StoreError> {
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| header.iter().map(|h| r.get(h).to_string()).collect())
+        .collect();
+    rewrite_results(root, header, &cells)
+}
+
+/// The one place results.csv is replaced whole (a resume, the quality verdicts).
+fn rewrite_results(root: &Path, header: &[String], rows: &[Vec<String>]) -> Result<(), StoreError> {
+    let path = root.join(RESULTS_CSV);
+    let head = header.to_vec();
+    let records = std::iter::once(&head).chain(rows);
+    write_atomic(&path, &csv_bytes(&path, records)?)
 }
 
 /// CSV-encode records (errors name `path`, the file they are for).
@@ -259,7 +279,7 @@ fn append_synced(path: &Path, bytes: &[u8], create: bool) -> Result<(), StoreErr
 /// `${VAR}` already expanded), else spec.yaml's; None without one (or when neither reads).
 pub fn read_objective(root: &Path) -> Option<crate::plan::spec::Objective> {
     use crate::plan::spec::{Bound, Goal, Objective, SloBound};
-    let from_plan = fs::read(root.join("plan.json"))
+    let from_plan = fs::read(root.join(PLAN_JSON))
         .ok()
         .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
         .and_then(|v| {
@@ -290,7 +310,7 @@ pub fn read_objective(root: &Path) -> Option<crate::plan::spec::Objective> {
             })
         });
     from_plan.or_else(|| {
-        crate::plan::spec::load(&root.join("spec.yaml"))
+        crate::plan::spec::load(&root.join(SPEC_YAML))
             .ok()
             .and_then(|(s, _)| s.objective)
     })
@@ -348,6 +368,40 @@ mod tests {
             .collect();
         assert!(names.contains(&"plan.json".to_string()));
         assert!(!names.iter().any(|n| n.ends_with(".tmp")), "{names:?}");
+    }
+
+    /// results.csv replaced from rows read back: each cell under its column, a column a row
+    /// lacks left empty, and it reads back as written.
+    #[test]
+    fn rewrite_table_writes_rows_under_the_header_and_reads_back() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let header: Vec<String> = ["run_name", "status", "quality_verdict"]
+            .map(String::from)
+            .to_vec();
+        let row = |pairs: &[(&str, &str)]| {
+            crate::record::rows::Row(
+                pairs
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            )
+        };
+        let rows = vec![
+            row(&[
+                ("run_name", "a"),
+                ("status", "ok"),
+                ("quality_verdict", "same"),
+            ]),
+            row(&[("run_name", "b, c"), ("status", "failed")]),
+        ];
+        rewrite_table(dir.path(), &header, &rows).unwrap_or_else(|e| panic!("{e}"));
+        let t = crate::record::rows::read(&dir.path().join(RESULTS_CSV))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(t.header, header);
+        assert_eq!(t.rows.len(), 2);
+        assert_eq!(t.rows[0].get("quality_verdict"), "same");
+        assert_eq!(t.rows[1].get("run_name"), "b, c");
+        assert_eq!(t.rows[1].get("quality_verdict"), "");
     }
 
     /// The objective comes back from plan.json as the sweep wrote it (its `${VAR}`s already

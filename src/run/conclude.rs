@@ -93,7 +93,7 @@ fn decide(
     } = sections;
     if interrupted {
         for p in [
-            results.root.join("decision.md"),
+            results.root.join(store::DECISION_MD),
             results.root.join(decision_file::FILE),
         ] {
             if let Err(e) = std::fs::remove_file(&p) {
@@ -115,7 +115,14 @@ fn decide(
         let found = [name.to_string(), format!("{name}.r1")]
             .iter()
             .find_map(|d| {
-                std::fs::read_to_string(results.root.join("runs").join(d).join("command.txt")).ok()
+                std::fs::read_to_string(
+                    results
+                        .root
+                        .join(store::RUNS)
+                        .join(d)
+                        .join(store::COMMAND_TXT),
+                )
+                .ok()
             });
         if let Some(c) = found {
             commands.insert(name.to_string(), c.trim_end().to_string());
@@ -133,7 +140,7 @@ fn decide(
 /// after the table.
 fn write_decision(d: &decision::Decision, rows: &[rows::Row], extra: &str, results: &ResultsDir) {
     let md = decision_md::render_md(d) + &crate::report::effective::decision_section(rows) + extra;
-    let written = store::write_atomic(&results.root.join("decision.md"), md.as_bytes())
+    let written = store::write_atomic(&results.root.join(store::DECISION_MD), md.as_bytes())
         .and_then(|_| decision_file::write(&results.root, d));
     if let Err(e) = written {
         say(&format!("warning: cannot write the decision: {e}"));
@@ -244,7 +251,7 @@ pub fn conclude_decided(
     if !interrupted && not_measured.is_none() {
         manifest.finished_at = Some(provenance::now_rfc3339());
     }
-    if let Err(e) = store::write_json(&results.root.join(provenance::FILE), manifest) {
+    if let Err(e) = provenance::write(&results.root, manifest) {
         say(&format!("warning: cannot write manifest.json: {e}"));
     }
     let csv_table = match rows::read(&results.results_csv()) {
@@ -301,7 +308,7 @@ pub fn conclude_decided(
         plan.sweep_name,
         results.root.display()
     );
-    if let Err(e) = store::write_atomic(&results.root.join("results.md"), md.as_bytes()) {
+    if let Err(e) = store::write_atomic(&results.root.join(store::RESULTS_MD), md.as_bytes()) {
         say(&format!("warning: cannot write results.md: {e}"));
     }
     out(&format!("\n{table}"));

@@ -8,7 +8,7 @@ use crate::tune::decision::Decision;
 use std::path::Path;
 
 /// The file's name in the results folder.
-pub const FILE: &str = "decision.json";
+pub const FILE: &str = store::DECISION_JSON;
 
 /// Write the decision (atomically: a reader sees the old file or the new one).
 pub fn write(root: &Path, d: &Decision) -> Result<(), StoreError> {

@@ -4,25 +4,17 @@
 
 use crate::observe::effective::{self, EffectiveArgs};
 use crate::plan::flags::{self, ParamValue};
-use crate::record::store::{self, StoreError};
-use serde::Serialize;
+use crate::record::effective::EffectiveFile;
+use crate::record::store;
+use crate::record::store::StoreError;
 use std::io::{BufRead, Read};
 use std::path::Path;
 
-/// The per-launch file.
-pub const FILE: &str = "effective_args.json";
+pub use crate::record::effective::FILE;
 
 /// At most this much of server.log is read for the start-up override lines (the log up to the
 /// ready line is a few hundred KB at most).
 const LOG_LIMIT_BYTES: u64 = 16 << 20;
-
-#[derive(Serialize)]
-struct EffectiveFile<'a> {
-    /// The settings as the command line asks for them (the hierarchical cache resolved).
-    asked: &'a [(String, ParamValue)],
-    #[serde(flatten)]
-    found: &'a effective::Effective,
-}
 
 /// What the launch keeps: the row's part, the warnings for its notes, and whether the file
 /// could be written.
@@ -40,7 +32,7 @@ pub fn check_launch(
     info: Option<&serde_json::Value>,
 ) -> Checked {
     let asked = flags::requested(resolved);
-    let lines = startup_lines(&dir.join("server.log"));
+    let lines = startup_lines(&dir.join(store::SERVER_LOG));
     let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
     let found = effective::check(&asked, info, &refs);
     let warnings = found
@@ -48,15 +40,10 @@ pub fn check_launch(
         .iter()
         .map(|f| format!("not in effect: {}", f.text()))
         .collect();
-    let written = store::write_json(
-        &dir.join(FILE),
-        &EffectiveFile {
-            asked: &asked,
-            found: &found,
-        },
-    );
+    let row = found.for_row();
+    let written = crate::record::effective::write(dir, &EffectiveFile { asked, found });
     Checked {
-        row: found.for_row(),
+        row,
         warnings,
         written,
     }

@@ -4,6 +4,7 @@
 use crate::plan::expand::RunPlan;
 use crate::plan::spec::SweepSpec;
 use crate::record::rows;
+use crate::record::store;
 use crate::tune::estimate;
 use crate::tune::work::Launch;
 use std::path::Path;
@@ -28,7 +29,7 @@ pub fn known(s: &SweepSpec, plan: &RunPlan, results_dir: &Path) -> estimate::Kno
         .map(|d| d.flatten().map(|e| e.path()).collect::<Vec<_>>())
         .unwrap_or_default();
     for f in folders {
-        let Ok(t) = rows::read(&f.join("results.csv")) else {
+        let Ok(t) = rows::read(&f.join(store::RESULTS_CSV)) else {
             continue;
         };
         let before = ready.len();

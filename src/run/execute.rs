@@ -88,7 +88,7 @@ fn write_plan(s: &SweepSpec, plan: &RunPlan, root: &Path) -> Result<(), store::S
         .map(|r| command::build(&s.server, r, s.server.port).display())
         .collect();
     store::write_json(
-        &root.join("plan.json"),
+        &root.join(store::PLAN_JSON),
         &serde_json::json!({
             "sweep": plan.sweep_name,
             "sgtune_version": env!("CARGO_PKG_VERSION"),
@@ -117,9 +117,9 @@ pub fn create_results(
         input.text,
         input.plan,
     );
-    let setup = store::write_atomic(&results.root.join("spec.yaml"), input.text.as_bytes())
+    let setup = store::write_atomic(&results.root.join(store::SPEC_YAML), input.text.as_bytes())
         .and_then(|_| write_plan(input.spec, input.plan, &results.root))
-        .and_then(|_| store::write_json(&results.root.join(provenance::FILE), &manifest))
+        .and_then(|_| provenance::write(&results.root, &manifest))
         .and_then(|_| results.init_csv());
     setup.map_err(|e| format!("cannot write the results folder: {e}"))?;
     Ok((results, manifest))

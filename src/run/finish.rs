@@ -3,15 +3,12 @@
 //! hook's failure (non-zero, not found, still running at its timeout) is a warning: it never
 //! loses a row and never changes the exit code.
 
-use crate::record::store::{self, StoreError};
-use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::time::Duration;
 
-/// The outcome file in the results folder.
-pub const FILE: &str = "outcome.json";
+pub use crate::record::outcome::{FILE, Outcome};
 /// The hook's stdout and stderr, appended, in the results folder.
-pub const LOG: &str = "on_finish.log";
+pub const LOG: &str = crate::record::store::ON_FINISH_LOG;
 
 /// How sgtune exits. Documented in `sgtune --help` and the README.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,40 +73,6 @@ impl ExitCode {
     }
 }
 
-/// How a sweep ended, for the hook and for `outcome.json`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Outcome {
-    /// `done` (exit 0), `runs_failed` (1), `error` (5: the sweep stopped on an error after its
-    /// results folder existed), `deadline` (3: stopped at `--deadline`/`--budget`, decided
-    /// from what was measured), `interrupted` (130).
-    pub outcome: String,
-    pub exit_code: i32,
-    pub sweep: String,
-    pub results_dir: String,
-    pub rows: usize,
-    pub rows_ok: usize,
-    pub rows_failed: usize,
-    /// The decision's winner (the same one at every load point decided), if any.
-    pub winner: Option<String>,
-    /// The winner's exact launch command.
-    pub winner_command: Option<String>,
-    /// One line: outcome, rows, winner.
-    pub summary: String,
-    /// What a deadline left unmeasured (outcome `deadline`), one line per launch; `sgtune
-    /// resume` measures it.
-    pub not_measured: Vec<String>,
-    /// The error that stopped the sweep (outcome `error`).
-    pub error: Option<String>,
-    pub finished_at: String,
-}
-
-/// outcome.json read back (for report.html, after the sweep); None when the folder has none or
-/// this version cannot read it (the page then leaves out what only it says).
-pub fn read(root: &Path) -> Option<Outcome> {
-    let text = std::fs::read_to_string(root.join(FILE)).ok()?;
-    serde_json::from_str(&text).ok()
-}
-
 impl Outcome {
     /// The hook's environment: every field it may need, as text (empty when unknown).
     pub fn env(&self, outcome_file: &Path) -> Vec<(&'static str, String)> {
@@ -142,7 +105,7 @@ pub struct Hook {
 pub async fn tell(root: &Path, outcome: &Outcome, hook: Option<&Hook>) -> Vec<String> {
     let mut warnings = Vec::new();
     let file = root.join(FILE);
-    if let Err(e) = write(&file, outcome) {
+    if let Err(e) = crate::record::outcome::write(root, outcome) {
         warnings.push(format!("cannot write {}: {e}", file.display()));
     }
     if let Some(h) = hook {
@@ -154,10 +117,6 @@ pub async fn tell(root: &Path, outcome: &Outcome, hook: Option<&Hook>) -> Vec<St
         }
     }
     warnings
-}
-
-fn write(file: &Path, outcome: &Outcome) -> Result<(), StoreError> {
-    store::write_json(file, outcome)
 }
 
 /// `sh -c CMD` in its own process group, output appended to `on_finish.log`; its group is

@@ -10,6 +10,7 @@ use crate::plan::expand::{self, RunPlan};
 use crate::plan::spec::SweepSpec;
 use crate::record::provenance::Manifest;
 use crate::record::rows::Row;
+use crate::record::store;
 use crate::record::store::{ResultsDir, StoreError};
 use crate::report::doc::Block;
 use crate::report::events::RunEvent;
@@ -46,7 +47,7 @@ fn launches_of(spec: &SweepSpec, space: &Space, p: &Proposal, rows: &[Row]) -> V
 /// An earlier attempt's folder of a launch about to run again is kept, renamed, as evidence
 /// (as `resume` does for a sweep's launches).
 fn set_aside(results: &ResultsDir, dir_name: &str) -> Result<(), StoreError> {
-    let runs = results.root.join("runs");
+    let runs = store::runs_dir(&results.root);
     let d = runs.join(dir_name);
     if !d.exists() {
         return Ok(());

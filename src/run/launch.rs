@@ -20,6 +20,7 @@ use crate::plan::expand::RunConfig;
 use crate::plan::spec::LoadPoint;
 use crate::record::provenance::{LaunchRecord, now_rfc3339};
 use crate::record::store::{self, CsvFile, StoreError};
+use crate::record::summary::{self, Summary};
 use crate::record::{Phase, ProbeResult, RunRecord, RunStatus};
 use crate::report::events::RunEvent;
 use crate::server::command::{self, LaunchCommand};
@@ -28,8 +29,7 @@ use crate::server::failure::{self, FailureKind, StartFailure};
 use crate::server::supervise::{self, LogSink, ReadyOutcome, ServerHandle, StopOutcome};
 use crate::tune::preflight;
 use crate::tune::search::{self, ProbeRun};
-use serde::Serialize;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -45,20 +45,6 @@ pub struct LaunchOutcome {
 const FLUSH_PATIENCE: Duration = Duration::from_secs(30);
 /// How long after the flush's HTTP answer its log line may take to appear.
 const FLUSH_LOG_WAIT: Duration = Duration::from_secs(3);
-
-/// Everything recorded about one measurement, written to `summary[.suffix].json`.
-#[derive(Serialize)]
-struct RunSummaryFile<'a> {
-    record: &'a RunRecord,
-    command: &'a LaunchCommand,
-    start_failure: Option<&'a StartFailure>,
-    stop: Option<&'a StopOutcome>,
-    warmup_ok: u64,
-    warmup_failed: u64,
-    load_stopped_early: bool,
-    log_window: Option<(usize, usize)>,
-    notes: &'a [String],
-}
 
 /// The state of one launch as it moves through its stages.
 struct LaunchState<'c, 'l> {
@@ -153,25 +139,22 @@ impl<'c, 'l> LaunchState<'c, 'l> {
         }
     }
 
-    fn summary_path(&self, m: Measurement) -> PathBuf {
-        self.dir
-            .join(format!("summary{}.json", suffix(self.ctx.spec, m)))
-    }
-
+    /// Write one measurement's `summary[.suffix].json` (record::summary's one writer).
     fn write_summary(&mut self, record: &RunRecord, cmd: &LaunchCommand, detail: SummaryDetail) {
-        let path = self.summary_path(Measurement::of(record));
-        let res = store::write_json(
-            &path,
-            &RunSummaryFile {
-                record,
-                command: cmd,
-                start_failure: detail.start_failure,
-                stop: detail.stop,
+        let sfx = suffix(self.ctx.spec, Measurement::of(record));
+        let res = summary::write(
+            self.dir,
+            &sfx,
+            &Summary {
+                record: record.clone(),
+                command: cmd.clone(),
+                start_failure: detail.start_failure.cloned(),
+                stop: detail.stop.cloned(),
                 warmup_ok: detail.warmup.0,
                 warmup_failed: detail.warmup.1,
                 load_stopped_early: detail.stopped_early,
                 log_window: detail.window,
-                notes: &self.notes,
+                notes: self.notes.clone(),
             },
         );
         self.keep("a summary file", res);
@@ -273,13 +256,13 @@ fn prepare(
         },
         "slot": slot,
     });
-    let res = store::write_json(&st.dir.join("config.json"), &config);
-    st.keep("config.json", res);
+    let res = store::write_json(&st.dir.join(store::CONFIG_JSON), &config);
+    st.keep(store::CONFIG_JSON, res);
     let res = store::write_atomic(
-        &st.dir.join("command.txt"),
+        &st.dir.join(store::COMMAND_TXT),
         format!("{}\n", cmd.display()).as_bytes(),
     );
-    st.keep("command.txt", res);
+    st.keep(store::COMMAND_TXT, res);
     if fixed_port.is_some()
         && std::net::TcpListener::bind((spec.server.host.as_str(), port)).is_err()
     {
@@ -301,7 +284,7 @@ async fn start_and_measure(
 ) -> Vec<RunRecord> {
     let ctx = st.ctx;
     let spec = ctx.spec;
-    let log_path = st.dir.join("server.log");
+    let log_path = st.dir.join(store::SERVER_LOG);
     let mut handle = match supervise::launch(
         cmd,
         &spec.server.host,
@@ -409,8 +392,8 @@ async fn measure(
         None
     };
     if let Some(info) = &info {
-        let res = store::write_json(&st.dir.join("server_info.json"), info);
-        st.keep("server_info.json", res);
+        let res = store::write_json(&st.dir.join(store::SERVER_INFO_JSON), info);
+        st.keep(store::SERVER_INFO_JSON, res);
         st.provenance.effective = Some(info.clone());
     }
     let checked = super::effective::check_launch(st.dir, &st.run().resolved, info.as_ref());
@@ -489,17 +472,12 @@ async fn quality_pass(
     } else {
         1
     };
-    if quality::already_answered(
-        &st.dir.join(quality::FILE),
-        &run_name,
-        passes,
-        prompts.len(),
-    ) {
+    if crate::record::quality::already_answered(st.dir, &run_name, passes, prompts.len()) {
         // Pruning's second round of this launch: its outputs were taken in the first.
         return;
     }
     let timeout = Duration::from_secs_f64(st.ctx.spec.workload.request_timeout_s);
-    let mut text = String::new();
+    let mut all = Vec::new();
     let mut failed = Vec::new();
     for pass in 1..=passes {
         let t0 = Instant::now();
@@ -520,14 +498,8 @@ async fn quality_pass(
             if let Some(e) = &s.error {
                 failed.push(e.clone());
             }
-            match serde_json::to_string(s) {
-                Ok(line) => {
-                    text.push_str(&line);
-                    text.push('\n');
-                }
-                Err(e) => failed.push(e.to_string()),
-            }
         }
+        all.extend(samples);
     }
     if let Some(first) = failed.first() {
         let short: String = first.chars().take(160).collect();
@@ -537,8 +509,8 @@ async fn quality_pass(
             prompts.len() * passes as usize
         ));
     }
-    let res = store::write_atomic(&st.dir.join(quality::FILE), text.as_bytes());
-    st.keep("quality.jsonl", res);
+    let res = crate::record::quality::write(st.dir, &all);
+    st.keep(crate::record::quality::FILE, res);
 }
 
 /// `shared_prefix.working_set`: size the prefix groups against the KV capacity. The basis is
@@ -556,9 +528,13 @@ fn size_working_set(st: &mut LaunchState<'_, '_>, info: Option<&serde_json::Valu
         .and_then(serde_json::Value::as_u64)
         .or_else(|| {
             let scope = sglang_log::Scope::default();
-            engine_log::summarize_file(&st.dir.join("server.log"), scope, Some(st.run().engine))
-                .ok()
-                .and_then(|s| s.summary().max_total_num_tokens)
+            engine_log::summarize_file(
+                &st.dir.join(store::SERVER_LOG),
+                scope,
+                Some(st.run().engine),
+            )
+            .ok()
+            .and_then(|s| s.summary().max_total_num_tokens)
         });
     let basis = match st.ctx.working_set_basis.lock() {
         Ok(mut b) => {
@@ -606,7 +582,7 @@ async fn search_max_load(
     let (Some(ml), Some(o)) = (&spec.search.max_load, &spec.objective) else {
         return;
     };
-    let log_path = st.dir.join("server.log");
+    let log_path = st.dir.join(store::SERVER_LOG);
     loop {
         if st.ctx.cancel.is_cancelled() {
             return;
@@ -741,7 +717,7 @@ async fn measure_point(
         }
     };
     let csv = match CsvFile::create(
-        &st.dir.join(format!("requests{sfx}.csv")),
+        &st.dir.join(store::requests_csv(&sfx)),
         requests_csv::HEADER,
     ) {
         Ok(f) => Some(f),
@@ -780,7 +756,7 @@ async fn measure_point(
         None
     } else {
         let res = write_metrics_csv(&st.dir.join(format!("metrics{sfx}.csv")), &scrapes);
-        st.keep("metrics.csv", res);
+        st.keep(store::METRICS_CSV, res);
         Some(prom::summarize(&scrapes))
     };
     if let Some(e) = session.requests_csv_error.take() {

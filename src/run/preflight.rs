@@ -5,6 +5,7 @@ use super::{RunContext, run_sweep};
 use crate::plan::expand::RunConfig;
 use crate::record::Phase;
 use crate::record::provenance::Manifest;
+use crate::record::store;
 use crate::record::store::{ResultsDir, StoreError};
 use crate::report::events::RunEvent;
 use crate::tune::preflight::{
@@ -95,14 +96,14 @@ pub async fn run(
 /// A folder left by an interrupted attempt is kept, renamed, as evidence (as resume does for
 /// launches).
 fn set_aside(results: &ResultsDir, dir_name: &str) {
-    let d = results.root.join("runs").join(dir_name);
+    let d = store::launch_dir(&results.root, dir_name);
     if !d.exists() {
         return;
     }
     let mut n = 1;
     while results
         .root
-        .join("runs")
+        .join(store::RUNS)
         .join(format!("{dir_name}.attempt-{n}"))
         .exists()
     {
@@ -110,7 +111,7 @@ fn set_aside(results: &ResultsDir, dir_name: &str) {
     }
     let to = results
         .root
-        .join("runs")
+        .join(store::RUNS)
         .join(format!("{dir_name}.attempt-{n}"));
     if let Err(e) = std::fs::rename(&d, &to) {
         crate::util::say(&format!("warning: cannot set aside {}: {e}", d.display()));

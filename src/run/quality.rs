@@ -4,10 +4,11 @@
 //! `compare` then read like any other column. Judged from the files at conclusion, so the order
 //! the launches ran in (`--parallel`, pruning, repeats, Slurm) never matters.
 
-use crate::load::quality::{QualitySample, read_all};
+use crate::load::quality::QualitySample;
 use crate::plan::quality::baseline_name;
 use crate::plan::spec::SweepSpec;
 use crate::record::Phase;
+use crate::record::quality::read_all;
 use crate::record::rows::{Row, Table};
 use crate::record::store;
 use crate::tune::quality::{QualityReport, cells, judge};
@@ -29,9 +30,9 @@ pub fn judge_folder(
         // A re-check's plan holds only the two configurations it relaunches.
         Err(_) => q.baseline.clone().unwrap_or_default(),
     };
-    let (mut samples, mut notes) = read_all(&root.join("runs"));
+    let (mut samples, mut notes) = read_all(&store::runs_dir(root));
     if let Some(r) = reference_dir {
-        let (theirs, n) = read_all(&r.join("runs"));
+        let (theirs, n) = read_all(&store::runs_dir(r));
         samples.extend(
             theirs
                 .into_iter()
@@ -68,20 +69,13 @@ pub fn annotate(rows: &mut [Row], report: &QualityReport) {
     }
 }
 
-/// Rewrite results.csv with the annotated rows (atomically). A header without the quality
-/// columns (a folder from an older sgtune) is left as it is.
-pub fn rewrite(path: &Path, table: &Table, rows: &[Row]) -> Result<(), String> {
+/// Rewrite `root`'s results.csv with the annotated rows (through the store's one writer). A
+/// header without the quality columns (a folder from an older sgtune) is left as it is.
+pub fn rewrite(root: &Path, table: &Table, rows: &[Row]) -> Result<(), String> {
     if !table.header.iter().any(|h| h == "quality_verdict") {
         return Ok(());
     }
-    let mut w = csv::Writer::from_writer(Vec::new());
-    let mut emit = |fields: Vec<&str>| w.write_record(fields).map_err(|e| e.to_string());
-    emit(table.header.iter().map(String::as_str).collect())?;
-    for r in rows {
-        emit(table.header.iter().map(|h| r.get(h)).collect())?;
-    }
-    let bytes = w.into_inner().map_err(|e| e.to_string())?;
-    store::write_atomic(path, &bytes).map_err(|e| e.to_string())
+    store::rewrite_table(root, &table.header, rows).map_err(|e| e.to_string())
 }
 
 /// The whole step for a results folder: judge, annotate `table`'s rows, rewrite results.csv.
@@ -97,7 +91,7 @@ pub fn apply(
         return (None, table.rows);
     };
     annotate(&mut table.rows, &report);
-    if let Err(e) = rewrite(&root.join("results.csv"), &table, &table.rows) {
+    if let Err(e) = rewrite(root, &table, &table.rows) {
         say(&format!(
             "warning: cannot write the quality verdicts into results.csv: {e}"
         ));

@@ -9,14 +9,13 @@ use std::fs::File;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
-
 use crate::observe::timeline::{self, WindowLines};
 use crate::plan::engine::Engine;
 use crate::record::ReadError;
 use crate::record::provenance;
 use crate::record::rows;
 use crate::record::store::{self, StoreError};
+use crate::record::summary::{self, Summary};
 use crate::report::html::data;
 use crate::report::html::{self, Launch, PointClient, Sweep};
 
@@ -32,19 +31,16 @@ pub enum ReportError {
 
 /// The label of one measurement: `c<concurrency>` or `rate<r>`, with ` r<repeat>` when the
 /// launch measured more than one repeat.
-fn label(v: &Value, many_repeats: bool) -> String {
-    let rec = &v["record"];
-    let mut s = match (rec["concurrency"].as_u64(), rec["request_rate"].as_f64()) {
-        (_, Some(r)) => format!("rate{r}"),
-        (Some(c), None) => format!("c{c}"),
-        (None, None) => "load".to_string(),
+fn label(s: &Summary, many_repeats: bool) -> String {
+    let rec = &s.record;
+    let mut l = match rec.request_rate {
+        Some(r) => format!("rate{r}"),
+        None => format!("c{}", rec.concurrency),
     };
     if many_repeats {
-        if let Some(r) = rec["repeat"].as_u64() {
-            s.push_str(&format!(" r{r}"));
-        }
+        l.push_str(&format!(" r{}", rec.repeat));
     }
-    s
+    l
 }
 
 /// One `runs/<name>/` folder: its measurements (summary*.json with the matching
@@ -54,43 +50,30 @@ fn read_launch(dir: &Path, name: &str, engine: Option<Engine>) -> Launch {
         name: name.to_string(),
         ..Default::default()
     };
-    let mut summaries: Vec<(String, Value)> = Vec::new();
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        for e in entries.flatten() {
-            let f = e.file_name().to_string_lossy().to_string();
-            if let Some(sfx) = f
-                .strip_prefix("summary")
-                .and_then(|s| s.strip_suffix(".json"))
-            {
-                match std::fs::read(e.path())
-                    .map_err(|e| e.to_string())
-                    .and_then(|b| serde_json::from_slice::<Value>(&b).map_err(|e| e.to_string()))
-                {
-                    Ok(v) => summaries.push((sfx.to_string(), v)),
-                    Err(err) => l.notes.push(format!("{f}: {err}")),
-                }
-            }
+    let mut summaries: Vec<(String, Summary)> = Vec::new();
+    for (sfx, read) in summary::read_all(dir) {
+        match read {
+            Ok(s) => summaries.push((sfx, s)),
+            Err(e) => l.notes.push(e.to_string()),
         }
     }
     // Measurement order: by the window's first line (the order they ran).
-    summaries.sort_by_key(|(_, v)| v["log_window"][0].as_u64().unwrap_or(u64::MAX));
-    let repeats: std::collections::BTreeSet<u64> = summaries
-        .iter()
-        .filter_map(|(_, v)| v["record"]["repeat"].as_u64())
-        .collect();
+    summaries.sort_by_key(|(_, s)| s.log_window.map_or(usize::MAX, |w| w.0));
+    let repeats: std::collections::BTreeSet<u64> =
+        summaries.iter().map(|(_, s)| s.record.repeat).collect();
     let many = repeats.len() > 1;
     let mut windows = Vec::new();
-    for (sfx, v) in &summaries {
-        let label = label(v, many);
-        if let (Some(a), Some(b)) = (v["log_window"][0].as_u64(), v["log_window"][1].as_u64()) {
+    for (sfx, s) in &summaries {
+        let label = label(s, many);
+        if let Some((a, b)) = s.log_window {
             windows.push(WindowLines {
-                start_line: a as usize,
-                end_line: b as usize,
+                start_line: a,
+                end_line: b,
                 label: label.clone(),
-                offered: v["record"]["concurrency"].as_f64(),
+                offered: Some(s.record.concurrency as f64),
             });
         }
-        let req = dir.join(format!("requests{sfx}.csv"));
+        let req = dir.join(store::requests_csv(sfx));
         let requests = match File::open(&req) {
             Ok(f) => match data::read_requests(BufReader::new(f)) {
                 Ok(r) => r,
@@ -103,7 +86,7 @@ fn read_launch(dir: &Path, name: &str, engine: Option<Engine>) -> Launch {
         };
         l.points.push(PointClient { label, requests });
     }
-    let log = dir.join("server.log");
+    let log = dir.join(store::SERVER_LOG);
     match File::open(&log) {
         Ok(f) => match timeline::read(BufReader::new(f), &windows, engine) {
             Ok(t) => l.timeline = Some(t),
@@ -180,7 +163,7 @@ pub fn read_sweep_at(p: &Path, deadline: Deadline) -> Result<Sweep, ReadError> {
         }
     };
     s.decision = decided.ok().flatten();
-    if s.decision.is_none() && root.join("decision.md").is_file() {
+    if s.decision.is_none() && root.join(store::DECISION_MD).is_file() {
         // A folder from before decision.json (or with one this version cannot read): the page
         // draws the decision only from the typed file.
         s.notes.push(
@@ -190,7 +173,7 @@ pub fn read_sweep_at(p: &Path, deadline: Deadline) -> Result<Sweep, ReadError> {
     }
     // A guided tune's path, for its chart: replayed from the rows with the folder's spec (which
     // may name variables of the shell it ran in: then the chart is left out, and said so).
-    let spec_path = root.join("spec.yaml");
+    let spec_path = root.join(store::SPEC_YAML);
     let spec = crate::plan::spec::load(&spec_path).map(|(spec, _)| spec);
     match &spec {
         Ok(spec) => s.tune = crate::run::guided::chart_path(spec, &s.rows),
@@ -209,7 +192,9 @@ pub fn read_sweep_at(p: &Path, deadline: Deadline) -> Result<Sweep, ReadError> {
         let left = match deadline {
             Deadline::Now(left) => left,
             Deadline::Recorded => {
-                recorded = crate::run::finish::read(&root)
+                recorded = crate::record::outcome::read(&root)
+                    .ok()
+                    .flatten()
                     .filter(|o| o.outcome == "deadline")
                     .map(|o| o.not_measured);
                 recorded.as_deref()
@@ -234,7 +219,7 @@ pub fn read_sweep_at(p: &Path, deadline: Deadline) -> Result<Sweep, ReadError> {
             names.push(n);
         }
     }
-    let runs = root.join("runs");
+    let runs = store::runs_dir(&root);
     if let Ok(entries) = std::fs::read_dir(&runs) {
         let mut extra: Vec<String> = entries
             .flatten()
@@ -269,7 +254,7 @@ pub fn write_sweep_report_at(
     let s = read_sweep_at(dir, deadline)?;
     let path = out_file
         .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from(&s.dir).join("report.html"));
+        .unwrap_or_else(|| PathBuf::from(&s.dir).join(store::REPORT_HTML));
     store::write_atomic(&path, html::sweep_page(&s).as_bytes())?;
     Ok(path)
 }
@@ -310,7 +295,10 @@ mod tests {
         for f in ["results.csv", "decision.json"] {
             std::fs::copy(fixture.join(f), root.join(f)).expect("copy");
         }
-        let mut o = crate::run::finish::read(fixture).expect("the fixture's outcome.json");
+        let mut o = crate::record::outcome::read(fixture)
+            .ok()
+            .flatten()
+            .expect("the fixture's outcome.json");
         o.outcome = "deadline".into();
         o.not_measured = vec!["mtt2048.r2: c32 repeat 2".into()];
         store::write_json(&root.join(crate::run::finish::FILE), &o).expect("write");

@@ -6,6 +6,7 @@ use crate::plan::spec::SweepSpec;
 use crate::record::RowKey;
 use crate::record::provenance::{self, Manifest};
 use crate::record::rows;
+use crate::record::store;
 use crate::record::store::ResultsDir;
 use crate::tune::work::{self, Launch};
 use crate::util::say;
@@ -47,7 +48,7 @@ pub fn prepare_resume(
             dir.display()
         ));
     }
-    let csv_path = dir.join("results.csv");
+    let csv_path = dir.join(store::RESULTS_CSV);
     let table = rows::read(&csv_path).map_err(|e| format!("cannot resume: {e}"))?;
     let results = ResultsDir::open(dir, &input.plan.param_keys);
     if table.header != results.header() {
@@ -83,17 +84,19 @@ pub fn prepare_resume(
     let launches = work::left_to_run(input.spec, input.plan, &kept_rows, retry_failed);
     // A launch folder left by an earlier attempt is kept, renamed, as evidence.
     for l in &launches {
-        let d = dir.join("runs").join(&l.dir_name);
+        let d = store::launch_dir(dir, &l.dir_name);
         if d.exists() {
             let mut n = 1;
             while dir
-                .join("runs")
+                .join(store::RUNS)
                 .join(format!("{}.attempt-{n}", l.dir_name))
                 .exists()
             {
                 n += 1;
             }
-            let to = dir.join("runs").join(format!("{}.attempt-{n}", l.dir_name));
+            let to = dir
+                .join(store::RUNS)
+                .join(format!("{}.attempt-{n}", l.dir_name));
             // The new attempt must not write into the old one's folder: refuse rather than
             // mix two attempts' files.
             std::fs::rename(&d, &to).map_err(|e| {

@@ -10,7 +10,7 @@ use super::{Launch, RunContext, run_launch};
 use crate::record::RunRecord;
 use crate::record::gpu;
 use crate::record::provenance::Manifest;
-use crate::record::store::{self, ResultsDir, StoreError};
+use crate::record::store::{ResultsDir, StoreError};
 use crate::report::events::RunEvent;
 use crate::server::command;
 use futures_util::StreamExt;
@@ -150,10 +150,7 @@ pub async fn run_sweep(
                 }
                 manifest.launches.insert(dir_name, outcome.provenance);
                 records.extend(outcome.records);
-                store::write_json(
-                    &results.root.join(crate::record::provenance::FILE),
-                    manifest,
-                )?;
+                crate::record::provenance::write(&results.root, manifest)?;
                 // The slot's GPUs, or every GPU when one launch runs at a time. CPU slots that
                 // share the machine's GPUs with each other cannot be checked one by one.
                 let baseline: Vec<gpu::Gpu> = match (&slot.gpus, parallel) {
@@ -189,10 +186,7 @@ pub async fn run_sweep(
             Done::Released { slot, notes } => {
                 manifest.gpu_not_released.extend(notes.iter().cloned());
                 if !notes.is_empty() {
-                    store::write_json(
-                        &results.root.join(crate::record::provenance::FILE),
-                        manifest,
-                    )?;
+                    crate::record::provenance::write(&results.root, manifest)?;
                 }
                 pool.give_back(&slot);
                 carry.insert(slot.index, notes);

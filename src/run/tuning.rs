@@ -102,7 +102,7 @@ pub async fn run_rounds(
         "sgtune: interrupted; recording the current run and stopping its server (signal again to kill it now)",
     );
     // A working set sized in an earlier session of this sweep keeps its size on resume.
-    let basis_path = results.root.join("working_set.json");
+    let basis_path = results.root.join(store::WORKING_SET_JSON);
     let basis = std::sync::Mutex::new(
         std::fs::read_to_string(&basis_path)
             .ok()
@@ -290,7 +290,7 @@ async fn run_preflight(
         progress.handle(&ev)
     })
     .await?;
-    if let Err(e) = store::write_json(&results.root.join("preflight.json"), &out) {
+    if let Err(e) = crate::record::preflight::write(&results.root, &out) {
         say(&format!("warning: cannot write preflight.json: {e}"));
     }
     if out.interrupted {

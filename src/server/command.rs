@@ -4,9 +4,9 @@
 use crate::plan::expand::RunConfig;
 use crate::plan::flags;
 use crate::plan::spec::ServerSpec;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LaunchCommand {
     pub program: String,
     pub args: Vec<String>,

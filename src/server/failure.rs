@@ -1,10 +1,10 @@
 //! Why a server never became ready: a kind plus the log lines that prove it.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::process::ExitStatus;
 
 /// Why a run did not produce a measurement. One list, used for rows, tables and docs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FailureKind {
     /// Out of memory at start-up (KV pool, CUDA OOM, host memory for hierarchical cache).
@@ -66,7 +66,7 @@ impl FailureKind {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StartFailure {
     pub kind: FailureKind,
     /// One line: the decisive log line, or what happened.

@@ -383,7 +383,7 @@ impl ServerHandle {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StopHow {
     AlreadyExited,
@@ -391,7 +391,7 @@ pub enum StopHow {
     Killed,
 }
 
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct StopOutcome {
     pub how: StopHow,
     pub secs: f64,

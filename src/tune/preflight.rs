@@ -17,29 +17,11 @@ use crate::plan::expand::{self, RunConfig};
 use crate::plan::flags::{self, PREFLIGHT_VALUE, ParamValue};
 use crate::plan::search::{INTEGER_KNOBS, Preflight};
 use crate::plan::spec::{DeadlinePolicy, LoadPoint, SweepSpec};
-use crate::record::ProbeResult;
 use crate::record::RunRecord;
-use crate::record::rows::Row;
 use crate::server::failure::FailureKind;
 use crate::tune::work::Launch;
-use serde::Serialize;
 
-/// One attempt as the search sees it.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Attempt {
-    pub value: f64,
-    pub survived: bool,
-}
-
-impl Attempt {
-    /// A recorded `preflight` row (its knob's value is in `param_<knob>`).
-    pub fn of_row(r: &Row, knob: &str) -> Option<Attempt> {
-        Some(Attempt {
-            value: r.f64(&format!("param_{knob}"))?,
-            survived: r.probe() == Some(ProbeResult::Pass),
-        })
-    }
-}
+pub use crate::record::preflight::{Attempt, Outcome};
 
 /// The search's next move.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -190,20 +172,6 @@ pub fn cut_but_alive(r: &RunRecord) -> Option<u64> {
             .as_deref()
             .is_some_and(|m| m.starts_with("no request succeeded"));
     cut.then_some(c.cut_off)
-}
-
-/// What the pre-flight found, for preflight.json and the decision.
-#[derive(Debug, Clone, Serialize)]
-pub struct Outcome {
-    pub knob: String,
-    pub found: Option<f64>,
-    /// The lowest value above `found` that was tried and failed, and how.
-    pub next_up: Option<f64>,
-    pub next_up_failure: Option<String>,
-    pub attempts: Vec<Attempt>,
-    /// Attempts allowed (search.preflight.max_attempts), and whether the search ran out.
-    pub max_attempts: u64,
-    pub interrupted: bool,
 }
 
 /// The configuration an attempt launches: the first planned one with the knob set.
