@@ -9,6 +9,9 @@ env_file=$(scripts/setup-cpu-sglang.sh)
 # shellcheck disable=SC1090
 . "$env_file"
 cargo build --release --quiet
+# Keep Python's bytecode cache in SGLang's venv even where PYTHONDONTWRITEBYTECODE is set:
+# without it every start compiles SGLang, torch and transformers again (scripts/test.sh).
+unset PYTHONDONTWRITEBYTECODE
 set +e
 target/release/sgtune run experiments/cpu-demo.yaml "$@"
 code=$?
