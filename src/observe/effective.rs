@@ -13,13 +13,14 @@
 //!   apart from two that did not ([`same_in_effect`]).
 
 use crate::plan::flags::{self, ParamValue};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 
-/// One setting that did not take effect.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// One setting that did not take effect (read back from effective_args.json by
+/// `run::effective::read`, so the decision takes the key from here, not from prose).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Finding {
     /// The spec key, as written (`cuda_graph_max_bs_decode`).
     pub key: String,

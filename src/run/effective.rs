@@ -2,10 +2,10 @@
 //! (`observe::effective`, pure), from the `/server_info` already fetched and the start-up part
 //! of server.log, and keep the result in runs/<launch>/effective_args.json.
 
-use crate::observe::effective::{self, EffectiveArgs};
+use crate::observe::effective::{self, EffectiveArgs, Finding};
 use crate::plan::flags::{self, ParamValue};
 use crate::record::store::{self, StoreError};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::io::{BufRead, Read};
 use std::path::Path;
 
@@ -62,6 +62,29 @@ pub fn check_launch(
     }
 }
 
+/// What the decision reads back of the file: the settings not in effect, typed (the rest of
+/// the file is for people).
+#[derive(Deserialize)]
+struct Found {
+    #[serde(default)]
+    not_in_effect: Vec<Finding>,
+}
+
+/// The settings not in effect that launch folder `dir`'s effective_args.json records.
+/// Ok(None): no file (a folder from before it, or a launch that wrote none); Err: a file that
+/// cannot be read or is not the file [`check_launch`] writes.
+pub fn read(dir: &Path) -> Result<Option<Vec<Finding>>, String> {
+    let path = dir.join(FILE);
+    let bytes = match std::fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    };
+    serde_json::from_slice::<Found>(&bytes)
+        .map(|f| Some(f.not_in_effect))
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
 /// server.log's lines up to the ready line (an unreadable log: none; lines that are not UTF-8
 /// are read lossily).
 fn startup_lines(path: &Path) -> Vec<String> {
@@ -84,4 +107,41 @@ fn startup_lines(path: &Path) -> Vec<String> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn finding(key: &str) -> Finding {
+        Finding {
+            key: key.into(),
+            asked: "8".into(),
+            in_effect: "no CUDA graph".into(),
+            evidence: "start-up log: \"Cuda graph is disabled\"".into(),
+        }
+    }
+
+    #[test]
+    fn the_findings_are_read_back_as_written() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        assert_eq!(read(dir.path()), Ok(None));
+        let found = effective::Effective {
+            id: Some("aaa".into()),
+            not_in_effect: vec![finding("cuda_graph_max_bs_decode"), finding("page_size")],
+            ..Default::default()
+        };
+        let asked = vec![("page_size".to_string(), ParamValue::Int(8))];
+        store::write_json(
+            &dir.path().join(FILE),
+            &EffectiveFile {
+                asked: &asked,
+                found: &found,
+            },
+        )
+        .expect("written");
+        assert_eq!(read(dir.path()), Ok(Some(found.not_in_effect.clone())));
+        std::fs::write(dir.path().join(FILE), "{\"not_in_effect\": 3}").expect("written");
+        assert!(read(dir.path()).is_err());
+    }
 }
