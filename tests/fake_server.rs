@@ -611,4 +611,24 @@ objective:
         )),
         "{md}"
     );
+    // The key in the loser's why comes from effective_args.json's typed finding.
+    let decision: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(folder.join("decision.json")).expect("decision.json"),
+    )
+    .expect("decision.json is JSON");
+    let whys: Vec<&str> = decision["points"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|p| p["configurations"].as_array().into_iter().flatten())
+        .filter(|c| c["run_name"] == "ab-intel_amx")
+        .filter_map(|c| c["why"].as_str())
+        .collect();
+    assert!(
+        !whys.is_empty()
+            && whys
+                .iter()
+                .all(|w| w.contains("not in effect: attention_backend; ran the same server")),
+        "{whys:?}"
+    );
 }

@@ -18,7 +18,8 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 
-/// One setting that did not take effect.
+/// One setting that did not take effect (read back from effective_args.json by
+/// `record::effective::read`, so the decision takes the key from here, not from prose).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Finding {
     /// The spec key, as written (`cuda_graph_max_bs_decode`).

@@ -13,8 +13,10 @@ use crate::report::decision as decision_md;
 use crate::report::table;
 use crate::run::deadline::Deadline;
 use crate::run::decision_file;
+use crate::run::effective as run_effective;
 use crate::run::finish::{self, ExitCode, Hook};
 use crate::tune::decision;
+use crate::tune::effective::EffectiveFacts;
 use crate::util::{out, say};
 use std::path::Path;
 
@@ -128,11 +130,41 @@ fn decide(
             commands.insert(name.to_string(), c.trim_end().to_string());
         }
     }
-    let mut d = decision::decide(sweep, o, rows, &commands, decision::cost(manifest));
+    let facts = effective_facts(rows, &results.root);
+    let mut d = decision::decide_with(sweep, o, rows, &commands, decision::cost(manifest), &facts);
     d.preflight = preflight_knob.and_then(|k| decision::preflight_summary(rows, k));
     d.quality = quality;
-    crate::tune::effective::annotate_decision(&mut d, rows);
     Some(d)
+}
+
+/// What the effective arguments say, for the decision: the keys not in effect from each
+/// launch's effective_args.json (the typed findings; the rows' `not_in_effect` column is prose
+/// for people and is not parsed), the same servers from the rows' `effective_args_id`.
+fn effective_facts(rows: &[rows::Row], root: &Path) -> EffectiveFacts {
+    let mut keys = Vec::new();
+    let mut seen: Vec<(&str, String)> = Vec::new();
+    for r in rows {
+        let name = r.get("run_name");
+        // A row's launch folder: its configuration's name, or `<name>.r<k>` when each repeat
+        // had a launch of its own (tune::work, tune::repeats).
+        for dir in [name.to_string(), format!("{name}.r{}", r.get("repeat"))] {
+            if seen.iter().any(|(n, d)| *n == name && *d == dir) {
+                continue;
+            }
+            match run_effective::read(&root.join("runs").join(&dir)) {
+                Ok(Some(found)) => {
+                    keys.extend(found.into_iter().map(|f| (name.to_string(), f.key)))
+                }
+                // No file: a folder from before effective_args.json, or a launch that wrote
+                // none (vLLM, a server never ready). No key is known for it, and none is
+                // guessed from the prose column.
+                Ok(None) => {}
+                Err(e) => say(&format!("warning: {e}")),
+            }
+            seen.push((name, dir));
+        }
+    }
+    EffectiveFacts::new(rows, keys)
 }
 
 /// decision.md (with the sections the renderer of the decision does not know: the same
@@ -349,5 +381,70 @@ pub fn conclude_decided(
         (ExitCode::RunsFailed, decided)
     } else {
         (ExitCode::Ok, decided)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn row(name: &str, repeat: &str) -> rows::Row {
+        let mut m = BTreeMap::new();
+        for (k, v) in [
+            ("run_name", name),
+            ("repeat", repeat),
+            ("phase", "measure"),
+            ("effective_args_id", "aaa"),
+            // Prose that names no key: the key comes from the file.
+            ("not_in_effect", "asked something, in effect something else"),
+        ] {
+            m.insert(k.to_string(), v.to_string());
+        }
+        rows::Row(m)
+    }
+
+    fn write(root: &Path, dir: &str, keys: &[&str]) {
+        let d = root.join("runs").join(dir);
+        std::fs::create_dir_all(&d).expect("launch folder");
+        let found: Vec<serde_json::Value> = keys
+            .iter()
+            .map(|k| serde_json::json!({"key": k, "asked": "8", "in_effect": "1", "evidence": "/server_info"}))
+            .collect();
+        let file = serde_json::json!({"asked": [], "id": "aaa", "not_in_effect": found});
+        std::fs::write(d.join(run_effective::FILE), file.to_string()).expect("written");
+    }
+
+    #[test]
+    fn the_keys_come_from_each_launch_folder() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        // `a` in one launch; `b` one launch per repeat; `c` wrote no file (an older folder).
+        write(dir.path(), "a", &["page_size"]);
+        write(dir.path(), "b.r1", &["cuda_graph_max_bs_decode"]);
+        write(dir.path(), "b.r2", &["cuda_graph_max_bs_decode", "dtype"]);
+        let rows = vec![
+            row("a", "1"),
+            row("a", "2"),
+            row("b", "1"),
+            row("b", "2"),
+            row("c", "1"),
+        ];
+        let facts = effective_facts(&rows, dir.path());
+        let pair = |n: &str, k: &str| (n.to_string(), k.to_string());
+        assert_eq!(
+            facts.not_in_effect,
+            vec![
+                pair("a", "page_size"),
+                pair("b", "cuda_graph_max_bs_decode"),
+                pair("b", "dtype"),
+            ]
+        );
+        assert_eq!(
+            facts.same_server,
+            vec![(
+                "aaa".to_string(),
+                vec!["a".to_string(), "b".to_string(), "c".to_string()]
+            )]
+        );
     }
 }

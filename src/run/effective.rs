@@ -2,7 +2,7 @@
 //! (`observe::effective`, pure), from the `/server_info` already fetched and the start-up part
 //! of server.log, and keep the result in runs/<launch>/effective_args.json.
 
-use crate::observe::effective::{self, EffectiveArgs};
+use crate::observe::effective::{self, EffectiveArgs, Finding};
 use crate::plan::flags::{self, ParamValue};
 use crate::record::effective::EffectiveFile;
 use crate::record::store;
@@ -49,6 +49,16 @@ pub fn check_launch(
     }
 }
 
+/// The settings not in effect that launch folder `dir`'s effective_args.json records, read
+/// through the file's one reader (`record::effective::read`). Ok(None): no file (a folder
+/// from before it, or a launch that wrote none); Err: a file that cannot be read or is not
+/// the file [`check_launch`] writes.
+pub fn read(dir: &Path) -> Result<Option<Vec<Finding>>, String> {
+    crate::record::effective::read(dir)
+        .map(|f| f.map(|f| f.found.not_in_effect))
+        .map_err(|e| e.to_string())
+}
+
 /// server.log's lines up to the ready line (an unreadable log: none; lines that are not UTF-8
 /// are read lossily).
 fn startup_lines(path: &Path) -> Vec<String> {
@@ -71,4 +81,41 @@ fn startup_lines(path: &Path) -> Vec<String> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn finding(key: &str) -> Finding {
+        Finding {
+            key: key.into(),
+            asked: "8".into(),
+            in_effect: "no CUDA graph".into(),
+            evidence: "start-up log: \"Cuda graph is disabled\"".into(),
+        }
+    }
+
+    #[test]
+    fn the_findings_are_read_back_as_written() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        assert_eq!(read(dir.path()), Ok(None));
+        let found = effective::Effective {
+            id: Some("aaa".into()),
+            not_in_effect: vec![finding("cuda_graph_max_bs_decode"), finding("page_size")],
+            ..Default::default()
+        };
+        let asked = vec![("page_size".to_string(), ParamValue::Int(8))];
+        crate::record::effective::write(
+            dir.path(),
+            &EffectiveFile {
+                asked,
+                found: found.clone(),
+            },
+        )
+        .expect("written");
+        assert_eq!(read(dir.path()), Ok(Some(found.not_in_effect.clone())));
+        std::fs::write(dir.path().join(FILE), "{\"not_in_effect\": 3}").expect("written");
+        assert!(read(dir.path()).is_err());
+    }
 }

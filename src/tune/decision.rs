@@ -18,6 +18,7 @@ use crate::plan::spec::{Bound, Goal, Objective, SloBound};
 use crate::record::provenance::Manifest;
 use crate::record::rows::Row;
 use crate::record::{Phase, ProbeResult, RunStatus};
+use crate::tune::effective::{self, EffectiveFacts};
 pub use crate::tune::stats::{Estimate, Interval, Margin, PooledNoise};
 use crate::tune::stats::{estimate, margin, median, pooled_noise};
 use serde::Serialize;
@@ -458,13 +459,37 @@ pub fn sweep_noise(o: &Objective, rows: &[&Row]) -> Option<PooledNoise> {
 }
 
 /// Decide every load point of a sweep. `commands`: each configuration's launch command;
-/// `cost`: from the manifest ([`cost`]).
+/// `cost`: from the manifest ([`cost`]). Says nothing about effective arguments: a sweep's
+/// own decision is [`decide_with`].
 pub fn decide(
     sweep: &str,
     objective: &Objective,
     rows: &[Row],
     commands: &BTreeMap<String, String>,
     cost: Cost,
+) -> Decision {
+    decide_with(
+        sweep,
+        objective,
+        rows,
+        commands,
+        cost,
+        &EffectiveFacts::default(),
+    )
+}
+
+/// [`decide`], saying what the effective arguments say (`facts`): each configuration's
+/// settings not in effect and the configurations it ran the same server as (in its `why`),
+/// and, where two of a load point's configurations ran the same server, that their margin is
+/// not an effect of the swept settings (in the point's sentence and the summary). The whole
+/// decision is built here, so nothing is rewritten after it.
+pub fn decide_with(
+    sweep: &str,
+    objective: &Objective,
+    rows: &[Row],
+    commands: &BTreeMap<String, String>,
+    cost: Cost,
+    facts: &EffectiveFacts,
 ) -> Decision {
     // Load points in first-appearance order; configurations likewise within each. Probes of
     // a max-load search are decided together, each configuration at its own highest load
@@ -490,6 +515,19 @@ pub fn decide(
     if !probes.is_empty() {
         points.push(decide_at_max_load(objective, &probes, commands, noise));
     }
+    let mut same_server: Vec<String> = Vec::new();
+    let points: Vec<PointDecision> = points
+        .into_iter()
+        .map(|p| {
+            let (p, notes) = with_effective(p, rows, facts);
+            for n in notes {
+                if !same_server.contains(&n) {
+                    same_server.push(n);
+                }
+            }
+            p
+        })
+        .collect();
     let mut summary = format!("Decision ({objective}): ");
     let sentences: Vec<String> = points.iter().map(|p| p.sentence.clone()).collect();
     if sentences.is_empty() {
@@ -502,6 +540,12 @@ pub fn decide(
         cost.launches,
         hours(cost.server_hours)
     ));
+    if !same_server.is_empty() {
+        summary.push_str(&format!(
+            " Same server in effect: {}",
+            same_server.join(" ")
+        ));
+    }
     Decision {
         sweep: sweep.to_string(),
         preflight: None,
@@ -512,6 +556,39 @@ pub fn decide(
         cost,
         summary,
     }
+}
+
+/// A point's decision completed with what the effective arguments say (`facts`): the
+/// clauses of each configuration's `why` and, where the sentence claims a margin between two
+/// configurations that ran the same server, its note; with the point's notes for the summary.
+fn with_effective(
+    mut p: PointDecision,
+    rows: &[Row],
+    facts: &EffectiveFacts,
+) -> (PointDecision, Vec<String>) {
+    let here: Vec<String> = p
+        .configurations
+        .iter()
+        .map(|c| c.run_name.clone())
+        .collect();
+    for c in &mut p.configurations {
+        for clause in effective::why_clauses(facts, &c.run_name, &here) {
+            if !c.why.is_empty() {
+                c.why.push_str("; ");
+            }
+            c.why.push_str(&clause);
+        }
+    }
+    let mut notes = Vec::new();
+    let rivals: Vec<&String> = p.runner_up.iter().chain(&p.tied_with).collect();
+    let notes_here = effective::same_server_notes(facts, rows, &here, p.leader.as_ref(), &rivals);
+    for (claim, note) in notes_here {
+        if claim {
+            p.sentence = format!("{} But {note}", p.sentence);
+        }
+        notes.push(note);
+    }
+    (p, notes)
 }
 
 pub fn hours(h: f64) -> String {

@@ -1,13 +1,14 @@
 //! What the rows say about effective arguments, for the decision: the settings that did not
 //! take effect (`not_in_effect`), and the configurations that ran the same server in effect
 //! (equal `effective_args_id`, found by `observe::effective::same_in_effect`), whose
-//! differences are not a result of the settings that were swept. Pure functions of rows;
-//! `report::effective` renders the same facts under the table.
+//! differences are not a result of the settings that were swept. Pure: [`EffectiveFacts`]
+//! carries what the decision needs (the keys typed, read by `run::` from each launch's
+//! effective_args.json), and `tune::decision::decide_with` writes the words from it;
+//! `report::effective` renders the rows' facts under the table.
 
 use crate::observe::effective::same_in_effect;
 use crate::record::Phase;
 use crate::record::rows::Row;
-use crate::tune::decision::Decision;
 
 /// Configurations that ran the same server in effect: (effective id, their names), from the
 /// measured rows (pre-flight attempts left out: they search one knob of one configuration).
@@ -71,83 +72,96 @@ pub fn no_effect_clause(rows: &[Row], names: &[String]) -> String {
     }
 }
 
-/// Say in the decision what the rows say about effective arguments: each configuration's
-/// settings not in effect and the configurations it ran the same server as (in its `why`),
-/// and, where two of a load point's configurations ran the same server, that their margin is
-/// not an effect of the swept settings (in the point's sentence and the summary).
-pub fn annotate_decision(d: &mut Decision, rows: &[Row]) {
-    let dups = duplicates(rows);
-    let missed = not_in_effect(rows);
-    let mut summary_notes: Vec<String> = Vec::new();
-    for p in &mut d.points {
-        let here: Vec<String> = p
-            .configurations
-            .iter()
-            .map(|c| c.run_name.clone())
-            .collect();
-        for c in &mut p.configurations {
-            let keys: Vec<String> = missed
-                .iter()
-                .filter(|(n, _)| *n == c.run_name)
-                .map(|(_, f)| f.split('`').nth(1).unwrap_or(f).to_string())
-                .collect();
-            if !keys.is_empty() {
-                push_clause(&mut c.why, &format!("not in effect: {}", keys.join(", ")));
-            }
-            if let Some((id, names)) = dups.iter().find(|(_, n)| n.contains(&c.run_name)) {
-                let others: Vec<&str> = names
-                    .iter()
-                    .filter(|n| **n != c.run_name && here.contains(n))
-                    .map(String::as_str)
-                    .collect();
-                if !others.is_empty() {
-                    push_clause(
-                        &mut c.why,
-                        &format!(
-                            "ran the same server in effect as {} ({id})",
-                            others.join(", ")
-                        ),
-                    );
-                }
+/// What the effective arguments say, for the decision, typed: the settings that did not take
+/// effect, by key (from each launch's effective_args.json, read by `run::effective::read`;
+/// never from the prose of the `not_in_effect` column), and the configurations that ran the
+/// same server (from the rows' `effective_args_id`, an id).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EffectiveFacts {
+    /// (run name, spec key), distinct, in the order given.
+    pub not_in_effect: Vec<(String, String)>,
+    /// (effective id, run names), as [`duplicates`] finds them.
+    pub same_server: Vec<(String, Vec<String>)>,
+}
+
+impl EffectiveFacts {
+    /// The facts of a sweep: `keys` are (run name, key) of the settings not in effect, the
+    /// same servers come from `rows`.
+    pub fn new(rows: &[Row], keys: impl IntoIterator<Item = (String, String)>) -> Self {
+        let mut not_in_effect: Vec<(String, String)> = Vec::new();
+        for k in keys {
+            if !not_in_effect.contains(&k) {
+                not_in_effect.push(k);
             }
         }
-        for (id, names) in &dups {
-            let present: Vec<String> = names.iter().filter(|n| here.contains(n)).cloned().collect();
-            if present.len() < 2 {
-                continue;
-            }
-            let involved = |n: &Option<String>| n.as_ref().is_some_and(|n| present.contains(n));
-            let claim = involved(&p.leader)
-                && (involved(&p.runner_up) || p.tied_with.iter().any(|t| present.contains(t)));
-            let note = format!(
-                "{} ran the same server in effect ({id}): {}.",
-                present.join(" and "),
-                no_effect_clause(rows, &present)
-            );
-            if claim {
-                p.sentence = format!("{} But {note}", p.sentence);
-            }
-            if !summary_notes.contains(&note) {
-                summary_notes.push(note);
-            }
+        EffectiveFacts {
+            not_in_effect,
+            same_server: duplicates(rows),
         }
-    }
-    if !summary_notes.is_empty() {
-        d.summary = format!(
-            "{} Same server in effect: {}",
-            d.summary,
-            summary_notes.join(" ")
-        );
     }
 }
 
-fn push_clause(why: &mut String, clause: &str) {
-    if why.is_empty() {
-        *why = clause.to_string();
-    } else {
-        why.push_str("; ");
-        why.push_str(clause);
+/// The clauses configuration `name`'s `why` ends with: its settings not in effect, and the
+/// configurations of the same load point (`here`) that ran the same server as it.
+pub fn why_clauses(facts: &EffectiveFacts, name: &str, here: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    let keys: Vec<&str> = facts
+        .not_in_effect
+        .iter()
+        .filter(|(n, _)| n == name)
+        .map(|(_, k)| k.as_str())
+        .collect();
+    if !keys.is_empty() {
+        out.push(format!("not in effect: {}", keys.join(", ")));
     }
+    if let Some((id, names)) = facts
+        .same_server
+        .iter()
+        .find(|(_, n)| n.iter().any(|n| n == name))
+    {
+        let others: Vec<&str> = names
+            .iter()
+            .filter(|n| *n != name && here.contains(n))
+            .map(String::as_str)
+            .collect();
+        if !others.is_empty() {
+            out.push(format!(
+                "ran the same server in effect as {} ({id})",
+                others.join(", ")
+            ));
+        }
+    }
+    out
+}
+
+/// One load point's same-server notes: for each group of at least two of its configurations
+/// (`here`) that ran the same server, the note, and whether the point's sentence claims a
+/// margin between them (its `leader` against one of its `rivals`: the runner-up and those it
+/// is tied with), in which case the sentence must say that margin is not an effect of the
+/// swept settings.
+pub fn same_server_notes(
+    facts: &EffectiveFacts,
+    rows: &[Row],
+    here: &[String],
+    leader: Option<&String>,
+    rivals: &[&String],
+) -> Vec<(bool, String)> {
+    let mut out = Vec::new();
+    for (id, names) in &facts.same_server {
+        let present: Vec<String> = names.iter().filter(|n| here.contains(n)).cloned().collect();
+        if present.len() < 2 {
+            continue;
+        }
+        let claim = leader.is_some_and(|l| present.contains(l))
+            && rivals.iter().any(|r| present.contains(r));
+        let note = format!(
+            "{} ran the same server in effect ({id}): {}.",
+            present.join(" and "),
+            no_effect_clause(rows, &present)
+        );
+        out.push((claim, note));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -194,31 +208,57 @@ pub(crate) mod tests {
         ]
     }
 
+    /// The keys not in effect as effective_args.json gives them, typed.
+    fn facts(rows: &[Row]) -> EffectiveFacts {
+        let key = "cuda_graph_max_bs_decode".to_string();
+        EffectiveFacts::new(
+            rows,
+            [
+                ("cgbd8".to_string(), key.clone()),
+                ("cgbd16".to_string(), key.clone()),
+                ("cgbd16".to_string(), key),
+            ],
+        )
+    }
+
+    fn decide(rows: &[Row]) -> crate::tune::decision::Decision {
+        crate::tune::decision::decide_with(
+            "t",
+            &objective(),
+            rows,
+            &BTreeMap::new(),
+            Default::default(),
+            &facts(rows),
+        )
+    }
+
     #[test]
     fn the_decision_does_not_credit_the_swept_key_for_a_same_server_margin() {
         let rows = rows();
-        let o = Objective {
-            goal: Goal::Maximize,
-            metric: "output_tok_s".into(),
-            slo: Vec::new(),
-            noise: 0.01,
-            prune: false,
-        };
-        let mut d =
-            crate::tune::decision::decide("t", &o, &rows, &BTreeMap::new(), Default::default());
-        annotate_decision(&mut d, &rows);
+        let d = decide(&rows);
         let p = &d.points[0];
         assert_eq!(p.leader.as_deref(), Some("cgbd8"));
+        let note = "cgbd8 and cgbd16 ran the same server in effect (aaa): what they differ in \
+            (cuda_graph_max_bs_decode) did not change the server, so their difference in the \
+            results is run-to-run variation, not an effect of that setting.";
+        // The sentence claims the pair's margin, so it says once that it is not an effect.
         assert!(
-            p.sentence
-                .contains("But cgbd8 and cgbd16 ran the same server in effect (aaa)")
-                && p.sentence.contains("not an effect of that setting"),
+            p.sentence.ends_with(&format!("--decision`. But {note}")),
             "{}",
             p.sentence
         );
+        assert_eq!(p.sentence.matches(" But ").count(), 1, "{}", p.sentence);
+        // The summary: the sentences, the cost, then the note, once.
         assert!(
             d.summary
-                .contains("Same server in effect: cgbd8 and cgbd16")
+                .ends_with(&format!("server-hours. Same server in effect: {note}")),
+            "{}",
+            d.summary
+        );
+        assert!(
+            d.summary.contains(&format!("{} Cost:", p.sentence)),
+            "{}",
+            d.summary
         );
         let why = |n: &str| {
             p.configurations
@@ -227,13 +267,80 @@ pub(crate) mod tests {
                 .map(|c| c.why.clone())
                 .unwrap_or_default()
         };
-        assert!(why("cgbd16").contains("ran the same server in effect as cgbd8 (aaa)"));
-        assert!(why("cgbd16").contains("not in effect: cuda_graph_max_bs_decode"));
-        assert!(
-            !why("mtt8192").contains("same server") && !why("mtt8192").contains("not in effect"),
-            "{}",
-            why("mtt8192")
+        // Each key once (the facts hold it twice for cgbd16), after the margin's own words.
+        assert_eq!(
+            why("cgbd16"),
+            "behind the leader by 10.0 (10.0%; no noise measured: no interval); \
+             not in effect: cuda_graph_max_bs_decode; ran the same server in effect as cgbd8 (aaa)"
         );
+        assert!(
+            why("cgbd8").ends_with(
+                "not claimed as the winner; not in effect: cuda_graph_max_bs_decode; \
+                 ran the same server in effect as cgbd16 (aaa)"
+            ),
+            "{}",
+            why("cgbd8")
+        );
+        assert_eq!(
+            why("mtt8192"),
+            "behind the leader by 20.0 (22.2%; no noise measured: no interval)"
+        );
+        // Without facts (a comparison, a re-check) the decision says none of it.
+        let plain = crate::tune::decision::decide(
+            "t",
+            &objective(),
+            &rows,
+            &BTreeMap::new(),
+            Default::default(),
+        );
+        assert!(!plain.summary.contains("same server"), "{}", plain.summary);
+        assert!(
+            !plain.points[0].configurations[1]
+                .why
+                .contains("not in effect")
+        );
+    }
+
+    #[test]
+    fn the_key_not_in_effect_is_the_typed_key_not_the_prose() {
+        // The prose column names another key in backticks, or none at all: the why names the
+        // key the facts carry.
+        let mut rows = rows();
+        rows[0].0.insert(
+            "not_in_effect".into(),
+            "`page_size` asked 8, in effect 1".into(),
+        );
+        rows[1].0.insert(
+            "not_in_effect".into(),
+            "asked 16, in effect no CUDA graph".into(),
+        );
+        let facts = EffectiveFacts::new(
+            &rows,
+            [
+                ("cgbd8".to_string(), "cuda_graph_max_bs_decode".to_string()),
+                ("cgbd16".to_string(), "weird `key".to_string()),
+                ("cgbd16".to_string(), "dtype".to_string()),
+            ],
+        );
+        let here: Vec<String> = vec!["cgbd8".into(), "cgbd16".into()];
+        assert_eq!(
+            why_clauses(&facts, "cgbd8", &here),
+            vec![
+                "not in effect: cuda_graph_max_bs_decode".to_string(),
+                "ran the same server in effect as cgbd16 (aaa)".to_string()
+            ]
+        );
+        assert_eq!(
+            why_clauses(&facts, "cgbd16", &here)[0],
+            "not in effect: weird `key, dtype"
+        );
+        // A configuration the facts know nothing of (no effective_args.json) gets no key,
+        // whatever its prose says.
+        rows[2].0.insert(
+            "not_in_effect".into(),
+            "`mtt` asked 8192, in effect 4096".into(),
+        );
+        assert!(why_clauses(&facts, "mtt8192", &here).is_empty());
     }
 
     fn objective() -> Objective {
@@ -252,14 +359,7 @@ pub(crate) mod tests {
         // leader and stays as it is, the summary still notes the pair.
         let mut rows = rows();
         rows[2].0.insert("output_tok_s".into(), "200".into());
-        let mut d = crate::tune::decision::decide(
-            "t",
-            &objective(),
-            &rows,
-            &BTreeMap::new(),
-            Default::default(),
-        );
-        annotate_decision(&mut d, &rows);
+        let d = decide(&rows);
         let p = &d.points[0];
         assert_eq!(p.leader.as_deref(), Some("mtt8192"));
         assert_eq!(p.runner_up.as_deref(), Some("cgbd8"));
@@ -275,14 +375,7 @@ pub(crate) mod tests {
         // cgbd16 ran at another load point: no point holds both, so nothing is said.
         let mut rows = rows();
         rows[1].0.insert("concurrency".into(), "8".into());
-        let mut d = crate::tune::decision::decide(
-            "t",
-            &objective(),
-            &rows,
-            &BTreeMap::new(),
-            Default::default(),
-        );
-        annotate_decision(&mut d, &rows);
+        let d = decide(&rows);
         assert!(
             !d.summary.contains("Same server in effect"),
             "{}",
