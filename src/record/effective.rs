@@ -28,14 +28,7 @@ pub fn write(run_dir: &Path, f: &EffectiveFile) -> Result<(), StoreError> {
 
 /// A launch's effective_args.json; None when it has none (its server never got ready).
 pub fn read(run_dir: &Path) -> Result<Option<EffectiveFile>, ReadError> {
-    let p = run_dir.join(FILE);
-    match std::fs::read_to_string(&p) {
-        Ok(t) => serde_json::from_str(&t)
-            .map(Some)
-            .map_err(|e| ReadError::bad(&p, format!("not an effective-arguments check ({e})"))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(ReadError::io(&p, e)),
-    }
+    store::read_json(&run_dir.join(FILE), "an effective-arguments check")
 }
 
 #[cfg(test)]

@@ -52,14 +52,7 @@ pub fn write(root: &Path, o: &Outcome) -> Result<(), StoreError> {
 
 /// The folder's preflight.json; None when the sweep ran no pre-flight.
 pub fn read(root: &Path) -> Result<Option<Outcome>, ReadError> {
-    let p = root.join(FILE);
-    match std::fs::read_to_string(&p) {
-        Ok(t) => serde_json::from_str(&t)
-            .map(Some)
-            .map_err(|e| ReadError::bad(&p, format!("not a pre-flight outcome ({e})"))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(ReadError::io(&p, e)),
-    }
+    store::read_json(&root.join(FILE), "a pre-flight outcome")
 }
 
 #[cfg(test)]

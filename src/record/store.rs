@@ -42,6 +42,22 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// A JSON file of the folder read back as `T`, `write_json`'s other half; Ok(None) when the file
+/// is not there (each file says what its absence means), an error naming the file when it
+/// cannot be read or is not `what`.
+pub fn read_json<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    what: &str,
+) -> Result<Option<T>, record::ReadError> {
+    match fs::read_to_string(path) {
+        Ok(t) => serde_json::from_str(&t)
+            .map(Some)
+            .map_err(|e| record::ReadError::bad(path, format!("not {what} ({e})"))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(record::ReadError::io(path, e)),
+    }
+}
+
 pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<(), StoreError> {
     let mut bytes = serde_json::to_vec_pretty(value).map_err(|e| StoreError {
         path: path.display().to_string(),
