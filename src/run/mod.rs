@@ -15,6 +15,7 @@ pub mod finish;
 pub mod guided;
 pub mod launch;
 pub mod preflight;
+pub mod prepare;
 pub mod quality;
 pub mod report;
 pub mod resume;
