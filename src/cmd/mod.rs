@@ -2,6 +2,7 @@
 //! wires the stages together, and returns an [`ExitCode`] or a [`CmdError`]; a sweep's outcome
 //! becomes its exit code in `run::conclude`, every error's here.
 
+pub mod args;
 pub mod cli;
 pub mod compare;
 pub mod load;
