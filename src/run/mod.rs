@@ -17,6 +17,7 @@ pub mod launch;
 pub mod preflight;
 pub mod prepare;
 pub mod quality;
+pub mod recheck;
 pub mod report;
 pub mod resume;
 pub mod session;
