@@ -244,3 +244,52 @@ fn the_circle_checker_sees_a_circle() {
     let names: Vec<&str> = used.iter().map(|(_, n)| n.as_str()).collect();
     assert_eq!(names, vec!["keyed", "flags", "spec"]);
 }
+
+/// `src/cmd/` holds thin front-ends (parse the arguments, call `run/` or `report/`, print): a
+/// file past this many lines holds work that belongs to a stage.
+const CMD_MAX_LINES: usize = 300;
+
+/// The `.rs` files under `dir` longer than `max` lines, as `path: N lines`.
+fn files_over(dir: &Path, max: usize) -> Vec<String> {
+    let mut files = Vec::new();
+    rust_files(dir, &mut files);
+    files.sort();
+    files
+        .iter()
+        .filter_map(|f| {
+            let n = std::fs::read_to_string(f)
+                .expect("readable")
+                .lines()
+                .count();
+            (n > max).then(|| format!("{}: {n} lines", f.display()))
+        })
+        .collect()
+}
+
+#[test]
+fn every_cmd_file_is_a_thin_front_end() {
+    let cmd = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/cmd");
+    let long = files_over(&cmd, CMD_MAX_LINES);
+    assert!(
+        long.is_empty(),
+        "src/cmd/ files over {CMD_MAX_LINES} lines (move the work into run/ or report/, keep the parsing and printing):\n{}",
+        long.join("\n")
+    );
+}
+
+#[test]
+fn the_size_check_names_the_file_past_the_limit() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(tmp.path().join("sub")).expect("mkdir");
+    std::fs::write(tmp.path().join("fits.rs"), "x\n".repeat(3)).expect("write");
+    std::fs::write(tmp.path().join("sub/long.rs"), "x\n".repeat(4)).expect("write");
+    std::fs::write(tmp.path().join("notes.md"), "x\n".repeat(9)).expect("write");
+    let long = files_over(tmp.path(), 3);
+    assert_eq!(
+        long,
+        [format!(
+            "{}: 4 lines",
+            tmp.path().join("sub/long.rs").display()
+        )]
+    );
+}

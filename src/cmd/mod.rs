@@ -2,6 +2,7 @@
 //! wires the stages together, and returns an [`ExitCode`] or a [`CmdError`]; a sweep's outcome
 //! becomes its exit code in `run::conclude`, every error's here.
 
+pub mod args;
 pub mod cli;
 pub mod compare;
 pub mod load;
@@ -13,6 +14,7 @@ pub mod status;
 pub mod sweep;
 
 use crate::record::store;
+use crate::run::prepare::{StartError, Target};
 use crate::util::say;
 use cli::{Cli, Command};
 
@@ -47,6 +49,19 @@ impl From<crate::run::report::ReportError> for CmdError {
     }
 }
 
+/// A sweep that could not start, a Slurm task or merge that could not do its job: the same
+/// kinds, the same codes.
+impl From<StartError> for CmdError {
+    fn from(e: StartError) -> CmdError {
+        match e {
+            StartError::Spec(e) => CmdError::Spec(e),
+            StartError::Store(e) => CmdError::Store(e),
+            StartError::Input(m) => CmdError::Input(m),
+            StartError::ProgramNotFound(m) => CmdError::ProgramNotFound(m),
+        }
+    }
+}
+
 impl CmdError {
     pub fn input(msg: impl Into<String>) -> CmdError {
         CmdError::Input(msg.into())
@@ -61,23 +76,6 @@ impl CmdError {
             CmdError::ProgramNotFound(_) => ExitCode::ProgramNotFound,
         }
     }
-}
-
-/// The session's deadline (`sweep::deadline`); a Slurm submission has none (its tasks run
-/// when the queue lets them).
-fn local_deadline(
-    s: &crate::plan::spec::SweepSpec,
-    end: &cli::EndArgs,
-    resuming: bool,
-    slurm: bool,
-) -> Result<Option<chrono::DateTime<chrono::Utc>>, CmdError> {
-    let d = sweep::deadline(s, end, resuming)?;
-    if d.is_some() && slurm {
-        return Err(CmdError::input(
-            "--deadline/--budget (and the spec's deadline:/budget:) are for local sweeps; with --executor slurm, give the job array a time limit (--time via --sbatch-opt)",
-        ));
-    }
-    Ok(d)
 }
 
 /// Results go to stdout (`util::out`, which the conclusion in `run` also uses).
@@ -135,7 +133,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
             let (s, _, plan, _) = sweep::load_checked(&spec)?;
             let slurm = executor == cli::Executor::Slurm;
             if slurm {
-                if let Some(why) = slurm_refusal(&s) {
+                if let Some(why) = crate::run::slurm::refusal(&s) {
                     return Err(CmdError::input(why));
                 }
             }
@@ -145,16 +143,8 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
                 budget,
                 ..cli::EndArgs::default()
             };
-            let at = local_deadline(&s, &end, false, slurm)?;
-            sweep::print_plan(&s, &plan);
-            let launches =
-                crate::tune::work::plan_launches(&s, &plan, &|_, _| false, &|_| Vec::new());
-            let e = crate::run::estimate::estimate(&s, &plan, &launches, &results_dir);
-            out(&crate::tune::estimate::line(&e));
-            if let Some(line) = sweep::fit_line(&e, &s, at) {
-                out(&line);
-            }
-            for l in sweep::tune_lines(&s, &e) {
+            let at = sweep::local_deadline(&s, &end, false, slurm)?;
+            for l in crate::run::estimate::validate_lines(&s, &plan, &results_dir, at) {
                 out(&l);
             }
             Ok(ExitCode::Ok)
@@ -176,17 +166,11 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
                 None => sweep::load_checked(&spec)?,
             };
             let slots = sweep::slot_spec(&slots, &s, &plan)?;
-            let slurm_opts = on_slurm(executor, &slots, &s, &slurm_flags)?;
-            let deadline = local_deadline(&s, &end, resume.is_some(), slurm_opts.is_some())?;
+            let slurm_opts = sweep::on_slurm(executor, &slots, &s, &slurm_flags)?;
+            let deadline = sweep::local_deadline(&s, &end, resume.is_some(), slurm_opts.is_some())?;
             if dry_run {
-                sweep::print_plan(&s, &plan);
-                if s.tune.is_some() {
-                    let launches =
-                        crate::tune::work::plan_launches(&s, &plan, &|_, _| false, &|_| Vec::new());
-                    let e = crate::run::estimate::estimate(&s, &plan, &launches, &results_dir);
-                    for l in sweep::tune_lines(&s, &e) {
-                        out(&l);
-                    }
+                for l in crate::run::estimate::dry_run_lines(&s, &plan, &results_dir) {
+                    out(&l);
                 }
                 return Ok(ExitCode::Ok);
             }
@@ -200,22 +184,15 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
                 hook: sweep::hook(&s, &end),
                 deadline,
             };
-            match (resume, slurm_opts) {
-                (Some(dir), None) => sweep::resume_sweep(&input, &dir, retry_failed, force).await,
-                (None, None) => sweep::new_sweep(&input, &results_dir).await,
-                (Some(dir), Some(o)) => {
-                    let (results, launches, _) =
-                        sweep::prepare_resume(&input, &dir, retry_failed, force)?;
-                    slurm::submit(&input, &results, &launches, &o)
-                }
-                (None, Some(o)) => {
-                    let (results, _) =
-                        sweep::create_results(&input, &results_dir, &plan.sweep_name)?;
-                    let launches =
-                        crate::tune::work::plan_launches(&s, &plan, &|_, _| false, &|_| Vec::new());
-                    slurm::submit(&input, &results, &launches, &o)
-                }
-            }
+            let target = match &resume {
+                Some(dir) => Target::Resume {
+                    dir,
+                    retry_failed,
+                    force,
+                },
+                None => Target::New(&results_dir),
+            };
+            sweep::start(&input, target, slurm_opts).await
         }
         Command::Resume {
             dir,
@@ -229,8 +206,8 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
             let spec = dir.join(store::SPEC_YAML);
             let (s, text, plan, prep) = sweep::load_in_folder(&spec, &dir)?;
             let slots = sweep::slot_spec(&slots, &s, &plan)?;
-            let slurm_opts = on_slurm(executor, &slots, &s, &slurm_flags)?;
-            let deadline = local_deadline(&s, &end, true, slurm_opts.is_some())?;
+            let slurm_opts = sweep::on_slurm(executor, &slots, &s, &slurm_flags)?;
+            let deadline = sweep::local_deadline(&s, &end, true, slurm_opts.is_some())?;
             let input = sweep::SweepInput {
                 spec: &s,
                 text: &text,
@@ -241,14 +218,12 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
                 hook: sweep::hook(&s, &end),
                 deadline,
             };
-            match slurm_opts {
-                None => sweep::resume_sweep(&input, &dir, retry_failed, force).await,
-                Some(o) => {
-                    let (results, launches, _) =
-                        sweep::prepare_resume(&input, &dir, retry_failed, force)?;
-                    slurm::submit(&input, &results, &launches, &o)
-                }
-            }
+            let target = Target::Resume {
+                dir: &dir,
+                retry_failed,
+                force,
+            };
+            sweep::start(&input, target, slurm_opts).await
         }
         Command::Status { dir } => status::run(&dir),
         Command::Cancel { dir } => slurm::cancel(&dir),
@@ -291,53 +266,5 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
             (_, Some(_)) => Err(CmdError::input(reproduce::TOLERANCE_WITH_DECISION)),
             _ => reproduce::decision(&dir, &results_dir).await,
         },
-    }
-}
-
-/// What in the spec a Slurm submission cannot run yet (`run`, `resume` and `validate` with
-/// `--executor slurm` refuse it).
-fn slurm_refusal(s: &crate::plan::spec::SweepSpec) -> Option<&'static str> {
-    if s.tune.is_some() {
-        return Some(
-            "--executor slurm does not run `tune:` yet (each step's configuration is chosen from the rows of the steps before, and the job array is planned once, at submission): run the tune locally",
-        );
-    }
-    if s.search.preflight.is_some() {
-        return Some(
-            "--executor slurm does not run search.preflight yet (the pre-flight's launches depend on each other and must finish before the array is planned): run the sweep locally, or run the pre-flight locally and write the value it finds in place of `preflight`",
-        );
-    }
-    if s.auto_repeats.is_some() {
-        return Some(
-            "--executor slurm does not run `repeats: auto` yet (each round's repeats depend on the rows of the one before, and the job array is planned once, at submission): give a fixed number of repeats, or run the sweep locally",
-        );
-    }
-    if s.objective.as_ref().is_some_and(|o| o.prune) {
-        return Some(
-            "--executor slurm does not run `objective.prune` yet (which configurations go on past the lowest load point depends on every configuration's rows there, and the job array is planned once, at submission): remove `prune: true`, or run the sweep locally",
-        );
-    }
-    None
-}
-
-/// The Slurm options when the sweep goes to Slurm (None: it runs here).
-fn on_slurm(
-    executor: cli::Executor,
-    slots: &crate::run::slots::SlotSpec,
-    s: &crate::plan::spec::SweepSpec,
-    flags: &cli::SlurmArgs,
-) -> Result<Option<crate::plan::spec::SlurmSpec>, CmdError> {
-    match executor {
-        cli::Executor::Local => Ok(None),
-        cli::Executor::Slurm if slots.is_parallel() => Err(CmdError::input(
-            "--parallel/--gpus share out this machine; with --executor slurm each run is its own task with its own GPUs (slurm.gpus_per_run): drop one of them",
-        )),
-        cli::Executor::Slurm => {
-            if let Some(why) = slurm_refusal(s) {
-                return Err(CmdError::input(why));
-            }
-            crate::run::slurm::check_client()?;
-            Ok(Some(slurm::options(s.slurm.as_ref(), flags)))
-        }
     }
 }

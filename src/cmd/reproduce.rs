@@ -7,7 +7,6 @@ use crate::record::provenance;
 use crate::record::rows;
 use crate::record::store;
 use crate::report::reproduce;
-use crate::run as runner;
 use crate::util::say;
 use std::path::Path;
 
@@ -143,89 +142,8 @@ pub async fn decision(dir: &Path, results_dir: &Path) -> Result<ExitCode, CmdErr
     let (Some(a), Some(b)) = (point.leader.clone(), point.runner_up.clone()) else {
         return Err(CmdError::input("no leader and runner-up"));
     };
-    // Each at the load it was judged at: the point's, or (max-load search) its own max load.
-    let load_of = |name: &str| -> Option<crate::plan::spec::LoadPoint> {
-        let lp = point
-            .configurations
-            .iter()
-            .find(|c| c.run_name == name)
-            .and_then(|c| c.max_load_at_slo.clone())
-            .unwrap_or_else(|| point.load_point.clone());
-        let r = recorded
-            .iter()
-            .find(|r| r.get("run_name") == name && r.load_point() == lp)?;
-        Some(crate::plan::spec::LoadPoint {
-            concurrency: r.u64("concurrency")?,
-            request_rate: r.f64("request_rate"),
-        })
-    };
-    // A tune's configurations beyond its start are the ones its rows name.
-    let plan = crate::run::guided::plan_with_rows(&s, &plan, &recorded);
-    let mut runs = Vec::new();
-    for name in [&a, &b] {
-        let Some(run) = plan.runs.iter().find(|r| &r.name == name) else {
-            return Err(CmdError::input(format!(
-                "`{name}` is not in the spec's plan any more"
-            )));
-        };
-        let Some(lp) = load_of(name) else {
-            return Err(CmdError::input(format!(
-                "no recorded row of `{name}` at its decided load"
-            )));
-        };
-        let mut run = run.clone();
-        // A value the pre-flight decided is taken from the recorded row.
-        if let Some(p) = &s.search.preflight {
-            let v = recorded
-                .iter()
-                .find(|r| r.get("run_name") == name.as_str())
-                .and_then(|r| r.f64(&format!("param_{}", p.knob)));
-            if let Some(v) = v {
-                let mut l = runner::Launch {
-                    run,
-                    dir_name: String::new(),
-                    measurements: Vec::new(),
-                    search: None,
-                    phase: crate::record::Phase::Measure,
-                };
-                crate::tune::preflight::substitute(&mut l, p, v);
-                run = l.run;
-            }
-        }
-        runs.push((run, lp));
-    }
-    // ABBA: A first and last, B in the middle, each launch its own server.
-    let order = [(0usize, 1u64), (1, 1), (1, 2), (0, 2)];
-    let launches: Vec<runner::Launch> = order
-        .iter()
-        .map(|&(i, k)| runner::Launch {
-            run: runs[i].0.clone(),
-            dir_name: format!("{}.r{k}", runs[i].0.name),
-            measurements: vec![runner::Measurement {
-                repeat: k,
-                point: runs[i].1,
-            }],
-            search: None,
-            phase: crate::record::Phase::Measure,
-        })
-        .collect();
-    let mut s2 = s.clone();
-    s2.objective = None; // judged below, pairwise, not per load point
-    s2.search = Default::default();
-    s2.tune = None; // the two configurations, relaunched as they are; no strategy
-    s2.repeats = 2;
-    s2.reuse_server = false;
-    if let Some(q) = s2.quality.as_mut() {
-        // The relaunched servers answer the quality prompts again and are judged against the
-        // original sweep's baseline outputs and floor (the re-check's rows carry the verdicts,
-        // so a configuration that now derails is not eligible in the re-check either).
-        q.reference_dir = Some(dir.display().to_string());
-    }
-    let one = RunPlan {
-        sweep_name: format!("{}-recheck", plan.sweep_name),
-        param_keys: plan.param_keys.clone(),
-        runs: runs.iter().map(|(r, _)| r.clone()).collect(),
-    };
+    let (s2, one, launches) = crate::run::recheck::plan(&s, &plan, &recorded, point, (&a, &b), dir)
+        .map_err(CmdError::Input)?;
     let input = SweepInput {
         spec: &s2,
         text: &text,

@@ -9,10 +9,7 @@ use crate::report::status::{Liveness, StatusView, render};
 use std::path::Path;
 
 pub fn run(dir: &Path) -> Result<ExitCode, CmdError> {
-    let slurm = dir
-        .join(crate::run::slurm::FOLDER)
-        .join(crate::run::slurm::SUBMISSIONS);
-    if slurm.exists() {
+    if crate::record::slurm::submissions_path(dir).exists() {
         return super::slurm::status(dir);
     }
     let Some(st) = state::read(dir).map_err(CmdError::Input)? else {
@@ -20,8 +17,8 @@ pub fn run(dir: &Path) -> Result<ExitCode, CmdError> {
             "{} has no {} (a local sweep started by this sgtune writes one) and was not submitted to Slurm (no {}/{}): give the results folder of a sweep started with `sgtune run` (a folder from an older sgtune has only its results.csv and results.md)",
             dir.display(),
             state::FILE,
-            crate::run::slurm::FOLDER,
-            crate::run::slurm::SUBMISSIONS
+            crate::record::layout::SLURM,
+            crate::record::layout::SLURM_SUBMISSIONS
         )));
     };
     let live = if st.finished_at.is_some() {

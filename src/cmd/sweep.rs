@@ -1,107 +1,32 @@
-//! `sgtune run`, `validate` and `resume`: check everything that can be checked before
-//! launching anything, read the flags (deadline, hook, slots), then hand the sweep to
-//! `run::execute`, which sets up the results folder, runs the launches and concludes.
+//! `sgtune run`, `validate` and `resume`: read the flags (deadline, hook, slots), then hand
+//! the sweep to `run::prepare` (the spec checked before anything is launched, the folder new
+//! or resumed) and `run::execute`, which runs the launches and concludes; or to Slurm.
 
-use super::{CmdError, ExitCode, out};
-use crate::plan::expand::{self, RunPlan};
-use crate::plan::spec::{self, SweepSpec};
-use crate::record::provenance::Manifest;
-use crate::record::store::ResultsDir;
-use crate::run::estimate::estimate;
+use super::{CmdError, ExitCode};
+use crate::plan::expand::RunPlan;
+use crate::plan::spec::{SlurmSpec, SweepSpec};
 use crate::run::finish::Hook;
-use crate::run::resume::{self, ResumeInput};
+use crate::run::prepare::{self, Target};
 use crate::run::slots::SlotSpec;
-use crate::tune::estimate;
-use crate::tune::work::{self, Launch};
-use crate::util::say;
-use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
-/// [`load_checked`] for a sweep that continues in (or is read back from) the results folder
-/// `dir`: a folder recorded before run ids hashed the launched command keeps its runs' ids
-/// (`expand::adopt_recorded_ids`), so its plan reads as unchanged and its rows stay grouped.
-pub fn load_in_folder(
-    path: &Path,
-    dir: &Path,
-) -> Result<(SweepSpec, String, RunPlan, Prepared), CmdError> {
-    let (s, text, mut plan, prep) = load_checked(path)?;
-    // An unreadable manifest is reported by what reads it next (resume, reproduce).
-    if let Ok(recorded) = crate::record::provenance::read(dir) {
-        expand::adopt_recorded_ids(&s, &mut plan, &recorded.plan.runs);
-    }
-    Ok((s, text, plan, prep))
-}
-
-/// A checked sweep and how it runs: `run::execute`.
+/// A checked sweep and how it starts: `run::prepare`, `run::execute`.
 pub use crate::run::execute::{Prepared, SweepInput, execute};
+pub use crate::run::prepare::{create_results, load_checked, load_in_folder};
 
-pub fn load_checked(path: &Path) -> Result<(SweepSpec, String, RunPlan, Prepared), CmdError> {
-    let (s, text) = spec::load(path)?;
-    if let Some(o) = &s.objective {
-        // The names are checked against the column list here (record is a later layer than
-        // the spec), and the error is placed on the offending key.
-        crate::tune::objective::check(o, s.workload.slo.is_some()).map_err(|(key, message)| {
-            let (line, column) = spec::locate_objective(&text, &key);
-            spec::SpecError {
-                file: path.display().to_string(),
-                line,
-                column,
-                message,
-            }
-        })?;
-    }
-    let plan = expand::expand(&s);
-    if let Some(message) = expand::preflight_refusal(&s, &plan) {
-        // Placed on the knob's first mention (its `preflight` value or its range).
-        let knob = s.search.preflight.as_ref().map_or("", |p| p.knob.as_str());
-        let (line, column) = spec::locate_key_in(&text, knob)
-            .or_else(|| spec::locate_key_in(&text, "preflight"))
-            .unwrap_or((1, 1));
-        return Err(spec::SpecError {
-            file: path.display().to_string(),
-            line,
-            column,
-            message,
+/// Run the sweep here (`run::prepare::run_here`) or submit it to Slurm: into a new folder or
+/// the one resumed (`Target`).
+pub async fn start(
+    input: &SweepInput<'_>,
+    target: Target<'_>,
+    slurm: Option<SlurmSpec>,
+) -> Result<ExitCode, CmdError> {
+    match slurm {
+        None => Ok(prepare::run_here(input, target).await?),
+        Some(o) => {
+            let (results, launches) = prepare::folder_for_slurm(input, target)?;
+            super::slurm::submit(input, &results, &launches, &o)
         }
-        .into());
-    }
-    let mut s = s;
-    if let Some(q) = s.quality.as_mut() {
-        // The baseline is resolved once against the plan's names, so every launch (and a
-        // Slurm task, which reads the same spec) knows which one makes two passes.
-        let names: Vec<String> = plan.runs.iter().map(|r| r.name.clone()).collect();
-        let name = crate::plan::quality::baseline_name(q, &names)
-            .map(String::from)
-            .map_err(|message| {
-                let (line, column) = spec::locate_key_in(&text, "baseline")
-                    .or_else(|| spec::locate_key_in(&text, "quality"))
-                    .unwrap_or((1, 1));
-                spec::SpecError {
-                    file: path.display().to_string(),
-                    line,
-                    column,
-                    message,
-                }
-            })?;
-        q.baseline = Some(name);
-    }
-    let vocab = crate::run::execute::resolve_vocab(&s)
-        .map_err(|e| CmdError::input(format!("{}: {e}", path.display())))?;
-    let dataset = match &s.workload.dataset {
-        Some(d) => Some(Arc::new(
-            crate::load::dataset::load(Path::new(d))
-                .map_err(|e| CmdError::input(format!("{}: {e}", path.display())))?,
-        )),
-        None => None,
-    };
-    Ok((s, text, plan, Prepared { vocab, dataset }))
-}
-
-/// The plan as `validate` and a dry run print it (`report::plan`).
-pub fn print_plan(s: &SweepSpec, plan: &RunPlan) {
-    for l in crate::report::plan::lines(s, plan) {
-        out(&l);
     }
 }
 
@@ -184,135 +109,43 @@ pub fn slot_spec(
     Ok(slots)
 }
 
-/// With `tune:`: the space's size, what its grid would cost, and the tune's bound (its
-/// `launches:`), at the estimate of one configuration (`e`, the start's plan).
-pub fn tune_lines(s: &SweepSpec, e: &estimate::Estimate) -> Vec<String> {
-    let Some(t) = &s.tune else {
-        return Vec::new();
-    };
-    let size = t.size();
-    let per_config = e.launches.max(1) as u128;
-    let at = |configs: u128| match e.expected_s {
-        Some(x) => format!(", about {}", estimate::human(x * configs as f64)),
-        None => String::new(),
-    };
-    let knobs: Vec<String> = t
-        .knobs
-        .iter()
-        .map(|k| format!("{} ({})", k.key, k.values.len()))
-        .collect();
-    vec![
-        format!(
-            "tune: {} knob(s): {}; the space holds {size} configuration(s); its whole grid would be {} launch(es){}",
-            t.knobs.len(),
-            knobs.join(", "),
-            size * per_config,
-            at(size)
-        ),
-        format!(
-            "tune: at most {} configuration(s) ({} launch(es)){}, starting at {}; each next one chosen from the evidence of the ones before",
-            t.launches,
-            t.launches as u128 * per_config,
-            at(t.launches as u128),
-            crate::plan::tune::point_name(t, &t.start)
-        ),
-    ]
+/// The session's deadline (`sweep::deadline`); a Slurm submission has none (its tasks run
+/// when the queue lets them).
+pub fn local_deadline(
+    s: &crate::plan::spec::SweepSpec,
+    end: &super::cli::EndArgs,
+    resuming: bool,
+    slurm: bool,
+) -> Result<Option<chrono::DateTime<chrono::Utc>>, CmdError> {
+    let d = deadline(s, end, resuming)?;
+    if d.is_some() && slurm {
+        return Err(CmdError::input(
+            "--deadline/--budget (and the spec's deadline:/budget:) are for local sweeps; with --executor slurm, give the job array a time limit (--time via --sbatch-opt)",
+        ));
+    }
+    Ok(d)
 }
 
-/// A new results folder (`run::execute::create_results`); then the sweep.
-pub async fn new_sweep(input: &SweepInput<'_>, results_dir: &Path) -> Result<ExitCode, CmdError> {
-    programs_exist(input)?;
-    let (results, mut manifest) = create_results(input, results_dir, &input.plan.sweep_name)?;
-    let launches = work::plan_launches(input.spec, input.plan, &|_, _| false, &|_| Vec::new());
-    let e = estimate(input.spec, input.plan, &launches, results_dir);
-    say(&estimate::line(&e));
-    if let Some(line) = fit_line(&e, input.spec, input.deadline) {
-        say(&line);
-    }
-    for l in tune_lines(input.spec, &e) {
-        say(&l);
-    }
-    Ok(execute(input, &results, &launches, &mut manifest, e.expected_s).await?)
-}
-
-/// Every configuration's program can be started here (`server::command::find_program`),
-/// before a results folder exists: a missing interpreter is one error, not a failed row per
-/// configuration. (Slurm tasks run elsewhere and are not checked here.)
-fn programs_exist(input: &SweepInput<'_>) -> Result<(), CmdError> {
-    let mut seen = std::collections::BTreeSet::new();
-    for run in &input.plan.runs {
-        let cmd = crate::server::command::build(&input.spec.server, run, None);
-        if seen.insert(cmd.program.clone()) {
-            crate::server::command::find_program(&cmd.program, &cmd.env)
-                .map_err(|e| CmdError::ProgramNotFound(format!("nothing was launched: {e}")))?;
+/// The Slurm options when the sweep goes to Slurm (None: it runs here).
+pub fn on_slurm(
+    executor: super::cli::Executor,
+    slots: &crate::run::slots::SlotSpec,
+    s: &crate::plan::spec::SweepSpec,
+    flags: &super::cli::SlurmArgs,
+) -> Result<Option<crate::plan::spec::SlurmSpec>, CmdError> {
+    match executor {
+        super::cli::Executor::Local => Ok(None),
+        super::cli::Executor::Slurm if slots.is_parallel() => Err(CmdError::input(
+            "--parallel/--gpus share out this machine; with --executor slurm each run is its own task with its own GPUs (slurm.gpus_per_run): drop one of them",
+        )),
+        super::cli::Executor::Slurm => {
+            if let Some(why) = crate::run::slurm::refusal(s) {
+                return Err(CmdError::input(why));
+            }
+            crate::run::slurm::check_client()?;
+            Ok(Some(super::slurm::options(s.slurm.as_ref(), flags)))
         }
     }
-    Ok(())
-}
-
-/// Whether the estimate fits before the deadline, when there is one (`tune::deadline::fit_line`,
-/// with the lead the deadline's clock keeps to stop the last server).
-pub fn fit_line(
-    e: &estimate::Estimate,
-    s: &SweepSpec,
-    deadline: Option<chrono::DateTime<chrono::Utc>>,
-) -> Option<String> {
-    let at = deadline?;
-    let left_s = (at - chrono::Utc::now()).num_milliseconds() as f64 / 1000.0;
-    let lead_s = crate::tune::deadline::lead_s(
-        s.server.stop_timeout_s,
-        crate::run::session::INTERRUPT_GRACE.as_secs_f64(),
-    );
-    Some(crate::tune::deadline::fit_line(e, left_s, lead_s))
-}
-
-/// A new results folder, its spec copy, plan, manifest and CSV header.
-pub fn create_results(
-    input: &SweepInput<'_>,
-    results_dir: &Path,
-    name: &str,
-) -> Result<(ResultsDir, Manifest), CmdError> {
-    crate::run::execute::create_results(input, results_dir, name).map_err(CmdError::Input)
-}
-
-/// Continue a sweep: keep its finished rows, redo interrupted (and, asked, failed) ones, run
-/// what never started. Refused when the inputs changed, unless forced.
-pub async fn resume_sweep(
-    input: &SweepInput<'_>,
-    dir: &Path,
-    retry_failed: bool,
-    force: bool,
-) -> Result<ExitCode, CmdError> {
-    programs_exist(input)?;
-    let (results, launches, mut recorded) = prepare_resume(input, dir, retry_failed, force)?;
-    // Earlier sweeps next to this one, and this one's own rows, say how long a launch takes.
-    let e = estimate(
-        input.spec,
-        input.plan,
-        &launches,
-        dir.parent().unwrap_or(Path::new(".")),
-    );
-    say(&format!("what is left: {}", estimate::line(&e)));
-    if let Some(line) = fit_line(&e, input.spec, input.deadline) {
-        say(&line);
-    }
-    Ok(execute(input, &results, &launches, &mut recorded, e.expected_s).await?)
-}
-
-/// What a resume keeps and what it redoes (`run::resume`).
-pub fn prepare_resume(
-    input: &SweepInput<'_>,
-    dir: &Path,
-    retry_failed: bool,
-    force: bool,
-) -> Result<(ResultsDir, Vec<Launch>, Manifest), CmdError> {
-    let r = ResumeInput {
-        spec: input.spec,
-        spec_path: input.spec_path,
-        text: input.text,
-        plan: input.plan,
-    };
-    resume::prepare_resume(&r, dir, retry_failed, force).map_err(CmdError::Input)
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ pub mod client;
 pub mod diagnose;
 pub mod effective;
 pub mod engine_log;
+pub mod log_scope;
 pub mod prom;
 pub mod quantiles;
 pub mod sglang_log;

@@ -44,3 +44,21 @@ pub fn launch_dir(root: &Path, launch: &str) -> PathBuf {
 pub fn requests_csv(suffix: &str) -> String {
     format!("requests{suffix}.csv")
 }
+// Slurm's files (`--executor slurm`, record::slurm reads and writes each):
+/// The folder of a Slurm submission's own files: `slurm/`.
+pub const SLURM: &str = "slurm";
+/// In `slurm/`: the token each task checks it sees the folder submitted from.
+pub const SLURM_MARKER: &str = "marker";
+/// In `slurm/`: every submission (array job ids, their launches, the merge job).
+pub const SLURM_SUBMISSIONS: &str = "submissions.json";
+/// In `slurm/`: the rows the folder already had at submission (a resume keeps them).
+pub const SLURM_BASE_CSV: &str = "base.csv";
+/// In a task's launch folder: its rows.
+pub const TASK_ROWS_CSV: &str = "rows.csv";
+/// In a task's launch folder: its LaunchRecord (provenance).
+pub const TASK_LAUNCH_JSON: &str = "launch.json";
+
+/// `slurm/` of a results folder.
+pub fn slurm_dir(root: &Path) -> PathBuf {
+    root.join(SLURM)
+}

@@ -10,6 +10,7 @@ pub mod provenance;
 pub mod quality;
 pub mod rows;
 pub mod run_record;
+pub mod slurm;
 pub mod state;
 pub mod store;
 pub mod summary;

@@ -10,5 +10,6 @@ pub mod log;
 pub mod plan;
 pub mod progress;
 pub mod reproduce;
+pub mod slurm;
 pub mod status;
 pub mod table;

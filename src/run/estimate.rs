@@ -85,3 +85,82 @@ pub fn estimate(
 ) -> estimate::Estimate {
     estimate::estimate(s, launches, &known(s, plan, results_dir))
 }
+
+/// Whether the estimate fits before the deadline, when there is one (`tune::deadline::fit_line`,
+/// with the lead the deadline's clock keeps to stop the last server).
+pub fn fit_line(
+    e: &estimate::Estimate,
+    s: &SweepSpec,
+    deadline: Option<chrono::DateTime<chrono::Utc>>,
+) -> Option<String> {
+    let at = deadline?;
+    let left_s = (at - chrono::Utc::now()).num_milliseconds() as f64 / 1000.0;
+    let lead_s = crate::tune::deadline::lead_s(
+        s.server.stop_timeout_s,
+        crate::run::session::INTERRUPT_GRACE.as_secs_f64(),
+    );
+    Some(crate::tune::deadline::fit_line(e, left_s, lead_s))
+}
+
+/// With `tune:`: the space's size, what its grid would cost, and the tune's bound (its
+/// `launches:`), at the estimate of one configuration (`e`, the start's plan).
+pub fn tune_lines(s: &SweepSpec, e: &estimate::Estimate) -> Vec<String> {
+    let Some(t) = &s.tune else {
+        return Vec::new();
+    };
+    let size = t.size();
+    let per_config = e.launches.max(1) as u128;
+    let at = |configs: u128| match e.expected_s {
+        Some(x) => format!(", about {}", estimate::human(x * configs as f64)),
+        None => String::new(),
+    };
+    let knobs: Vec<String> = t
+        .knobs
+        .iter()
+        .map(|k| format!("{} ({})", k.key, k.values.len()))
+        .collect();
+    vec![
+        format!(
+            "tune: {} knob(s): {}; the space holds {size} configuration(s); its whole grid would be {} launch(es){}",
+            t.knobs.len(),
+            knobs.join(", "),
+            size * per_config,
+            at(size)
+        ),
+        format!(
+            "tune: at most {} configuration(s) ({} launch(es)){}, starting at {}; each next one chosen from the evidence of the ones before",
+            t.launches,
+            t.launches as u128 * per_config,
+            at(t.launches as u128),
+            crate::plan::tune::point_name(t, &t.start)
+        ),
+    ]
+}
+
+/// What `sgtune validate` prints: the plan, its estimate from earlier sweeps under
+/// `results_dir`, whether it fits the deadline `at`, and with `tune:` the tune's bound.
+pub fn validate_lines(
+    s: &SweepSpec,
+    plan: &RunPlan,
+    results_dir: &Path,
+    at: Option<chrono::DateTime<chrono::Utc>>,
+) -> Vec<String> {
+    let mut lines = crate::report::plan::lines(s, plan);
+    let launches = crate::tune::work::plan_launches(s, plan, &|_, _| false, &|_| Vec::new());
+    let e = estimate(s, plan, &launches, results_dir);
+    lines.push(estimate::line(&e));
+    lines.extend(fit_line(&e, s, at));
+    lines.extend(tune_lines(s, &e));
+    lines
+}
+
+/// What `sgtune run --dry-run` prints: the plan and, with `tune:`, the tune's bound.
+pub fn dry_run_lines(s: &SweepSpec, plan: &RunPlan, results_dir: &Path) -> Vec<String> {
+    let mut lines = crate::report::plan::lines(s, plan);
+    if s.tune.is_some() {
+        let launches = crate::tune::work::plan_launches(s, plan, &|_, _| false, &|_| Vec::new());
+        let e = estimate(s, plan, &launches, results_dir);
+        lines.extend(tune_lines(s, &e));
+    }
+    lines
+}

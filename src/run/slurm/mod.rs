@@ -18,29 +18,31 @@ use super::Launch;
 use crate::plan::expand::RunConfig;
 use crate::plan::flags::ParamValue;
 use crate::plan::spec::SlurmSpec;
+use crate::record::layout::{SLURM, SLURM_SUBMISSIONS, slurm_dir};
 use crate::record::provenance::now_rfc3339;
+use crate::record::slurm as files;
 use crate::record::store::{self, StoreError};
 use crate::record::{RunRecord, RunStatus};
 use crate::server::command::shell_quote;
 use crate::server::failure::FailureKind;
-use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-pub const FOLDER: &str = "slurm";
-pub const MARKER: &str = "marker";
-pub const SUBMISSIONS: &str = "submissions.json";
-pub const BASE: &str = "base.csv";
-/// A task's rows, in its launch folder.
-pub const ROWS: &str = "rows.csv";
-/// A task's LaunchRecord, in its launch folder.
-pub const LAUNCH_RECORD: &str = "launch.json";
+pub mod merge;
+pub mod task;
+
+/// Slurm's files in the folder: named in `record::layout`, read and written by `record::slurm`.
+pub use crate::record::slurm::{
+    ArrayJob, Submission, read_submissions, submissions_path, write_submissions,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SlurmError {
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error(transparent)]
+    Read(#[from] crate::record::ReadError),
     /// The message names what failed and the fix.
     #[error("{0}")]
     Other(String),
@@ -50,68 +52,59 @@ fn other(m: impl Into<String>) -> SlurmError {
     SlurmError::Other(m.into())
 }
 
-/// One job array: its id and its tasks' launches, by array index.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct ArrayJob {
-    pub job_id: String,
-    /// `--gres=gpu:N` of every task (0: none).
-    pub gpus: u64,
-    pub launches: Vec<String>,
-}
-
-/// One `sgtune run --executor slurm` (or resume) of a folder.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Submission {
-    pub at: String,
-    pub marker: String,
-    pub arrays: Vec<ArrayJob>,
-    pub merge_job: Option<String>,
-    #[serde(default)]
-    pub cancelled_at: Option<String>,
-}
-
-impl Submission {
-    /// (array job id, index) of a launch's task.
-    pub fn task_of(&self, launch: &str) -> Option<(String, usize)> {
-        self.arrays.iter().find_map(|a| {
-            a.launches
-                .iter()
-                .position(|l| l == launch)
-                .map(|i| (a.job_id.clone(), i))
-        })
-    }
-
-    pub fn launches(&self) -> impl Iterator<Item = &String> {
-        self.arrays.iter().flat_map(|a| a.launches.iter())
-    }
-}
-
-pub fn folder(dir: &Path) -> PathBuf {
-    dir.join(FOLDER)
-}
-
-pub fn read_submissions(dir: &Path) -> Result<Vec<Submission>, SlurmError> {
-    let p = folder(dir).join(SUBMISSIONS);
-    match std::fs::read_to_string(&p) {
-        Ok(t) => serde_json::from_str(&t)
-            .map_err(|e| other(format!("{}: not a submissions file ({e})", p.display()))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-        Err(e) => Err(other(format!("{}: {e}", p.display()))),
-    }
-}
-
-pub fn write_submissions(dir: &Path, subs: &[Submission]) -> Result<(), SlurmError> {
-    Ok(store::write_json(&folder(dir).join(SUBMISSIONS), &subs)?)
-}
-
 /// The latest submission, or an error that says the folder was never submitted.
 pub fn latest(dir: &Path) -> Result<Submission, SlurmError> {
     read_submissions(dir)?.pop().ok_or_else(|| {
         other(format!(
-            "{} was not submitted to Slurm (no {FOLDER}/{SUBMISSIONS}): run `sgtune run SPEC --executor slurm` or `sgtune resume DIR --executor slurm`",
+            "{} was not submitted to Slurm (no {SLURM}/{SLURM_SUBMISSIONS}): run `sgtune run SPEC --executor slurm` or `sgtune resume DIR --executor slurm`",
             dir.display()
         ))
     })
+}
+
+/// What in the spec a Slurm submission cannot run yet (`run`, `resume` and `validate` with
+/// `--executor slurm` refuse it).
+pub fn refusal(s: &crate::plan::spec::SweepSpec) -> Option<&'static str> {
+    if s.tune.is_some() {
+        return Some(
+            "--executor slurm does not run `tune:` yet (each step's configuration is chosen from the rows of the steps before, and the job array is planned once, at submission): run the tune locally",
+        );
+    }
+    if s.search.preflight.is_some() {
+        return Some(
+            "--executor slurm does not run search.preflight yet (the pre-flight's launches depend on each other and must finish before the array is planned): run the sweep locally, or run the pre-flight locally and write the value it finds in place of `preflight`",
+        );
+    }
+    if s.auto_repeats.is_some() {
+        return Some(
+            "--executor slurm does not run `repeats: auto` yet (each round's repeats depend on the rows of the one before, and the job array is planned once, at submission): give a fixed number of repeats, or run the sweep locally",
+        );
+    }
+    if s.objective.as_ref().is_some_and(|o| o.prune) {
+        return Some(
+            "--executor slurm does not run `objective.prune` yet (which configurations go on past the lowest load point depends on every configuration's rows there, and the job array is planned once, at submission): remove `prune: true`, or run the sweep locally",
+        );
+    }
+    None
+}
+
+/// Mark the latest submission cancelled, then scancel its arrays; the job ids cancelled. The
+/// running tasks record their runs as interrupted, the merge job (still queued, afterany)
+/// turns the others into rows.
+pub fn cancel_latest(dir: &Path) -> Result<Vec<String>, SlurmError> {
+    let mut subs = read_submissions(dir)?;
+    let Some(sub) = subs.last_mut() else {
+        return Err(latest(dir)
+            .err()
+            .unwrap_or_else(|| other("nothing submitted")));
+    };
+    // Recorded before scancel: the merge job may start the moment the array ends.
+    sub.cancelled_at = Some(now_rfc3339());
+    let ids: Vec<String> = sub.arrays.iter().map(|a| a.job_id.clone()).collect();
+    let to_cancel = sub.clone();
+    write_submissions(dir, &subs)?;
+    cancel(&to_cancel)?;
+    Ok(ids)
 }
 
 /// GPUs a task of this configuration asks for: `slurm.gpus_per_run`, else tp_size × dp_size.
@@ -167,7 +160,7 @@ pub fn array_script(
     let mut o = vec![
         format!("--job-name=sgtune-{sweep}"),
         format!("--array=0-{}{throttle}", launches.len().saturating_sub(1)),
-        format!("--output={}/{FOLDER}/%A_%a.out", dir.display()),
+        format!("--output={}/{SLURM}/%A_%a.out", dir.display()),
     ];
     o.extend(common_options(opts));
     if let Some(t) = &opts.time {
@@ -208,7 +201,7 @@ pub fn merge_script(sweep: &str, dir: &Path, sgtune: &str, opts: &SlurmSpec) -> 
     let mut s = String::from("#!/bin/bash\n");
     let mut o = vec![
         format!("--job-name=sgtune-{sweep}-merge"),
-        format!("--output={}/{FOLDER}/merge-%j.out", dir.display()),
+        format!("--output={}/{SLURM}/merge-%j.out", dir.display()),
     ];
     o.extend(common_options(opts));
     for line in o {
@@ -287,7 +280,7 @@ pub fn submit(
 ) -> Result<Submission, SlurmError> {
     let dir = std::path::absolute(dir)
         .map_err(|e| other(format!("{}: cannot make absolute: {e}", dir.display())))?;
-    let sf = folder(&dir);
+    let sf = slurm_dir(&dir);
     std::fs::create_dir_all(&sf).map_err(|e| other(format!("{}: {e}", sf.display())))?;
     let sgtune = match &opts.sgtune {
         Some(s) => s.clone(),
@@ -301,8 +294,8 @@ pub fn submit(
             .to_string(),
     };
     let marker = token();
-    store::write_atomic(&sf.join(MARKER), marker.as_bytes())?;
-    store::write_atomic(&sf.join(BASE), base_rows)?;
+    files::write_marker(&dir, &marker)?;
+    files::write_base(&dir, base_rows)?;
     let mut by_gpus: Vec<(u64, Vec<String>)> = Vec::new();
     for l in launches {
         let g = gpus_for(opts, &l.run);
@@ -348,14 +341,13 @@ pub fn submit(
 
 /// A task's check that it sees the folder sgtune submitted from.
 pub fn check_marker(dir: &Path, expected: &str) -> Result<(), String> {
-    let p = folder(dir).join(MARKER);
+    let p = files::marker_path(dir);
     let host = crate::util::sys::hostname();
-    match std::fs::read_to_string(&p) {
-        Ok(t) if t.trim() == expected => Ok(()),
+    match files::read_marker(dir) {
+        Ok(t) if t == expected => Ok(()),
         Ok(t) => Err(format!(
-            "{} on node {host} holds {:?}, not this submission's {expected:?}: the folder was resubmitted since, or this node sees another folder of the same path; the results folder must be on a filesystem every node sees",
+            "{} on node {host} holds {t:?}, not this submission's {expected:?}: the folder was resubmitted since, or this node sees another folder of the same path; the results folder must be on a filesystem every node sees",
             p.display(),
-            t.trim()
         )),
         Err(e) => Err(format!(
             "{} cannot be read on node {host} ({e}): the results folder must be on a filesystem every node sees (e.g. under your home or a project share, not /tmp); rerun with --results-dir on a shared filesystem",
@@ -558,7 +550,7 @@ pub fn missing_rows(
 
 /// The last non-empty lines of a task's output file, on one line.
 pub fn out_tail(dir: &Path, job: &str, idx: usize) -> String {
-    let p = folder(dir).join(format!("{job}_{idx}.out"));
+    let p = slurm_dir(dir).join(format!("{job}_{idx}.out"));
     let text = std::fs::read_to_string(p).unwrap_or_default();
     let lines: Vec<&str> = text
         .lines()
@@ -698,21 +690,21 @@ mod tests {
     fn the_end_of_a_tasks_output_on_one_line() {
         let tmp = tempfile::tempdir().expect("tempdir");
         assert_eq!(out_tail(tmp.path(), "5", 0), "", "no output file");
-        std::fs::create_dir_all(folder(tmp.path())).expect("mkdir");
+        std::fs::create_dir_all(slurm_dir(tmp.path())).expect("mkdir");
         std::fs::write(
-            folder(tmp.path()).join("5_0.out"),
+            slurm_dir(tmp.path()).join("5_0.out"),
             "one\n  two  \n\nthree\n\n",
         )
         .expect("write");
         assert_eq!(out_tail(tmp.path(), "5", 0), "two | three");
-        std::fs::write(folder(tmp.path()).join("5_1.out"), "only\n").expect("write");
+        std::fs::write(slurm_dir(tmp.path()).join("5_1.out"), "only\n").expect("write");
         assert_eq!(out_tail(tmp.path(), "5", 1), "only");
         let long = "x".repeat(400);
-        std::fs::write(folder(tmp.path()).join("5_2.out"), &long).expect("write");
+        std::fs::write(slurm_dir(tmp.path()).join("5_2.out"), &long).expect("write");
         let t = out_tail(tmp.path(), "5", 2);
         assert_eq!(t.chars().count(), 301);
         assert!(t.ends_with("x…"));
-        std::fs::write(folder(tmp.path()).join("5_3.out"), "y".repeat(300)).expect("write");
+        std::fs::write(slurm_dir(tmp.path()).join("5_3.out"), "y".repeat(300)).expect("write");
         assert_eq!(out_tail(tmp.path(), "5", 3), "y".repeat(300), "300 fit");
     }
 
@@ -782,7 +774,7 @@ mod tests {
             merge_job: None,
             cancelled_at: None,
         };
-        std::fs::create_dir_all(folder(tmp.path())).expect("mkdir");
+        std::fs::create_dir_all(slurm_dir(tmp.path())).expect("mkdir");
         write_submissions(tmp.path(), &[sub("1"), sub("2")]).expect("write");
         let l = latest(tmp.path()).expect("latest");
         assert_eq!(l, sub("2"));
@@ -791,7 +783,7 @@ mod tests {
         assert_eq!(l.task_of("z"), None);
         let all: Vec<&String> = l.launches().collect();
         assert_eq!(all, ["a", "b", "c"]);
-        std::fs::write(folder(tmp.path()).join(SUBMISSIONS), "not json").expect("write");
+        std::fs::write(slurm_dir(tmp.path()).join(SLURM_SUBMISSIONS), "not json").expect("write");
         assert!(
             read_submissions(tmp.path())
                 .expect_err("bad")
@@ -895,8 +887,12 @@ ArrayJobId=1 ArrayTaskId=4 JobState=CANCELLED
         let tmp = tempfile::tempdir().expect("tempdir");
         let e = check_marker(tmp.path(), "x").expect_err("no marker");
         assert!(e.contains("filesystem every node sees"), "{e}");
-        std::fs::create_dir_all(folder(tmp.path())).expect("mkdir");
-        std::fs::write(folder(tmp.path()).join(MARKER), "y").expect("write");
+        std::fs::create_dir_all(slurm_dir(tmp.path())).expect("mkdir");
+        std::fs::write(
+            slurm_dir(tmp.path()).join(crate::record::layout::SLURM_MARKER),
+            "y",
+        )
+        .expect("write");
         assert!(
             check_marker(tmp.path(), "x")
                 .expect_err("other")

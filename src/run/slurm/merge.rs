@@ -1,0 +1,303 @@
+//! `sgtune merge` and `sgtune status` of a Slurm submission: results.csv rebuilt from
+//! slurm/base.csv and each task's rows (or, for a task that left none, a row with its Slurm
+//! state), then the manifest, results.md and the decision; and each run's state for the status
+//! table (`report::slurm` renders it).
+
+use super::task::submitted_launches;
+use super::{States, Submission, describe, latest, missing_rows, out_tail, task_states};
+use crate::record::provenance;
+use crate::record::rows;
+use crate::record::slurm as files;
+use crate::record::store::{self, ResultsDir};
+use crate::report::slurm::{SlurmStatus, TaskLine};
+use crate::run::finish::ExitCode;
+use crate::run::prepare::StartError;
+use std::path::Path;
+
+/// Rebuild results.csv from slurm/base.csv and every submitted launch's rows (or a row with
+/// its Slurm state), then the manifest, results.md and the decision. Idempotent.
+pub fn merge(dir: &Path) -> Result<ExitCode, StartError> {
+    let sub = latest(dir)?;
+    let jobs: Vec<String> = sub.arrays.iter().map(|a| a.job_id.clone()).collect();
+    merge_with(dir, &sub, &task_states(&jobs))
+}
+
+/// The merge, given every task's Slurm state (what squeue, sacct or jobcomp said).
+fn merge_with(dir: &Path, sub: &Submission, states: &States) -> Result<ExitCode, StartError> {
+    let (s, _, plan, _, launches) = submitted_launches(dir)?;
+    let results = ResultsDir::open(dir, &plan.param_keys);
+    let base = files::read_base(dir).map_err(|e| StartError::input(e.to_string()))?;
+    let mut manifest = provenance::read(dir).map_err(|e| StartError::input(e.to_string()))?;
+    let mut raw = base.raw.clone();
+    let mut pending = false;
+    for name in sub.launches() {
+        let Some(launch) = launches.iter().find(|l| &l.dir_name == name) else {
+            continue;
+        };
+        let ldir = store::launch_dir(dir, name);
+        match files::read_task_rows(&ldir) {
+            Ok(t) => raw.extend(t.raw),
+            Err(_) => {
+                let (job, idx) = sub.task_of(name).unwrap_or_default();
+                let state = known_state(sub, states, &job, idx);
+                if matches!(describe(Some(&state)), "pending" | "running") {
+                    // Merged early (by hand): this run has no row yet.
+                    pending = true;
+                    continue;
+                }
+                let tail = out_tail(dir, &job, idx);
+                let recs = missing_rows(
+                    launch,
+                    &plan.param_keys,
+                    &format!("{job}_{idx}"),
+                    &state,
+                    &tail,
+                );
+                raw.extend(recs.iter().map(crate::record::row));
+            }
+        }
+        // A launch.json that is missing or does not read leaves the manifest as it was.
+        if let Ok(Some(rec)) = files::read_launch_record(&ldir) {
+            manifest.launches.insert(name.clone(), rec);
+        }
+    }
+    results.rewrite_csv(&raw)?;
+    let interrupted = pending;
+    let code = crate::run::conclude::conclude(&s, &plan, &results, &mut manifest, interrupted);
+    provenance::write(dir, &manifest)?;
+    // Failed runs are rows, not a failed merge: the merge job itself ends COMPLETED.
+    Ok(match code {
+        ExitCode::RunsFailed => ExitCode::Ok,
+        c => c,
+    })
+}
+
+/// Per run of the latest submission: ok / failed / pending / running / cancelled, from its
+/// rows if it wrote them, else from its Slurm state.
+pub fn status_view(dir: &Path) -> Result<SlurmStatus, StartError> {
+    let sub = latest(dir)?;
+    let jobs: Vec<String> = sub.arrays.iter().map(|a| a.job_id.clone()).collect();
+    let states = task_states(&jobs);
+    let mut tasks = Vec::new();
+    for name in sub.launches() {
+        let (job, idx) = sub.task_of(name).unwrap_or_default();
+        let task = format!("{job}_{idx}");
+        let known = known_state(&sub, &states, &job, idx);
+        let slurm_state = (known != "UNKNOWN").then_some(known.as_str());
+        let (state, detail) = match files::read_task_rows(&store::launch_dir(dir, name)) {
+            Ok(t) if t.rows.iter().all(rows::Row::is_ok) => ("ok".to_string(), String::new()),
+            Ok(t) => {
+                let bad = t.rows.iter().find(|r| !r.is_ok());
+                let st = bad.map_or("failed", |r| r.get("status"));
+                let state = if st == "interrupted" {
+                    "cancelled"
+                } else {
+                    "failed"
+                };
+                (
+                    state.to_string(),
+                    bad.map_or(String::new(), |r| r.get("failure_kind").to_string()),
+                )
+            }
+            Err(_) => (
+                describe(slurm_state).to_string(),
+                slurm_state.unwrap_or("").to_string(),
+            ),
+        };
+        tasks.push(TaskLine {
+            run: name.clone(),
+            state,
+            task,
+            detail,
+        });
+    }
+    let merged =
+        sub.merge_job.is_some() && dir.join(store::RESULTS_MD).exists() && !any_live(&states);
+    Ok(SlurmStatus {
+        tasks,
+        merge_job: sub.merge_job.clone(),
+        merged,
+    })
+}
+
+/// A task's state; one that left no trace after `sgtune cancel` was cancelled while pending
+/// (Slurm logs no completion for those).
+fn known_state(sub: &Submission, states: &States, job: &str, idx: usize) -> String {
+    match states.get(&(job.to_string(), idx)) {
+        Some(s) => s.clone(),
+        None if sub.cancelled_at.is_some() => "CANCELLED".to_string(),
+        None => "UNKNOWN".to_string(),
+    }
+}
+
+fn any_live(states: &States) -> bool {
+    states
+        .values()
+        .any(|s| matches!(describe(Some(s)), "pending" | "running"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::layout::slurm_dir;
+    use crate::record::rows;
+    use crate::record::slurm::{ArrayJob, Submission};
+    use crate::record::store::ResultsDir;
+    use crate::run::slurm::{States, missing_rows};
+    use std::collections::BTreeMap;
+    use std::path::Path;
+
+    const SPEC: &str = "name: merged\nserver:\n  command: [python3, fake.py]\n  model_path: /nonexistent-model\nconfigs:\n  - {name: a}\n  - {name: b}\n  - {name: c}\n  - {name: d}\n  - {name: e}\nworkload:\n  vocab_size: 100\n  concurrency: 2\n  requests: 4\n  input_tokens: 4\n  output_tokens: 4\n";
+
+    /// A results folder as `--executor slurm` leaves it, made by hand: the spec, a manifest,
+    /// an empty base.csv, one array of five tasks (job 77, launches a-e) and its merge job
+    /// (78); task `a` wrote its row, the others none.
+    fn folder(cancelled: bool) -> (tempfile::TempDir, Submission) {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path();
+        std::fs::write(dir.join("spec.yaml"), SPEC).expect("spec");
+        let (_, _, plan, _, launches) = {
+            std::fs::create_dir_all(slurm_dir(dir)).expect("mkdir");
+            let (_, _, plan, _) =
+                crate::run::prepare::load_checked(&dir.join("spec.yaml")).expect("spec");
+            let results = ResultsDir::open(dir, &plan.param_keys);
+            results.init_csv().expect("results.csv");
+            let csv = std::fs::read(results.results_csv()).expect("results.csv");
+            files::write_base(dir, &csv).expect("base.csv");
+            submitted_launches(dir).expect("launches")
+        };
+        provenance::write(dir, &provenance::Manifest::default()).expect("manifest");
+        let names: Vec<String> = launches.iter().map(|l| l.dir_name.clone()).collect();
+        assert_eq!(names, ["a", "b", "c", "d", "e"]);
+        let sub = Submission {
+            at: "2026-12-01T00:00:00Z".into(),
+            marker: "m".into(),
+            arrays: vec![ArrayJob {
+                job_id: "77".into(),
+                gpus: 0,
+                launches: names,
+            }],
+            merge_job: Some("78".into()),
+            cancelled_at: cancelled.then(|| "2026-12-01T00:01:00Z".to_string()),
+        };
+        files::write_submissions(dir, std::slice::from_ref(&sub)).expect("submissions");
+        let mut ok = missing_rows(&launches[0], &plan.param_keys, "77_0", "COMPLETED", "");
+        for r in &mut ok {
+            r.status = crate::record::RunStatus::Ok;
+            r.failure_kind = None;
+            r.failure_message = None;
+            r.notes.clear();
+        }
+        let results = ResultsDir::open(dir, &plan.param_keys);
+        let a = results.run_dir("a").expect("runs/a");
+        files::write_task_rows(&results, &a, &ok).expect("rows.csv");
+        (tmp, sub)
+    }
+
+    fn states(s: &[(usize, &str)]) -> States {
+        s.iter()
+            .map(|(i, st)| (("77".to_string(), *i), st.to_string()))
+            .collect()
+    }
+
+    /// results.csv after the merge: run → (status, failure_kind, failure_message).
+    fn merged(dir: &Path) -> BTreeMap<String, (String, String, String)> {
+        let t = rows::read(&dir.join("results.csv")).expect("results.csv");
+        let mut m = BTreeMap::new();
+        for r in &t.rows {
+            let prev = m.insert(
+                r.get("run_name").to_string(),
+                (
+                    r.get("status").to_string(),
+                    r.get("failure_kind").to_string(),
+                    r.get("failure_message").to_string(),
+                ),
+            );
+            assert!(prev.is_none(), "two rows for {}", r.get("run_name"));
+        }
+        m
+    }
+
+    #[test]
+    fn the_merge_turns_each_tasks_state_into_its_rows() {
+        let (tmp, sub) = folder(false);
+        let dir = tmp.path();
+        std::fs::write(
+            slurm_dir(dir).join("77_2.out"),
+            "sgtune run-one: c\n\nTraceback (most recent call last):\nslurmstepd: error: *** JOB 77 CANCELLED DUE TO TIME LIMIT ***\n",
+        )
+        .expect("out");
+        // b was cancelled, c ran out of time, d still waits in the queue, e is running.
+        let st = states(&[
+            (0, "COMPLETED"),
+            (1, "CANCELLED"),
+            (2, "TIMEOUT"),
+            (3, "PENDING"),
+            (4, "RUNNING"),
+        ]);
+        let code = merge_with(dir, &sub, &st).expect("merge");
+        assert_eq!(
+            code,
+            ExitCode::Interrupted,
+            "tasks still queued or running: the sweep is not finished"
+        );
+        let m = merged(dir);
+        assert_eq!(m["a"].0, "ok");
+        assert_eq!(
+            m["b"],
+            (
+                "interrupted".to_string(),
+                "interrupted".to_string(),
+                "Slurm task 77_1 ended CANCELLED without writing its rows (`sgtune resume` runs it again)".to_string()
+            )
+        );
+        assert_eq!(
+            (m["c"].0.as_str(), m["c"].1.as_str()),
+            ("failed", "slurm_task")
+        );
+        assert_eq!(
+            m["c"].2,
+            "Slurm task 77_2 ended TIMEOUT without writing its rows; its output ends: Traceback (most recent call last): | slurmstepd: error: *** JOB 77 CANCELLED DUE TO TIME LIMIT ***"
+        );
+        assert!(
+            !m.contains_key("d") && !m.contains_key("e"),
+            "a pending or running task has no row yet: {m:?}"
+        );
+        assert!(dir.join("results.md").exists());
+
+        // Later d ended without rows and e is gone from Slurm's records: each gets its row;
+        // merging again rebuilds results.csv (one row per run, nothing doubled).
+        let st = states(&[(1, "CANCELLED"), (2, "TIMEOUT"), (3, "COMPLETED")]);
+        let code = merge_with(dir, &sub, &st).expect("merge");
+        assert_eq!(
+            code,
+            ExitCode::Ok,
+            "failed runs are rows, not a failed merge"
+        );
+        let m = merged(dir);
+        assert_eq!(m.len(), 5, "{m:?}");
+        assert_eq!(
+            (m["d"].0.as_str(), m["d"].1.as_str()),
+            ("failed", "slurm_task")
+        );
+        assert_eq!(
+            (m["e"].0.as_str(), m["e"].1.as_str()),
+            ("interrupted", "interrupted")
+        );
+        assert!(m["e"].2.contains("ended UNKNOWN"), "{m:?}");
+    }
+
+    #[test]
+    fn after_a_cancel_a_task_slurm_kept_no_record_of_was_cancelled() {
+        let (tmp, sub) = folder(true);
+        let dir = tmp.path();
+        // Cancelled while pending: sacct and squeue know nothing of b-e.
+        let code = merge_with(dir, &sub, &States::new()).expect("merge");
+        assert_eq!(code, ExitCode::Ok);
+        let m = merged(dir);
+        for name in ["b", "c", "d", "e"] {
+            assert_eq!(m[name].0, "interrupted", "{name}: {m:?}");
+            assert!(m[name].2.contains("ended CANCELLED"), "{name}: {m:?}");
+        }
+    }
+}
