@@ -8,11 +8,16 @@
 use crate::plan::engine::Engine;
 use crate::plan::flags::{self, ParamValue};
 use crate::plan::keyed::{KEY_TAG, tag_key};
+use crate::plan::locate::{locate_key, locate_text, locate_var, relocate_to_key};
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
+
+// Where a key is in the text is `plan::locate`'s; these names are the ones the crate outside
+// `plan` has always used.
+pub use crate::plan::locate::{ObjectiveKey, locate_key as locate_key_in, locate_objective};
 
 /// A bad sweep file: where and why.
 #[derive(Debug, Clone, PartialEq)]
@@ -543,82 +548,6 @@ impl<'de> de::DeserializeSeed<'de> for SloValueSeed<'_> {
         }
         Ok((bound, limit))
     }
-}
-
-/// A key of `objective:` that a check after parsing can point at.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ObjectiveKey {
-    /// The column after `maximize:` or `minimize:`.
-    Metric,
-    /// The key of this column under `slo:`.
-    Slo(String),
-}
-
-/// 1-based (line, column) of an objective key in the spec text, for checks made after
-/// parsing (against the results.csv column list, which lives in a later layer). Falls back to
-/// the `objective:` line, then to 1:1.
-pub fn locate_objective(text: &str, key: &ObjectiveKey) -> (usize, usize) {
-    let Some(start) = text.lines().position(|l| l.starts_with("objective:")) else {
-        return (1, 1);
-    };
-    // The section: its own line and every following line that is indented, blank or a
-    // comment, up to the next top-level key.
-    let section: Vec<(usize, &str)> = text
-        .lines()
-        .enumerate()
-        .skip(start)
-        .take_while(|(i, l)| {
-            *i == start || l.is_empty() || l.starts_with([' ', '\t', '#', '}', ']'])
-        })
-        .collect();
-    let find_word = |word: &str, from: (usize, usize)| -> Option<(usize, usize)> {
-        section
-            .iter()
-            .filter(|(i, _)| *i >= from.0)
-            .find_map(|(i, l)| {
-                let code = l.split(" #").next().unwrap_or(l);
-                let skip = if *i == from.0 { from.1 } else { 0 };
-                find_whole_word(code, word, skip).map(|c| (*i, c))
-            })
-    };
-    let found = match key {
-        ObjectiveKey::Metric => ["maximize", "minimize"]
-            .iter()
-            .find_map(|k| find_word(k, (start, 0)))
-            .and_then(|(i, c)| {
-                // The value after `maximize:`.
-                let line = section.iter().find(|(j, _)| *j == i)?.1;
-                let rest = &line[c..];
-                let colon = rest.find(':')?;
-                let after = &rest[colon + 1..];
-                let value = after.len() - after.trim_start_matches([' ', '"', '\'']).len();
-                Some((i, c + colon + 1 + value))
-            }),
-        ObjectiveKey::Slo(column) => {
-            find_word("slo", (start, 0)).and_then(|(i, c)| find_word(column, (i, c + 3)))
-        }
-    };
-    match found {
-        Some((i, c)) => (i + 1, c + 1),
-        None => (start + 1, 1),
-    }
-}
-
-/// Byte offset of `word` in `line` at or after `from`, not part of a longer identifier.
-fn find_whole_word(line: &str, word: &str, from: usize) -> Option<usize> {
-    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
-    let mut at = from;
-    while let Some(pos) = line.get(at..).and_then(|r| r.find(word)) {
-        let begin = at + pos;
-        let end = begin + word.len();
-        let before_ok = !line[..begin].chars().next_back().is_some_and(ident);
-        let after_ok = !line[end..].chars().next().is_some_and(ident);
-        if before_ok && after_ok {
-            return Some(begin);
-        }
-        at = end;
-    }
-    None
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -1770,155 +1699,6 @@ impl<'de> Deserialize<'de> for ConfigSpec {
     }
 }
 
-/// Move an error reported at a mapping's start onto the line of `key` inside that mapping.
-/// `key` may be a dotted path (`objective.minimize`): each further part is looked for inside
-/// the value of the part before it, in block or flow style.
-fn relocate_to_key(text: &str, line: usize, column: usize, key: &str) -> (usize, usize) {
-    let lines: Vec<&str> = text.lines().collect();
-    let mut parts = key.split('.');
-    let Some(first) = parts.next() else {
-        return (line, column);
-    };
-    let Some(mut at) =
-        block_key(&lines, line, column, first).or_else(|| flow_key(&lines, line, column, first))
-    else {
-        return (line, column);
-    };
-    for part in parts {
-        let inner = match at.value_column {
-            Some(vc) => flow_key(&lines, at.line, vc, part),
-            None => block_child(&lines, &at, part),
-        };
-        match inner {
-            Some(found) => at = found,
-            None => break,
-        }
-    }
-    (at.line, at.value_column.unwrap_or(at.column))
-}
-
-/// A key found in the text: 1-based line and column, and the column of its value when the
-/// value starts on the same line.
-struct KeyAt {
-    line: usize,
-    column: usize,
-    value_column: Option<usize>,
-}
-
-/// The parts of a line of a block mapping: indent (0-based column of the key) and the text
-/// from the key on, past a leading `- `.
-fn key_body(l: &str) -> (usize, &str) {
-    let body = l.trim_start();
-    match body.strip_prefix("- ") {
-        Some(rest) => (l.len() - rest.trim_start().len(), rest.trim_start()),
-        None => (l.len() - body.len(), body),
-    }
-}
-
-/// `key: value` on `line` (0-based index) at `indent`, if that line holds it.
-fn key_on_line(lines: &[&str], i: usize, key: &str) -> Option<KeyAt> {
-    let (indent, body) = key_body(lines.get(i)?);
-    let after = body.strip_prefix(key)?.strip_prefix(':')?;
-    let value_column = (!after.trim().is_empty() && !after.trim_start().starts_with('#'))
-        .then(|| indent + key.len() + 1 + (after.len() - after.trim_start().len()) + 1);
-    Some(KeyAt {
-        line: i + 1,
-        column: indent + 1,
-        value_column,
-    })
-}
-
-/// `key:` in the block mapping whose first key is at (line, column).
-fn block_key(lines: &[&str], line: usize, column: usize, key: &str) -> Option<KeyAt> {
-    for i in line.saturating_sub(1)..lines.len() {
-        let (indent, _) = key_body(lines[i]);
-        if indent + 1 < column && i + 1 > line {
-            break; // left the mapping
-        }
-        if indent + 1 == column {
-            if let Some(k) = key_on_line(lines, i, key) {
-                return Some(k);
-            }
-        }
-    }
-    None
-}
-
-/// `key:` among the children of a block key (the lines below it, indented deeper).
-fn block_child(lines: &[&str], parent: &KeyAt, key: &str) -> Option<KeyAt> {
-    for i in parent.line..lines.len() {
-        let l = lines[i];
-        let t = l.trim_start();
-        if t.is_empty() || t.starts_with('#') {
-            continue;
-        }
-        let (indent, _) = key_body(l);
-        if indent < parent.column {
-            break;
-        }
-        if let Some(k) = key_on_line(lines, i, key) {
-            return Some(k);
-        }
-    }
-    None
-}
-
-/// `key:` directly inside the flow mapping that opens at (line, column) with `{`.
-fn flow_key(lines: &[&str], line: usize, column: usize, key: &str) -> Option<KeyAt> {
-    let first = lines.get(line.checked_sub(1)?)?;
-    if first.as_bytes().get(column.checked_sub(1)?) != Some(&b'{') {
-        return None;
-    }
-    let ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
-    let mut depth = 0usize;
-    for (i, l) in lines.iter().enumerate().skip(line - 1) {
-        let b = l.as_bytes();
-        let from = if i + 1 == line { column - 1 } else { 0 };
-        for j in from..b.len() {
-            match b[j] {
-                b'{' | b'[' => depth += 1,
-                b'}' | b']' => {
-                    depth = depth.saturating_sub(1);
-                    if depth == 0 {
-                        return None;
-                    }
-                }
-                b'#' if j == 0 || b[j - 1] == b' ' => break,
-                _ if depth == 1 && b[j..].starts_with(key.as_bytes()) => {
-                    let before = j.checked_sub(1).map(|k| b[k]);
-                    let end = j + key.len();
-                    let mut k = end;
-                    if matches!(before, Some(b'"' | b'\''))
-                        && matches!(b.get(k), Some(b'"' | b'\''))
-                    {
-                        k += 1;
-                    }
-                    let boundary =
-                        !before.is_some_and(ident) && !b.get(end).is_some_and(|&c| ident(c));
-                    if boundary && b.get(k) == Some(&b':') {
-                        let value = k + 1 + (b.len() - k - 1 - l[k + 1..].trim_start().len());
-                        return Some(KeyAt {
-                            line: i + 1,
-                            column: j + 1,
-                            value_column: (value < b.len()).then_some(value + 1),
-                        });
-                    }
-                }
-                _ => {}
-            }
-        }
-    }
-    None
-}
-
-/// Position of the first `${NAME` in the text.
-fn locate_var(text: &str, name: &str) -> Option<(usize, usize)> {
-    let needle = format!("${{{name}");
-    text.lines()
-        .enumerate()
-        .find_map(|(i, l)| l.find(&needle).map(|c| (i + 1, c + 1)))
-}
-
 /// Parse a sweep from text; `origin` names the file in errors.
 pub fn parse(text: &str, origin: &str) -> Result<SweepSpec, SpecError> {
     let spec: SweepSpec = serde_yaml::from_str(text).map_err(|e| {
@@ -2318,32 +2098,6 @@ fn check_search(
         }
     }
     Ok(())
-}
-
-/// 1-based (line, column) of the first occurrence of `needle` outside comments.
-fn locate_text(text: &str, needle: &str) -> Option<(usize, usize)> {
-    text.lines().enumerate().find_map(|(i, l)| {
-        let code = l.split(" #").next().unwrap_or(l);
-        code.find(needle).map(|c| (i + 1, c + 1))
-    })
-}
-
-/// 1-based (line, column) of the first `key:` in the text, for errors found after parsing.
-fn locate_key(text: &str, key: &str) -> Option<(usize, usize)> {
-    let needle = format!("{key}:");
-    text.lines().enumerate().find_map(|(i, l)| {
-        let trimmed = l.trim_start();
-        let col = l.len() - trimmed.len();
-        let t = trimmed.trim_start_matches("- ");
-        t.starts_with(&needle)
-            .then(|| (i + 1, col + 1 + (trimmed.len() - t.len())))
-    })
-}
-
-/// 1-based (line, column) of the first `key:` in a sweep file's text, for errors about a key
-/// found after the spec is read (outside this module).
-pub fn locate_key_in(text: &str, key: &str) -> Option<(usize, usize)> {
-    locate_key(text, key)
 }
 
 /// Read and parse a sweep file.
@@ -2830,33 +2584,6 @@ workload:
             assert!(e.message.contains(says), "{says}: {e}");
             assert_eq!((e.line, e.column), at, "{says}: {e}");
         }
-    }
-
-    #[test]
-    fn objective_keys_are_located_for_later_checks() {
-        let text = "name: x\nobjective: {maximize: output_tokps, slo: {ttft_ms_p99: 1, \"tpot\": 2}}\nworkload: {}\n";
-        assert_eq!(locate_objective(text, &ObjectiveKey::Metric), (2, 23));
-        assert_eq!(
-            locate_objective(text, &ObjectiveKey::Slo("ttft_ms_p99".into())),
-            (2, 43)
-        );
-        assert_eq!(
-            locate_objective(text, &ObjectiveKey::Slo("tpot".into())),
-            (2, 60)
-        );
-        // Block style; the same column as the metric and as an SLO key.
-        let text = "name: x\nobjective:\n  # ttft_ms_p99 is in a comment\n  minimize: ttft_ms_p99\n  slo:\n    ttft_ms_p99: 9   # ttft\nworkload:\n  slo: {ttft_ms_p99: 1}\n";
-        assert_eq!(locate_objective(text, &ObjectiveKey::Metric), (4, 13));
-        assert_eq!(
-            locate_objective(text, &ObjectiveKey::Slo("ttft_ms_p99".into())),
-            (6, 5)
-        );
-        // Not found: the objective line.
-        assert_eq!(
-            locate_objective(text, &ObjectiveKey::Slo("e2e_ms_p99".into())),
-            (2, 1)
-        );
-        assert_eq!(locate_objective("name: x\n", &ObjectiveKey::Metric), (1, 1));
     }
 
     #[test]
