@@ -5,6 +5,14 @@
 //! run inside deserialization (custom `Deserialize` impls) so serde_yaml attaches the position
 //! of the exact node that is wrong.
 
+mod env;
+mod scalars;
+
+pub use env::{Expanded, expand_env};
+use scalars::{
+    Positive, PositiveF64, opt_positive_f64, opt_positive_u64, positive_f64, positive_u64,
+};
+
 use crate::plan::engine::Engine;
 use crate::plan::flags::{self, ParamValue};
 use crate::plan::keyed::{KEY_TAG, tag_key};
@@ -164,14 +172,6 @@ fn default_stop_s() -> f64 {
     2.0
 }
 
-fn positive_f64<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
-    PositiveF64::deserialize(d).map(|p| p.0)
-}
-
-fn opt_positive_f64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
-    PositiveF64::deserialize(d).map(|p| Some(p.0))
-}
-
 /// `on_finish:`: a shell command (`sh -c`) run once at the end of the sweep with the outcome
 /// in its environment and in `outcome.json`; its failure is a warning.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -188,10 +188,6 @@ pub struct OnFinish {
 
 fn default_on_finish_timeout() -> u64 {
     60
-}
-
-fn positive_u64<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-    Positive::deserialize(d).map(|p| p.0)
 }
 
 /// `slots:`: run configurations at the same time on disjoint GPU sets (or, without `gpus`,
@@ -266,10 +262,6 @@ pub struct SlurmSpec {
     /// filesystem).
     #[serde(default)]
     pub sgtune: Option<String>,
-}
-
-fn opt_positive_u64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-    Positive::deserialize(d).map(|p| Some(p.0))
 }
 
 fn default_repeats() -> u64 {
@@ -1313,34 +1305,6 @@ impl TryFrom<RawWorkload> for WorkloadSpec {
     }
 }
 
-/// A whole number >= 1.
-#[derive(Debug, Clone, Copy)]
-struct Positive(u64);
-impl<'de> Deserialize<'de> for Positive {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = Positive;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a whole number >= 1")
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Positive, E> {
-                if v < 1 {
-                    return Err(E::custom(format!("expected a whole number >= 1, got {v}")));
-                }
-                Ok(Positive(v as u64))
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Positive, E> {
-                if v < 1 {
-                    return Err(E::custom("expected a whole number >= 1, got 0"));
-                }
-                Ok(Positive(v))
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
 /// `8h`, `90m`, `30s`, `1h30m`, `2h 15m`: seconds (> 0). A `budget:` (and `--budget`).
 pub fn parse_budget(text: &str) -> Result<f64, String> {
     let bad = || {
@@ -1403,78 +1367,6 @@ fn opt_deadline<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Er
     let s = String::deserialize(d)?;
     check_deadline_form(&s).map_err(de::Error::custom)?;
     Ok(Some(s))
-}
-
-/// A number > 0.
-#[derive(Debug, Clone, Copy)]
-struct PositiveF64(f64);
-impl<'de> Deserialize<'de> for PositiveF64 {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let v = f64::deserialize(d)?;
-        if !v.is_finite() || v <= 0.0 {
-            return Err(de::Error::custom(format!("expected a number > 0, got {v}")));
-        }
-        Ok(PositiveF64(v))
-    }
-}
-
-/// A string in which `${VAR}` and `${VAR:-default}` are replaced from the environment when the
-/// file is read, so one sweep file works on machines with different paths.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(transparent)]
-pub struct Expanded(pub String);
-
-impl fmt::Display for Expanded {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl<'de> Deserialize<'de> for Expanded {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        expand_env(&s, |k| std::env::var(k).ok())
-            .map(Expanded)
-            .map_err(de::Error::custom)
-    }
-}
-
-/// Expand `${VAR}` / `${VAR:-default}`; `$$` is a literal `$`.
-pub fn expand_env(s: &str, get: impl Fn(&str) -> Option<String>) -> Result<String, String> {
-    let mut out = String::with_capacity(s.len());
-    let mut rest = s;
-    while let Some(pos) = rest.find('$') {
-        out.push_str(&rest[..pos]);
-        let after = &rest[pos + 1..];
-        if let Some(tail) = after.strip_prefix('$') {
-            out.push('$');
-            rest = tail;
-        } else if let Some(body) = after.strip_prefix('{') {
-            let Some(end) = body.find('}') else {
-                return Err(format!("unclosed `${{` in `{s}`"));
-            };
-            let inner = &body[..end];
-            let (name, default) = match inner.split_once(":-") {
-                Some((n, d)) => (n, Some(d)),
-                None => (inner, None),
-            };
-            match (get(name), default) {
-                (Some(v), _) if !v.is_empty() => out.push_str(&v),
-                (_, Some(d)) => out.push_str(d),
-                _ => {
-                    return Err(format!(
-                        "environment variable `{name}` (used as `${{{inner}}}`) is not set: set it, or write `${{{name}:-default}}`"
-                    ));
-                }
-            }
-            rest = &body[end + 1..];
-        } else {
-            out.push('$');
-            rest = after;
-        }
-    }
-    out.push_str(rest);
-    Ok(out)
 }
 
 /// Ordered `key → value` flags (user order kept: it is the order on the command line).
@@ -2584,16 +2476,6 @@ workload:
             assert!(e.message.contains(says), "{says}: {e}");
             assert_eq!((e.line, e.column), at, "{says}: {e}");
         }
-    }
-
-    #[test]
-    fn env_expansion() {
-        let get = |k: &str| (k == "A").then(|| "x".to_string());
-        assert_eq!(expand_env("${A}/b", get).as_deref(), Ok("x/b"));
-        assert_eq!(expand_env("${B:-d}", get).as_deref(), Ok("d"));
-        assert_eq!(expand_env("$$A $5", get).as_deref(), Ok("$A $5"));
-        assert!(expand_env("${B}", get).is_err());
-        assert!(expand_env("${A", get).is_err());
     }
 
     /// Where an engine-refused key is reported: (line, column, message) of its error.
