@@ -6,7 +6,7 @@
 //!
 //! The structure and value ranges are checked here, inside deserialization, so every error
 //! carries file:line:column; what needs the rest of the spec (an SLO to search against, a
-//! single load point) is checked in `spec::check_cross_fields`.
+//! single load point) is checked in `spec::checks::check_cross_fields`.
 
 use super::engine::Engine;
 use super::keyed::tag_key;

@@ -1,6 +1,14 @@
 //! Where a key of a sweep file is in its text, by its path (`configs`, item 1, `hicache_size`),
 //! in block and flow YAML styles alike, for errors found after the spec is read: serde_yaml
-//! keeps no positions once a value is parsed.
+//! keeps no positions once a value is parsed. The one home of finding a key in a sweep file's
+//! text: by its path (here), from where serde_yaml placed an error (`key`), and inside
+//! `objective:` (`objective`).
+
+mod key;
+mod objective;
+
+pub use key::{locate_key, locate_text, locate_var, relocate_to_key};
+pub use objective::{ObjectiveKey, locate_objective};
 
 /// One step of a path: a mapping's key (written with `_` or `-`, quoted or not) or a list's
 /// item (0-based).

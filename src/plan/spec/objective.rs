@@ -1,0 +1,356 @@
+//! `objective:`: the column the decision ranks by and the SLO bounds a winner must hold.
+
+use crate::plan::keyed::tag_key;
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// `objective: {maximize: output_tok_s, slo: {ttft_ms_p99: 2000}}`: the column the decision
+/// ranks configurations by, and the bounds a configuration must meet to be eligible. The
+/// structure is checked here; whether the names are results.csv columns, and which way each
+/// improves, is checked against the column list (a later layer) before anything launches.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Objective {
+    pub goal: Goal,
+    /// A results.csv column.
+    pub metric: String,
+    /// Every bound, in the order written.
+    pub slo: Vec<SloBound>,
+    /// Relative margin that counts as within noise when the sweep measured no noise (no
+    /// repeats: no interval, and no winner is claimed either way).
+    pub noise: f64,
+    /// Successive halving: after every configuration is measured at the lowest load point,
+    /// the ones clearly beaten there (their margin separates) skip the other points.
+    pub prune: bool,
+}
+
+/// Which way the objective's column should go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Goal {
+    Maximize,
+    Minimize,
+}
+
+impl Goal {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Goal::Maximize => "maximize",
+            Goal::Minimize => "minimize",
+        }
+    }
+}
+
+/// One SLO bound on a results.csv column, judged on the median of a configuration's repeats.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SloBound {
+    pub column: String,
+    pub bound: Bound,
+    pub limit: f64,
+}
+
+/// `at_most`: `column: 2000` or `column: {max: 2000}`; `at_least`: `column: {min: 0.9}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Bound {
+    AtMost,
+    AtLeast,
+}
+
+impl Bound {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Bound::AtMost => "≤",
+            Bound::AtLeast => "≥",
+        }
+    }
+    /// Whether `value` meets a bound of `limit`.
+    pub fn holds(self, value: f64, limit: f64) -> bool {
+        match self {
+            Bound::AtMost => value <= limit,
+            Bound::AtLeast => value >= limit,
+        }
+    }
+}
+
+impl fmt::Display for SloBound {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {} {}", self.column, self.bound.symbol(), self.limit)
+    }
+}
+
+impl fmt::Display for Objective {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.goal.as_str(), self.metric)?;
+        if !self.slo.is_empty() {
+            let bounds: Vec<String> = self.slo.iter().map(SloBound::to_string).collect();
+            write!(f, " subject to {}", bounds.join(", "))?;
+        }
+        Ok(())
+    }
+}
+
+/// The default `objective.noise`: compare's default threshold.
+pub const DEFAULT_NOISE: f64 = 0.05;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawObjective {
+    #[serde(default)]
+    maximize: Option<String>,
+    #[serde(default)]
+    minimize: Option<String>,
+    #[serde(default)]
+    slo: Option<SloMap>,
+    #[serde(default)]
+    noise: Option<f64>,
+    #[serde(default)]
+    prune: bool,
+}
+
+impl<'de> Deserialize<'de> for Objective {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let r = RawObjective::deserialize(d)?;
+        let (goal, metric) = match (r.maximize, r.minimize) {
+            (Some(m), None) => (Goal::Maximize, m),
+            (None, Some(m)) => (Goal::Minimize, m),
+            (Some(_), Some(_)) => {
+                return Err(de::Error::custom(tag_key(
+                    "objective.minimize",
+                    "objective: give `maximize` or `minimize`, not both",
+                )));
+            }
+            (None, None) => {
+                return Err(de::Error::custom(tag_key(
+                    "objective",
+                    "objective: give `maximize: COLUMN` or `minimize: COLUMN` (a results.csv column, e.g. output_tok_s)",
+                )));
+            }
+        };
+        if metric.trim().is_empty() {
+            return Err(de::Error::custom(tag_key(
+                &format!("objective.{}", goal.as_str()),
+                "objective: name a results.csv column",
+            )));
+        }
+        let noise = r.noise.unwrap_or(DEFAULT_NOISE);
+        if !(noise.is_finite() && noise > 0.0 && noise < 1.0) {
+            return Err(de::Error::custom(tag_key(
+                "objective.noise",
+                &format!(
+                    "objective.noise must be a fraction in (0, 1), e.g. 0.05 for 5%; got {noise}"
+                ),
+            )));
+        }
+        Ok(Objective {
+            goal,
+            metric,
+            slo: r.slo.map(|s| s.0).unwrap_or_default(),
+            noise,
+            prune: r.prune,
+        })
+    }
+}
+
+/// `slo:` under `objective:`: column → bound, in the order written.
+struct SloMap(Vec<SloBound>);
+
+impl<'de> Deserialize<'de> for SloMap {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = SloMap;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str(
+                    "a mapping of results.csv column to bound, e.g. `{ttft_ms_p99: 2000, goodput_share: {min: 0.95}}`",
+                )
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<SloMap, A::Error> {
+                let mut out: Vec<SloBound> = Vec::new();
+                while let Some(column) = map.next_key::<String>()? {
+                    if out.iter().any(|b| b.column == column) {
+                        return Err(de::Error::custom(format!("`{column}` is given twice")));
+                    }
+                    let (bound, limit) = map.next_value_seed(SloValueSeed { column: &column })?;
+                    out.push(SloBound {
+                        column,
+                        bound,
+                        limit,
+                    });
+                }
+                if out.is_empty() {
+                    return Err(de::Error::custom(
+                        "objective.slo is empty: give at least one bound, or leave `slo` out",
+                    ));
+                }
+                Ok(SloMap(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// One SLO bound: a number (at most), or `{max: N}` / `{min: N}`.
+struct SloValueSeed<'a> {
+    column: &'a str,
+}
+
+impl<'de> de::DeserializeSeed<'de> for SloValueSeed<'_> {
+    type Value = (Bound, f64);
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(Bound, f64), D::Error> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Explicit {
+            #[serde(default)]
+            max: Option<f64>,
+            #[serde(default)]
+            min: Option<f64>,
+        }
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Number(f64),
+            Explicit(Explicit),
+        }
+        let column = self.column;
+        let bad = |m: String| de::Error::custom(tag_key(column, &m));
+        let raw = Raw::deserialize(d).map_err(|_| {
+            bad(format!(
+                "`{column}`: expected a number (an upper bound), or {{max: N}} or {{min: N}}"
+            ))
+        })?;
+        let (bound, limit) = match raw {
+            Raw::Number(v) => (Bound::AtMost, v),
+            Raw::Explicit(Explicit {
+                max: Some(v),
+                min: None,
+            }) => (Bound::AtMost, v),
+            Raw::Explicit(Explicit {
+                max: None,
+                min: Some(v),
+            }) => (Bound::AtLeast, v),
+            Raw::Explicit(_) => {
+                return Err(bad(format!(
+                    "`{column}`: give one bound, {{max: N}} or {{min: N}}"
+                )));
+            }
+        };
+        if !(limit.is_finite() && limit > 0.0) {
+            return Err(bad(format!(
+                "`{column}`: the bound must be a number > 0, got {limit}"
+            )));
+        }
+        Ok((bound, limit))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::spec::fixtures::{GOOD, err_of};
+    use crate::plan::spec::parse;
+
+    #[test]
+    fn objective_parses_in_block_and_flow_style() {
+        let text = format!(
+            "{GOOD}objective: {{maximize: output_tok_s, slo: {{ttft_ms_p99: 2000, tpot_ms_p99: 100}}}}\n"
+        );
+        let s = parse(&text, "s.yaml").expect("parses");
+        let o = s.objective.expect("an objective");
+        assert_eq!(
+            (o.goal, o.metric.as_str()),
+            (Goal::Maximize, "output_tok_s")
+        );
+        assert_eq!(o.noise, DEFAULT_NOISE);
+        assert_eq!(
+            o.to_string(),
+            "maximize output_tok_s subject to ttft_ms_p99 ≤ 2000, tpot_ms_p99 ≤ 100"
+        );
+        let text = format!(
+            "{GOOD}objective:\n  minimize: ttft_ms_p99\n  noise: 0.1\n  slo:\n    goodput_share: {{min: 0.9}}\n    e2e_ms_p50: {{max: 5000}}\n"
+        );
+        let o = parse(&text, "s.yaml")
+            .expect("parses")
+            .objective
+            .expect("an objective");
+        assert_eq!((o.goal, o.noise), (Goal::Minimize, 0.1));
+        assert_eq!(
+            o.slo,
+            vec![
+                SloBound {
+                    column: "goodput_share".into(),
+                    bound: Bound::AtLeast,
+                    limit: 0.9
+                },
+                SloBound {
+                    column: "e2e_ms_p50".into(),
+                    bound: Bound::AtMost,
+                    limit: 5000.0
+                },
+            ]
+        );
+        assert!(parse(GOOD, "s.yaml").expect("parses").objective.is_none());
+    }
+
+    #[test]
+    fn bad_objectives_are_located() {
+        // GOOD has 28 lines; `objective:` is line 29.
+        let block = |body: &str| format!("{GOOD}objective:\n{body}");
+        for (text, at, says) in [
+            (
+                block("  maximize: output_tok_s\n  minimize: ttft_ms_p99\n"),
+                (31, 13),
+                "not both",
+            ),
+            (
+                block("  slo: {ttft_ms_p99: 5}\n"),
+                (29, 1),
+                "`maximize: COLUMN`",
+            ),
+            (
+                block("  maximize: output_tok_s\n  slo:\n    ttft_ms_p99: -5\n"),
+                (32, 18),
+                "number > 0, got -5",
+            ),
+            (
+                block("  maximize: output_tok_s\n  slo:\n    ttft_ms_p99: .inf\n"),
+                (32, 18),
+                "number > 0",
+            ),
+            (
+                block("  maximize: output_tok_s\n  slo:\n    ttft_ms_p99: {max: 1, min: 2}\n"),
+                (32, 18),
+                "one bound",
+            ),
+            (
+                block("  maximize: output_tok_s\n  slo:\n    ttft_ms_p99: {below: 1}\n"),
+                (32, 18),
+                "{max: N} or {min: N}",
+            ),
+            (
+                block("  maximize: output_tok_s\n  goal: fast\n"),
+                (31, 3),
+                "unknown field `goal`",
+            ),
+            (
+                block("  maximize: output_tok_s\n  noise: 5\n"),
+                (31, 10),
+                "fraction in (0, 1)",
+            ),
+            (
+                format!("{GOOD}objective: {{maximize: output_tok_s, minimize: e2e_ms_p99}}\n"),
+                (29, 47),
+                "not both",
+            ),
+            (
+                format!("{GOOD}objective: {{maximize: output_tok_s, slo: {{ttft_ms_p99: -5}}}}\n"),
+                (29, 56),
+                "number > 0, got -5",
+            ),
+        ] {
+            let e = err_of(&text);
+            assert!(e.message.contains(says), "{says}: {e}");
+            assert_eq!((e.line, e.column), at, "{says}: {e}");
+        }
+    }
+}

@@ -1,0 +1,349 @@
+//! `workload:`: what load is sent (endpoint, lengths, prompts, load points, SLOs) and how
+//! long, checked as a whole once read (`TryFrom<RawWorkload>`).
+
+use super::env::Expanded;
+use super::lengths::{LengthDist, LengthSpec};
+use super::load_points::{LoadPoint, LoadPoints, Rates, default_concurrency};
+use super::scalars::{Positive, PositiveF64};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Endpoint {
+    /// `/v1/completions` with token-id prompts of exact length.
+    Completions,
+    /// `/v1/chat/completions` with text prompts.
+    Chat,
+}
+
+impl Endpoint {
+    pub fn path(self) -> &'static str {
+        match self {
+            Endpoint::Completions => "/v1/completions",
+            Endpoint::Chat => "/v1/chat/completions",
+        }
+    }
+}
+
+fn default_warmup() -> u64 {
+    2
+}
+fn default_seed() -> u64 {
+    1
+}
+fn default_true() -> bool {
+    true
+}
+fn default_request_timeout() -> f64 {
+    600.0
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, try_from = "RawWorkload")]
+pub struct WorkloadSpec {
+    pub endpoint: Endpoint,
+    /// The concurrency of one load (the first load point until the runner picks one).
+    pub concurrency: u64,
+    /// Every load point to measure on one server launch: `concurrency: [16, 64, 150]` (closed
+    /// loop), or `request_rate: [2, 4, 8]` (open loop, each capped at `concurrency`).
+    pub load_points: Vec<LoadPoint>,
+    /// Measured requests (after warmup); exclusive with `duration_s`.
+    pub requests: Option<u64>,
+    /// Measured duration; requests in flight at the deadline are waited for.
+    pub duration_s: Option<f64>,
+    pub warmup_requests: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub seed: u64,
+    /// Token-id range for prompts; default: `vocab_size` of the model's config.json.
+    pub vocab_size: Option<u64>,
+    /// Model name sent in requests; default: `served_model_name` flag, else the model path.
+    pub model: Option<String>,
+    pub ignore_eos: bool,
+    pub temperature: f64,
+    pub request_timeout_s: f64,
+    /// Service-level objectives for goodput (a request is good when it meets all given).
+    pub slo: Option<Slo>,
+    /// Per-request input length distribution (None: every prompt is `input_tokens` long).
+    pub input_dist: Option<LengthDist>,
+    /// Per-request output length distribution (None: every request asks `output_tokens`).
+    pub output_dist: Option<LengthDist>,
+    /// Open loop: arrivals per second (gamma-distributed gaps, Poisson when burstiness is 1);
+    /// `concurrency` then caps the requests in flight. None: closed loop. (The first load
+    /// point's until the runner picks one.)
+    pub request_rate: Option<f64>,
+    /// Gamma shape of the inter-arrival gaps (1 = Poisson, < 1 burstier, > 1 smoother).
+    pub burstiness: f64,
+    /// With `duration_s`: what happens to requests still in flight at the deadline.
+    pub deadline: DeadlinePolicy,
+    /// Extra fields merged into every request body (e.g. `top_p`, `min_tokens`).
+    pub extra_body: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Prefix-cache experiments: request i starts with group (i mod groups)'s prefix.
+    pub shared_prefix: Option<SharedPrefix>,
+    /// Prompts from a file (ShareGPT JSON, or JSONL with `prompt` or `messages`), used in
+    /// order and cycled; `input_tokens` is then not needed.
+    pub dataset: Option<String>,
+}
+
+/// G groups of prompts, each group sharing a prefix of K tokens (then each prompt's own
+/// `input_tokens`). Or `working_set: W` instead of `groups`: G is then sized after launch so
+/// that G × K = W × the KV capacity the server reports (`max_total_num_tokens`).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SharedPrefix {
+    /// 0 until sized, when `working_set` is given.
+    #[serde(default)]
+    pub groups: u64,
+    pub prefix_tokens: u64,
+    /// The distinct prefixes' tokens as a multiple of the KV capacity.
+    #[serde(default)]
+    pub working_set: Option<f64>,
+}
+
+impl SharedPrefix {
+    /// The groups for a working set of `working_set` × `capacity` tokens (at least 1).
+    pub fn groups_for(&self, working_set: f64, capacity: u64) -> u64 {
+        ((working_set * capacity as f64) / self.prefix_tokens.max(1) as f64)
+            .ceil()
+            .max(1.0) as u64
+    }
+}
+
+/// Requests in flight when `duration_s` runs out.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeadlinePolicy {
+    /// Wait for them; the window ends at the last completion.
+    #[default]
+    Wait,
+    /// Abandon them at the deadline: counted as `cut_off`, not as failures, and left out of
+    /// every latency; the window ends at the deadline.
+    Cut,
+}
+
+/// Goodput SLOs in milliseconds (TTFT and E2E in SGLang's convention).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Slo {
+    #[serde(default)]
+    pub ttft_ms: Option<f64>,
+    #[serde(default)]
+    pub tpot_ms: Option<f64>,
+    #[serde(default)]
+    pub e2e_ms: Option<f64>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWorkload {
+    #[serde(default = "default_endpoint")]
+    endpoint: Endpoint,
+    #[serde(default = "default_concurrency")]
+    concurrency: LoadPoints,
+    #[serde(default)]
+    requests: Option<Positive>,
+    #[serde(default)]
+    duration_s: Option<PositiveF64>,
+    #[serde(default = "default_warmup")]
+    warmup_requests: u64,
+    #[serde(default)]
+    input_tokens: Option<LengthSpec>,
+    output_tokens: LengthSpec,
+    #[serde(default)]
+    shared_prefix: Option<SharedPrefix>,
+    #[serde(default)]
+    dataset: Option<Expanded>,
+    #[serde(default = "default_seed")]
+    seed: u64,
+    #[serde(default)]
+    vocab_size: Option<Positive>,
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default = "default_true")]
+    ignore_eos: bool,
+    #[serde(default)]
+    temperature: f64,
+    #[serde(default = "default_request_timeout")]
+    request_timeout_s: f64,
+    #[serde(default)]
+    slo: Option<Slo>,
+    #[serde(default)]
+    request_rate: Option<Rates>,
+    #[serde(default = "default_burstiness")]
+    burstiness: f64,
+    #[serde(default)]
+    deadline: DeadlinePolicy,
+    #[serde(default)]
+    extra_body: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+fn default_burstiness() -> f64 {
+    1.0
+}
+
+fn default_endpoint() -> Endpoint {
+    Endpoint::Completions
+}
+
+impl TryFrom<RawWorkload> for WorkloadSpec {
+    type Error = String;
+    fn try_from(r: RawWorkload) -> Result<Self, String> {
+        let (requests, duration_s) = match (r.requests, r.duration_s) {
+            (Some(_), Some(_)) => {
+                return Err(
+                    "workload: give either `requests` or `duration_s`, not both".to_string()
+                );
+            }
+            (None, None) => {
+                return Err(
+                    "workload: missing `requests` (a count) or `duration_s` (seconds): give one"
+                        .to_string(),
+                );
+            }
+            (rq, d) => (rq.map(|p| p.0), d.map(|p| p.0)),
+        };
+        if r.request_timeout_s.is_nan() || r.request_timeout_s <= 0.0 {
+            return Err("workload: `request_timeout_s` must be > 0".to_string());
+        }
+        if let Some(slo) = &r.slo {
+            let all = [slo.ttft_ms, slo.tpot_ms, slo.e2e_ms];
+            if all.iter().all(Option::is_none) {
+                return Err("workload.slo: give at least one of ttft_ms, tpot_ms, e2e_ms".into());
+            }
+            if all.iter().flatten().any(|v| !v.is_finite() || *v <= 0.0) {
+                return Err(
+                    "workload.slo: every limit must be a number of milliseconds > 0".into(),
+                );
+            }
+        }
+        if !(0.0..=2.0).contains(&r.temperature) {
+            return Err("workload: `temperature` must be in [0, 2]".to_string());
+        }
+        if !(r.burstiness.is_finite() && r.burstiness > 0.0) {
+            return Err("workload: `burstiness` must be > 0 (1 = Poisson)".to_string());
+        }
+        let (input_tokens, input_dist) = match (r.input_tokens, &r.dataset) {
+            (Some(l), _) => l.resolve("input_tokens")?,
+            // Prompts from a file have their own lengths.
+            (None, Some(_)) => (1, None),
+            (None, None) => {
+                return Err(
+                    "workload: missing `input_tokens` (or give `dataset:` prompts)".to_string(),
+                );
+            }
+        };
+        if let Some(sp) = &r.shared_prefix {
+            match (sp.groups, sp.working_set) {
+                (0, None) => {
+                    return Err("workload.shared_prefix: give `groups` (>= 1), or `working_set` (a multiple of the KV capacity, e.g. 1.5)".into());
+                }
+                (g, Some(_)) if g > 0 => {
+                    return Err(
+                        "workload.shared_prefix: give `groups` or `working_set`, not both".into(),
+                    );
+                }
+                (_, Some(w)) if !(w.is_finite() && w > 0.0) => {
+                    return Err(format!(
+                        "workload.shared_prefix.working_set must be a multiple of the KV capacity > 0, e.g. 1.5; got {w}"
+                    ));
+                }
+                _ => {}
+            }
+            if sp.prefix_tokens == 0 {
+                return Err("workload.shared_prefix: `prefix_tokens` must be >= 1".into());
+            }
+            if r.dataset.is_some() {
+                return Err("workload: `shared_prefix` and `dataset` cannot be combined".into());
+            }
+        }
+        let (output_tokens, output_dist) = r.output_tokens.resolve("output_tokens")?;
+        let rates = r.request_rate.map(|r| r.0).unwrap_or_default();
+        let load_points: Vec<LoadPoint> = match (r.concurrency.0.as_slice(), rates.as_slice()) {
+            (cs, rs) if cs.len() > 1 && rs.len() > 1 => {
+                return Err(
+                    "workload: give a list for `concurrency` or for `request_rate`, \
+                     not both (a rate sweep keeps one concurrency cap)"
+                        .into(),
+                );
+            }
+            (cs, []) => cs
+                .iter()
+                .map(|&c| LoadPoint {
+                    concurrency: c,
+                    request_rate: None,
+                })
+                .collect(),
+            ([c], rs) => rs
+                .iter()
+                .map(|&rate| LoadPoint {
+                    concurrency: *c,
+                    request_rate: Some(rate),
+                })
+                .collect(),
+            (cs, [rate]) => cs
+                .iter()
+                .map(|&c| LoadPoint {
+                    concurrency: c,
+                    request_rate: Some(*rate),
+                })
+                .collect(),
+            _ => return Err("workload: give at least one load point".into()),
+        };
+        Ok(WorkloadSpec {
+            endpoint: r.endpoint,
+            concurrency: load_points.first().map_or(1, |p| p.concurrency),
+            request_rate: load_points.first().and_then(|p| p.request_rate),
+            load_points,
+            requests,
+            duration_s,
+            warmup_requests: r.warmup_requests,
+            input_tokens,
+            output_tokens,
+            seed: r.seed,
+            vocab_size: r.vocab_size.map(|p| p.0),
+            model: r.model,
+            ignore_eos: r.ignore_eos,
+            temperature: r.temperature,
+            request_timeout_s: r.request_timeout_s,
+            slo: r.slo,
+            input_dist,
+            output_dist,
+            burstiness: r.burstiness,
+            deadline: r.deadline,
+            extra_body: r.extra_body,
+            shared_prefix: r.shared_prefix,
+            dataset: r.dataset.map(|e| e.0),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::plan::spec::fixtures::{GOOD, err_of};
+    use crate::plan::spec::parse;
+
+    #[test]
+    fn dataset_replaces_input_tokens_and_shared_prefix_is_checked() {
+        let text = GOOD.replace("  input_tokens: 2000\n", "  dataset: prompts.jsonl\n");
+        let s = parse(&text, "s.yaml").expect("parses");
+        assert_eq!(s.workload.dataset.as_deref(), Some("prompts.jsonl"));
+        let e = err_of(&GOOD.replace("  input_tokens: 2000\n", ""));
+        assert!(e.message.contains("input_tokens"), "{e}");
+        let sp = GOOD.replace(
+            "  seed: 1",
+            "  seed: 1\n  shared_prefix: {groups: 4, prefix_tokens: 512}",
+        );
+        let s = parse(&sp, "s.yaml").expect("parses");
+        assert_eq!(
+            s.workload
+                .shared_prefix
+                .map(|p| (p.groups, p.prefix_tokens)),
+            Some((4, 512))
+        );
+        let e = err_of(&GOOD.replace(
+            "  seed: 1",
+            "  seed: 1\n  shared_prefix: {groups: 0, prefix_tokens: 512}",
+        ));
+        assert!(e.message.contains("shared_prefix"), "{e}");
+    }
+}
