@@ -5,6 +5,7 @@ pub mod effective;
 pub mod gpu;
 pub mod layout;
 pub mod outcome;
+pub mod plan_file;
 pub mod preflight;
 pub mod provenance;
 pub mod quality;
@@ -14,6 +15,7 @@ pub mod slurm;
 pub mod state;
 pub mod store;
 pub mod summary;
+pub mod working_set;
 
 pub use run_record::*;
 

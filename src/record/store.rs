@@ -294,37 +294,11 @@ fn append_synced(path: &Path, bytes: &[u8], create: bool) -> Result<(), StoreErr
 /// The sweep's objective as the folder recorded it: plan.json's (written at the start, every
 /// `${VAR}` already expanded), else spec.yaml's; None without one (or when neither reads).
 pub fn read_objective(root: &Path) -> Option<crate::plan::spec::Objective> {
-    use crate::plan::spec::{Bound, Goal, Objective, SloBound};
-    let from_plan = fs::read(root.join(PLAN_JSON))
+    // A plan.json that cannot be read falls back to the spec, as one that is missing does.
+    let from_plan = record::plan_file::read(root)
         .ok()
-        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-        .and_then(|v| {
-            let o = &v["objective"];
-            let goal = match o["goal"].as_str()? {
-                "maximize" => Goal::Maximize,
-                "minimize" => Goal::Minimize,
-                _ => return None,
-            };
-            let mut slo = Vec::new();
-            for b in o["slo"].as_array().into_iter().flatten() {
-                slo.push(SloBound {
-                    column: b["column"].as_str()?.to_string(),
-                    bound: match b["bound"].as_str()? {
-                        "at_most" => Bound::AtMost,
-                        "at_least" => Bound::AtLeast,
-                        _ => return None,
-                    },
-                    limit: b["limit"].as_f64()?,
-                });
-            }
-            Some(Objective {
-                goal,
-                metric: o["metric"].as_str()?.to_string(),
-                slo,
-                noise: o["noise"].as_f64()?,
-                prune: o["prune"].as_bool().unwrap_or(false),
-            })
-        });
+        .flatten()
+        .and_then(|p| p.objective);
     from_plan.or_else(|| {
         crate::plan::spec::load(&root.join(SPEC_YAML))
             .ok()

@@ -4,6 +4,7 @@
 
 use crate::plan::expand::RunPlan;
 use crate::plan::spec::{Endpoint, SweepSpec};
+use crate::record::plan_file;
 use crate::record::provenance::{self, Manifest};
 use crate::record::store::{self, ResultsDir, StoreError};
 use crate::run::conclude;
@@ -87,20 +88,7 @@ fn write_plan(s: &SweepSpec, plan: &RunPlan, root: &Path) -> Result<(), store::S
         .iter()
         .map(|r| command::build(&s.server, r, s.server.port).display())
         .collect();
-    store::write_json(
-        &root.join(store::PLAN_JSON),
-        &serde_json::json!({
-            "sweep": plan.sweep_name,
-            "sgtune_version": env!("CARGO_PKG_VERSION"),
-            "param_keys": plan.param_keys,
-            "workload": s.workload,
-            "repeats": s.repeats,
-            "reuse_server": s.reuse_server,
-            "objective": s.objective,
-            "runs": plan.runs,
-            "commands": commands,
-        }),
-    )
+    plan_file::write(root, &plan_file::Written::new(s, plan, &commands))
 }
 
 /// A new results folder, its spec copy, plan, manifest and CSV header.

@@ -10,7 +10,8 @@ use crate::plan::search::Preflight;
 use crate::plan::spec::SweepSpec;
 use crate::record::provenance::Manifest;
 use crate::record::rows;
-use crate::record::store::{self, ResultsDir, StoreError};
+use crate::record::store::{ResultsDir, StoreError};
+use crate::record::working_set;
 use crate::record::{Phase, RunStatus};
 use crate::report::progress::Progress;
 use crate::server::failure::FailureKind;
@@ -102,12 +103,12 @@ pub async fn run_rounds(
         "sgtune: interrupted; recording the current run and stopping its server (signal again to kill it now)",
     );
     // A working set sized in an earlier session of this sweep keeps its size on resume.
-    let basis_path = results.root.join(store::WORKING_SET_JSON);
+    // One that cannot be read is sized again (as a first session would).
     let basis = std::sync::Mutex::new(
-        std::fs::read_to_string(&basis_path)
+        working_set::read(&results.root)
             .ok()
-            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-            .and_then(|v| v["basis_tokens"].as_u64()),
+            .flatten()
+            .map(|w| w.basis_tokens),
     );
     let ctx = RunContext {
         spec: input.spec,
@@ -249,13 +250,13 @@ pub async fn run_rounds(
     if let (Some(sp), Ok(Some(b))) = (&input.spec.workload.shared_prefix, basis.lock().map(|b| *b))
     {
         if let Some(ws) = sp.working_set {
-            let record = serde_json::json!({
-                "basis_tokens": b,
-                "working_set": ws,
-                "prefix_tokens": sp.prefix_tokens,
-                "groups": sp.groups_for(ws, b),
-            });
-            if let Err(e) = store::write_json(&basis_path, &record) {
+            let record = working_set::WorkingSet {
+                basis_tokens: b,
+                working_set: ws,
+                prefix_tokens: sp.prefix_tokens,
+                groups: sp.groups_for(ws, b),
+            };
+            if let Err(e) = working_set::write(&results.root, &record) {
                 say(&format!("warning: cannot write working_set.json: {e}"));
             }
         }

@@ -3,7 +3,7 @@
 //! (equal `effective_args_id`, found by `observe::effective::same_in_effect`), whose
 //! differences are not a result of the settings that were swept. Pure: [`EffectiveFacts`]
 //! carries what the decision needs (the keys typed, read by `run::` from each launch's
-//! effective_args.json), and `tune::decision::decide_with` writes the words from it;
+//! effective_args.json), and `tune::decision::words` writes the words from it;
 //! `report::effective` renders the rows' facts under the table.
 
 use crate::observe::effective::same_in_effect;
