@@ -220,4 +220,19 @@ mod tests {
         assert_eq!((e.launches, e.launches_worst), (6, 15));
         assert_eq!((e.points, e.points_worst), (12, 30));
     }
+
+    /// The search's probes are measured up to `max_load.repeats` times each: the worst case
+    /// multiplies by it (3 here), it never divides.
+    #[test]
+    fn the_max_load_search_worst_case_is_every_probe_repeated() {
+        let s = crate::plan::spec::parse(
+            "name: e\nserver: {model_path: /m}\nsweep: {max_running_requests: [8, 16, 32]}\nworkload: {concurrency: 4, duration_s: 100, input_tokens: 8, output_tokens: 8, vocab_size: 10}\nobjective: {maximize: output_tok_s, slo: {ttft_ms_p99: 100}}\nsearch: {max_load: {concurrency: {from: 2, to: 16, resolution: 2}, repeats: 3}}\n",
+            "s.yaml",
+        )
+        .expect("parses");
+        let e = estimate(&s, &launches(&s), &known(&s));
+        // 2 → 16 is 4 ramp probes, then 2 bisection steps at resolution 2: 6 per launch.
+        assert_eq!(e.points, e.launches * 6, "{e:?}");
+        assert_eq!(e.points_worst, e.points * 3, "{e:?}");
+    }
 }

@@ -437,6 +437,36 @@ mod tests {
         }
     }
 
+    /// A minimised objective is carried as a negated score (higher is better inside the
+    /// tuner); the step log shows the metric as measured, not its negation.
+    #[test]
+    fn a_minimised_metric_is_shown_as_measured() {
+        let measured = |score: f64| Outcome::Measured {
+            score,
+            cv: None,
+            eligible: false,
+            why_not: "quality: fail".into(),
+            evidence: Evidence::default(),
+            not_in_effect: Vec::new(),
+        };
+        let min = spec(
+            "workload: {concurrency: 8, requests: 8, input_tokens: 4, output_tokens: 4, vocab_size: 10}\nobjective: {minimize: ttft_ms_p99}\n",
+        );
+        assert_eq!(
+            measured_text(&min, &measured(-250.0)),
+            "ttft_ms_p99 250, no verdict; not eligible: quality: fail"
+        );
+        let max = tuned();
+        assert_eq!(
+            measured_text(&max, &measured(120.0)),
+            "output_tok_s 120, no verdict; not eligible: quality: fail"
+        );
+        assert_eq!(
+            measured_text(&max, &Outcome::Failed { kind: "oom".into() }),
+            "failed (oom)"
+        );
+    }
+
     #[test]
     fn replay_starts_at_the_start_and_answers_it_from_its_rows() {
         let s = tuned();

@@ -525,6 +525,36 @@ mod tests {
         }
     }
 
+    /// A probe's load comes back from results.csv as printed decimal text, which can differ
+    /// from the load asked for in its last digits: a relative difference of 1e-10 at a load
+    /// of thousands is still the same probe (the search goes on rather than asking again).
+    #[test]
+    fn a_load_read_back_with_rounding_is_the_same_probe() {
+        let m = ml(100.0, 6400.0, 100.0, 1);
+        let mut history: Vec<ProbeRun> = Vec::new();
+        let knee = 2500.0;
+        let mut asked = Vec::new();
+        let got = loop {
+            match next_step(&m, &ttft_bound(2000.0), 0.05, &history) {
+                Step::Done { max_load } => break max_load,
+                Step::Probe { load, .. } => {
+                    assert!(
+                        !asked.contains(&load),
+                        "{load} asked twice: the read-back load was not recognised"
+                    );
+                    asked.push(load);
+                    history.push(ProbeRun {
+                        load: load * (1.0 + 1e-10),
+                        failed: false,
+                        values: vec![Some(if load <= knee { 100.0 } else { 9000.0 })],
+                    });
+                }
+            }
+        };
+        let got = got.unwrap_or(0.0);
+        assert!(got <= knee && knee - got <= 100.0, "got {got}");
+    }
+
     #[test]
     fn request_rates_are_bisected_to_the_resolution() {
         let m = MaxLoad {
