@@ -16,6 +16,8 @@ mod measure;
 mod rows;
 mod seam;
 mod start;
+#[cfg(test)]
+mod tests;
 mod upkeep;
 
 use super::session::SessionOutcome;
