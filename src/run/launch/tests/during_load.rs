@@ -445,3 +445,123 @@ fn metrics_that_disagree_with_the_log_are_a_note() {
     let csv = std::fs::read_to_string(ran.launch_dir().join("metrics.csv")).unwrap();
     assert_eq!(csv.lines().count(), 3, "{csv}");
 }
+
+/// The /metrics note's threshold is "more than 25 % off": exactly 25 % is no note.
+#[test]
+fn metrics_exactly_a_quarter_off_the_log_are_no_note() {
+    let ran = launch(
+        &spec("  concurrency: 2\n", ""),
+        Phase::Measure,
+        Script {
+            loads: vec![Load {
+                scrapes: vec![scrape(0.0, 0.0), scrape(1.0, 125.0)],
+                ..Default::default()
+            }],
+            ..Default::default()
+        },
+    );
+    let r = &ran.records()[0];
+    assert_eq!(
+        r.metrics.as_ref().and_then(|m| m.gen_tput_from_counter),
+        Some(125.0)
+    );
+    assert!(
+        !r.notes.iter().any(|n| n.contains("disagrees")),
+        "{:?}",
+        r.notes
+    );
+}
+
+/// Each row's server side is its own window of server.log, not the whole file.
+#[test]
+fn each_point_is_read_from_its_own_log_window() {
+    let at = |tput: &str| -> Vec<String> {
+        (50..54)
+            .map(|s| decode_line(s).replace("100.00", tput))
+            .collect()
+    };
+    let ran = launch(
+        &spec(TWO, ""),
+        Phase::Measure,
+        Script {
+            loads: vec![
+                Load {
+                    lines: at("100.00"),
+                    warmup_ok: 2,
+                    ..Default::default()
+                },
+                Load {
+                    lines: at("300.00"),
+                    ..Default::default()
+                },
+            ],
+            ..Default::default()
+        },
+    );
+    let tput: Vec<_> = ran
+        .records()
+        .iter()
+        .map(|r| r.server.as_ref().and_then(|s| s.gen_throughput_mean))
+        .collect();
+    assert_eq!(tput, vec![Some(100.0), Some(300.0)]);
+    assert_eq!(ran.summary("summary.c2.json").warmup_ok, 2);
+    assert_eq!(ran.summary("summary.c4.json").warmup_ok, 0);
+}
+
+/// A file of the launch that cannot be written is a note on every row, and the launch goes on.
+#[test]
+fn a_launch_file_that_cannot_be_written_is_a_note() {
+    let ran = launch(
+        &spec(TWO, ""),
+        Phase::Measure,
+        Script {
+            // A folder where config.json goes: its write fails.
+            blocked: Some("config.json"),
+            ..Default::default()
+        },
+    );
+    assert_eq!(ran.records().len(), 2);
+    for r in ran.records() {
+        assert_eq!(r.status, RunStatus::Ok);
+        assert!(
+            r.notes
+                .iter()
+                .any(|n| n.starts_with("config.json could not be written: ")),
+            "{:?}",
+            r.notes
+        );
+    }
+}
+
+/// The verdict is made with the request's size (input + output tokens): a KV-bound window
+/// says how many requests the capacity holds.
+#[test]
+fn the_verdict_sizes_a_request_as_its_input_and_output_tokens() {
+    let full = |s: u32| {
+        format!(
+            "[2026-09-24 01:47:{s:02}] Decode batch, #running-req: 4, #token: 4000, token usage: 0.99, cuda graph: True, gen throughput (token/s): 100.00, #queue-req: 6"
+        )
+    };
+    let ran = launch(
+        &spec("  concurrency: 10\n", ""),
+        Phase::Measure,
+        Script {
+            start_lines: vec![
+                "[2026-09-24 01:47:00] max_total_num_tokens=4096, chunked_prefill_size=4096, max_prefill_tokens=16384, max_running_requests=1024, context_len=4096".into(),
+                "The server is fired up and ready to roll!".into(),
+            ],
+            loads: vec![Load {
+                lines: (50..56).map(full).collect(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        },
+    );
+    let v = ran.records()[0].verdict.as_ref().unwrap();
+    // 20 input + 20 output tokens per request.
+    assert!(
+        v.evidence
+            .contains("4096 tokens ÷ 40 tokens per request ≈ 102 requests"),
+        "{v:?}"
+    );
+}

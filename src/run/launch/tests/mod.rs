@@ -60,6 +60,8 @@ pub struct Load {
     /// Cancel the sweep (an interrupt, or the deadline's guard) during this load.
     pub cancel: bool,
     pub scrapes: Vec<Scrape>,
+    /// Warmup requests that succeeded.
+    pub warmup_ok: u64,
 }
 
 impl Default for Load {
@@ -75,6 +77,7 @@ impl Default for Load {
             lines: (50..54).map(decode_line).collect(),
             cancel: false,
             scrapes: Vec::new(),
+            warmup_ok: 0,
         }
     }
 }
@@ -88,6 +91,8 @@ pub fn decode_line(s: u32) -> String {
 
 /// Everything the scripted server will do, asked in order.
 pub struct Script {
+    /// A folder made where this launch file goes, so that writing it fails.
+    pub blocked: Option<&'static str>,
     /// None: no free port can be had.
     pub free_port: Option<u16>,
     /// A fixed port is still held by someone else.
@@ -118,6 +123,7 @@ pub struct Script {
 impl Default for Script {
     fn default() -> Self {
         Script {
+            blocked: None,
             free_port: Some(30000),
             port_taken: false,
             spawn_error: None,
@@ -324,6 +330,7 @@ impl Server for ScriptedServer {
                 client,
                 load: LoadOutcome {
                     cut_off: l.cut_off,
+                    warmup_ok: l.warmup_ok,
                     stopped: !l.stop.is_completed(),
                     ..Default::default()
                 },
@@ -413,6 +420,9 @@ pub fn launch_this(
     let dir = tempfile::tempdir().unwrap();
     let launch_dir = dir.path().join(&launch.dir_name);
     std::fs::create_dir_all(&launch_dir).unwrap();
+    if let Some(b) = script.blocked {
+        std::fs::create_dir_all(launch_dir.join(b)).unwrap();
+    }
     let cancel = CancellationToken::new();
     let groups = signals::Groups::default();
     let basis = std::sync::Mutex::new(None);
