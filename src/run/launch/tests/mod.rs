@@ -5,6 +5,7 @@
 
 mod before_load;
 mod during_load;
+mod notes;
 mod rows;
 
 use super::seam::{Driven, Launcher, QualityAsk, Server};
