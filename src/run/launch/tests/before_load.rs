@@ -304,3 +304,20 @@ fn a_server_log_that_cannot_be_written_is_a_note_on_every_row() {
         );
     }
 }
+
+/// Only a fixed port is checked for being held; a port just picked free by the kernel is not
+/// checked again.
+#[test]
+fn a_picked_free_port_is_not_checked_again() {
+    let ran = launch(
+        &spec("  concurrency: 2\n", ""),
+        Phase::Measure,
+        Script {
+            port_taken: true,
+            ..Default::default()
+        },
+    );
+    assert_eq!(ran.records().len(), 1);
+    assert_eq!(ran.records()[0].status, RunStatus::Ok);
+    assert_eq!(ran.calls.first().map(String::as_str), Some("start"));
+}
