@@ -44,7 +44,8 @@ pub struct LogSink {
 }
 
 impl LogSink {
-    fn create(path: &Path, ready_line: &'static str) -> std::io::Result<Arc<Self>> {
+    /// Crate-visible so the launch's unit tests can give a scripted server a real log.
+    pub(crate) fn create(path: &Path, ready_line: &'static str) -> std::io::Result<Arc<Self>> {
         let file = std::fs::File::create(path)?;
         let (ready, _) = watch::channel(false);
         Ok(Arc::new(LogSink {
@@ -59,7 +60,7 @@ impl LogSink {
         }))
     }
 
-    fn push(&self, line: &str) {
+    pub(crate) fn push(&self, line: &str) {
         let Ok(mut st) = self.state.lock() else {
             return;
         };
