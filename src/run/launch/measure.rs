@@ -22,18 +22,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Make the launch's measurements on a ready server, in order, flushing the prefix cache
-/// between load points. Stops at an interrupt or a dead server.
+/// between load points. Stops at an interrupt or a dead server. Err: no measurement could be
+/// made at all (the control client could not be built), the message for the failed rows.
 pub(super) async fn measure(
     st: &mut LaunchState<'_, '_>,
     server: &mut impl Server,
     emit: &mut dyn FnMut(RunEvent<'_>),
-) -> Vec<Measured> {
+) -> Result<Vec<Measured>, String> {
     let ctx = st.ctx;
     let mut loads = Vec::new();
-    if let Err(e) = server.control() {
-        st.notes.push(e);
-        return loads;
-    }
+    server.control()?;
     let info = if st.run().engine.has_server_args_info() {
         server.server_info().await
     } else {
@@ -89,7 +87,7 @@ pub(super) async fn measure(
             search_max_load(st, server, &model, &mut history, &mut loads, emit).await;
         }
     }
-    loads
+    Ok(loads)
 }
 
 /// The max-load search on this server: probe after probe as `search::next_step` says,

@@ -115,7 +115,12 @@ pub(super) async fn start_and_measure<L: Launcher>(
         ReadyOutcome::Ready { secs } => {
             time_to_ready = Some(secs);
             emit(RunEvent::Ready { secs });
-            loads = measure::measure(st, &mut server, emit).await;
+            match measure::measure(st, &mut server, emit).await {
+                Ok(measured) => loads = measured,
+                // Nothing could be asked of the server: every measurement is a failed row
+                // (a run that was not measured is still a row).
+                Err(e) => early = st.all_failed(FailureKind::LaunchError, &e),
+            }
         }
         ReadyOutcome::Failed(f) => {
             early = st.all_failed(f.kind, &f.message);

@@ -223,7 +223,7 @@ fn interrupted_while_starting_records_one_interrupted_row() {
 /// nothing and records no row (the measurements stay for `resume`); only a note is made, on
 /// rows that never exist.
 #[test]
-fn a_control_client_that_cannot_be_built_records_no_row() {
+fn a_control_client_that_cannot_be_built_fails_every_measurement() {
     let ran = launch(
         &spec(FOUR, REPEATS),
         Phase::Measure,
@@ -232,11 +232,13 @@ fn a_control_client_that_cannot_be_built_records_no_row() {
             ..Default::default()
         },
     );
-    assert!(ran.records().is_empty());
+    let msg = all_failed(&ran, FailureKind::LaunchError);
+    assert_eq!(msg, "cannot build an HTTP client: builder error");
     assert_eq!(
         ran.files(),
-        names(&["command.txt", "config.json", "server.log"])
+        with(&SUMMARIES, &["command.txt", "config.json", "server.log"])
     );
+    // Started, so stopped, and nothing asked of it in between.
     assert_eq!(ran.calls, names(&["start", "stop"]));
 }
 
