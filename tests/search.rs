@@ -772,10 +772,15 @@ fn repeats_auto_mistakes_are_spec_errors() {
     }
 }
 
+/// Three repeats, not two: pruning holds its family error rate with the pooled noise's
+/// effective degrees of freedom, and when one configuration's repeats are much noisier than
+/// the others' (the fast one, on a machine busy with other work) two repeats leave one
+/// degree of freedom and a t quantile near 76 at the family level: then even a 7x lead is
+/// no evidence, nothing is pruned, and the test failed under load. Three leave at least two.
 fn prune_spec(tag: &str, prune: bool) -> String {
     format!(
         r#"name: prune
-repeats: 2
+repeats: 3
 reuse_server: true
 server:
   command: [python3, "{fake}"]
@@ -807,7 +812,7 @@ objective:
     )
 }
 
-/// Each load point's leader. Two repeats on one server each: pruning prunes only on noise
+/// Each load point's leader. Three repeats on one server each: pruning prunes only on noise
 /// the first round measured.
 fn leaders(folder: &Path) -> Vec<(String, String)> {
     let d: serde_json::Value =
@@ -855,8 +860,8 @@ fn pruning_reaches_the_full_grids_decision_with_half_the_load_seconds() {
     );
     let pruned = only_results_folder(&pruned_dir);
     let rows = read_rows(&pruned.join("results.csv"));
-    // One row per planned measurement either way: 4 configurations x 3 points x 2 repeats.
-    assert_eq!(rows.len(), 24, "{rows:?}");
+    // One row per planned measurement either way: 4 configurations x 3 points x 3 repeats.
+    assert_eq!(rows.len(), 36, "{rows:?}");
     for r in rows.iter().filter(|r| r["run_name"].starts_with("slow")) {
         if r["concurrency"] == "2" {
             assert_eq!(r["status"], "ok", "{r:?}");
@@ -875,9 +880,17 @@ fn pruning_reaches_the_full_grids_decision_with_half_the_load_seconds() {
         "{:?}",
         leaders(&full)
     );
+    // Half the load points measured: 4 x 3 at the first point, then roomy's 2 x 3 (the full
+    // grid: 36). Exactly half, so the load-seconds are compared with room for each point's
+    // own overrun of its 2 s window (a bare `<= 0.5` failed on 37.8 s vs 75.6 s).
+    let measured = |rows: &[std::collections::HashMap<String, String>]| {
+        rows.iter().filter(|r| r["status"] != "pruned").count()
+    };
+    assert_eq!(measured(&rows), 18, "{rows:?}");
+    assert_eq!(measured(&read_rows(&full.join("results.csv"))), 36);
     let (p, f) = (seconds(&pruned), seconds(&full));
     eprintln!("load-seconds: pruned {p:.1}, full grid {f:.1}");
-    assert!(p <= 0.5 * f, "pruned {p:.1} s vs full {f:.1} s");
+    assert!(p <= 0.55 * f, "pruned {p:.1} s vs full {f:.1} s");
     let md = std::fs::read_to_string(pruned.join("decision.md")).unwrap();
     assert!(md.contains("pruned: at concurrency 2"), "{md}");
     no_leftover_servers(&tag);
