@@ -293,3 +293,52 @@ fn the_size_check_names_the_file_past_the_limit() {
         )]
     );
 }
+
+/// The row cells whose values are an enum in record/: compared as `Phase`, `RunStatus` and
+/// `ProbeResult` through `Row`'s typed accessors, never as strings, so a renamed value is
+/// one change in record/ (issue 25).
+const TYPED_CELLS: &[&str] = &["phase", "status", "probe"];
+
+/// Lines of `text` that compare a typed cell read as a string (`.get("status") != "..."`).
+fn string_compared_cells(text: &str) -> Vec<(usize, String)> {
+    text.lines()
+        .enumerate()
+        .take_while(|(_, l)| !l.contains("#[cfg(test)]"))
+        .filter(|(_, l)| {
+            TYPED_CELLS
+                .iter()
+                .any(|c| l.contains(&format!(".get(\"{c}\")")))
+                && (l.contains("==") || l.contains("!="))
+        })
+        .map(|(i, l)| (i + 1, l.trim().to_string()))
+        .collect()
+}
+
+#[test]
+fn outside_record_no_row_cell_of_an_enum_is_compared_as_a_string() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    files.sort();
+    let mut found = Vec::new();
+    for f in files.iter().filter(|f| !f.starts_with(src.join("record"))) {
+        let text = std::fs::read_to_string(f).expect("readable");
+        for (n, l) in string_compared_cells(&text) {
+            found.push(format!("{}:{n}: {l}", f.display()));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "compare rows through record::rows::Row::{{phase, status, probe}} (enums), not strings:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_cell_check_sees_a_string_comparison() {
+    let text = "fn a(r: &Row) -> bool {\n    r.get(\"phase\") == \"probe\"\n}\nfn b(r: &Row) -> &str {\n    r.get(\"status\")\n}\n#[cfg(test)]\nmod t { fn c(r: &Row) -> bool { r.get(\"probe\") != \"\" } }\n";
+    assert_eq!(
+        string_compared_cells(text),
+        [(2, "r.get(\"phase\") == \"probe\"".to_string())]
+    );
+}

@@ -12,6 +12,7 @@ use crate::record::provenance::Manifest;
 use crate::record::rows::Row;
 use crate::record::store;
 use crate::record::store::{ResultsDir, StoreError};
+use crate::record::{Phase, RunStatus};
 use crate::report::doc::Block;
 use crate::report::events::RunEvent;
 use crate::tune::guide::{self, Next, Proposal, Space};
@@ -37,7 +38,7 @@ fn launches_of(spec: &SweepSpec, space: &Space, p: &Proposal, rows: &[Row]) -> V
     };
     let kept: Vec<&Row> = rows
         .iter()
-        .filter(|r| r.get("status") != "interrupted" && r.get("phase") == "probe")
+        .filter(|r| r.status() != Some(RunStatus::Interrupted) && r.phase() == Phase::Probe)
         .collect();
     work::plan_launches(spec, &plan, &|_, _| false, &|run| {
         crate::tune::search::recorded_probes(spec, &kept, run)

@@ -7,6 +7,7 @@ use crate::observe::diagnose::VerdictKind;
 use crate::plan::spec::{Goal, SweepSpec};
 use crate::plan::tune::{TuneSpec, same_value};
 use crate::record::rows::Row;
+use crate::record::{Phase, RunStatus};
 use crate::tune::decision::{self, Standing};
 use crate::tune::guide::{self, Evidence, Next, Observation, Outcome, Point, Space};
 use std::collections::BTreeMap;
@@ -72,7 +73,7 @@ pub fn point_of_row(space: &Space, row: &Row) -> Option<Point> {
 /// The rows that count for the tune: finished launches' rows (an interrupted one is redone).
 fn counted(rows: &[Row]) -> Vec<&Row> {
     rows.iter()
-        .filter(|r| r.get("status") != "interrupted" && r.get("phase") != "preflight")
+        .filter(|r| r.status() != Some(RunStatus::Interrupted) && r.phase() != Phase::Preflight)
         .collect()
 }
 
