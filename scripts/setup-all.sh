@@ -1,36 +1,47 @@
 #!/usr/bin/env bash
-# Everything the tests need, set up in parallel where it can be: SGLang on CPU (downloads,
-# ~26 minutes the first time) while vLLM downloads and llama-server builds (~14 minutes), then
-# the model conversions that need both, and Chromium for the report's browser test. Each step
-# is idempotent and cached (~/.cache/sgtune), so a second run takes about a second.
+# Everything the tests need, set up in parallel where it can be: SGLang on CPU (downloads, then
+# the tiny and the trained model) while vLLM downloads, llama-server builds and Debian's
+# Chromium installs, then the GGUF conversion, which needs both SGLang's python and the tiny
+# model. Each step is idempotent and cached (~/.cache/sgtune), so a second run takes about a
+# second. Every message carries the seconds since this script began.
 #
 # Prints, as its last two lines, the environment files to source (SGLang, then the peers).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-say() { printf '[setup-all] %s\n' "$*" >&2; }
+# One clock for the three scripts' messages (see scripts/setup-cpu-sglang.sh).
+export SGTUNE_SETUP_T0=${SGTUNE_SETUP_T0:-$(date +%s)}
+say() { printf '[setup-all +%ss] %s\n' "$(($(date +%s) - SGTUNE_SETUP_T0))" "$*" >&2; }
 
 scripts/setup-cpu-sglang.sh --uv-only >/dev/null
-log=$(mktemp)
-scripts/setup-peers.sh --install-only >"$log" 2>&1 &
-peers_pid=$!
-env_file=$(scripts/setup-cpu-sglang.sh)
-if ! wait "$peers_pid"; then
-  cat "$log" >&2
-  rm -f "$log"
-  say "the peers' install failed (above)"
-  exit 1
-fi
-cat "$log" >&2
-rm -f "$log"
-peers_file=$(scripts/setup-peers.sh)
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
 
 # The report's browser test (tests/report_browser.rs) loads report.html in headless Chromium.
-if ! command -v chromium >/dev/null 2>&1; then
+# Mostly a download, so it goes beside the others from the start.
+install_chromium() {
+  command -v chromium >/dev/null 2>&1 && return 0
   say "installing Debian's chromium for the report's browser test"
-  as_root=()
+  local as_root=()
   [ "$(id -u)" -eq 0 ] || as_root=(sudo)
   "${as_root[@]}" apt-get update -qq
   "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  say "chromium installed"
+}
+install_chromium >"$logs/chromium" 2>&1 &
+chromium_pid=$!
+scripts/setup-peers.sh --install-only >"$logs/peers" 2>&1 &
+peers_pid=$!
+env_file=$(scripts/setup-cpu-sglang.sh)
+failed=
+wait "$peers_pid" || failed="the peers' install"
+cat "$logs/peers" >&2
+wait "$chromium_pid" || failed="${failed:+$failed and }chromium's install"
+cat "$logs/chromium" >&2
+if [ -n "$failed" ]; then
+  say "$failed failed (above)"
+  exit 1
 fi
+peers_file=$(scripts/setup-peers.sh)
+say "done"
 echo "$env_file"
 echo "$peers_file"

