@@ -3,7 +3,7 @@
 # (vLLM on CPU, llama.cpp's llama-server) the load generator is tested against, and Chromium for
 # the report's browser test (scripts/setup-all.sh, in parallel where it can), all idempotent
 # and cached in ~/.cache/sgtune (the first time downloads ~14 GB and builds llama-server for
-# ~10 minutes), then run every test, including the end-to-end tests against those real
+# ~6 minutes), then run every test, including the end-to-end tests against those real
 # servers. Those are #[ignore]d so that a bare `cargo test` cannot pass them without a server;
 # here they run, with `--include-ignored`.
 #
