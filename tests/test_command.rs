@@ -10,17 +10,26 @@ use std::process::Command;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
-/// A `cargo` that logs each invocation (one line) and answers: `--no-run` builds, `--list`
-/// lists, `--exact` runs the timing-sensitive test alone (failing with FAIL_ALONE),
-/// `--ignored` runs the real servers' tests (kill_9, failing with FAIL_REAL), anything else is
-/// the rest: a passing lib, then fake_server (one test failing with FAIL_SUITE), then
-/// load_cmd, which must still run after it.
+/// A `cargo` that logs each invocation (one line) and answers: `--no-run` builds, `--ignored
+/// --list` lists the ignored tests by binary (live_peers and real_sglang have some), `--list`
+/// lists, `--exact` runs the timing-sensitive test alone (failing with FAIL_ALONE), `--ignored`
+/// runs the real servers' tests: with `--test real_sglang` kill_9 (failing with FAIL_REAL),
+/// otherwise live_peers' one (failing with FAIL_PEER); anything else is the rest: a passing
+/// lib, then fake_server (one test failing with FAIL_SUITE), then load_cmd, which must still run
+/// after it.
 const FAKE_CARGO: &str = r#"#!/bin/sh
 echo "$*" >> "$FAKE_CARGO_LOG"
 case " $* " in
   *" --no-run "*) exit 0 ;;
-  *" --list "*)
+  *" --ignored --list "*)
+    echo "     Running unittests src/lib.rs (target/debug/deps/sgtune-0)" >&2
+    echo "     Running tests/live_peers.rs (target/debug/deps/live_peers-0)" >&2
+    printf 'load_against_live_llama_cpp: test\n\n1 test, 0 benchmarks\n'
+    echo "     Running tests/real_sglang.rs (target/debug/deps/real_sglang-0)" >&2
     printf 'agrees_with_sglang_bench_serving: test\nkill_9_of_sgtune_takes_the_server_with_it: test\n'
+    exit 0 ;;
+  *" --list "*)
+    printf 'agrees_with_sglang_bench_serving: test\nkill_9_of_sgtune_takes_the_server_with_it: test\nload_against_live_llama_cpp: test\n'
     exit 0 ;;
   *" --exact "*)
     echo "     Running tests/real_sglang.rs (target/debug/deps/real_sglang-0)" >&2
@@ -33,15 +42,24 @@ case " $* " in
     exit 0 ;;
   *" --ignored "*)
     nice > "$FAKE_CARGO_LOG.nice"
-    echo "     Running unittests src/lib.rs (target/debug/deps/sgtune-0)" >&2
-    printf '\ntest result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; 1 filtered out; finished in 0.00s\n'
-    echo "     Running tests/real_sglang.rs (target/debug/deps/real_sglang-0)" >&2
-    if [ -n "$FAIL_REAL" ]; then
-      printf 'test kill_9_of_sgtune_takes_the_server_with_it ... FAILED\n\ntest result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 1 filtered out\n'
-      echo 'error: test failed, to rerun pass `--test real_sglang`' >&2
+    case " $* " in
+      *" --test real_sglang "*)
+        echo "     Running tests/real_sglang.rs (target/debug/deps/real_sglang-0)" >&2
+        if [ -n "$FAIL_REAL" ]; then
+          printf 'test kill_9_of_sgtune_takes_the_server_with_it ... FAILED\n\ntest result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 1 filtered out\n'
+          echo 'error: test failed, to rerun pass `--test real_sglang`' >&2
+          exit 101
+        fi
+        printf 'test kill_9_of_sgtune_takes_the_server_with_it ... ok\n\ntest result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 1 filtered out; finished in 60.40s\n'
+        exit 0 ;;
+    esac
+    echo "     Running tests/live_peers.rs (target/debug/deps/live_peers-0)" >&2
+    if [ -n "$FAIL_PEER" ]; then
+      printf 'test load_against_live_llama_cpp ... FAILED\n\ntest result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out\n'
+      echo 'error: test failed, to rerun pass `--test live_peers`' >&2
       exit 101
     fi
-    printf 'test kill_9_of_sgtune_takes_the_server_with_it ... ok\n\ntest result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 1 filtered out; finished in 60.40s\n'
+    printf 'test load_against_live_llama_cpp ... ok\n\ntest result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 7.20s\n'
     exit 0 ;;
 esac
 echo "     Running unittests src/lib.rs (target/debug/deps/sgtune-0)" >&2
@@ -85,6 +103,7 @@ fn run_tests(dir: &Path, fail: &[&str], args: &[&str]) -> Ran {
         .env("SGTUNE_ALONE_WAIT_S", "0")
         .env_remove("FAIL_SUITE")
         .env_remove("FAIL_REAL")
+        .env_remove("FAIL_PEER")
         .env_remove("FAIL_ALONE")
         // scripts/test.sh exports its setup's seconds; a test run under it must not see them.
         .env_remove("SGTUNE_SETUP_S");
@@ -103,8 +122,9 @@ fn run_tests(dir: &Path, fail: &[&str], args: &[&str]) -> Ran {
     }
 }
 
-/// The five cargo calls: build, list, the two suite runs (started together, so logged in
-/// either order: returned as the rest, then the real servers' `--ignored`), the alone run.
+/// The five cargo calls when the arguments select a target: build, list, the two suite runs
+/// (started together, so logged in either order: returned as the rest, then the real servers'
+/// `--ignored`), the alone run.
 fn five_calls(r: &Ran) -> [&str; 5] {
     let [build, list, a, b, alone] = &r.calls[..] else {
         panic!("five cargo calls: {:?}\n{}", r.calls, r.stdout)
@@ -115,6 +135,25 @@ fn five_calls(r: &Ran) -> [&str; 5] {
         (a, b)
     };
     [build, list, rest, real, alone]
+}
+
+/// The seven cargo calls when the arguments select no target: build, list, the ignored tests'
+/// list, the three suite runs (started together, so logged in any order: returned as the rest,
+/// real_sglang's `--ignored`, the other binaries' `--ignored`), the alone run.
+fn seven_calls(r: &Ran) -> [&str; 7] {
+    let [build, list, ignored, a, b, c, alone] = &r.calls[..] else {
+        panic!("seven cargo calls: {:?}\n{}", r.calls, r.stdout)
+    };
+    let find = |want: &dyn Fn(&str) -> bool| -> &str {
+        [a, b, c]
+            .into_iter()
+            .find(|x| want(x))
+            .unwrap_or_else(|| panic!("no such suite run in {:?}", r.calls))
+    };
+    let rest = find(&|x| !x.contains(" --ignored "));
+    let sglang = find(&|x| x.contains(" --ignored ") && x.contains("--test real_sglang"));
+    let others = find(&|x| x.contains(" --ignored ") && !x.contains("--test real_sglang"));
+    [build, list, ignored, rest, sglang, others, alone]
 }
 
 fn last_line(s: &str) -> &str {
@@ -140,10 +179,11 @@ fn every_binary_runs_and_the_timing_sensitive_test_runs_alone() {
     let dir = tempfile::tempdir().unwrap();
     let r = run_tests(dir.path(), &[], &[]);
     assert_eq!(r.code, Some(0), "{}", r.stdout);
-    let [build, list, rest, real, alone] = five_calls(&r);
+    let [build, list, ignored, rest, sglang, others, alone] = seven_calls(&r);
     assert!(build.starts_with("test --no-run"), "{build}");
     assert!(list.contains("--include-ignored --list"), "{list}");
-    for suite in [rest, real] {
+    assert!(ignored.starts_with("test -- --ignored --list"), "{ignored}");
+    for suite in [rest, sglang, others] {
         assert!(suite.starts_with("test --no-fail-fast "), "{suite}");
         assert!(
             suite.contains("--skip agrees_with_sglang_bench_serving")
@@ -157,7 +197,16 @@ fn every_binary_runs_and_the_timing_sensitive_test_runs_alone() {
         );
         assert!(!suite.contains("--include-ignored"), "{suite}");
     }
-    assert!(real.contains(" -- --ignored --skip "), "{real}");
+    // The real servers' tests in two runs at once: real_sglang's, and those of every other
+    // binary the ignored tests' list named (live_peers; lib had none), by target.
+    assert!(
+        sglang.starts_with("test --no-fail-fast --test real_sglang -- --ignored --skip "),
+        "{sglang}"
+    );
+    assert!(
+        others.starts_with("test --no-fail-fast --test live_peers -- --ignored --skip "),
+        "{others}"
+    );
     // The real servers' run yields the CPU to the rest (nice 10 above the runner's own).
     let own: i32 = String::from_utf8_lossy(&Command::new("nice").output().unwrap().stdout)
         .trim()
@@ -174,13 +223,19 @@ fn every_binary_runs_and_the_timing_sensitive_test_runs_alone() {
         "the real servers' run's niceness"
     );
     assert!(!rest.contains("--ignored"), "{rest}");
-    // Both runs' tests are shown, the rest's after the real servers' run.
-    let (k, f) = (
+    // Every run's tests are shown: real_sglang's as they run, then the other real servers',
+    // then the rest's.
+    let (k, p, f) = (
         r.stdout
             .find("test kill_9_of_sgtune_takes_the_server_with_it ... ok"),
+        r.stdout.find("test load_against_live_llama_cpp ... ok"),
         r.stdout.find("test crash_during_load ... ok"),
     );
-    assert!(k.is_some() && f.is_some() && k < f, "{}", r.stdout);
+    assert!(
+        k.is_some() && p.is_some() && f.is_some() && k < p && p < f,
+        "{}",
+        r.stdout
+    );
     assert!(
         alone.contains("--include-ignored --exact agrees_with_sglang_bench_serving"),
         "{alone}"
@@ -194,14 +249,16 @@ fn every_binary_runs_and_the_timing_sensitive_test_runs_alone() {
         .unwrap_or_else(|| panic!("a times line: {}", r.stdout));
     assert!(
         times.starts_with("test command: times: build ")
-            && times.contains(" s, real_sglang 101 s, fake_server 13 s, lib 0 s; in all "),
+            && times.contains(
+                " s, real_sglang 101 s, fake_server 13 s, live_peers 7 s, lib 0 s; in all "
+            ),
         "{times}"
     );
     // The tuning sweep was not listed (the fake does not have it): not run.
     assert!(!alone.contains("the_tuning_sweep"), "{alone}");
     assert_eq!(
         last_line(&r.stdout),
-        "test command: PASSED: 6 passed (1 of them alone afterwards: agrees_with_sglang_bench_serving)"
+        "test command: PASSED: 7 passed (1 of them alone afterwards: agrees_with_sglang_bench_serving)"
     );
 }
 
@@ -210,17 +267,29 @@ fn every_binary_runs_and_the_timing_sensitive_test_runs_alone() {
 #[test]
 fn failures_in_both_runs_are_named_at_the_end() {
     let dir = tempfile::tempdir().unwrap();
-    let r = run_tests(dir.path(), &["FAIL_SUITE", "FAIL_REAL", "FAIL_ALONE"], &[]);
+    let r = run_tests(
+        dir.path(),
+        &["FAIL_SUITE", "FAIL_REAL", "FAIL_PEER", "FAIL_ALONE"],
+        &[],
+    );
     assert_eq!(r.code, Some(101), "{}", r.stdout);
     assert!(
         r.stdout.contains("test l ... ok"),
         "load_cmd ran: {}",
         r.stdout
     );
-    assert_eq!(r.calls.len(), 5, "{:?}", r.calls);
+    assert_eq!(r.calls.len(), 7, "{:?}", r.calls);
     assert_eq!(
         last_line(&r.stdout),
-        "test command: FAILED: real_sglang::kill_9_of_sgtune_takes_the_server_with_it, fake_server::crash_during_load, real_sglang::agrees_with_sglang_bench_serving (alone)"
+        "test command: FAILED: real_sglang::kill_9_of_sgtune_takes_the_server_with_it, live_peers::load_against_live_llama_cpp, fake_server::crash_during_load, real_sglang::agrees_with_sglang_bench_serving (alone)"
+    );
+    // Only the other real servers' run failing fails the command: its exit status is not
+    // lost in the background either.
+    let r = run_tests(dir.path(), &["FAIL_PEER"], &[]);
+    assert_eq!(r.code, Some(101), "{}", r.stdout);
+    assert_eq!(
+        last_line(&r.stdout),
+        "test command: FAILED: live_peers::load_against_live_llama_cpp"
     );
     // Only the real servers' run failing fails the command, and names its test.
     let r = run_tests(dir.path(), &["FAIL_REAL"], &[]);

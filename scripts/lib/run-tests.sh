@@ -4,12 +4,17 @@
 # a last line that names what failed.
 #
 #   1. Everything but the timing-sensitive tests, every binary whatever an earlier one did, in
-#      two `cargo test --no-fail-fast ... --skip <each timing-sensitive test>` runs at once:
-#      `--ignored` (the tests against real servers: SGLang, vLLM, llama.cpp, Slurm; shown as
-#      they run) beside the rest (fake servers and pure logic; shown when they end). The rest
-#      mostly waits on its fake servers' sleeps (about 550 s of wall time for 150 s of CPU), so
-#      beside the real servers it costs them little and hides its own wall time; together the
-#      two runs are exactly `--include-ignored`.
+#      `cargo test --no-fail-fast ... --skip <each timing-sensitive test>` runs at once:
+#      `--ignored` (the tests against real servers: SGLang, vLLM, llama.cpp, Slurm) beside the
+#      rest (fake servers and pure logic; shown when they end). The rest mostly waits on its
+#      fake servers' sleeps (about 550 s of wall time for 150 s of CPU), so beside the real
+#      servers it costs them little and hides its own wall time; together the runs are exactly
+#      `--include-ignored`. The real servers' run is itself two runs at once when the
+#      arguments select no target: tests/real_sglang.rs (shown as it runs) beside every other
+#      binary that has real-server tests (shown when it ends). A real server's test keeps
+#      about 70% of the two cores busy on its own (measured: 64-84% per test; the rest waits
+#      on server starts, load windows and sleeps), so two of them at once finish sooner than
+#      one after the other.
 #   2. Each timing-sensitive test the arguments select, in a cargo invocation of its own, with
 #      `--exact`, so no other test's server shares the CPU with it. A comparison of two
 #      clients' timings (sgtune against sglang.bench_serving), of configurations' latencies
@@ -86,6 +91,43 @@ for t in "${ALONE[@]}"; do
   grep -qx "$t: test" "$logs/list" && selected+=("$t")
 done
 
+# The real servers' run, split in two when the arguments select no target (a caller that names
+# its targets gets one run of exactly those): tests/real_sglang.rs, and the other binaries that
+# have an ignored test, each as the target selection cargo takes (`--test NAME`, `--lib`, ...).
+real_sglang=()
+real_others=()
+selects_targets=0
+for a in ${cargo_args[@]+"${cargo_args[@]}"}; do
+  case "$a" in
+    --lib | --bin | --bin=* | --bins | --test | --test=* | --tests | --bench | --bench=* | --benches | \
+      --example | --example=* | --examples | --doc | --all-targets) selects_targets=1 ;;
+  esac
+done
+if [ "$selects_targets" = 0 ]; then
+  if ! cargo test ${cargo_args[@]+"${cargo_args[@]}"} -- --ignored --list \
+    ${list_args[@]+"${list_args[@]}"} >"$logs/ignored" 2>&1; then
+    cat "$logs/ignored" >&2
+    echo "test command: FAILED: the tests could not be listed (cargo's error above)"
+    exit 101
+  fi
+  mapfile -t with_ignored < <(awk '
+    /^ +Running unittests src\/lib\.rs/ { t = "--lib"; next }
+    /^ +Running unittests / { t = "--bins"; next }
+    /^ +Running tests\// { t = $2; sub(/^tests\//, "", t); sub(/\.rs$/, "", t); t = "--test " t; next }
+    /^ +Running benches\// { t = $2; sub(/^benches\//, "", t); sub(/\.rs$/, "", t); t = "--bench " t; next }
+    /^ +Doc-tests / { t = "--doc"; next }
+    /: test$/ && t != "" && !(t in seen) { seen[t] = 1; print t }
+  ' "$logs/ignored")
+  for t in ${with_ignored[@]+"${with_ignored[@]}"}; do
+    if [ "$t" = "--test real_sglang" ]; then
+      real_sglang=(--test real_sglang)
+    else
+      read -ra words <<<"$t"
+      real_others+=("${words[@]}")
+    fi
+  done
+fi
+
 skips=()
 for t in "${ALONE[@]}"; do skips+=(--skip "$t"); done
 # The rest in the background, into a file shown when the real servers' run ends (two runs
@@ -98,9 +140,33 @@ for t in "${ALONE[@]}"; do skips+=(--skip "$t"); done
 cargo test --no-fail-fast ${cargo_args[@]+"${cargo_args[@]}"} -- "${skips[@]}" \
   ${test_args[@]+"${test_args[@]}"} >"$logs/1b" 2>&1 &
 rest_pid=$!
-nice -n 10 cargo test --no-fail-fast ${cargo_args[@]+"${cargo_args[@]}"} -- --ignored "${skips[@]}" \
-  ${test_args[@]+"${test_args[@]}"} 2>&1 | tee "$logs/1"
-rc=${PIPESTATUS[0]}
+real() { # the real servers' tests of the targets in "$@" (none: those the arguments select)
+  nice -n 10 cargo test --no-fail-fast ${cargo_args[@]+"${cargo_args[@]}"} "$@" -- --ignored \
+    "${skips[@]}" ${test_args[@]+"${test_args[@]}"}
+}
+others_pid=
+if [ "$selects_targets" = 1 ]; then
+  real 2>&1 | tee "$logs/1"
+  rc=${PIPESTATUS[0]}
+else
+  if [ ${#real_others[@]} -gt 0 ]; then
+    real "${real_others[@]}" >"$logs/1c" 2>&1 &
+    others_pid=$!
+  fi
+  rc=0
+  if [ ${#real_sglang[@]} -gt 0 ]; then
+    real "${real_sglang[@]}" 2>&1 | tee "$logs/1"
+    rc=${PIPESTATUS[0]}
+  fi
+fi
+touch "$logs/1" "$logs/1c"
+if [ -n "$others_pid" ]; then
+  wait "$others_pid"
+  r=$?
+  [ "$rc" = 0 ] && rc=$r
+  echo "test command: the other real servers' tests (run beside the ones above):" >&2
+  cat "$logs/1c"
+fi
 wait "$rest_pid"
 r=$?
 [ "$rc" = 0 ] && rc=$r
@@ -173,7 +239,7 @@ awk -v alone="${selected[*]+${selected[*]}}" '
     print s
     exit 1
   }
-' "$logs/1" "$logs/1b" "$logs/2" >"$logs/summary"
+' "$logs/1" "$logs/1c" "$logs/1b" "$logs/2" >"$logs/summary"
 summary_rc=$?
 summary=$(cat "$logs/summary")
 
@@ -202,7 +268,7 @@ awk -v setup="${SGTUNE_SETUP_S:-}" -v build="$build_s" -v total="$SECONDS" '
     for (i = 1; i <= n; i++) s = s ", " order[i] " " int(secs[order[i]] + 0.5) " s"
     printf "test command: times: %s; in all %d s since the tests started building\n", s, total
   }
-' "$logs/1" "$logs/1b" "$logs/2"
+' "$logs/1" "$logs/1c" "$logs/1b" "$logs/2"
 
 if [ "$rc" = 0 ] && [ "$summary_rc" = 0 ]; then
   echo "test command: PASSED: $summary"
