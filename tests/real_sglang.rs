@@ -8,60 +8,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test may panic: that is its failure
 
 mod common;
+use common::real::*;
 use common::*;
 use std::sync::Mutex;
 use std::time::Duration;
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-struct RealEnv {
-    python: String,
-    model: String,
-    standin: String,
-}
-
-/// The real server's environment, or a panic that says how to get it: a test that was asked
-/// to run against real SGLang and has none fails.
-fn real_env() -> RealEnv {
-    let get = |k: &str| {
-        std::env::var(k).unwrap_or_else(|_| {
-            panic!("{k} is not set: run `scripts/test.sh` (or `. \"$(scripts/setup-cpu-sglang.sh)\"` first)")
-        })
-    };
-    RealEnv {
-        python: get("SGTUNE_PYTHON"),
-        model: get("SGTUNE_MODEL"),
-        standin: get("SGTUNE_KERNEL_STANDIN"),
-    }
-}
-
-fn spec(env: &RealEnv, tag: &str, body: &str) -> String {
-    format!(
-        r#"name: e2e
-server:
-  command: ["{python}", -m, sglang.launch_server]
-  model_path: {model}
-  env:
-    PYTHONPATH: {standin}
-    SGLANG_USE_CPU_ENGINE: "1"
-    HF_HUB_OFFLINE: "1"
-    SGTUNE_TEST_TAG: {tag}
-  args:
-    served_model_name: tiny
-    device: cpu
-    attention_backend: torch_native
-    disable_overlap_schedule: true
-    sleep_on_idle: true
-    dtype: bfloat16
-    enable_metrics: true
-  ready_timeout_s: 480
-  stop_timeout_s: 30
-{body}"#,
-        python = env.python,
-        model = env.model,
-        standin = env.standin,
-    )
-}
 
 /// One sweep: an ok configuration, one SGLang rejects on CPU (FP8 KV) and a mistyped flag.
 /// It is interrupted (SIGINT) during the first run's load, then resumed to completion.
@@ -362,11 +314,11 @@ fn the_tuning_sweep_finds_more_load_within_the_slo_for_a_larger_kv_pool() {
     }
 }
 
-/// One sweep, shared by the two tests below (each launch costs a server start of ~45-90 s
-/// here, so checks that need no launch of their own read one folder): two KV pools under a
-/// working set sized against the first one's capacity, and a setting SGLang 0.5.23 overrides
-/// on CPU at two values. The pools come first: the working set is sized from the first
-/// configuration's KV capacity.
+/// One sweep of three launches, shared by the two tests below (each launch costs a server
+/// start of ~45-90 s here, so checks that need no launch of their own read one folder): two KV
+/// pools under a working set sized against the first one's capacity, and the larger pool again
+/// with a setting SGLang 0.5.23 overrides on CPU. The pools come first: the working set is
+/// sized from the first configuration's KV capacity.
 struct Pools {
     folder: std::path::PathBuf,
     rows: Vec<std::collections::HashMap<String, String>>,
@@ -387,8 +339,7 @@ fn pools() -> &'static Pools {
         let body = r#"configs:
   - {name: mtt1024, max_total_tokens: 1024}
   - {name: mtt8192, max_total_tokens: 8192}
-  - {name: cgmbd-8, cuda_graph_max_bs_decode: 8}
-  - {name: cgmbd-16, cuda_graph_max_bs_decode: 16}
+  - {name: cgmbd-16, max_total_tokens: 8192, cuda_graph_max_bs_decode: 16}
 workload:
   endpoint: completions
   concurrency: 4
@@ -466,9 +417,10 @@ fn a_working_set_past_the_kv_capacity_lowers_the_cache_hit_rate() {
 
 /// A setting SGLang 0.5.23 overrides on CPU: with the torch-native attention backend it
 /// disables CUDA graphs ("Cuda graph is disabled because of using torch native attention
-/// backend"), so `cuda_graph_max_bs_decode` 8 and 16 run the same server. Both runs get the
-/// warning, and the table and the decision say they are one server; a KV pool size, which
-/// takes effect, gets neither.
+/// backend"), so the 8,192-token pool with `cuda_graph_max_bs_decode` 16 runs the same server
+/// as the one without it. The run that asked gets the warning, and the table and the decision
+/// say the two are one server; a KV pool size, which takes effect, gets neither (the two pools
+/// are two servers).
 #[test]
 #[ignore = "needs real SGLang on CPU: run scripts/test.sh"]
 fn a_setting_sglang_overrides_on_cpu_is_a_warning_and_its_runs_are_one_server() {
@@ -484,51 +436,54 @@ fn a_setting_sglang_overrides_on_cpu_is_a_warning_and_its_runs_are_one_server() 
             .find(|r| r["run_name"] == name)
             .unwrap_or_else(|| panic!("no row for {name}: {rows:?}"))
     };
-    for (name, asked) in [("cgmbd-8", 8), ("cgmbd-16", 16)] {
-        let warning = format!(
-            "`cuda_graph_max_bs_decode` asked {asked}, in effect no CUDA graph (start-up log: \"Cuda graph is disabled because of using torch native attention backend\")"
+    let warning = "`cuda_graph_max_bs_decode` asked 16, in effect no CUDA graph (start-up log: \"Cuda graph is disabled because of using torch native attention backend\")";
+    let asked = row("cgmbd-16");
+    assert_eq!(asked["not_in_effect"], warning, "{asked:?}");
+    assert!(
+        asked["notes"].contains(&format!("not in effect: {warning}")),
+        "{asked:?}"
+    );
+    assert!(
+        stdout.contains(&format!("- cgmbd-16: {warning}")),
+        "{stdout}"
+    );
+    let id = asked["effective_args_id"].clone();
+    assert_eq!(id.len(), 12, "{asked:?}");
+    for name in ["mtt1024", "mtt8192"] {
+        let pool = row(name);
+        assert_eq!(
+            pool["not_in_effect"], "",
+            "max_total_tokens takes effect: {pool:?}"
         );
-        assert_eq!(row(name)["not_in_effect"], warning, "{:?}", row(name));
-        assert!(
-            row(name)["notes"].contains(&format!("not in effect: {warning}")),
-            "{:?}",
-            row(name)
-        );
-        assert!(stdout.contains(&format!("- {name}: {warning}")), "{stdout}");
+        assert!(!pool["notes"].contains("not in effect"), "{pool:?}");
     }
-    let id = row("cgmbd-8")["effective_args_id"].clone();
-    assert_eq!(id.len(), 12, "{:?}", row("cgmbd-8"));
     assert_eq!(
-        row("cgmbd-16")["effective_args_id"],
+        row("mtt8192")["effective_args_id"],
         id,
         "one server in effect"
     );
-    let roomy = row("mtt8192");
-    assert_eq!(
-        roomy["not_in_effect"], "",
-        "max_total_tokens takes effect: {roomy:?}"
-    );
-    assert!(!roomy["notes"].contains("not in effect"), "{roomy:?}");
-    assert_eq!(roomy["max_total_num_tokens"], "8192", "{roomy:?}");
+    assert_eq!(row("mtt8192")["max_total_num_tokens"], "8192");
+    assert_eq!(row("mtt1024")["max_total_num_tokens"], "1024");
     assert_ne!(
-        roomy["effective_args_id"], id,
+        row("mtt1024")["effective_args_id"],
+        id,
         "another pool, another server"
     );
     assert!(
         stdout.contains(&format!(
-            "- cgmbd-8, cgmbd-16 ({id}): what they differ in (cuda_graph_max_bs_decode) did not change the server"
+            "- mtt8192, cgmbd-16 ({id}): what they differ in (cuda_graph_max_bs_decode) did not change the server"
         )),
         "{stdout}"
     );
     let md = std::fs::read_to_string(folder.join("decision.md")).expect("decision.md");
     assert!(
         md.contains(&format!(
-            "cgmbd-8 and cgmbd-16 ran the same server in effect ({id})"
+            "mtt8192 and cgmbd-16 ran the same server in effect ({id})"
         )),
         "{md}"
     );
     let file: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(folder.join("runs/cgmbd-8/effective_args.json"))
+        &std::fs::read_to_string(folder.join("runs/cgmbd-16/effective_args.json"))
             .expect("effective_args.json"),
     )
     .expect("JSON");
@@ -541,147 +496,6 @@ fn a_setting_sglang_overrides_on_cpu_is_a_warning_and_its_runs_are_one_server() 
         }),
         "{file:#}"
     );
-}
-
-/// The rope base the breaking configuration gives SmolLM2-135M-Instruct, whose own is 100,000.
-const BREAKING_ROPE_THETA: &str = "1000.0";
-
-/// `count` (at most 81) different single-digit sums in SmolLM2's ChatML template, each with its known answer
-/// (deterministic: the same questions on every run).
-fn sum_prompts(count: u64) -> String {
-    (0..count)
-        .map(|i| {
-            // 29 is prime to 81, so the first 81 pairs are all different.
-            let k = (29 * i + 7) % 81;
-            let (a, b) = (1 + k / 9, 1 + k % 9);
-            let prompt = format!(
-                "<|im_start|>user\nWhat is {a} + {b}? Answer with the number only.<|im_end|>\n<|im_start|>assistant\n"
-            );
-            format!(
-                "{}\n",
-                serde_json::json!({"prompt": prompt, "answer": (a + b).to_string()})
-            )
-        })
-        .collect()
-}
-
-/// The quality guard on a real trained model (SmolLM2-135M-Instruct, `SGTUNE_TRAINED_MODEL`):
-/// bf16 as the baseline (its own second pass is the floor), `dtype: float32`, which changes
-/// only the numerics and must pass, and a wrong rope base, which must fail. Every pass answers
-/// single-digit sums with known answers, so accuracy is measured and paired (McNemar).
-///
-/// The breaking configuration is `--json-model-override-args` with `rope_theta` 1,000 instead
-/// of the model's 100,000: a real SGLang flag, and a real mistake (a config that loses its rope
-/// base gets a default). The server starts and answers normally, but every position is rotated
-/// at the wrong frequency, so the attention the model learned misreads the prompt: the numerics
-/// are corrupted, not the request refused. A too small `context_length` or `max_total_tokens`
-/// would instead reject or truncate the request (an error, not a worse answer), and a wrong
-/// head or layer count fails to load the weights. Greedy outputs on CPU can differ run to run
-/// at near ties, so the assertions are on verdicts and on margins no near tie reaches.
-#[test]
-#[ignore = "needs real SGLang on CPU: run scripts/test.sh"]
-fn the_quality_guard_on_a_trained_model_passes_float32_and_fails_a_wrong_rope_base() {
-    let env = real_env();
-    let trained = std::env::var("SGTUNE_TRAINED_MODEL").unwrap_or_else(|_| {
-        panic!("SGTUNE_TRAINED_MODEL is not set: run `scripts/test.sh` (or `. \"$(scripts/setup-cpu-sglang.sh)\"` first)")
-    });
-    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let started = std::time::Instant::now();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let tag = unique_tag("trained");
-    let count = 16;
-    let prompts = dir.path().join("sums.jsonl");
-    std::fs::write(&prompts, sum_prompts(count)).expect("write prompts");
-    let body = format!(
-        r#"configs:
-  - {{name: baseline}}
-  - {{name: fp32, dtype: float32}}
-  - {{name: rope1k, json_model_override_args: '{{"rope_parameters": {{"rope_type": "default", "rope_theta": {BREAKING_ROPE_THETA}}}}}'}}
-workload:
-  concurrency: 2
-  requests: 2
-  warmup_requests: 0
-  input_tokens: 16
-  output_tokens: 4
-objective:
-  maximize: output_tok_s
-quality:
-  prompts: {{file: {prompts}}}
-  count: {count}
-  output_tokens: 32
-  batch: {count}
-"#,
-        prompts = prompts.display()
-    );
-    // The trained model's start-up takes ~2.3 minutes on two cores, longer when they are shared.
-    let text_spec = spec(&env, &tag, &body)
-        .replace(
-            &format!("model_path: {}\n", env.model),
-            &format!("model_path: {trained}\n"),
-        )
-        .replace("ready_timeout_s: 480", "ready_timeout_s: 600")
-        .replace(
-            "    enable_metrics: true\n",
-            "    enable_metrics: true\n    max_total_tokens: 4096\n",
-        );
-    assert!(text_spec.contains(&trained), "{text_spec}");
-    let spec_path = dir.path().join("trained.yaml");
-    std::fs::write(&spec_path, &text_spec).expect("write spec");
-    let results = dir.path().join("results");
-    let out = run_sweep(&spec_path, &results);
-    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
-    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
-    assert!(
-        wait_until(Duration::from_secs(10), || procs_with_tag(&tag).is_empty()),
-        "server processes left"
-    );
-    let folder = only_results_folder(&results);
-    let rows = read_rows(&folder.join("results.csv"));
-    let row = |n: &str| rows.iter().find(|r| r["run_name"] == n).expect(n).clone();
-    for n in ["baseline", "fp32", "rope1k"] {
-        let r = row(n);
-        eprintln!(
-            "{n}: {} accuracy {} decisive {} diverged {}: {}",
-            r["quality_verdict"],
-            r["quality_accuracy"],
-            r["quality_decisive_share"],
-            r["quality_diverged_share"],
-            r["quality_evidence"]
-        );
-    }
-    // The model answers: it is a trained model, not the random-weight one.
-    let base = row("baseline");
-    assert_eq!(base["quality_verdict"], "baseline", "{base:?}");
-    let base_acc: f64 = base["quality_accuracy"].parse().expect("baseline accuracy");
-    // 10 of 16 measured; 6 leaves room for near ties that flip run to run.
-    assert!(base_acc >= 0.375, "the baseline answers sums: {base:?}");
-    // A numerics-only change passes against the baseline's own repeat.
-    let fp32 = row("fp32");
-    assert_eq!(fp32["quality_verdict"], "pass", "{fp32:?}");
-    let fp32_acc: f64 = fp32["quality_accuracy"].parse().expect("fp32 accuracy");
-    assert!(fp32_acc >= 0.375, "{fp32:?}");
-    // A wrong rope base fails, decisively, with fewer right answers on the same questions.
-    let broken = row("rope1k");
-    assert_eq!(broken["quality_verdict"], "fail", "{broken:?}");
-    let decisive: f64 = broken["quality_decisive_share"]
-        .parse()
-        .expect("decisive share");
-    // 11 of 16 measured, at tokens 1-8; float32's were 0-1 of 16.
-    assert!(decisive >= 0.25, "{broken:?}");
-    let broken_acc: f64 = broken["quality_accuracy"].parse().expect("rope1k accuracy");
-    assert!(broken_acc < base_acc, "{broken:?}");
-    assert!(
-        broken["quality_evidence"].contains("McNemar exact one-sided p"),
-        "{broken:?}"
-    );
-    let md = std::fs::read_to_string(folder.join("decision.md")).expect("decision.md");
-    assert!(md.contains("## Output quality"), "{md}");
-    assert!(
-        md.contains("1 failed the output-quality check") && md.contains("output quality fail"),
-        "{md}"
-    );
-    eprintln!("wall time {:.0} s", started.elapsed().as_secs_f64());
-    keep_when_asked(&folder, "/tmp/sgtune-quality-trained");
 }
 
 /// The guided tune in experiments/cpu-tune.yaml, as a user runs it: from the demo's KV-bound

@@ -2,6 +2,8 @@
 //! tag in their environment, read result CSVs.
 #![allow(dead_code)]
 
+pub mod real;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
