@@ -91,6 +91,17 @@ fn a_launch_that_measures_every_point_records_ok_rows_and_their_files() {
         ran.out.provenance.effective,
         Some(serde_json::json!({"mem_fraction_static": 0.8}))
     );
+    // The manifest's entry names the launch and when it ran.
+    let p = &ran.out.provenance;
+    assert_eq!(
+        (p.run_name.as_str(), p.run_id.as_str()),
+        ("a", ran.launch.run.id.as_str())
+    );
+    assert!(!p.run_id.is_empty());
+    assert!(
+        !p.started_at.is_empty() && p.finished_at >= p.started_at,
+        "{p:?}"
+    );
     let s = ran.summary("summary.c2.r1.json");
     let (a, b) = s.log_window.unwrap();
     assert_eq!(b - a, 4, "the window holds the load's four log lines");

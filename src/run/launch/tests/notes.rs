@@ -41,6 +41,26 @@ fn a_failing_quality_pass_is_a_note_and_its_outputs_are_kept() {
     assert_eq!(jsonl.lines().count(), 4);
 }
 
+/// A pre-flight launch only tries a memory setting under a burst: no quality pass, even with
+/// `quality:` set (the launches after it answer the prompts).
+#[test]
+fn a_preflight_launch_makes_no_quality_pass() {
+    let ran = launch(
+        &spec(
+            "  concurrency: 2\n",
+            "quality:\n  count: 2\n  baseline: a\n",
+        ),
+        Phase::Preflight,
+        Script::default(),
+    );
+    assert!(
+        !ran.calls.iter().any(|c| c.starts_with("quality")),
+        "{:?}",
+        ran.calls
+    );
+    assert!(!ran.files().contains(&"quality.jsonl".to_string()));
+}
+
 #[test]
 fn quality_prompts_that_cannot_be_made_are_a_note_and_no_pass() {
     let spec = spec("  concurrency: 2\n", "quality:\n  count: 2\n");
