@@ -192,6 +192,22 @@ fn diagnose_sglang_terms(
         };
     }
 
+    // The cap, not the pool: running requests pinned at max_running_requests while the pool
+    // has room for at least one more request of the workload's size, whatever the usage (a
+    // launch at usage 0.91 with room for two more, its running requests exactly at the cap,
+    // was once called KV-bound, and the tune then added KV that could not help).
+    if persistent_queue {
+        if let Some((m, room)) = cap_with_room(s, tokens_per_request, run_max, usage_max) {
+            return Verdict {
+                kind: VerdictKind::QueueWithSpareKv,
+                evidence: format!(
+                    "#queue-req mean {q_mean:.1}{share_text}; #running-req max {run_max} of {offered_text}, pinned at max_running_requests {m} with room in the pool for {room} more (token usage max {usage_max:.2}){ratio_text}"
+                ),
+                hint: "the running cap is the limit, not the KV pool: raise max_running_requests"
+                    .into(),
+            };
+        }
+    }
     if persistent_queue
         && (usage_max >= KV_FULL || s.retractions > 0)
         && (plateau || usage_max >= KV_ROOM)
@@ -250,6 +266,36 @@ fn diagnose_sglang_terms(
         ),
         hint: "healthy: everything offered runs and the KV cache is not the limit; for more throughput raise the concurrency or the compute (tp_size, cuda graphs)".into(),
     }
+}
+
+/// When `#running-req` is pinned at `max_running_requests` (its max at the cap) and the pool
+/// has room for at least one more request: the cap and how many more requests the pool holds.
+/// The request's size is the workload's (`tokens_per_request`), else what each running request
+/// held at the peak (usage × capacity ÷ running). None without the cap or the pool's size.
+fn cap_with_room(
+    s: &ServerSummary,
+    tokens_per_request: u64,
+    run_max: u64,
+    usage_max: f64,
+) -> Option<(u64, u64)> {
+    let m = s.max_running_requests?;
+    if m == 0 || run_max < m {
+        return None;
+    }
+    let total = s
+        .max_total_num_tokens?
+        .saturating_mul(s.dp_ranks.max(1) as u64) as f64;
+    let usage = usage_max.clamp(0.0, 1.0);
+    let per = if tokens_per_request > 0 {
+        tokens_per_request as f64
+    } else {
+        usage * total / run_max as f64
+    };
+    if !(per > 0.0 && total > 0.0) {
+        return None;
+    }
+    let room = ((1.0 - usage) * total / per).floor();
+    (room >= 1.0).then_some((m, room as u64))
 }
 
 /// "capacity 2048 tokens ÷ 320 tokens per request ≈ 6 requests" (or, without the request
@@ -624,6 +670,90 @@ mod tests {
         assert_eq!(
             diagnose(32, 320, None, Some(&burst)).kind,
             VerdictKind::ComputeBound
+        );
+    }
+
+    /// Issue 35: running requests exactly at max_running_requests, usage 0.91, room in the pool
+    /// for two more requests of the workload's size: the cap is the limit, not the pool.
+    #[test]
+    fn pinned_at_the_cap_with_room_in_the_pool_is_the_cap() {
+        let s = ServerSummary {
+            running_req_max: Some(30),
+            running_req_mean: Some(30.0),
+            queue_req_mean: Some(34.0),
+            queue_req_max: Some(34),
+            queue_nonzero_share: Some(1.0),
+            token_usage_max: Some(0.91),
+            offered_estimate: Some(64),
+            max_total_num_tokens: Some(32768),
+            max_running_requests: Some(30),
+            ..server()
+        };
+        // 9% of 32,768 tokens free = 2,949: two more requests of 1,000.
+        let v = diagnose(64, 1000, None, Some(&s));
+        assert_eq!(v.kind, VerdictKind::QueueWithSpareKv, "{}", v.evidence);
+        assert!(
+            v.evidence
+                .contains("pinned at max_running_requests 30 with room in the pool for 2 more"),
+            "{}",
+            v.evidence
+        );
+        assert!(v.hint.contains("max_running_requests"), "{}", v.hint);
+        // Without the workload's size, each running request's share of the peak: 30 requests
+        // held 29,819 tokens, 994 each; 2,949 free hold 2 more.
+        let v = diagnose(0, 0, None, Some(&s));
+        assert_eq!(v.kind, VerdictKind::QueueWithSpareKv);
+        assert!(
+            v.evidence.contains("room in the pool for 2 more"),
+            "{}",
+            v.evidence
+        );
+        // Room for less than one more: the pool is the limit after all.
+        let full = ServerSummary {
+            token_usage_max: Some(0.98),
+            ..s.clone()
+        };
+        assert_eq!(
+            diagnose(64, 1000, None, Some(&full)).kind,
+            VerdictKind::KvCacheBound
+        );
+        // Below the cap: the pool.
+        let below = ServerSummary {
+            max_running_requests: Some(48),
+            ..s.clone()
+        };
+        assert_eq!(
+            diagnose(64, 1000, None, Some(&below)).kind,
+            VerdictKind::KvCacheBound
+        );
+        // No cap in the log, or no pool size: as before.
+        let no_cap = ServerSummary {
+            max_running_requests: None,
+            ..s.clone()
+        };
+        assert_eq!(
+            diagnose(64, 1000, None, Some(&no_cap)).kind,
+            VerdictKind::KvCacheBound
+        );
+        let no_pool = ServerSummary {
+            max_total_num_tokens: None,
+            ..s.clone()
+        };
+        assert_eq!(
+            diagnose(64, 1000, None, Some(&no_pool)).kind,
+            VerdictKind::KvCacheBound
+        );
+        // Exactly one more fits: the cap.
+        let one = ServerSummary {
+            token_usage_max: Some(0.96),
+            ..s
+        };
+        let v = diagnose(64, 1000, None, Some(&one));
+        assert_eq!(v.kind, VerdictKind::QueueWithSpareKv);
+        assert!(
+            v.evidence.contains("room in the pool for 1 more"),
+            "{}",
+            v.evidence
         );
     }
 
