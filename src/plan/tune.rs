@@ -30,8 +30,14 @@ pub struct TuneSpec {
     pub start_given: Vec<(String, ParamValue)>,
     /// One index into each knob's values: `start:`, else `server.args`, else the first value.
     pub start: Vec<usize>,
-    /// The budget: at most this many configurations launched.
+    /// The budget: at most this many launches of configurations, the confirmation's included.
     pub launches: u64,
+    /// `confirm:` as written.
+    pub confirm_given: Option<u64>,
+    /// Launches of the budget kept to confirm the leader at the end (re-launches of it and of
+    /// the launches within noise of it): `confirm:`, else a quarter of `launches` (none with a
+    /// max-load search, whose probes a re-launch cannot repeat). Resolved by [`check`].
+    pub confirm: u64,
 }
 
 impl TuneSpec {
@@ -411,6 +417,7 @@ impl<'de> Deserialize<'de> for TuneSpec {
                 let mut knobs = None;
                 let mut start = None;
                 let mut launches = None;
+                let mut confirm = None;
                 while let Some(k) = map.next_key::<String>()? {
                     match k.as_str() {
                         "knobs" => knobs = Some(map.next_value::<Knobs>()?.0),
@@ -430,10 +437,27 @@ impl<'de> Deserialize<'de> for TuneSpec {
                             }
                             launches = Some(n as u64);
                         }
+                        "confirm" => {
+                            let n: i64 = map.next_value().map_err(|_| {
+                                de::Error::custom(tag_key(
+                                    "confirm",
+                                    "tune.confirm: a whole number >= 0 (the launches kept to confirm the leader at the end)",
+                                ))
+                            })?;
+                            if n < 0 {
+                                return Err(de::Error::custom(tag_key(
+                                    "confirm",
+                                    &format!("tune.confirm must be at least 0, got {n}"),
+                                )));
+                            }
+                            confirm = Some(n as u64);
+                        }
                         other => {
                             return Err(de::Error::custom(tag_key(
                                 other,
-                                &format!("unknown key `{other}` in tune: (knobs, start, launches)"),
+                                &format!(
+                                    "unknown key `{other}` in tune: (knobs, start, launches, confirm)"
+                                ),
                             )));
                         }
                     }
@@ -453,6 +477,8 @@ impl<'de> Deserialize<'de> for TuneSpec {
                     start_given: start.unwrap_or_default(),
                     start: Vec::new(),
                     launches,
+                    confirm_given: confirm,
+                    confirm: 0,
                 })
             }
         }
@@ -485,6 +511,7 @@ pub fn check(
     has_objective: bool,
     prune: bool,
     auto_repeats: bool,
+    max_load: bool,
 ) -> Result<(), Problem> {
     if has_grid || has_configs {
         let section = if has_grid { "sweep" } else { "configs" };
@@ -570,6 +597,27 @@ pub fn check(
         start.push(i);
     }
     t.start = start;
+    t.confirm = match t.confirm_given {
+        Some(n) if n > 0 && max_load => {
+            return Err(problem(
+                &["tune", "confirm"],
+                "tune.confirm re-launches the leader at its load points, and a max-load search has none fixed: set confirm: 0 (or leave it out) with search.max_load".into(),
+            ));
+        }
+        Some(n) if n >= t.launches => {
+            return Err(problem(
+                &["tune", "confirm"],
+                format!(
+                    "tune.confirm ({n}) must leave launches to explore: at most {} with launches: {}",
+                    t.launches - 1,
+                    t.launches
+                ),
+            ));
+        }
+        Some(n) => n,
+        None if max_load => 0,
+        None => t.launches / 4,
+    };
     Ok(())
 }
 
@@ -689,7 +737,18 @@ mod tests {
     }
 
     fn checked(t: &mut TuneSpec, args: &[(String, ParamValue)]) -> Result<(), String> {
-        check(t, Engine::Sglang, args, false, false, true, false, false).map_err(|p| p.message)
+        check(
+            t,
+            Engine::Sglang,
+            args,
+            false,
+            false,
+            true,
+            false,
+            false,
+            false,
+        )
+        .map_err(|p| p.message)
     }
 
     #[test]
@@ -720,6 +779,47 @@ mod tests {
     }
 
     #[test]
+    fn confirm_defaults_to_a_quarter_of_the_launches_and_is_checked() {
+        let resolve = |text: &str, max_load: bool| {
+            let mut t = tune(text)?;
+            check(
+                &mut t,
+                Engine::Sglang,
+                &[],
+                false,
+                false,
+                true,
+                false,
+                false,
+                max_load,
+            )
+            .map(|()| t.confirm)
+            .map_err(|p| format!("{}: {}", p.path.join("."), p.message))
+        };
+        let k = "knobs:\n  hicache_size: [0, 16]\n";
+        assert_eq!(resolve(&format!("{k}launches: 16\n"), false), Ok(4));
+        assert_eq!(resolve(&format!("{k}launches: 3\n"), false), Ok(0));
+        assert_eq!(resolve(&format!("{k}launches: 16\n"), true), Ok(0));
+        assert_eq!(
+            resolve(&format!("{k}launches: 6\nconfirm: 2\n"), false),
+            Ok(2)
+        );
+        assert_eq!(
+            resolve(&format!("{k}launches: 6\nconfirm: 0\n"), true),
+            Ok(0)
+        );
+        let e = resolve(&format!("{k}launches: 6\nconfirm: 6\n"), false).unwrap_err();
+        assert!(
+            e.starts_with("tune.confirm: ") && e.contains("at most 5"),
+            "{e}"
+        );
+        let e = resolve(&format!("{k}launches: 6\nconfirm: 1\n"), true).unwrap_err();
+        assert!(e.contains("max-load"), "{e}");
+        assert!(tune(&format!("{k}launches: 6\nconfirm: -1\n")).is_err());
+        assert!(tune(&format!("{k}launches: 6\nconfirm: many\n")).is_err());
+    }
+
+    #[test]
     fn what_a_tune_cannot_run_with_is_refused() {
         let t = tune("knobs:\n  hicache_size: [0, 16]\nlaunches: 4\n").unwrap();
         let run = |grid, configs, objective, prune, auto| {
@@ -732,6 +832,7 @@ mod tests {
                 objective,
                 prune,
                 auto,
+                false,
             )
             .map_err(|p| (p.path.join("."), p.message))
         };
@@ -762,9 +863,19 @@ mod tests {
         );
         assert!(run(false, false, true, false, false).is_ok());
         let mut v = tune("knobs:\n  schedule_conservativeness: [0.5, 1.0]\nlaunches: 4\n").unwrap();
-        let e = check(&mut v, Engine::Vllm, &[], false, false, true, false, false)
-            .err()
-            .unwrap();
+        let e = check(
+            &mut v,
+            Engine::Vllm,
+            &[],
+            false,
+            false,
+            true,
+            false,
+            false,
+            false,
+        )
+        .err()
+        .unwrap();
         assert!(e.message.contains("vllm"), "{}", e.message);
     }
 

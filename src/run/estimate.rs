@@ -134,6 +134,14 @@ pub fn tune_lines(s: &SweepSpec, e: &estimate::Estimate) -> Vec<String> {
             at(t.launches as u128),
             crate::plan::tune::point_name(t, &t.start)
         ),
+        if t.confirm > 0 {
+            format!(
+                "tune: {} of them kept to confirm the leader at the end (tune.confirm): re-launches of the leader and of every launch within noise of it, on fresh servers, so the decision names a winner or a tie from repeats, not one launch",
+                t.confirm
+            )
+        } else {
+            "tune: no launch kept to confirm the leader (tune.confirm: 0): the decision rests on one launch per configuration".to_string()
+        },
     ]
 }
 

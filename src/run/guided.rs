@@ -26,11 +26,29 @@ pub fn step_line(n: usize, why: &str, name: &str) -> String {
 }
 
 /// A proposal as the launches of its configuration (one per repeat unless the server is
-/// reused; a max-load search continues from the probes its rows hold).
-fn launches_of(spec: &SweepSpec, space: &Space, p: &Proposal, rows: &[Row]) -> Vec<work::Launch> {
+/// reused; a max-load search continues from the probes its rows hold). A confirmation is one
+/// launch of the next repeat, `done` telling how many confirmations the point had.
+fn launches_of(
+    spec: &SweepSpec,
+    space: &Space,
+    p: &Proposal,
+    rows: &[Row],
+    done: &[path::Step],
+) -> Vec<work::Launch> {
     let Some(run) = expand::tune_config(spec, &p.point, guide::name(space, &p.point)) else {
         return Vec::new();
     };
+    if p.confirm {
+        let before = done
+            .iter()
+            .filter(|s| s.confirm && s.point == p.point)
+            .count();
+        return vec![work::repeat_launch(
+            spec,
+            run,
+            path::confirm_repeat(spec, before + 1),
+        )];
+    }
     let plan = RunPlan {
         sweep_name: spec.name.0.clone(),
         param_keys: space.knobs.iter().map(|k| k.key.clone()).collect(),
@@ -113,7 +131,7 @@ pub async fn run(
         for (i, p) in proposals.iter().enumerate() {
             let name = guide::name(&space, &p.point);
             say(&step_line(done.len() + i + 1, &p.why, &name));
-            for l in launches_of(spec, &space, p, &now) {
+            for l in launches_of(spec, &space, p, &now, &done) {
                 set_aside(results, &l.dir_name)?;
                 launches.push(l);
             }
@@ -292,13 +310,33 @@ mod tests {
         let p = Proposal {
             point: vec![6, 1, 3],
             why: "test".into(),
+            confirm: false,
         };
-        let l = launches_of(&s, &space, &p, &[]);
+        let l = launches_of(&s, &space, &p, &[], &[]);
         assert_eq!(l.len(), 1);
         assert_eq!(l[0].run.name, "mfs0.92_kv-fp8_e5m2_hicache48");
         assert_eq!(
             l[0].run.param("mem_fraction_static"),
             Some(&crate::plan::flags::ParamValue::Float(0.92))
         );
+        // A confirmation: one launch of the next repeat, on a server of its own.
+        let c = Proposal {
+            confirm: true,
+            ..p.clone()
+        };
+        let step = path::Step {
+            point: p.point.clone(),
+            name: l[0].run.name.clone(),
+            why: String::new(),
+            confirm: true,
+            outcome: None,
+        };
+        let first = launches_of(&s, &space, &c, &[], &[]);
+        assert_eq!(first.len(), 1);
+        assert_eq!(first[0].dir_name, "mfs0.92_kv-fp8_e5m2_hicache48.r2");
+        assert!(first[0].measurements.iter().all(|m| m.repeat == 2));
+        assert_eq!(first[0].measurements.len(), s.workload.load_points.len());
+        let second = launches_of(&s, &space, &c, &[], &[step]);
+        assert_eq!(second[0].dir_name, "mfs0.92_kv-fp8_e5m2_hicache48.r3");
     }
 }

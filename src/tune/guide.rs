@@ -43,6 +43,9 @@ pub struct Space {
     pub knobs: Vec<Knob>,
     /// One index into each knob's `values`, in `knobs` order.
     pub start: Point,
+    /// Launches of the budget kept to confirm the leader at the end (`tune.confirm`): repeats
+    /// of the leader and of every launch within noise of it, on fresh servers.
+    pub confirm: usize,
 }
 
 /// A configuration of the space: one value index per knob, in `Space::knobs` order.
@@ -63,7 +66,7 @@ pub struct Evidence {
     pub retractions: Option<u64>,
 }
 
-/// What one launch of a point gave.
+/// What the launches of one point gave.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
     /// No measurement: the server never became ready, or died (results.csv `failure_kind`,
@@ -76,21 +79,40 @@ pub enum Outcome {
         /// Relative noise of `score` (coefficient of variation) when repeats measured it.
         cv: Option<f64>,
         /// The objective's SLO and the quality guard both allow it (an ineligible point is
-        /// never the leader, and the knob value that made it so is not tried again).
+        /// never the leader while an eligible one exists).
         eligible: bool,
         /// Why it is not eligible, in a few words (e.g. `quality: fail`), empty when it is.
         why_not: String,
+        /// When it is ineligible for its SLO alone: how far from eligible, the worst ratio of
+        /// a broken bound's measured value to its limit (≥ 1; `ttft_ms_p99` 13,000 against
+        /// 5,000 is 2.6). None when eligible, or ineligible for anything else (the quality
+        /// guard, a failed repeat): such a launch never leads.
+        slo_excess: Option<f64>,
         evidence: Evidence,
         /// Keys of knobs that the effective-arguments check found not in effect.
         not_in_effect: Vec<String>,
     },
 }
 
-/// One launch of the tune so far, in the order they ran.
+/// One configuration of the tune so far, in the order they were first launched, with what
+/// all its launches gave together.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Observation {
     pub point: Point,
     pub outcome: Outcome,
+    /// How many launches of the point the outcome pools: 1, and one more per confirmation.
+    pub launches: usize,
+}
+
+impl Observation {
+    /// One launch of `point`.
+    pub fn once(point: Point, outcome: Outcome) -> Observation {
+        Observation {
+            point,
+            outcome,
+            launches: 1,
+        }
+    }
 }
 
 /// One experiment the strategy asks for, and why (one line of the step log, e.g.
@@ -99,6 +121,8 @@ pub struct Observation {
 pub struct Proposal {
     pub point: Point,
     pub why: String,
+    /// A confirmation: another launch of a point already measured, on a fresh server.
+    pub confirm: bool,
 }
 
 /// What to do next.
@@ -110,9 +134,26 @@ pub enum Next {
     Stop { why: String },
 }
 
-/// The next experiment(s) after `seen` (every launch of this tune so far, in order), with at
-/// most `launches_left` launches of budget left. Deterministic: the same inputs give the same
-/// answer, so `resume` replays a tune to the same path.
+/// The most launches one point gets in the confirmation: past this, points still within
+/// noise of each other are a tie the budget will not break.
+pub const CONFIRM_MAX_LAUNCHES: usize = 4;
+
+/// The launches the confirmation may still take: the reserve less the confirmations made.
+fn confirm_left(space: &Space, seen: &[Observation]) -> usize {
+    space.confirm.saturating_sub(confirmations(seen))
+}
+
+/// Confirmation launches made so far: every launch of a point after its first.
+pub fn confirmations(seen: &[Observation]) -> usize {
+    seen.iter().map(|o| o.launches.saturating_sub(1)).sum()
+}
+
+/// The next experiment(s) after `seen` (every configuration of this tune so far, in the order
+/// first launched), with at most `launches_left` launches of budget left. Deterministic: the
+/// same inputs give the same answer, so `resume` replays a tune to the same path.
+///
+/// Two phases: the exploration spends the budget less `space.confirm`; then (or when it has no
+/// move left) the confirmation re-launches the leader and the launches within noise of it.
 pub fn next(space: &Space, seen: &[Observation], launches_left: usize) -> Next {
     if launches_left == 0 {
         return Next::Stop {
@@ -131,61 +172,163 @@ pub fn next(space: &Space, seen: &[Observation], launches_left: usize) -> Next {
                 why: "the start is not a point of the space".to_string(),
             };
         }
-        return Next::Launch(vec![Proposal {
-            point: space.start.clone(),
-            why: "the start".to_string(),
-        }]);
+        return launch(space.start.clone(), "the start".to_string(), false);
     }
     let st = State::read(space, seen);
-    // Step from the leader; while nothing leads (the start failed or is ineligible), from the
-    // start, whose evidence still says what limited it.
-    let base_i = leader(space, seen)
-        .or_else(|| seen.iter().position(|o| o.point == space.start))
-        .unwrap_or(0);
+    let explore_left = launches_left.saturating_sub(confirm_left(space, seen));
+    // Once a confirmation ran, the exploration is over: its budget was spent, or it had no
+    // move left.
+    let explored = if explore_left > 0 && confirmations(seen) == 0 {
+        match explore(space, seen, &st) {
+            Explored::Launch(n) => return n,
+            Explored::Final(why) => return Next::Stop { why },
+            Explored::Spent(why) => why,
+        }
+    } else {
+        // The exploration is over: say why it would have stopped, if it would have.
+        match explore(space, seen, &st) {
+            Explored::Spent(why) | Explored::Final(why) => why,
+            Explored::Launch(_) => format!(
+                "the exploration's budget is spent ({} launch(es) kept to confirm the leader)",
+                space.confirm
+            ),
+        }
+    };
+    confirm(space, seen, &st, &explored)
+}
+
+/// What the exploration says.
+enum Explored {
+    Launch(Next),
+    /// No move left, for this reason: the confirmation comes next.
+    Spent(String),
+    /// The tune ends here, without a confirmation (the client is the limit).
+    Final(String),
+}
+
+fn launch(point: Point, why: String, confirm: bool) -> Next {
+    Next::Launch(vec![Proposal {
+        point,
+        why,
+        confirm,
+    }])
+}
+
+/// The exploration: from the base (the leader, else the launch nearest to eligible, else the
+/// start), the base's verdict's moves, then those of the launches within noise of it, then the
+/// generic search.
+fn explore(space: &Space, seen: &[Observation], st: &State) -> Explored {
+    let base_i = base(space, seen, st.noise);
     let base = &seen[base_i];
     let verdict = verdict_of(base);
     let head = format!("{}: {}", name(space, &base.point), said(&base.outcome));
     if verdict == Some(VerdictKind::ClientBound) {
-        return Next::Stop {
-            why: format!(
-                "{head}: the client is the limit (the server had room it did not fill): raise the load's concurrency or rate, not the server's knobs"
-            ),
-        };
+        return Explored::Final(format!(
+            "{head}: the client is the limit (the server had room it did not fill): raise the load's concurrency or rate, not the server's knobs"
+        ));
     }
-    // The verdict's own moves, most wanted first: the leader's, then those of the launches
-    // within noise of it (ordered by score), since the strategy cannot tell those from the
-    // leader and their evidence may name the next limit (a larger running cap that measured
+    // The verdict's own moves, most wanted first: the base's, then those of the launches
+    // within noise of it (ordered by standing), since the strategy cannot tell those from the
+    // base and their evidence may name the next limit (a larger running cap that measured
     // within noise of the leader, but whose pool is now full, asks for more KV).
-    if let Some(n) = rule_moves(space, &st, base) {
-        return n;
+    if let Some(n) = rule_moves(space, st, base) {
+        return Explored::Launch(n);
     }
-    for tie in near_ties(seen, &st, base_i) {
-        if let Some(n) = rule_moves(space, &st, &seen[tie]) {
-            return n;
+    for tie in near_ties(seen, st, base_i) {
+        if let Some(n) = rule_moves(space, st, &seen[tie]) {
+            return Explored::Launch(n);
         }
     }
-    // The generic search: the leader's nearest allowed neighbour each way on each knob left.
+    // The generic search: the base's nearest allowed neighbour each way on each knob left;
+    // a move against the verdict (less KV when the pool is full) only after every other.
     let what = match verdict {
         Some(VerdictKind::ComputeBound) => "compute bound, trade latency for throughput",
         Some(v) if !rules::moves(v, None).is_empty() => "no rule's move left, the neighbours",
         _ => "no rule for this verdict, the neighbours",
     };
-    for (k, knob) in space.knobs.iter().enumerate() {
-        if st.dropped[k].is_some() || rules::generic_skips(verdict, &knob.key) {
-            continue;
-        }
-        for dir in [Dir::Up, Dir::Down] {
-            let first = step::order(&st, k, knob.values.len(), base.point[k], dir, false)
-                .first()
-                .copied();
-            if let Some(n) = first.and_then(|to| propose(space, &st, base, k, to, what)) {
-                return n;
+    let usage = evidence_of(base).and_then(|e| e.kv_usage_max);
+    for against in [false, true] {
+        for (k, knob) in space.knobs.iter().enumerate() {
+            if st.dropped[k].is_some() || rules::generic_skips(verdict, &knob.key) {
+                continue;
+            }
+            for dir in [Dir::Up, Dir::Down] {
+                if rules::against(verdict, usage, &knob.key, dir) != against {
+                    continue;
+                }
+                let first = step::order(st, k, knob.values.len(), base.point[k], dir, false)
+                    .first()
+                    .copied();
+                let what = if against {
+                    "the rules are spent, against the verdict"
+                } else {
+                    what
+                };
+                if let Some(n) = first.and_then(|to| propose(space, st, base, k, to, what)) {
+                    return Explored::Launch(n);
+                }
             }
         }
     }
-    Next::Stop {
-        why: stop_reason(space, &st, &head),
+    Explored::Spent(stop_reason(space, st, &head))
+}
+
+/// The confirmation: another launch, on a fresh server, of the leader and of each eligible
+/// launch within noise of it, interleaved (the one with the fewest launches first, so a drift
+/// of the machine falls on all alike), until the leader stands beyond noise of every other
+/// with at least two launches, every one left has [`CONFIRM_MAX_LAUNCHES`], or the budget
+/// is spent (an exploration that ends early leaves its launches to the confirmation too). The decision then names a winner, or a tie, from all their rows.
+fn confirm(space: &Space, seen: &[Observation], st: &State, explored: &str) -> Next {
+    if space.confirm == 0 {
+        return Next::Stop {
+            why: explored.to_string(),
+        };
     }
+    let Some(lead) = leader(space, seen) else {
+        return Next::Stop {
+            why: format!("{explored}; nothing eligible to confirm"),
+        };
+    };
+    let mut group = vec![lead];
+    group.extend(near_leader(seen, st, lead));
+    let lead_name = name(space, &seen[lead].point);
+    if group.len() == 1 && seen[lead].launches >= 2 {
+        return Next::Stop {
+            why: format!(
+                "{explored}; confirmed: {lead_name} leads after {} launches, beyond noise of every other eligible launch",
+                seen[lead].launches
+            ),
+        };
+    }
+    // Fewest launches first, then the better standing (the group is best first).
+    let pick = group
+        .iter()
+        .copied()
+        .filter(|&i| seen[i].launches < CONFIRM_MAX_LAUNCHES)
+        .min_by_key(|&i| seen[i].launches);
+    let Some(i) = pick else {
+        let names: Vec<String> = group.iter().map(|&i| name(space, &seen[i].point)).collect();
+        return Next::Stop {
+            why: format!(
+                "{explored}; within noise of each other after {CONFIRM_MAX_LAUNCHES} launches each: {}",
+                names.join(", ")
+            ),
+        };
+    };
+    let o = &seen[i];
+    let why = if i == lead {
+        format!(
+            "confirm the leader {} ({} launch(es) so far)",
+            lead_name, o.launches
+        )
+    } else {
+        format!(
+            "confirm {}, within noise of the leader {lead_name} ({} launch(es) so far)",
+            name(space, &o.point),
+            o.launches
+        )
+    };
+    launch(o.point.clone(), why, true)
 }
 
 /// The verdict of a measured launch.
@@ -200,32 +343,128 @@ fn evidence_of(o: &Observation) -> Option<&Evidence> {
     }
 }
 
-/// The eligible measured launches other than `lead` whose score is within noise of its score
-/// and whose verdict differs from its verdict (one with the same verdict would ask for the
-/// same moves again, each a launch, and spend the budget on the noise), best first (ties in
-/// score by launch order).
-fn near_ties(seen: &[Observation], st: &State, lead: usize) -> Vec<usize> {
-    let score = |o: &Observation| match o.outcome {
+/// Where a launch stands for the strategy: eligible with its score, or ineligible for its SLO
+/// alone, this far from eligible; None for a failure or any other ineligibility.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Standing {
+    Eligible { score: f64 },
+    Slo { excess: f64, score: f64 },
+}
+
+fn standing(o: &Observation) -> Option<Standing> {
+    match o.outcome {
         Outcome::Measured {
             score,
             eligible: true,
             ..
-        } => Some(score),
+        } => Some(Standing::Eligible { score }),
+        Outcome::Measured {
+            score,
+            eligible: false,
+            slo_excess: Some(excess),
+            ..
+        } if excess.is_finite() => Some(Standing::Slo { excess, score }),
         _ => None,
-    };
-    let Some(best) = seen.get(lead).and_then(score) else {
+    }
+}
+
+/// The launch the exploration steps from: the leader; while nothing is eligible, the launch
+/// nearest to eligible (its SLO excess least, within noise the better score, then the
+/// earlier); while no launch is even that (failures, quality failures), the start.
+pub fn base(space: &Space, seen: &[Observation], noise: f64) -> usize {
+    leader(space, seen)
+        .or_else(|| nearest(seen, noise))
+        .or_else(|| seen.iter().position(|o| o.point == space.start))
+        .unwrap_or(0)
+}
+
+/// Among the launches ineligible for their SLO alone, the one nearest to eligible: the least
+/// excess, and among those within `noise` of it, the best score (then the earliest).
+fn nearest(seen: &[Observation], noise: f64) -> Option<usize> {
+    let slo: Vec<(usize, f64, f64)> = seen
+        .iter()
+        .enumerate()
+        .filter_map(|(i, o)| match standing(o) {
+            Some(Standing::Slo { excess, score }) => Some((i, excess, score)),
+            _ => None,
+        })
+        .collect();
+    let least = slo.iter().map(|s| s.1).fold(f64::INFINITY, f64::min);
+    let mut best: Option<(usize, f64)> = None;
+    for &(i, excess, score) in &slo {
+        if !state::differs(excess, least, noise) && best.is_none_or(|(_, b)| score > b) {
+            best = Some((i, score));
+        }
+    }
+    best.map(|(i, _)| i)
+}
+
+/// Whether two standings are within noise of each other: two eligible scores, or two SLO
+/// excesses, each one noisy measurement (√2 × the noise apart at most).
+fn within_noise(a: Standing, b: Standing, noise: f64) -> bool {
+    let n = noise * std::f64::consts::SQRT_2;
+    match (a, b) {
+        (Standing::Eligible { score: x }, Standing::Eligible { score: y }) => {
+            !state::differs(x, y, n)
+        }
+        (Standing::Slo { excess: x, .. }, Standing::Slo { excess: y, .. }) => {
+            !state::differs(x, y, n)
+        }
+        _ => false,
+    }
+}
+
+/// The launches other than `lead` whose standing is within noise of its standing and whose
+/// verdict differs from its verdict (one with the same verdict would ask for the same moves
+/// again, each a launch, and spend the budget on the noise), best first (ties by launch order).
+fn near_ties(seen: &[Observation], st: &State, lead: usize) -> Vec<usize> {
+    let Some(me) = seen.get(lead).and_then(standing) else {
         return Vec::new();
     };
-    let mut ties: Vec<(usize, f64)> = seen
+    let mut ties: Vec<(usize, Standing)> = seen
         .iter()
         .enumerate()
         .filter(|&(i, o)| i != lead && verdict_of(o) != verdict_of(&seen[lead]))
-        .filter_map(|(i, o)| score(o).map(|s| (i, s)))
-        // Two launches each within `noise` of their truth differ by up to √2 × that.
-        .filter(|&(_, s)| !state::differs(s, best, st.noise * std::f64::consts::SQRT_2))
+        .filter_map(|(i, o)| standing(o).map(|s| (i, s)))
+        .filter(|&(_, s)| within_noise(s, me, st.noise))
         .collect();
-    ties.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    ties.sort_by(|a, b| better(b.1, a.1).then(a.0.cmp(&b.0)));
     ties.into_iter().map(|(i, _)| i).collect()
+}
+
+/// Orders two standings: eligible above ineligible, a higher score, a smaller excess.
+fn better(a: Standing, b: Standing) -> std::cmp::Ordering {
+    match (a, b) {
+        (Standing::Eligible { score: x }, Standing::Eligible { score: y }) => x.total_cmp(&y),
+        (Standing::Eligible { .. }, Standing::Slo { .. }) => std::cmp::Ordering::Greater,
+        (Standing::Slo { .. }, Standing::Eligible { .. }) => std::cmp::Ordering::Less,
+        (Standing::Slo { excess: x, .. }, Standing::Slo { excess: y, .. }) => y.total_cmp(&x),
+    }
+}
+
+/// The eligible launches other than `lead` within noise of it, the noise of each mean shrinking
+/// with its launches (two means of n and m launches differ by up to noise × √(1/n + 1/m)),
+/// best first.
+fn near_leader(seen: &[Observation], st: &State, lead: usize) -> Vec<usize> {
+    let Some(Standing::Eligible { score: best }) = seen.get(lead).and_then(standing) else {
+        return Vec::new();
+    };
+    let n = seen[lead].launches.max(1) as f64;
+    let mut near: Vec<(usize, f64)> = seen
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| i != lead)
+        .filter_map(|(i, o)| match standing(o) {
+            Some(Standing::Eligible { score }) => {
+                let m = o.launches.max(1) as f64;
+                let noise = st.noise * (1.0 / n + 1.0 / m).sqrt();
+                (!state::differs(score, best, noise)).then_some((i, score))
+            }
+            _ => None,
+        })
+        .collect();
+    near.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    near.into_iter().map(|(i, _)| i).collect()
 }
 
 /// The first unlaunched move that `base`'s verdict asks for, if any.
@@ -240,10 +479,31 @@ fn rule_moves(space: &Space, st: &State, base: &Observation) -> Option<Next> {
             continue;
         }
         let len = space.knobs[k].values.len();
-        let order = step::order(st, k, len, *base.point.get(k)?, mv.dir, mv.long);
+        let from = *base.point.get(k)?;
+        // A short shortfall asks for a short move: with nearly every offered request running
+        // (a queue under a tenth of the offered load), half way to the end of a range
+        // overshoots what is missing, and a larger pool or cache can cost speed.
+        let near = evidence_of(base).is_some_and(|e| {
+            matches!((e.running_mean, e.offered), (Some(r), Some(o)) if o > 0.0 && r >= 0.9 * o)
+        });
+        let long = mv.long && !(near && rules::KV_KNOBS.contains(&mv.key));
+        let mut order = step::order(st, k, len, from, mv.dir, long);
+        // A move the evidence sizes goes first to the smallest value that covers the size.
+        if let Some(i) = mv
+            .target
+            .and_then(|t| sized_value(&space.knobs[k], base, t))
+            .and_then(|want| order.iter().position(|&i| i == want))
+        {
+            let v = order.remove(i);
+            order.insert(0, v);
+        }
         // A short move is the next value or nothing: walking on past a launched neighbour
         // would turn "a little less" into "much less".
-        let take = if mv.long { order.len() } else { 1 };
+        let take = if long || mv.target.is_some() {
+            order.len()
+        } else {
+            1
+        };
         for to in order.into_iter().take(take) {
             if let Some(n) = propose(space, st, base, k, to, mv.what) {
                 return Some(n);
@@ -251,6 +511,24 @@ fn rule_moves(space: &Space, st: &State, base: &Observation) -> Option<Next> {
         }
     }
     None
+}
+
+/// The index of the smallest numeric value of `knob` that is at least the size `t` names in
+/// `base`'s evidence (the offered concurrency, the most requests running), if the evidence has
+/// it and a value covers it.
+fn sized_value(knob: &Knob, base: &Observation, t: rules::Target) -> Option<usize> {
+    let e = evidence_of(base)?;
+    let size = match t {
+        rules::Target::Offered => e.offered?,
+        rules::Target::Running => e.running_max.or(e.running_mean)?,
+    };
+    knob.values
+        .iter()
+        .enumerate()
+        .filter_map(|(i, v)| v.as_f64().map(|x| (i, x)))
+        .filter(|&(_, x)| x >= size)
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(i, _)| i)
 }
 
 /// `base` with knob `k` at value `to`, unless that point was launched already.
@@ -277,7 +555,7 @@ fn propose(
         knob.values.get(from)?,
         knob.values.get(to)?
     );
-    Some(Next::Launch(vec![Proposal { point: p, why }]))
+    Some(launch(p, why, false))
 }
 
 /// What the evidence of a launch said, for the step log: the verdict and its numbers, e.g.
@@ -318,7 +596,7 @@ fn said(outcome: &Outcome) -> String {
     }
 }
 
-/// Why the tune stops when no move is left: what closed each knob.
+/// Why the exploration ends when no move is left: what closed each knob.
 fn stop_reason(space: &Space, st: &State, head: &str) -> String {
     let keys = |d: Dropped| -> Vec<&str> {
         space
@@ -344,7 +622,8 @@ fn stop_reason(space: &Space, st: &State, head: &str) -> String {
     why
 }
 
-/// The index in `seen` of the best eligible measured launch, if any.
+/// The index in `seen` of the best eligible measured launch, if any (of equal scores, the
+/// first).
 pub fn leader(_space: &Space, seen: &[Observation]) -> Option<usize> {
     let mut best: Option<(usize, f64)> = None;
     for (i, o) in seen.iter().enumerate() {
@@ -424,6 +703,7 @@ mod tests {
                 k("page_size", ints(&[1, 16, 64])),
             ],
             start: vec![1, 0, 0, 1, 2, 0],
+            confirm: 0,
         }
     }
 
@@ -439,17 +719,18 @@ mod tests {
     }
 
     fn measured(point: Point, score: f64, verdict: VerdictKind) -> Observation {
-        Observation {
+        Observation::once(
             point,
-            outcome: Outcome::Measured {
+            Outcome::Measured {
                 score,
                 cv: Some(0.01),
                 eligible: true,
                 why_not: String::new(),
+                slo_excess: None,
                 evidence: ev(verdict),
                 not_in_effect: vec![],
             },
-        }
+        )
     }
 
     fn ineligible(point: Point, score: f64, why_not: &str) -> Observation {
@@ -467,10 +748,7 @@ mod tests {
     }
 
     fn failed(point: Point, kind: &str) -> Observation {
-        Observation {
-            point,
-            outcome: Outcome::Failed { kind: kind.into() },
-        }
+        Observation::once(point, Outcome::Failed { kind: kind.into() })
     }
 
     fn with(base: &Point, k: usize, v: usize) -> Point {
@@ -761,6 +1039,7 @@ mod tests {
                 cv: None,
                 eligible: p[DTYPE] == 0,
                 why_not: if p[DTYPE] == 0 { "" } else { "quality: fail" }.into(),
+                slo_excess: None,
                 evidence: ev(verdict),
                 not_in_effect: vec![],
             }
@@ -775,10 +1054,7 @@ mod tests {
                             assert!(!seen.iter().any(|o| o.point == p.point), "{}", p.why);
                             log.push(p.why.clone());
                             let o = outcome(&p.point);
-                            seen.push(Observation {
-                                point: p.point,
-                                outcome: o,
-                            });
+                            seen.push(Observation::once(p.point, o));
                         }
                     }
                     Next::Stop { why } => {
@@ -837,6 +1113,7 @@ mod tests {
             cv: None,
             eligible: true,
             why_not: String::new(),
+            slo_excess: None,
             evidence: Evidence::default(),
             not_in_effect: vec![],
         };
@@ -858,6 +1135,7 @@ mod tests {
                 values: ints(&[1]),
             }],
             start: vec![0],
+            confirm: 0,
         };
         let seen = [measured(vec![0], 1.0, VerdictKind::ComputeBound)];
         assert!(stop_why(next(&tiny, &seen, 5)).contains("no step"));
@@ -894,6 +1172,7 @@ mod tests {
                 values: ints(&[1, 16]),
             }],
             start: vec![0],
+            confirm: 0,
         };
         let seen = [measured(vec![0], 100.0, VerdictKind::KvCacheBound)];
         let p = one(next(&tiny, &seen, 5));
@@ -961,6 +1240,7 @@ mod tests {
                 values: ints(&[1, 16]),
             }],
             start: vec![0],
+            confirm: 0,
         };
         let flat = [
             measured(vec![0], 100.0, VerdictKind::Unknown),
@@ -989,5 +1269,479 @@ mod tests {
         ];
         assert_eq!(leader(&sp, &seen), Some(0));
         assert_eq!(leader(&sp, &seen[2..]), None);
+    }
+
+    // ---- issue 35: progress while nothing is eligible, sized moves, the confirmation ----
+
+    /// A launch ineligible for its SLO alone, `excess` from eligible, with its evidence.
+    fn slo(point: Point, score: f64, excess: f64, evidence: Evidence) -> Observation {
+        Observation::once(
+            point,
+            Outcome::Measured {
+                score,
+                cv: Some(0.01),
+                eligible: false,
+                why_not: "SLO not met: ttft_ms_p99".into(),
+                slo_excess: Some(excess),
+                evidence,
+                not_in_effect: vec![],
+            },
+        )
+    }
+
+    fn evidence(verdict: VerdictKind, running: f64, offered: f64, usage: f64) -> Evidence {
+        Evidence {
+            verdict: Some(verdict),
+            kv_usage_max: Some(usage),
+            running_mean: Some(running),
+            running_max: Some(running),
+            queue_mean: Some(offered - running),
+            offered: Some(offered),
+            ..Default::default()
+        }
+    }
+
+    /// The space of the issue's case: the pool, the cap and the graphs.
+    fn stacked() -> Space {
+        let k = |key: &str, values| Knob {
+            key: key.into(),
+            values,
+        };
+        Space {
+            knobs: vec![
+                k(
+                    "mem_fraction_static",
+                    floats(&[0.80, 0.82, 0.84, 0.86, 0.88, 0.90, 0.92, 0.94]),
+                ),
+                k("max_running_requests", ints(&[16, 32, 48, 64, 96, 128])),
+                k("cuda_graph_max_bs", ints(&[16, 32, 64, 128])),
+            ],
+            start: vec![1, 0, 0],
+            confirm: 0,
+        }
+    }
+
+    #[test]
+    fn while_nothing_is_eligible_the_moves_compose_from_the_launch_nearest_to_it() {
+        let sp = stacked();
+        let s = sp.start.clone();
+        // The start: the pool holds 12 of 64, the cap is 16: KV first.
+        let mut seen = vec![slo(
+            s.clone(),
+            600.0,
+            9.0,
+            evidence(VerdictKind::KvCacheBound, 12.0, 64.0, 0.97),
+        )];
+        let p = one(next(&sp, &seen, 10));
+        assert_eq!(p.point, vec![4, 0, 0], "{}", p.why);
+        // More KV: now the cap of 16 binds, with room in the pool. Nearer to eligible.
+        seen.push(slo(
+            p.point,
+            780.0,
+            6.0,
+            evidence(VerdictKind::QueueWithSpareKv, 16.0, 64.0, 0.5),
+        ));
+        assert_eq!(base(&sp, &seen, 0.02), 1);
+        let p = one(next(&sp, &seen, 10));
+        // From that launch, not from the start; the cap goes to the offered 64 at once.
+        assert_eq!(p.point, vec![4, 3, 0], "{}", p.why);
+        assert!(
+            p.why
+                .starts_with("mfs0.88_mrr16_cgbs16: queue_with_spare_kv"),
+            "{}",
+            p.why
+        );
+        assert!(p.why.contains("max_running_requests 16 → 64"), "{}", p.why);
+        // Everything runs, but the graphs stop at 16: the TPOT SLO breaks, a little.
+        seen.push(slo(
+            p.point,
+            2400.0,
+            1.3,
+            evidence(VerdictKind::CudaGraphLimited, 64.0, 64.0, 0.7),
+        ));
+        let p = one(next(&sp, &seen, 10));
+        assert_eq!(p.point, vec![4, 3, 2], "{}", p.why);
+        assert!(p.why.contains("cuda_graph_max_bs 16 → 64"), "{}", p.why);
+    }
+
+    #[test]
+    fn the_nearest_launch_is_the_least_excess_and_within_noise_the_better_score() {
+        let sp = stacked();
+        let e = || evidence(VerdictKind::KvCacheBound, 12.0, 64.0, 0.97);
+        let seen = vec![
+            slo(vec![1, 0, 0], 600.0, 3.0, e()),
+            slo(vec![2, 0, 0], 500.0, 2.0, e()),
+            // Within 2% of the least excess, with a better score.
+            slo(vec![3, 0, 0], 700.0, 2.03, e()),
+            // Far nearer, but the quality guard failed it: never a base.
+            ineligible(vec![4, 0, 0], 900.0, "quality: fail"),
+            failed(vec![5, 0, 0], "oom"),
+        ];
+        assert_eq!(nearest(&seen, 0.02), Some(2));
+        assert_eq!(base(&sp, &seen, 0.02), 2);
+        // An eligible launch leads, however low its score.
+        let mut with_eligible = seen.clone();
+        with_eligible.push(measured(vec![6, 0, 0], 10.0, VerdictKind::ComputeBound));
+        assert_eq!(base(&sp, &with_eligible, 0.02), 5);
+        // Only failures: the start.
+        let fails = vec![failed(vec![1, 0, 0], "oom"), failed(vec![2, 0, 0], "oom")];
+        assert_eq!(base(&sp, &fails, 0.02), 0);
+        // Equal excess and score: the earlier.
+        let twins = vec![
+            slo(vec![1, 0, 0], 600.0, 2.0, e()),
+            slo(vec![2, 0, 0], 600.0, 2.0, e()),
+        ];
+        assert_eq!(nearest(&twins, 0.02), Some(0));
+        // A non-finite excess is no standing.
+        let nan = vec![slo(vec![1, 0, 0], 600.0, f64::NAN, e())];
+        assert_eq!(nearest(&nan, 0.02), None);
+    }
+
+    #[test]
+    fn an_slo_miss_bans_nothing_and_a_quality_failure_bans_its_value() {
+        let sp = stacked();
+        let e = || evidence(VerdictKind::KvCacheBound, 12.0, 64.0, 0.97);
+        let seen = vec![
+            slo(vec![1, 0, 0], 600.0, 3.0, e()),
+            slo(vec![4, 0, 0], 700.0, 2.0, e()),
+            ineligible(vec![4, 1, 0], 900.0, "quality: fail"),
+        ];
+        let st = State::read(&sp, &seen);
+        assert!(st.banned[MFS].is_empty());
+        assert_eq!(st.banned[1].iter().copied().collect::<Vec<_>>(), vec![1]);
+        // The SLO miss moved the excess beyond noise: a response, the knob stays.
+        assert_eq!(st.dropped[MFS], None);
+    }
+
+    #[test]
+    fn a_long_move_that_made_progress_and_a_cliff_past_it_are_not_back_filled() {
+        let sp = Space {
+            start: vec![1, 1, 3],
+            ..stacked()
+        };
+        let kv = |r: f64| evidence(VerdictKind::KvCacheBound, r, 64.0, 0.97);
+        // The start, then half way up (progress), then the next long move died under load.
+        let seen = vec![
+            slo(vec![1, 1, 3], 600.0, 5.0, kv(20.0)),
+            slo(vec![4, 1, 3], 800.0, 3.0, kv(30.0)),
+            failed(vec![6, 1, 3], "oom"),
+        ];
+        let p = one(next(&sp, &seen, 10));
+        // Between the progress and the cliff, never back toward the start.
+        assert_eq!(p.point, vec![5, 1, 3], "{}", p.why);
+        let mut seen = seen;
+        seen.push(slo(p.point, 820.0, 2.9, kv(31.0)));
+        // Whatever comes next, nothing goes back between the start and the progress.
+        for _ in 0..12 {
+            match next(&sp, &seen, 20) {
+                Next::Launch(v) => {
+                    for p in v {
+                        assert!(!(2..=3).contains(&p.point[MFS]), "{}", p.why);
+                        seen.push(slo(p.point, 500.0, 4.0, kv(20.0)));
+                    }
+                }
+                Next::Stop { .. } => break,
+            }
+        }
+    }
+
+    #[test]
+    fn a_move_against_the_verdict_comes_after_every_other_neighbour() {
+        let sp = Space {
+            start: vec![3, 1, 1],
+            ..stacked()
+        };
+        let kv = evidence(VerdictKind::KvCacheBound, 20.0, 64.0, 0.97);
+        // More KV died: the rules are spent.
+        let mut seen = vec![
+            slo(vec![3, 1, 1], 600.0, 5.0, kv.clone()),
+            failed(vec![4, 1, 1], "oom"),
+        ];
+        let mut order = Vec::new();
+        while let Next::Launch(v) = next(&sp, &seen, 20) {
+            for p in v {
+                order.push(p.why.clone());
+                seen.push(slo(p.point, 500.0, 6.0, kv.clone()));
+            }
+        }
+        assert_eq!(order.len(), 5, "{order:#?}");
+        assert!(
+            order[..4]
+                .iter()
+                .all(|w| w.contains("no rule's move left, the neighbours")),
+            "{order:#?}"
+        );
+        assert!(
+            order[4].ends_with(
+                "→ the rules are spent, against the verdict: mem_fraction_static 0.86 → 0.84"
+            ),
+            "{order:#?}"
+        );
+    }
+
+    #[test]
+    fn a_small_shortfall_of_kv_asks_for_one_value_more_not_half_the_range() {
+        let sp = Space {
+            start: vec![1, 3, 3],
+            ..stacked()
+        };
+        let near = vec![slo(
+            vec![1, 3, 3],
+            600.0,
+            1.2,
+            evidence(VerdictKind::KvCacheBound, 60.0, 64.0, 0.97),
+        )];
+        assert_eq!(one(next(&sp, &near, 10)).point, vec![2, 3, 3]);
+        let far = vec![slo(
+            vec![1, 3, 3],
+            600.0,
+            1.2,
+            evidence(VerdictKind::KvCacheBound, 40.0, 64.0, 0.97),
+        )];
+        assert_eq!(one(next(&sp, &far, 10)).point, vec![4, 3, 3]);
+    }
+
+    #[test]
+    fn a_sized_move_falls_back_to_the_long_order_when_its_value_is_taken() {
+        let mut sp = Space {
+            start: vec![1, 0, 3],
+            ..stacked()
+        };
+        let q = |r: f64| evidence(VerdictKind::QueueWithSpareKv, r, 64.0, 0.4);
+        let mut seen = vec![slo(vec![1, 0, 3], 600.0, 5.0, q(16.0))];
+        assert_eq!(one(next(&sp, &seen, 10)).point, vec![1, 3, 3]);
+        // 64 failed to start: half way below the cliff (32 and 48 left: 32 first).
+        seen.push(failed(vec![1, 3, 3], "startup_error"));
+        assert_eq!(one(next(&sp, &seen, 10)).point, vec![1, 1, 3]);
+        // An offered load above every value: the sized move has no value, the long order goes.
+        let huge = vec![slo(
+            vec![1, 0, 3],
+            600.0,
+            5.0,
+            evidence(VerdictKind::QueueWithSpareKv, 16.0, 500.0, 0.4),
+        )];
+        assert_eq!(one(next(&sp, &huge, 10)).point, vec![1, 3, 3]);
+        // 40 offered: 48 covers it, where the long move would go to 64.
+        let forty = vec![slo(
+            vec![1, 0, 3],
+            600.0,
+            5.0,
+            evidence(VerdictKind::QueueWithSpareKv, 16.0, 40.0, 0.4),
+        )];
+        assert_eq!(one(next(&sp, &forty, 10)).point, vec![1, 2, 3]);
+        // Graphs: the smallest capture at least the batch that ran.
+        sp.start = vec![1, 3, 0];
+        let g = vec![measured_with(
+            vec![1, 3, 0],
+            2000.0,
+            evidence(VerdictKind::CudaGraphLimited, 40.0, 40.0, 0.5),
+        )];
+        assert_eq!(one(next(&sp, &g, 10)).point, vec![1, 3, 2]);
+    }
+
+    fn measured_with(point: Point, score: f64, evidence: Evidence) -> Observation {
+        Observation::once(
+            point,
+            Outcome::Measured {
+                score,
+                cv: Some(0.01),
+                eligible: true,
+                why_not: String::new(),
+                slo_excess: None,
+                evidence,
+                not_in_effect: vec![],
+            },
+        )
+    }
+
+    /// Runs the strategy to its stop on fixed outcomes: `score` of a point, each launch of it
+    /// measuring `score × (1 + wobble)`, the wobbles taken in turn.
+    fn drive(
+        sp: &Space,
+        budget: usize,
+        score: &dyn Fn(&Point) -> f64,
+        wobble: &[f64],
+    ) -> (Vec<Proposal>, Vec<Observation>, String) {
+        let mut seen: Vec<Observation> = Vec::new();
+        let mut sums: Vec<f64> = Vec::new();
+        let mut log = Vec::new();
+        let mut w = wobble.iter().cycle();
+        loop {
+            let used = log.len();
+            match next(sp, &seen, budget - used) {
+                Next::Stop { why } => return (log, seen, why),
+                Next::Launch(v) => {
+                    for p in v {
+                        let x = score(&p.point) * (1.0 + w.next().copied().unwrap_or(0.0));
+                        match seen.iter().position(|o| o.point == p.point) {
+                            Some(i) => {
+                                assert!(p.confirm, "{}", p.why);
+                                sums[i] += x;
+                                seen[i].launches += 1;
+                                let mean = sums[i] / seen[i].launches as f64;
+                                if let Outcome::Measured { score, .. } = &mut seen[i].outcome {
+                                    *score = mean;
+                                }
+                            }
+                            None => {
+                                assert!(!p.confirm, "{}", p.why);
+                                sums.push(x);
+                                seen.push(measured_with(
+                                    p.point.clone(),
+                                    x,
+                                    evidence(VerdictKind::ComputeBound, 64.0, 64.0, 0.5),
+                                ));
+                            }
+                        }
+                        log.push(p);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_confirmation_keeps_its_launches_and_re_measures_the_leader_and_its_near_ties() {
+        let sp = Space {
+            confirm: 2,
+            ..stacked()
+        };
+        // A steep surface: every step is better, so the exploration would go on; the last two
+        // launches are kept, and one confirms a leader that stands alone.
+        let steep = |p: &Point| 1000.0 * (1.0 + (p[1] + p[2]) as f64);
+        let (log, seen, why) = drive(&sp, 6, &steep, &[0.0]);
+        assert_eq!(log.len(), 5, "{log:#?}");
+        assert!(log[..4].iter().all(|p| !p.confirm), "{log:#?}");
+        assert!(log[4].confirm);
+        let lead = leader(&sp, &seen).unwrap();
+        assert_eq!(log[4].point, seen[lead].point);
+        assert!(
+            why.starts_with("the exploration's budget is spent (2 launch(es) kept"),
+            "{why}"
+        );
+        assert!(why.contains("; confirmed: "), "{why}");
+        // A flat surface: the exploration ends by itself after three launches, and the rest of
+        // the budget confirms the three, interleaved: fewest launches first, the leader first.
+        let flat = |p: &Point| 1000.0 + 10.0 * p[2] as f64;
+        let (log, seen, why) = drive(&sp, 10, &flat, &[0.0]);
+        assert_eq!(log.iter().filter(|p| !p.confirm).count(), 3, "{log:#?}");
+        let lead = seen[leader(&sp, &seen).unwrap()].point.clone();
+        let order: Vec<&Point> = log.iter().filter(|p| p.confirm).map(|p| &p.point).collect();
+        assert_eq!(order.len(), 7);
+        assert_eq!(order[0], &lead);
+        assert_eq!(order[3], &lead);
+        assert_eq!(order[6], &lead);
+        assert_eq!(order[1], order[4]);
+        assert_eq!(order[2], order[5]);
+        assert!(order[1] != &lead && order[2] != &lead && order[1] != order[2]);
+        assert!(
+            log[3].why.starts_with("confirm the leader"),
+            "{}",
+            log[3].why
+        );
+        assert!(
+            log[4].why.contains("within noise of the leader"),
+            "{}",
+            log[4].why
+        );
+        assert_eq!(why, "the launch budget is spent");
+        // Without a reserve, no confirmation: the exploration's stop is the tune's.
+        let none = Space {
+            confirm: 0,
+            ..stacked()
+        };
+        let (log, _, why) = drive(&none, 10, &flat, &[0.0]);
+        assert!(log.iter().all(|p| !p.confirm));
+        assert!(why.contains("no step from the leader is left"), "{why}");
+    }
+
+    #[test]
+    fn a_leader_beyond_noise_of_every_other_is_confirmed_by_one_more_launch() {
+        let mut sp = stacked();
+        sp.confirm = 4;
+        let tiny = Space {
+            knobs: vec![sp.knobs[2].clone()],
+            start: vec![0],
+            confirm: 4,
+        };
+        // One knob, the top value far ahead: the exploration ends by itself, then one repeat.
+        let score = |p: &Point| [100.0, 200.0, 400.0, 800.0][p[0]];
+        let (log, seen, why) = drive(&tiny, 20, &score, &[0.0]);
+        let confirms: Vec<&Proposal> = log.iter().filter(|p| p.confirm).collect();
+        assert_eq!(confirms.len(), 1, "{log:#?}");
+        assert_eq!(confirms[0].point, vec![3]);
+        assert_eq!(seen[leader(&tiny, &seen).unwrap()].launches, 2);
+        assert!(
+            why.contains("confirmed: cgbs128 leads after 2 launches"),
+            "{why}"
+        );
+        assert!(why.starts_with("cgbs128: compute_bound"), "{why}");
+        // A tie that does not break: each gets CONFIRM_MAX_LAUNCHES, then the stop says so.
+        let flat = |_: &Point| 100.0;
+        let (log, seen, why) = drive(&tiny, 40, &flat, &[0.0]);
+        assert!(
+            why.contains("within noise of each other after 4 launches each"),
+            "{why}"
+        );
+        assert!(
+            seen.iter().all(|o| o.launches == CONFIRM_MAX_LAUNCHES),
+            "{seen:#?}"
+        );
+        assert_eq!(log.len(), seen.len() * CONFIRM_MAX_LAUNCHES);
+        let _ = sp;
+    }
+
+    #[test]
+    fn once_the_confirmation_began_the_exploration_is_over() {
+        let sp = Space {
+            confirm: 2,
+            ..stacked()
+        };
+        let mut seen = vec![measured_with(
+            sp.start.clone(),
+            100.0,
+            evidence(VerdictKind::ComputeBound, 64.0, 64.0, 0.5),
+        )];
+        seen[0].launches = 2;
+        // Nothing but the start, confirmed: though the knobs have neighbours, no step explores.
+        let why = stop_why(next(&sp, &seen, 10));
+        assert!(why.contains("exploration's budget is spent"), "{why}");
+        assert!(
+            why.contains("confirmed: mfs0.82_mrr16_cgbs16 leads after 2 launches"),
+            "{why}"
+        );
+        // Nothing eligible to confirm: the stop says so.
+        let e = evidence(VerdictKind::KvCacheBound, 12.0, 64.0, 0.97);
+        let only_slo = vec![slo(sp.start.clone(), 600.0, 3.0, e)];
+        let why = stop_why(next(&sp, &only_slo, 2));
+        assert!(why.ends_with("nothing eligible to confirm"), "{why}");
+        // With the reserve larger than what is left, the confirmation takes what is left.
+        let p = one(next(
+            &sp,
+            &seen[..1]
+                .iter()
+                .cloned()
+                .map(|mut o| {
+                    o.launches = 1;
+                    o
+                })
+                .collect::<Vec<_>>(),
+            1,
+        ));
+        assert!(p.confirm && p.point == sp.start, "{}", p.why);
+    }
+
+    #[test]
+    fn a_client_bound_leader_stops_without_a_confirmation() {
+        let sp = Space {
+            confirm: 3,
+            ..stacked()
+        };
+        let seen = [measured_with(
+            sp.start.clone(),
+            100.0,
+            evidence(VerdictKind::ClientBound, 20.0, 64.0, 0.2),
+        )];
+        assert!(stop_why(next(&sp, &seen, 10)).contains("the client is the limit"));
     }
 }

@@ -24,6 +24,7 @@ pub fn space(t: &TuneSpec) -> Space {
             })
             .collect(),
         start: t.start.clone(),
+        confirm: t.confirm as usize,
     }
 }
 
@@ -33,6 +34,8 @@ pub struct Step {
     pub point: Point,
     pub name: String,
     pub why: String,
+    /// A confirmation: another launch of a configuration measured before.
+    pub confirm: bool,
     /// None: proposed, not measured yet.
     pub outcome: Option<Outcome>,
 }
@@ -79,12 +82,22 @@ fn counted(rows: &[Row]) -> Vec<&Row> {
 
 /// What the rows of one configuration say, for the strategy: the objective (oriented so
 /// higher is better), eligibility by the decision's own rule (failures, SLO, quality guard),
-/// the verdict's evidence, and which knobs were not in effect. None without rows.
-pub fn observe(spec: &SweepSpec, space: &Space, point: &[usize], rows: &[&Row]) -> Option<Outcome> {
+/// the verdict's evidence, and which knobs were not in effect. None without rows. `launches`:
+/// the first launch and the confirmations up to `launches` in all (the rows of a later
+/// confirmation were not there when the path took the steps before it).
+pub fn observe(
+    spec: &SweepSpec,
+    space: &Space,
+    point: &[usize],
+    launches: usize,
+    rows: &[&Row],
+) -> Option<Outcome> {
+    let last_repeat = confirm_repeat(spec, launches.saturating_sub(1));
     let mine: Vec<&Row> = rows
         .iter()
         .copied()
         .filter(|r| row_is_point(space, point, r))
+        .filter(|r| r.u64("repeat").is_none_or(|k| k <= last_repeat))
         .collect();
     let first = mine.first()?;
     let measured: Vec<&Row> = mine.iter().copied().filter(|r| r.is_ok()).collect();
@@ -134,7 +147,7 @@ pub fn observe(spec: &SweepSpec, space: &Space, point: &[usize], rows: &[&Row]) 
         Goal::Maximize => 1.0,
         Goal::Minimize => -1.0,
     };
-    let (score, cv, eligible, why_not) = match c {
+    let (score, cv, eligible, why_not, slo_excess) = match c {
         Some(c) => {
             let eligible = matches!(
                 c.standing,
@@ -163,9 +176,12 @@ pub fn observe(spec: &SweepSpec, space: &Space, point: &[usize], rows: &[&Row]) 
                     _ => "no value of the objective".to_string(),
                 }
             };
-            (score, cv, eligible, why)
+            let excess = (c.standing == Standing::SloNotMet)
+                .then(|| slo_excess(&c.slo))
+                .flatten();
+            (score, cv, eligible, why, excess)
         }
-        None => (None, None, false, "not decided".to_string()),
+        None => (None, None, false, "not decided".to_string(), None),
     };
     let Some(score) = score else {
         return Some(Outcome::Failed {
@@ -212,9 +228,43 @@ pub fn observe(spec: &SweepSpec, space: &Space, point: &[usize], rows: &[&Row]) 
         cv,
         eligible,
         why_not,
+        slo_excess,
         evidence,
         not_in_effect,
     })
+}
+
+/// How far a configuration is from meeting its SLO: the worst ratio, over the broken bounds, of
+/// the measured median to the limit (an upper bound: measured ÷ limit; a lower bound: limit ÷
+/// measured), ≥ 1. None when a broken bound has no value, or a ratio is not a finite number
+/// (a zero limit): then nearness to eligibility cannot be told.
+pub fn slo_excess(checks: &[decision::SloCheck]) -> Option<f64> {
+    let mut worst: Option<f64> = None;
+    for c in checks.iter().filter(|c| !c.holds) {
+        let m = c.median?;
+        let r = match c.bound {
+            crate::plan::spec::Bound::AtMost => m / c.limit,
+            crate::plan::spec::Bound::AtLeast => c.limit / m,
+        };
+        if !r.is_finite() {
+            return None;
+        }
+        worst = Some(worst.map_or(r, |w: f64| w.max(r)));
+    }
+    worst.map(|w| w.max(1.0))
+}
+
+/// The repeat index a configuration's `n`-th confirmation launch records: after the spec's own
+/// repeats (`repeats: 2` makes the first confirmation repeat 3).
+pub fn confirm_repeat(spec: &SweepSpec, n: usize) -> u64 {
+    spec.repeats.max(1) + n as u64
+}
+
+/// Whether the rows hold the `n`-th confirmation of `point`: a row of its repeat.
+fn has_repeat(spec: &SweepSpec, space: &Space, point: &[usize], n: usize, rows: &[&Row]) -> bool {
+    let want = confirm_repeat(spec, n);
+    rows.iter()
+        .any(|r| r.u64("repeat") == Some(want) && row_is_point(space, point, r))
 }
 
 /// The path the rows show: ask the strategy from the start, answer each proposal from its
@@ -256,7 +306,21 @@ pub fn replay(spec: &SweepSpec, space: &Space, budget: usize, rows: &[Row]) -> P
                     },
                 };
             }
-            if seen.iter().any(|o| o.point == p.point) {
+            let known = seen.iter().position(|o| o.point == p.point);
+            if known.is_some() != p.confirm {
+                // A confirmation of a configuration never launched, or a new step that repeats
+                // one: the latter is answered by its rows already; the former is a bug.
+                if p.confirm {
+                    return Path {
+                        done,
+                        next: Next::Stop {
+                            why: format!(
+                                "the strategy asked to confirm {:?}, which was never launched",
+                                p.point
+                            ),
+                        },
+                    };
+                }
                 continue;
             }
             if fresh >= left {
@@ -264,16 +328,34 @@ pub fn replay(spec: &SweepSpec, space: &Space, budget: usize, rows: &[Row]) -> P
             }
             fresh += 1;
             let name = guide::name(space, &p.point);
-            match observe(spec, space, &p.point, &rows) {
+            if let Some(i) = known {
+                let n = seen[i].launches;
+                if !has_repeat(spec, space, &p.point, n, &rows) {
+                    pending.push(p);
+                    continue;
+                }
+                let outcome = observe(spec, space, &p.point, n + 1, &rows);
+                if let Some(o) = &outcome {
+                    seen[i].outcome = o.clone();
+                }
+                seen[i].launches = n + 1;
+                done.push(Step {
+                    point: p.point,
+                    name,
+                    why: p.why,
+                    confirm: true,
+                    outcome,
+                });
+                continue;
+            }
+            match observe(spec, space, &p.point, 1, &rows) {
                 Some(outcome) => {
-                    seen.push(Observation {
-                        point: p.point.clone(),
-                        outcome: outcome.clone(),
-                    });
+                    seen.push(Observation::once(p.point.clone(), outcome.clone()));
                     done.push(Step {
                         point: p.point,
                         name,
                         why: p.why,
+                        confirm: false,
                         outcome: Some(outcome),
                     });
                 }
@@ -375,7 +457,7 @@ mod tests {
             ("param_schedule_conservativeness", "1.0"),
         ]);
         let rows = vec![&ok, &failed];
-        match observe(&s, &sp, &[0, 1], &rows) {
+        match observe(&s, &sp, &[0, 1], 1, &rows) {
             Some(Outcome::Measured {
                 score,
                 eligible,
@@ -396,10 +478,10 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(
-            observe(&s, &sp, &[1, 1], &rows),
+            observe(&s, &sp, &[1, 1], 1, &rows),
             Some(Outcome::Failed { kind: "oom".into() })
         );
-        assert_eq!(observe(&s, &sp, &[1, 0], &rows), None);
+        assert_eq!(observe(&s, &sp, &[1, 0], 1, &rows), None);
     }
 
     #[test]
@@ -425,7 +507,7 @@ mod tests {
         };
         let low = probe("2", "pass", "200", "compute_bound", "0");
         let high = probe("4", "fail", "3000", "kv_cache_bound", "3");
-        match observe(&s, &sp, &[0], &[&low, &high]) {
+        match observe(&s, &sp, &[0], 1, &[&low, &high]) {
             Some(Outcome::Measured {
                 eligible, evidence, ..
             }) => {
@@ -447,6 +529,7 @@ mod tests {
             cv: None,
             eligible: false,
             why_not: "quality: fail".into(),
+            slo_excess: None,
             evidence: Evidence::default(),
             not_in_effect: Vec::new(),
         };
@@ -504,5 +587,91 @@ mod tests {
         let zero = replay(&s, &sp, 0, &[]);
         assert!(matches!(zero.next, Next::Stop { .. }));
         assert!(zero.done.is_empty());
+    }
+
+    #[test]
+    fn a_confirmation_is_answered_by_the_next_repeat_and_earlier_steps_keep_their_rows() {
+        let s = spec(
+            "workload: {concurrency: 8, requests: 8, input_tokens: 4, output_tokens: 4, vocab_size: 10}\nobjective: {maximize: output_tok_s}\ntune:\n  knobs:\n    chunked_prefill_size: [2048, 8192]\n  start: {chunked_prefill_size: 2048}\n  launches: 4\n  confirm: 1\n",
+        );
+        let sp = space(s.tune.as_ref().unwrap());
+        assert_eq!(sp.confirm, 1);
+        let r = |mtt: &str, repeat: &str, tok: &str| {
+            row(&[
+                (
+                    "run_name",
+                    if mtt == "2048" { "cps2048" } else { "cps8192" },
+                ),
+                ("status", "ok"),
+                ("phase", "measure"),
+                ("concurrency", "8"),
+                ("repeat", repeat),
+                ("param_chunked_prefill_size", mtt),
+                ("output_tok_s", tok),
+                ("verdict", "compute_bound"),
+            ])
+        };
+        let mut rows = vec![r("2048", "1", "100"), r("8192", "1", "200")];
+        let p = replay(&s, &sp, 4, &rows);
+        assert_eq!(p.done.len(), 2, "{p:#?}");
+        match &p.next {
+            Next::Launch(v) => {
+                assert_eq!(v.len(), 1);
+                assert!(v[0].confirm, "{:?}", v[0]);
+                assert_eq!(v[0].point, vec![1]);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(confirm_repeat(&s, 1), 2);
+        rows.push(r("8192", "2", "180"));
+        let p = replay(&s, &sp, 4, &rows);
+        assert_eq!(p.done.len(), 3, "{:#?}", p.done);
+        assert!(p.done[2].confirm && !p.done[1].confirm);
+        let score = |o: &Option<Outcome>| match o {
+            Some(Outcome::Measured { score, .. }) => *score,
+            other => panic!("{other:?}"),
+        };
+        // The first launch's step saw its own repeat only; the confirmation pools both.
+        assert_eq!(score(&p.done[1].outcome), 200.0);
+        assert_eq!(score(&p.done[2].outcome), 190.0);
+        // A repeat of a configuration the path never confirmed is not a step.
+        rows.push(r("2048", "3", "50"));
+        assert_eq!(replay(&s, &sp, 4, &rows).done.len(), 3);
+    }
+
+    #[test]
+    fn the_slo_excess_is_the_worst_broken_bound_as_a_ratio() {
+        use crate::plan::spec::Bound;
+        let c = |bound, limit, median: Option<f64>, holds| decision::SloCheck {
+            column: "x".into(),
+            bound,
+            limit,
+            median,
+            holds,
+        };
+        assert_eq!(slo_excess(&[]), None);
+        assert_eq!(
+            slo_excess(&[c(Bound::AtMost, 100.0, Some(50.0), true)]),
+            None
+        );
+        assert_eq!(
+            slo_excess(&[
+                c(Bound::AtMost, 5000.0, Some(13000.0), false),
+                c(Bound::AtLeast, 100.0, Some(50.0), false),
+                c(Bound::AtMost, 1.0, Some(99.0), true),
+            ]),
+            Some(2.6)
+        );
+        assert_eq!(
+            slo_excess(&[c(Bound::AtLeast, 100.0, Some(25.0), false)]),
+            Some(4.0)
+        );
+        assert_eq!(slo_excess(&[c(Bound::AtMost, 100.0, None, false)]), None);
+        assert_eq!(slo_excess(&[c(Bound::AtMost, 0.0, Some(5.0), false)]), None);
+        // Broken by rounding at the limit: at least 1.
+        assert_eq!(
+            slo_excess(&[c(Bound::AtMost, 100.0, Some(100.0), false)]),
+            Some(1.0)
+        );
     }
 }

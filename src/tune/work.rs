@@ -92,6 +92,23 @@ pub fn left_to_run(
     )
 }
 
+/// A configuration's repeat `repeat` on a server of its own, at every load point of the
+/// workload: a guided tune's confirmation of a configuration it measured before.
+pub fn repeat_launch(spec: &SweepSpec, run: RunConfig, repeat: u64) -> Launch {
+    Launch {
+        dir_name: format!("{}.r{repeat}", run.name),
+        measurements: spec
+            .workload
+            .load_points
+            .iter()
+            .map(|&point| Measurement { repeat, point })
+            .collect(),
+        search: None,
+        phase: Phase::Measure,
+        run,
+    }
+}
+
 /// The launches for a plan, leaving out measurements for which `done` says a row exists.
 /// With a max-load search, `probes` gives each configuration's recorded probes, and a
 /// configuration whose search is finished gets no launch.

@@ -31,6 +31,7 @@ pub(super) fn check_tune(spec: &mut SweepSpec, text: &str, origin: &str) -> Resu
         spec.objective.is_some(),
         spec.objective.as_ref().is_some_and(|o| o.prune),
         spec.auto_repeats.is_some(),
+        spec.search.max_load.is_some(),
     );
     spec.tune = Some(t);
     checked.map_err(|p| {

@@ -23,6 +23,20 @@ pub struct Move {
     pub long: bool,
     /// What the move is for, for the step log ("more KV", "admit fewer").
     pub what: &'static str,
+    /// The size the evidence names for the knob, when it names one: the move goes first to
+    /// the smallest value at least that (a running cap that holds every offered request, CUDA
+    /// graphs captured up to the batch that runs), else as `long` says.
+    pub target: Option<Target>,
+}
+
+/// A size the evidence names, read from the launch's numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// The concurrency the client offered: a cap at least that leaves no request waiting on
+    /// the cap.
+    Offered,
+    /// The most requests that ran at once: graphs captured up to that batch run every step.
+    Running,
 }
 
 /// The KV capacity knobs, in the order the rules try them: the memory fraction first (no
@@ -45,6 +59,7 @@ fn more_kv() -> Vec<Move> {
             // A dtype list is not ordered by size beyond "auto first": one entry at a time.
             long: key != "kv_cache_dtype",
             what: "more KV",
+            target: None,
         })
         .collect()
 }
@@ -60,15 +75,23 @@ pub fn moves(verdict: VerdictKind, kv_usage: Option<f64>) -> Vec<Move> {
         dir,
         long,
         what,
+        target: None,
+    };
+    let sized = |mv: Move, t| Move {
+        target: Some(t),
+        ..mv
     };
     match verdict {
         VerdictKind::KvCacheBound => more_kv(),
         VerdictKind::QueueWithSpareKv => {
-            let mut v = vec![m(
-                "max_running_requests",
-                Dir::Up,
-                true,
-                "lift the scheduler cap",
+            let mut v = vec![sized(
+                m(
+                    "max_running_requests",
+                    Dir::Up,
+                    true,
+                    "lift the scheduler cap",
+                ),
+                Target::Offered,
             )];
             // A less conservative admission fills a pool that has room; with the pool (nearly)
             // full the queue waits on the running cap, and this would only add retractions.
@@ -99,14 +122,23 @@ pub fn moves(verdict: VerdictKind, kv_usage: Option<f64>) -> Vec<Move> {
             }));
             v
         }
-        VerdictKind::CudaGraphLimited => vec![m(
-            "cuda_graph_max_bs",
-            Dir::Up,
-            true,
-            "capture larger batches",
+        VerdictKind::CudaGraphLimited => vec![sized(
+            m("cuda_graph_max_bs", Dir::Up, true, "capture larger batches"),
+            Target::Running,
         )],
         VerdictKind::ClientBound | VerdictKind::ComputeBound | VerdictKind::Unknown => vec![],
     }
+}
+
+/// Whether turning knob `key` in direction `dir` goes against what `verdict` asks (less KV when
+/// the pool is full, a lower running cap when a queue waits on it): the generic search makes
+/// such a move only after every other, once the rules are spent.
+pub fn against(verdict: Option<VerdictKind>, kv_usage: Option<f64>, key: &str, dir: Dir) -> bool {
+    verdict.is_some_and(|v| {
+        moves(v, kv_usage)
+            .iter()
+            .any(|m| m.key == key && m.dir != dir)
+    })
 }
 
 /// Whether the generic search leaves knob `key` alone under `verdict`: once compute bound,
@@ -157,7 +189,41 @@ mod tests {
         );
         let g = moves(VerdictKind::CudaGraphLimited, None);
         assert_eq!((g[0].key, g[0].dir), ("cuda_graph_max_bs", Dir::Up));
+        // The evidence sizes the cap and the graphs; KV capacity it cannot size.
+        assert_eq!(g[0].target, Some(Target::Running));
+        assert_eq!(q[0].target, Some(Target::Offered));
+        assert!(q[1..].iter().all(|m| m.target.is_none()));
+        assert!(
+            moves(VerdictKind::KvCacheBound, None)
+                .iter()
+                .all(|m| m.target.is_none())
+        );
         assert!(moves(VerdictKind::ComputeBound, None).is_empty());
+    }
+
+    #[test]
+    fn a_move_against_the_verdict_is_the_opposite_of_one_it_asks_for() {
+        let kv = Some(VerdictKind::KvCacheBound);
+        assert!(against(kv, None, "mem_fraction_static", Dir::Down));
+        assert!(!against(kv, None, "mem_fraction_static", Dir::Up));
+        assert!(!against(kv, None, "page_size", Dir::Down));
+        let q = Some(VerdictKind::QueueWithSpareKv);
+        assert!(against(q, Some(0.5), "max_running_requests", Dir::Down));
+        assert!(against(q, Some(0.5), "schedule_conservativeness", Dir::Up));
+        // With a full pool the queue rule asks nothing of the conservativeness.
+        assert!(!against(
+            q,
+            Some(0.95),
+            "schedule_conservativeness",
+            Dir::Up
+        ));
+        assert!(!against(None, None, "mem_fraction_static", Dir::Down));
+        assert!(!against(
+            Some(VerdictKind::ComputeBound),
+            None,
+            "mem_fraction_static",
+            Dir::Down
+        ));
     }
 
     #[test]

@@ -51,16 +51,18 @@ pub fn single_change(a: &Point, b: &Point) -> Option<usize> {
     Some(first)
 }
 
-/// The launch a launch stepped from: the leader of the launches before it when it differs from
-/// that in one knob (the strategy always steps from the leader), else the latest earlier
-/// measured launch that differs in one knob (a caller may have launched other points). With the
-/// knob that changed.
+/// The launch a launch stepped from: the base of the launches before it (the leader, else the
+/// launch nearest to eligible, else the start) when it differs from that in one knob (the
+/// strategy always steps from the base), else the latest earlier measured launch that differs
+/// in one knob (a near tie's move, or a caller that launched other points). With the knob that
+/// changed.
 pub fn parent(space: &Space, seen: &[Observation], i: usize) -> Option<(usize, usize)> {
     let me = &seen.get(i)?.point;
     let before = &seen[..i];
-    if let Some(l) = super::leader(space, before) {
-        if let Some(k) = single_change(&before[l].point, me) {
-            return Some((l, k));
+    if !before.is_empty() {
+        let b = super::base(space, before, noise_of(before));
+        if let Some(k) = single_change(&before[b].point, me) {
+            return Some((b, k));
         }
     }
     before
@@ -71,12 +73,39 @@ pub fn parent(space: &Space, seen: &[Observation], i: usize) -> Option<(usize, u
         .find_map(|(j, o)| single_change(&o.point, me).map(|k| (j, k)))
 }
 
-fn score_of(o: &Observation) -> Option<(f64, bool)> {
+/// Relative noise: 2 × the pooled (root-mean-square) cv of the launches that reported one,
+/// else [`DEFAULT_NOISE`].
+pub fn noise_of(seen: &[Observation]) -> f64 {
+    let cvs: Vec<f64> = seen
+        .iter()
+        .filter_map(|o| match o.outcome {
+            Outcome::Measured { cv: Some(c), .. } if c.is_finite() && c >= 0.0 => Some(c),
+            _ => None,
+        })
+        .collect();
+    if cvs.is_empty() {
+        DEFAULT_NOISE
+    } else {
+        2.0 * (cvs.iter().map(|c| c * c).sum::<f64>() / cvs.len() as f64).sqrt()
+    }
+}
+
+/// What a launch's change is compared by: an eligible score, or an SLO excess (how far from
+/// eligible) with the score; None for a failure or another ineligibility.
+fn compared(o: &Observation) -> Option<(bool, f64, f64)> {
     match o.outcome {
         Outcome::Measured {
-            score, eligible, ..
-        } => Some((score, eligible)),
-        Outcome::Failed { .. } => None,
+            score,
+            eligible: true,
+            ..
+        } => Some((true, score, 1.0)),
+        Outcome::Measured {
+            score,
+            eligible: false,
+            slo_excess: Some(x),
+            ..
+        } => Some((false, score, x)),
+        _ => None,
     }
 }
 
@@ -88,18 +117,7 @@ pub fn differs(a: f64, b: f64, noise: f64) -> bool {
 impl State {
     pub fn read(space: &Space, seen: &[Observation]) -> State {
         let n = space.knobs.len();
-        let cvs: Vec<f64> = seen
-            .iter()
-            .filter_map(|o| match o.outcome {
-                Outcome::Measured { cv: Some(c), .. } if c.is_finite() && c >= 0.0 => Some(c),
-                _ => None,
-            })
-            .collect();
-        let noise = if cvs.is_empty() {
-            DEFAULT_NOISE
-        } else {
-            2.0 * (cvs.iter().map(|c| c * c).sum::<f64>() / cvs.len() as f64).sqrt()
-        };
+        let noise = noise_of(seen);
         let mut st = State {
             noise,
             seen: seen.iter().map(|o| o.point.clone()).collect(),
@@ -131,18 +149,21 @@ impl State {
                         st.floor[k] = Some(st.floor[k].map_or(to, |f| f.max(to)));
                     }
                 }
+                // Ineligible for anything but its SLO (the quality guard, a failed repeat): the
+                // value is the cause, never tried again. An SLO miss is not the value's fault
+                // alone (the other limits may be what breaks it), so it bans nothing.
                 Outcome::Measured {
-                    eligible: false, ..
+                    eligible: false,
+                    slo_excess: None,
+                    ..
                 } => {
                     st.banned[k].insert(to);
                 }
-                Outcome::Measured {
-                    score,
-                    eligible: true,
-                    ..
-                } => {
-                    if let Some((ps, true)) = score_of(&seen[p]) {
-                        if differs(*score, ps, noise) {
+                Outcome::Measured { .. } => {
+                    // A response: the change moved the score, the excess or the eligibility
+                    // beyond the noise.
+                    if let (Some(a), Some(b)) = (compared(o), compared(&seen[p])) {
+                        if a.0 != b.0 || differs(a.1, b.1, noise) || differs(a.2, b.2, noise) {
                             response[k].1 += 1;
                         } else {
                             response[k].0 += 1;
@@ -185,21 +206,23 @@ mod tests {
         Space {
             knobs: vec![k("a"), k("b")],
             start: vec![1, 1],
+            confirm: 0,
         }
     }
 
     fn m(point: Point, score: f64, eligible: bool) -> Observation {
-        Observation {
+        Observation::once(
             point,
-            outcome: Outcome::Measured {
+            Outcome::Measured {
                 score,
                 cv: None,
                 eligible,
                 why_not: String::new(),
+                slo_excess: None,
                 evidence: Evidence::default(),
                 not_in_effect: vec![],
             },
-        }
+        )
     }
 
     #[test]
@@ -239,10 +262,7 @@ mod tests {
     #[test]
     fn an_ineligible_launch_bans_its_value_and_failures_keep_the_nearest_cliff() {
         let sp = space();
-        let fail = |point: Point| Observation {
-            point,
-            outcome: Outcome::Failed { kind: "oom".into() },
-        };
+        let fail = |point: Point| Observation::once(point, Outcome::Failed { kind: "oom".into() });
         let seen = vec![
             m(vec![1, 1], 100.0, true),
             m(vec![1, 2], 100.0, false),
