@@ -656,12 +656,13 @@ struct OldSummary {
     max: usize,
     random: usize,
     pick_ok: usize,
+    unconfirmed_ok: usize,
     total_median: usize,
     total_max: usize,
 }
 
 fn old_run(base: u64, grid: &[Point], verbose: bool) -> OldSummary {
-    let (mut reached, mut random, mut pick_ok) = (0, 0, 0);
+    let (mut reached, mut random, mut pick_ok, mut unconfirmed_ok) = (0, 0, 0, 0);
     let (mut to_reach, mut totals) = (Vec::new(), Vec::new());
     for seed in base..base + SEEDS {
         let s = OldSurface::new(seed, OLD_BUDGET / 4);
@@ -669,6 +670,7 @@ fn old_run(base: u64, grid: &[Point], verbose: bool) -> OldSummary {
         let t = guided(&s, opt, OLD_BUDGET, seed);
         reached += usize::from(t.reached.is_some_and(|r| r <= OLD_WITHIN));
         pick_ok += usize::from(t.pick_ok);
+        unconfirmed_ok += usize::from(t.unconfirmed_ok);
         to_reach.push(t.reached.unwrap_or(usize::MAX));
         totals.push(t.launches);
         random += usize::from(random_reach(grid, &s, opt, OLD_WITHIN, seed).is_some());
@@ -691,6 +693,7 @@ fn old_run(base: u64, grid: &[Point], verbose: bool) -> OldSummary {
         max: to_reach.iter().copied().max().unwrap_or(usize::MAX),
         random,
         pick_ok,
+        unconfirmed_ok,
         total_median: median(totals.clone()),
         total_max: totals.iter().copied().max().unwrap_or(0),
     }
@@ -701,12 +704,13 @@ fn old_surface(checks: &mut Vec<Check>, verbose: bool) {
     let s = old_run(1, &grid, verbose);
     let fmt = |n: usize| show((n != usize::MAX).then_some(n));
     println!(
-        "old surface, guided, seeds 1..={SEEDS}, budget {OLD_BUDGET} ({} to confirm): optimum (within 5%) reached in {}/{SEEDS} within {OLD_WITHIN} launches; launches to reach it median {}, max {}; its confirmed pick within 5% in {}/{SEEDS}; launches until it stopped median {}, max {}",
+        "old surface, guided, seeds 1..={SEEDS}, budget {OLD_BUDGET} ({} to confirm): optimum (within 5%) reached in {}/{SEEDS} within {OLD_WITHIN} launches; launches to reach it median {}, max {}; its confirmed pick within 5% in {}/{SEEDS} (the one-launch leader before confirming: {}/{SEEDS}); launches until it stopped median {}, max {}",
         OLD_BUDGET / 4,
         s.reached,
         fmt(s.median),
         fmt(s.max),
         s.pick_ok,
+        s.unconfirmed_ok,
         s.total_median,
         s.total_max
     );
@@ -845,6 +849,37 @@ fn hard_surfaces(checks: &mut Vec<Check>, verbose: bool) {
     );
     if let Some(dir) = &export {
         println!("hard surfaces exported to {dir}/hard-seed-N.csv (scripts/bench/tpe-guided.py)");
+    }
+    // Seeds the strategy was not shaped on.
+    for base in [1001, 2001, 3001] {
+        let (mut reach, mut pick, mut random) = (0, 0, 0.0);
+        let mut to_reach = Vec::new();
+        for seed in base..base + SEEDS {
+            let s = HardSurface::new(seed, HARD_BUDGET / 4);
+            let opt = optimum(&grid, &s);
+            let t = guided(&s, opt, HARD_BUDGET, seed);
+            reach += usize::from(t.reached.is_some_and(|r| r <= HARD_WITHIN));
+            pick += usize::from(t.pick_ok);
+            to_reach.push(t.reached.unwrap_or(usize::MAX));
+            let hits = (0..RANDOM_DRAWS)
+                .filter(|d| random_reach(&grid, &s, opt, HARD_WITHIN, seed * 1000 + d).is_some())
+                .count();
+            random += hits as f64 / RANDOM_DRAWS as f64;
+            if verbose && !(t.pick_ok && t.reached.is_some_and(|r| r <= HARD_WITHIN)) {
+                println!(
+                    "  seed {seed}: reached at launch {}, pick within 5%: {}; stop: {}",
+                    show(t.reached),
+                    t.pick_ok,
+                    t.stop
+                );
+            }
+        }
+        let m = median(to_reach);
+        println!(
+            "hard surfaces, robustness, seeds {base}..{}: within {HARD_WITHIN} launches {reach}/{SEEDS} (median launch {}); confirmed pick {pick}/{SEEDS}; random search at {HARD_WITHIN} launches {random:.1}/{SEEDS}",
+            base + SEEDS - 1,
+            show((m != usize::MAX).then_some(m)),
+        );
     }
 }
 
