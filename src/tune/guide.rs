@@ -138,6 +138,10 @@ pub enum Next {
 /// noise of each other are a tie the budget will not break.
 pub const CONFIRM_MAX_LAUNCHES: usize = 4;
 
+/// The most configurations the confirmation re-measures at once: the leader and the best of
+/// those within noise of it.
+pub const CONFIRM_GROUP: usize = 4;
+
 /// The launches the confirmation may still take: the reserve less the confirmations made.
 fn confirm_left(space: &Space, seen: &[Observation]) -> usize {
     space.confirm.saturating_sub(confirmations(seen))
@@ -290,7 +294,13 @@ fn confirm(space: &Space, seen: &[Observation], st: &State, explored: &str) -> N
         };
     };
     let mut group = vec![lead];
-    group.extend(near_leader(seen, st, lead));
+    // The best few within noise: spread over many, a small reserve measures each once more and
+    // separates none; concentrated, the repeats shrink the noise where the choice is.
+    group.extend(
+        near_leader(seen, st, lead)
+            .into_iter()
+            .take(CONFIRM_GROUP - 1),
+    );
     let lead_name = name(space, &seen[lead].point);
     if group.len() == 1 && seen[lead].launches >= 2 {
         return Next::Stop {
@@ -1689,6 +1699,34 @@ mod tests {
         );
         assert_eq!(log.len(), seen.len() * CONFIRM_MAX_LAUNCHES);
         let _ = sp;
+    }
+
+    #[test]
+    fn the_confirmation_re_measures_at_most_the_leader_and_the_three_best_near_it() {
+        let six = Space {
+            knobs: vec![Knob {
+                key: "chunked_prefill_size".into(),
+                values: ints(&[512, 1024, 2048, 4096, 8192, 16384]),
+            }],
+            start: vec![2],
+            confirm: 8,
+        };
+        // Six launched, all within noise, the higher values a little better; the budget left
+        // is the reserve: only confirmations.
+        let e = || evidence(VerdictKind::ComputeBound, 64.0, 64.0, 0.5);
+        let mut seen: Vec<Observation> = (0..6)
+            .map(|i| measured_with(vec![i], 1000.0 + i as f64, e()))
+            .collect();
+        let mut confirmed = Vec::new();
+        for left in (1..=8).rev() {
+            let p = one(next(&six, &seen, left));
+            assert!(p.confirm, "{}", p.why);
+            let i = seen.iter().position(|o| o.point == p.point).unwrap();
+            seen[i].launches += 1;
+            confirmed.push(p.point[0]);
+        }
+        // The four best, twice each, interleaved, the leader first.
+        assert_eq!(confirmed, vec![5, 4, 3, 2, 5, 4, 3, 2]);
     }
 
     #[test]
