@@ -41,13 +41,16 @@ pub enum Target {
 
 /// The KV capacity knobs, in the order the rules try them: the memory fraction first (no
 /// quality risk, no speed cost until the cliff), then the hierarchical cache, then a smaller KV
-/// dtype (gated by the quality guard: a value that fails it is banned), then the token cap.
-pub const KV_KNOBS: [&str; 5] = [
+/// dtype (gated by the quality guard: a value that fails it is banned), then the token cap,
+/// then vLLM's own sizes of the pool (its `gpu_memory_utilization` is the memory fraction).
+pub const KV_KNOBS: [&str; 7] = [
     "mem_fraction_static",
     "hicache_size",
     "hicache_ratio",
     "kv_cache_dtype",
     "max_total_tokens",
+    "kv_cache_memory_bytes",
+    "num_gpu_blocks_override",
 ];
 
 fn more_kv() -> Vec<Move> {
