@@ -264,6 +264,58 @@ fn resume_after_an_interrupt_continues_the_same_path() {
     assert_eq!(read_rows(&folder.join("results.csv")).len(), rows.len());
 }
 
+/// The tune's last launch confirms its leader: the same configuration again, on a fresh server,
+/// as its next repeat (its own folder `<name>.r2`, a row with `repeat` 2); the decision pools
+/// both; a resume of the finished tune replays the confirmation from its row and launches none.
+#[test]
+fn the_confirmation_relaunches_the_leader_as_its_next_repeat_and_resume_replays_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tag = unique_tag("tuneconfirm");
+    let confirmed = KV_TUNE.replace("launches: 3\n", "launches: 4\n  confirm: 1\n");
+    let spec_path = write(dir.path(), "s.yaml", &spec(&tag, &confirmed, "0.002"));
+    let results = dir.path().join("results");
+    let out = run_sweep(&spec_path, &results);
+    let log = text(&out.stderr);
+    assert!(matches!(out.status.code(), Some(0) | Some(1)), "{log}");
+    no_leftovers(&tag);
+    let folder = only_results_folder(&results);
+    let rows = read_rows(&folder.join("results.csv"));
+    let lines = steps(&log);
+    assert_eq!(lines.len(), 4, "{log}");
+    let last = log
+        .lines()
+        .find(|l| l.starts_with("tune: step 4: "))
+        .unwrap_or_default();
+    assert!(last.contains(": confirm the leader "), "{last}");
+    let leader = &lines[3].1;
+    // Three configurations explored, the leader launched twice: repeats 1 and 2.
+    assert_eq!(configs(&rows).len(), 3, "{log}");
+    let mut repeats: Vec<&str> = rows
+        .iter()
+        .filter(|r| &r["run_name"] == leader)
+        .map(|r| r["repeat"].as_str())
+        .collect();
+    repeats.sort_unstable();
+    assert_eq!(repeats, vec!["1", "2"], "{rows:?}");
+    assert!(folder.join(format!("runs/{leader}.r2")).is_dir());
+    let d: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(folder.join("decision.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        d["points"][0]["leader"].as_str(),
+        Some(leader.as_str()),
+        "{d}"
+    );
+    let md = std::fs::read_to_string(folder.join("decision.md")).expect("decision.md");
+    assert!(md.contains(&format!("4. `{leader}`: ")), "{md}");
+    assert!(md.contains("Chosen: confirm the leader"), "{md}");
+    // A resume of the finished tune: the same four steps from the rows, no launch.
+    let again = run(sgtune().arg("resume").arg(&folder));
+    let log2 = text(&again.stderr);
+    assert_eq!(steps(&log2), lines, "{log2}");
+    assert_eq!(read_rows(&folder.join("results.csv")).len(), rows.len());
+}
+
 /// `reproduce --decision` reads a tune's folder: it re-checks the leader against the runner-up
 /// when the tune measured two eligible configurations, and says plainly when it did not.
 #[test]
@@ -366,7 +418,15 @@ fn validate_prints_the_space_the_grid_and_the_bound_and_slurm_says_not_yet() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(o.contains("the space holds 6 configuration(s)"), "{o}");
     assert!(o.contains("its whole grid would be 6 launch(es)"), "{o}");
-    assert!(o.contains("at most 3 configuration(s)"), "{o}");
+    assert!(o.contains("at most 3 step(s)"), "{o}");
+    assert!(o.contains("no launch kept to confirm the leader"), "{o}");
+    let confirmed = KV_TUNE.replace("launches: 3\n", "launches: 8\n");
+    let spec_path = write(dir.path(), "c.yaml", &spec("never", &confirmed, "0.002"));
+    let o = text(&run(sgtune().arg("validate").arg(&spec_path)).stdout);
+    assert!(
+        o.contains("tune: 2 of those steps kept to confirm the leader at the end (tune.confirm)"),
+        "{o}"
+    );
     assert!(o.contains("starting at mtt100_mrr8"), "{o}");
     let out = run(sgtune()
         .args(["validate", "--executor", "slurm"])

@@ -128,7 +128,7 @@ pub fn tune_lines(s: &SweepSpec, e: &estimate::Estimate) -> Vec<String> {
             at(size)
         ),
         format!(
-            "tune: at most {} configuration(s) ({} launch(es)){}, starting at {}; each next one chosen from the evidence of the ones before",
+            "tune: at most {} step(s) ({} launch(es)){}, starting at {}; each next one chosen from the evidence of the ones before",
             t.launches,
             t.launches as u128 * per_config,
             at(t.launches as u128),
@@ -136,7 +136,7 @@ pub fn tune_lines(s: &SweepSpec, e: &estimate::Estimate) -> Vec<String> {
         ),
         if t.confirm > 0 {
             format!(
-                "tune: {} of them kept to confirm the leader at the end (tune.confirm): re-launches of the leader and of every launch within noise of it, on fresh servers, so the decision names a winner or a tie from repeats, not one launch",
+                "tune: {} of those steps kept to confirm the leader at the end (tune.confirm): re-launches of the leader and of every launch within noise of it, on fresh servers, so the decision names a winner or a tie from repeats, not one launch",
                 t.confirm
             )
         } else {
