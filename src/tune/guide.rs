@@ -185,13 +185,12 @@ pub fn next(space: &Space, seen: &[Observation], launches_left: usize) -> Next {
     let explored = if explore_left > 0 && confirmations(seen) == 0 {
         match explore(space, seen, &st) {
             Explored::Launch(n) => return n,
-            Explored::Final(why) => return Next::Stop { why },
             Explored::Spent(why) => why,
         }
     } else {
         // The exploration is over: say why it would have stopped, if it would have.
         match explore(space, seen, &st) {
-            Explored::Spent(why) | Explored::Final(why) => why,
+            Explored::Spent(why) => why,
             Explored::Launch(_) => format!(
                 "the exploration's budget is spent ({} launch(es) kept to confirm the leader)",
                 space.confirm
@@ -206,8 +205,6 @@ enum Explored {
     Launch(Next),
     /// No move left, for this reason: the confirmation comes next.
     Spent(String),
-    /// The tune ends here, without a confirmation (the client is the limit).
-    Final(String),
 }
 
 fn launch(point: Point, why: String, confirm: bool) -> Next {
@@ -226,8 +223,11 @@ fn explore(space: &Space, seen: &[Observation], st: &State) -> Explored {
     let base = &seen[base_i];
     let verdict = verdict_of(base);
     let head = format!("{}: {}", name(space, &base.point), said(&base.outcome));
+    // The client is the limit: no server knob can show more. The confirmation still follows:
+    // the limit falls on every configuration alike, and the decision between them still
+    // wants repeats.
     if verdict == Some(VerdictKind::ClientBound) {
-        return Explored::Final(format!(
+        return Explored::Spent(format!(
             "{head}: the client is the limit (the server had room it did not fill): raise the load's concurrency or rate, not the server's knobs"
         ));
     }
@@ -1770,16 +1770,21 @@ mod tests {
     }
 
     #[test]
-    fn a_client_bound_leader_stops_without_a_confirmation() {
+    fn a_client_bound_leader_ends_the_exploration_and_the_confirmation_follows() {
         let sp = Space {
             confirm: 3,
             ..stacked()
         };
-        let seen = [measured_with(
+        let mut seen = vec![measured_with(
             sp.start.clone(),
             100.0,
             evidence(VerdictKind::ClientBound, 20.0, 64.0, 0.2),
         )];
-        assert!(stop_why(next(&sp, &seen, 10)).contains("the client is the limit"));
+        let p = one(next(&sp, &seen, 10));
+        assert!(p.confirm && p.point == sp.start, "{}", p.why);
+        seen[0].launches = 2;
+        let why = stop_why(next(&sp, &seen, 9));
+        assert!(why.contains("the client is the limit"), "{why}");
+        assert!(why.contains("; confirmed: mfs0.82_mrr16_cgbs16"), "{why}");
     }
 }
