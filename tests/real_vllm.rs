@@ -437,3 +437,80 @@ fn mixed_sweep_sglang_against_vllm_ends_in_one_decision() {
     );
     keep_when_asked(folder, "/tmp/sgtune-quality-mixed");
 }
+
+/// A guided tune on vLLM, end to end: the tuner's keys in vLLM's terms, vLLM's own stats lines
+/// for the evidence. 16 concurrent requests of 32 + 200 tokens against an 8 MiB pool (2,048
+/// tokens of this model, about half of them): KV-cache bound, so the second launch is more KV,
+/// vLLM's `kv_cache_memory_bytes` up; there every request runs, and that configuration leads.
+#[test]
+#[ignore = "needs real vLLM on CPU: run scripts/test.sh"]
+fn a_guided_tune_on_vllm_gives_the_kv_bound_start_more_kv() {
+    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let started = Instant::now();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tag = unique_tag("vllm-tune");
+    let body = r#"workload:
+  concurrency: 16
+  duration_s: 20
+  warmup_requests: 2
+  input_tokens: 32
+  output_tokens: 200
+objective:
+  maximize: output_tok_s
+tune:
+  knobs:
+    kv_cache_memory_bytes: [8388608, 268435456]
+    max_running_requests: [16, 32]
+  start: {kv_cache_memory_bytes: 8388608, max_running_requests: 16}
+  launches: 2
+"#;
+    let spec_path = dir.path().join("vllm-tune.yaml");
+    std::fs::write(&spec_path, spec(&tag, body)).expect("write spec");
+    let results = dir.path().join("results");
+    let out = run_sweep(&spec_path, &results);
+    let log = text(&out.stderr);
+    assert!(matches!(out.status.code(), Some(0) | Some(1)), "{log}");
+    assert!(
+        wait_until(Duration::from_secs(15), || procs_with_tag(&tag).is_empty()),
+        "vLLM left running: {:?}",
+        procs_with_tag(&tag)
+    );
+    let folder = only_results_folder(&results);
+    let rows = read_rows(&folder.join("results.csv"));
+    assert_eq!(rows.len(), 2, "{rows:?}\n{log}");
+    for r in &rows {
+        assert_eq!(
+            (r["engine"].as_str(), r["status"].as_str()),
+            ("vllm", "ok"),
+            "{r:?}"
+        );
+    }
+    let (start, more) = (&rows[0], &rows[1]);
+    assert_eq!(start["run_name"], "kcmb-8388608_mrr16", "{start:?}");
+    assert_eq!(start["verdict"], "kv_cache_bound", "{start:?}");
+    let step2 = log
+        .lines()
+        .find(|l| l.starts_with("tune: step 2: "))
+        .unwrap_or_default();
+    assert!(
+        step2.contains(": kv_cache_bound (usage ")
+            && step2.contains("→ more KV: kv_cache_memory_bytes 8388608 → 268435456"),
+        "{log}"
+    );
+    assert_eq!(more["param_kv_cache_memory_bytes"], "268435456", "{more:?}");
+    assert_ne!(more["verdict"], "kv_cache_bound", "{more:?}");
+    let d: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(folder.join("decision.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        d["points"][0]["leader"].as_str(),
+        Some(more["run_name"].as_str()),
+        "{d}"
+    );
+    let md = std::fs::read_to_string(folder.join("decision.md")).expect("decision.md");
+    assert!(md.contains("## Tune path"), "{md}");
+    eprintln!(
+        "a guided tune on vLLM: {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
+}
