@@ -405,6 +405,29 @@ impl<'de> Deserialize<'de> for Knobs {
     }
 }
 
+/// The next value of `tune.<key>` as a whole number at least `min`, or an error on its key
+/// that says what it is for.
+fn whole_at_least<'de, A: MapAccess<'de>>(
+    map: &mut A,
+    key: &str,
+    min: i64,
+    what: &str,
+) -> Result<u64, A::Error> {
+    let n: i64 = map.next_value().map_err(|_| {
+        de::Error::custom(tag_key(
+            key,
+            &format!("tune.{key}: a whole number >= {min} ({what})"),
+        ))
+    })?;
+    if n < min {
+        return Err(de::Error::custom(tag_key(
+            key,
+            &format!("tune.{key} must be at least {min}, got {n}"),
+        )));
+    }
+    Ok(n as u64)
+}
+
 impl<'de> Deserialize<'de> for TuneSpec {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V;
@@ -423,34 +446,20 @@ impl<'de> Deserialize<'de> for TuneSpec {
                         "knobs" => knobs = Some(map.next_value::<Knobs>()?.0),
                         "start" => start = Some(map.next_value::<Start>()?.0),
                         "launches" => {
-                            let n: i64 = map.next_value().map_err(|_| {
-                                de::Error::custom(tag_key(
-                                    "launches",
-                                    "tune.launches: a whole number >= 1 (the most configurations the tune launches)",
-                                ))
-                            })?;
-                            if n < 1 {
-                                return Err(de::Error::custom(tag_key(
-                                    "launches",
-                                    &format!("tune.launches must be at least 1, got {n}"),
-                                )));
-                            }
-                            launches = Some(n as u64);
+                            launches = Some(whole_at_least(
+                                &mut map,
+                                "launches",
+                                1,
+                                "the most launches the tune makes",
+                            )?);
                         }
                         "confirm" => {
-                            let n: i64 = map.next_value().map_err(|_| {
-                                de::Error::custom(tag_key(
-                                    "confirm",
-                                    "tune.confirm: a whole number >= 0 (the launches kept to confirm the leader at the end)",
-                                ))
-                            })?;
-                            if n < 0 {
-                                return Err(de::Error::custom(tag_key(
-                                    "confirm",
-                                    &format!("tune.confirm must be at least 0, got {n}"),
-                                )));
-                            }
-                            confirm = Some(n as u64);
+                            confirm = Some(whole_at_least(
+                                &mut map,
+                                "confirm",
+                                0,
+                                "the launches kept to confirm the leader at the end",
+                            )?);
                         }
                         other => {
                             return Err(de::Error::custom(tag_key(
