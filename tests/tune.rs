@@ -309,6 +309,13 @@ fn the_confirmation_relaunches_the_leader_as_its_next_repeat_and_resume_replays_
     let md = std::fs::read_to_string(folder.join("decision.md")).expect("decision.md");
     assert!(md.contains(&format!("4. `{leader}`: ")), "{md}");
     assert!(md.contains("Chosen: confirm the leader"), "{md}");
+    let html = std::fs::read_to_string(folder.join("report.html")).expect("report.html");
+    assert!(
+        html.contains(&format!(
+            "again to confirm it (its value pools its launches): 4 `{leader}`"
+        )),
+        "the chart labels the confirmation"
+    );
     // A resume of the finished tune: the same four steps from the rows, no launch.
     let again = run(sgtune().arg("resume").arg(&folder));
     let log2 = text(&again.stderr);

@@ -244,6 +244,7 @@ pub fn chart_path(spec: &SweepSpec, rows: &[Row]) -> Option<crate::report::html:
                 evidence,
                 ..
             }) => TuneStep {
+                confirm: step.confirm,
                 name: step.name.clone(),
                 value: Some(if maximize { *score } else { -*score }),
                 eligible: *eligible,
@@ -253,12 +254,14 @@ pub fn chart_path(spec: &SweepSpec, rows: &[Row]) -> Option<crate::report::html:
                     .to_string(),
             },
             Some(Outcome::Failed { kind }) => TuneStep {
+                confirm: step.confirm,
                 name: step.name.clone(),
                 value: None,
                 eligible: false,
                 verdict: kind.clone(),
             },
             None => TuneStep {
+                confirm: step.confirm,
                 name: step.name.clone(),
                 value: None,
                 eligible: false,

@@ -75,6 +75,9 @@ pub struct TuneStep {
     pub eligible: bool,
     /// The verdict, or the failure kind.
     pub verdict: String,
+    /// A confirmation: the configuration launched again on a fresh server (its value then
+    /// pools its launches).
+    pub confirm: bool,
 }
 
 /// How many points each timeline series keeps: fewer when there are many launches, so the

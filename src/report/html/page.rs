@@ -402,6 +402,13 @@ pub fn tune_chart(t: &crate::report::html::TunePath) -> String {
             )
         })
         .collect();
+    let confirmations: Vec<String> = t
+        .steps
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.confirm)
+        .map(|(i, s)| format!("{} `{}`", i + 1, s.name))
+        .collect();
     let mut c = Chart {
         id: "tune-path".to_string(),
         title: format!("Tune path: {} at each step", t.metric),
@@ -409,13 +416,21 @@ pub fn tune_chart(t: &crate::report::html::TunePath) -> String {
         y_label: t.metric.clone(),
         x_whole: true,
         note: format!(
-            "{}{}",
+            "{}{}{}",
             if not_eligible.is_empty() {
                 String::new()
             } else {
                 format!(
                     "Steps without an eligible result: {}. ",
                     not_eligible.join(", ")
+                )
+            },
+            if confirmations.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "Steps that launch a configuration again to confirm it (its value pools its launches): {}. ",
+                    confirmations.join(", ")
                 )
             },
             t.end
@@ -885,6 +900,7 @@ mod tests {
             value,
             eligible,
             verdict: verdict.into(),
+            confirm: false,
         };
         let t = TunePath {
             metric: "output_tok_s".into(),
@@ -919,10 +935,21 @@ mod tests {
         // Nothing measured: still a section, with the end said.
         let none = TunePath {
             steps: vec![step("a", None, false, "oom")],
-            ..t
+            ..t.clone()
         };
         let h = tune_chart(&none);
         assert!(h.contains("1 `a` (failed: oom)"), "{h}");
+        // A confirmation is named.
+        let mut confirmed = t.clone();
+        confirmed.steps.push(TuneStep {
+            confirm: true,
+            ..step("mtt32768", Some(720.0), true, "compute_bound")
+        });
+        let h = tune_chart(&confirmed);
+        assert!(
+            h.contains("Steps that launch a configuration again to confirm it (its value pools its launches): 5 `mtt32768`. Stop:"),
+            "{h}"
+        );
     }
 
     /// A configuration that ran another engine in B is said above the changes, as
