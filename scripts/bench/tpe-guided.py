@@ -2,15 +2,15 @@
 # Optuna TPE (and exact random search) as baselines for the guided tune on the hard surfaces
 # that `benches/guided.rs` exports (HardSurface::export): how many of the 20 surfaces a peer's
 # Optuna run reaches within 5% of the optimum by trial k = 5..20, as the fair comparison of
-# /work/shared/reference/tuning-baselines.md asks.
+# the shared reference's tuning-baselines.md asks.
 #
 #   GUIDED_EXPORT=target/guided-surfaces cargo bench --bench guided   # writes hard-seed-N.csv
 #   scripts/bench/tpe-guided.sh [DIR] [--repeats R] [--out FILE] [--jobs J]
 #
 # (the .sh makes a venv with optuna==5.1.0 and numpy at ~/.cache/sgtune/optuna-venv; or run
 # this file with any Python 3.11 that has them). DIR defaults to target/guided-surfaces, FILE
-# to DIR/tpe.md. Defaults: 5 Optuna seeds per surface, 20 trials each, one process; a few
-# minutes on two cores.
+# to DIR/tpe.md. Defaults: 5 Optuna seeds per surface, 20 trials each, one process (seconds);
+# docs/benchmarks.md's figures are `--repeats 100 --jobs 2` (about 25 s on two cores).
 #
 # The model, one trial = one launch: a `failed` point fails; otherwise the measured throughput
 # is the true score x (1 + 0.03 N(0,1)), the TTFT and TPOT ratios likewise with their own noise,
