@@ -157,7 +157,7 @@ pub fn confirmations(seen: &[Observation]) -> usize {
 /// same inputs give the same answer, so `resume` replays a tune to the same path.
 ///
 /// Two phases: the exploration spends the budget less `space.confirm`; then (or when it has no
-/// move left) the confirmation re-launches the leader and the launches within noise of it.
+/// move left) the confirmation re-launches the leader and the best launches within noise of it.
 pub fn next(space: &Space, seen: &[Observation], launches_left: usize) -> Next {
     if launches_left == 0 {
         return Next::Stop {
@@ -281,7 +281,8 @@ fn explore(space: &Space, seen: &[Observation], st: &State) -> Explored {
 /// launch within noise of it, interleaved (the one with the fewest launches first, so a drift
 /// of the machine falls on all alike), until the leader stands beyond noise of every other
 /// with at least two launches, every one left has [`CONFIRM_MAX_LAUNCHES`], or the budget
-/// is spent (an exploration that ends early leaves its launches to the confirmation too). The decision then names a winner, or a tie, from all their rows.
+/// is spent (an exploration that ends early leaves its launches to the confirmation too).
+/// The decision then names a winner, or a tie, from all their rows.
 fn confirm(space: &Space, seen: &[Observation], st: &State, explored: &str) -> Next {
     if space.confirm == 0 {
         return Next::Stop {
