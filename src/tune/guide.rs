@@ -1731,6 +1731,30 @@ mod tests {
     }
 
     #[test]
+    fn near_the_leader_is_within_the_noise_of_two_means_which_shrinks_with_their_launches() {
+        let sp = stacked();
+        let e = || evidence(VerdictKind::ComputeBound, 64.0, 64.0, 0.5);
+        // Noise 2% (cv 1%): one launch each, two means differ by up to 2% × √2 = 2.83%.
+        let mut seen = vec![
+            measured_with(vec![1, 0, 0], 1000.0, e()),
+            measured_with(vec![2, 0, 0], 975.0, e()),
+            measured_with(vec![3, 0, 0], 969.0, e()),
+        ];
+        let st = State::read(&sp, &seen);
+        assert_eq!(near_leader(&seen, &st, 0), vec![1]);
+        // Two launches each: 2% × √(1/2 + 1/2) = 2%; 2.5% is beyond it.
+        seen[0].launches = 2;
+        seen[1].launches = 2;
+        assert!(near_leader(&seen, &st, 0).is_empty());
+        // The leader at 4 launches, the other at 1: 2% × √(1/4 + 1) = 2.24%.
+        seen[0].launches = 4;
+        seen[1].launches = 1;
+        assert!(near_leader(&seen, &st, 0).is_empty());
+        seen[1] = measured_with(vec![2, 0, 0], 978.0, e());
+        assert_eq!(near_leader(&seen, &st, 0), vec![1]);
+    }
+
+    #[test]
     fn once_the_confirmation_began_the_exploration_is_over() {
         let sp = Space {
             confirm: 2,

@@ -235,6 +235,30 @@ mod tests {
     }
 
     #[test]
+    fn the_noise_pools_the_finite_non_negative_cvs_only() {
+        let with_cv = |cv: Option<f64>| {
+            let mut o = m(vec![1, 1], 100.0, true);
+            if let Outcome::Measured { cv: c, .. } = &mut o.outcome {
+                *c = cv;
+            }
+            o
+        };
+        assert_eq!(noise_of(&[]), DEFAULT_NOISE);
+        assert_eq!(noise_of(&[with_cv(None)]), DEFAULT_NOISE);
+        assert_eq!(noise_of(&[with_cv(Some(f64::NAN))]), DEFAULT_NOISE);
+        assert_eq!(noise_of(&[with_cv(Some(-0.5))]), DEFAULT_NOISE);
+        assert_eq!(noise_of(&[with_cv(Some(f64::INFINITY))]), DEFAULT_NOISE);
+        let n = noise_of(&[
+            with_cv(Some(0.03)),
+            with_cv(Some(f64::NAN)),
+            with_cv(Some(-1.0)),
+        ]);
+        assert!((n - 0.06).abs() < 1e-12, "{n}");
+        // A cv of 0 is a measurement: no noise.
+        assert_eq!(noise_of(&[with_cv(Some(0.0))]), 0.0);
+    }
+
+    #[test]
     fn differs_is_beyond_the_relative_noise() {
         assert!(!differs(105.0, 100.0, 0.05));
         assert!(differs(105.1, 100.0, 0.05));
