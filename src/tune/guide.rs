@@ -1422,6 +1422,27 @@ mod tests {
         assert_eq!(st.banned[1].iter().copied().collect::<Vec<_>>(), vec![1]);
         // The SLO miss moved the excess beyond noise: a response, the knob stays.
         assert_eq!(st.dropped[MFS], None);
+        // The same excess and score: no response, the generic search drops the knob.
+        let flat = vec![
+            slo(vec![1, 0, 0], 600.0, 3.0, e()),
+            slo(vec![4, 0, 0], 600.0, 3.0, e()),
+        ];
+        assert_eq!(
+            State::read(&sp, &flat).dropped[MFS],
+            Some(Dropped::NoResponse)
+        );
+        // Only the excess moved (the score did not): a response.
+        let moved = vec![
+            slo(vec![1, 0, 0], 600.0, 3.0, e()),
+            slo(vec![4, 0, 0], 600.0, 2.0, e()),
+        ];
+        assert_eq!(State::read(&sp, &moved).dropped[MFS], None);
+        // Eligible after an SLO miss, at the same score: a response.
+        let made_it = vec![
+            slo(vec![1, 0, 0], 600.0, 1.01, e()),
+            measured_with(vec![4, 0, 0], 600.0, e()),
+        ];
+        assert_eq!(State::read(&sp, &made_it).dropped[MFS], None);
     }
 
     #[test]
