@@ -1752,6 +1752,38 @@ mod tests {
     }
 
     #[test]
+    fn while_nothing_is_eligible_a_launch_within_noise_of_the_base_excess_has_its_moves_followed() {
+        let sp = Space {
+            start: vec![4, 1, 3],
+            ..stacked()
+        };
+        let kv = evidence(VerdictKind::KvCacheBound, 30.0, 64.0, 0.97);
+        let queue = evidence(VerdictKind::QueueWithSpareKv, 48.0, 64.0, 0.6);
+        let base = slo(vec![4, 1, 3], 700.0, 2.0, kv);
+        // More KV died: the base's rule is spent.
+        let cliff = failed(vec![5, 1, 3], "oom");
+        // Within √2 × 2% of the base's excess, another verdict: its move is next.
+        let tie = slo(vec![3, 2, 3], 600.0, 2.05, queue.clone());
+        let p = one(next(&sp, &[base.clone(), cliff.clone(), tie], 10));
+        assert_eq!(p.point, vec![3, 3, 3], "{}", p.why);
+        assert!(
+            p.why
+                .starts_with("mfs0.86_mrr48_cgbs128: queue_with_spare_kv"),
+            "{}",
+            p.why
+        );
+        // 10% away: not a tie; the generic search from the base.
+        let far = slo(vec![3, 2, 3], 600.0, 2.2, queue);
+        let p = one(next(&sp, &[base, cliff, far], 10));
+        assert_eq!(p.point, vec![4, 2, 3], "{}", p.why);
+        assert!(
+            p.why.contains("no rule's move left, the neighbours"),
+            "{}",
+            p.why
+        );
+    }
+
+    #[test]
     fn near_the_leader_is_within_the_noise_of_two_means_which_shrinks_with_their_launches() {
         let sp = stacked();
         let e = || evidence(VerdictKind::ComputeBound, 64.0, 64.0, 0.5);
