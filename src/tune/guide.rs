@@ -509,12 +509,8 @@ fn rule_moves(space: &Space, st: &State, base: &Observation) -> Option<Next> {
             order.insert(0, v);
         }
         // A short move is the next value or nothing: walking on past a launched neighbour
-        // would turn "a little less" into "much less".
-        let take = if long || mv.target.is_some() {
-            order.len()
-        } else {
-            1
-        };
+        // would turn "a little less" into "much less". (A sized move is a long one.)
+        let take = if long { order.len() } else { 1 };
         for to in order.into_iter().take(take) {
             if let Some(n) = propose(space, st, base, k, to, mv.what) {
                 return Some(n);
@@ -1531,6 +1527,26 @@ mod tests {
             evidence(VerdictKind::KvCacheBound, 40.0, 64.0, 0.97),
         )];
         assert_eq!(one(next(&sp, &far, 10)).point, vec![4, 3, 3]);
+    }
+
+    #[test]
+    fn a_long_move_walks_past_a_value_launched_already_and_a_short_one_does_not() {
+        let sp = stacked();
+        let kv = |r: f64| evidence(VerdictKind::KvCacheBound, r, 64.0, 0.97);
+        // Half way (0.88) was launched and did worse: the long move's next value, 0.86.
+        let seen = vec![
+            slo(vec![1, 0, 0], 600.0, 3.0, kv(20.0)),
+            slo(vec![4, 0, 0], 500.0, 4.0, kv(20.0)),
+        ];
+        assert_eq!(one(next(&sp, &seen, 10)).point, vec![3, 0, 0]);
+        // A small shortfall: one value up, launched already: no more KV from the memory
+        // fraction; the neighbours come next.
+        let seen = vec![
+            slo(vec![1, 0, 0], 600.0, 1.2, kv(60.0)),
+            slo(vec![2, 0, 0], 500.0, 1.5, kv(60.0)),
+        ];
+        let p = one(next(&sp, &seen, 10));
+        assert_eq!(p.point, vec![1, 1, 0], "{}", p.why);
     }
 
     #[test]
