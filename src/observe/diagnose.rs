@@ -743,6 +743,22 @@ mod tests {
             diagnose(64, 1000, None, Some(&no_pool)).kind,
             VerdictKind::KvCacheBound
         );
+        // The workload's size when given (500 tokens: 5 more), else each running request's
+        // share of the peak (16 running at usage 0.5 of 32,768: 1,024 each, 16 more).
+        assert_eq!(cap_with_room(&s, 500, 30, 0.91), Some((30, 5)));
+        let half = ServerSummary {
+            max_running_requests: Some(16),
+            ..s.clone()
+        };
+        assert_eq!(cap_with_room(&half, 0, 16, 0.5), Some((16, 16)));
+        // An empty pool with no request size: no size to count in, no claim.
+        assert_eq!(cap_with_room(&half, 0, 16, 0.0), None);
+        // DP ranks multiply the pool: 2 × 32,768 at usage 0.5 holds 32 more of 1,024.
+        let dp = ServerSummary {
+            dp_ranks: 2,
+            ..half.clone()
+        };
+        assert_eq!(cap_with_room(&dp, 1024, 16, 0.5), Some((16, 32)));
         // Exactly one more fits: the cap.
         let one = ServerSummary {
             token_usage_max: Some(0.96),
