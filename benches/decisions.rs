@@ -52,7 +52,7 @@ fn objective() -> Objective {
 }
 
 fn row(name: &str, repeat: usize, value: f64) -> Row {
-    Row(BTreeMap::from(
+    Row::from_cells(BTreeMap::from(
         [
             ("run_name", name.to_string()),
             ("status", "ok".to_string()),

@@ -3,7 +3,6 @@
 //! saw-toothing KV pool, retractions) and 100 requests per load point, renders under 2 MB.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use sgtune::observe::timeline::{self, WindowLines};
@@ -104,10 +103,7 @@ fn row(cfg: usize, p: usize) -> Row {
             "#running-req max 6 of 32 offered, #queue-req mean 18.8".into(),
         ),
     ];
-    Row(pairs
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect::<BTreeMap<_, _>>())
+    Row::from_cells(pairs.into_iter().map(|(k, v)| (k.to_string(), v)))
 }
 
 #[test]

@@ -1,44 +1,29 @@
 //! `sgtune compare A B`: two sweeps, the decision diff first, then run by run.
 
 use super::{CmdError, ExitCode, out};
-use crate::plan::spec::Objective;
-use crate::record::provenance::{self, Manifest};
-use crate::record::{rows, store};
+use crate::record::provenance;
+use crate::record::rows::{self, Col};
+use crate::record::sweep::Sweep;
 use crate::report::compare;
 use crate::tune::diff;
 use std::path::Path;
 
-/// One side as read from its folder (or its results.csv).
-pub struct Side {
-    pub rows: Vec<rows::Row>,
-    pub manifest: Option<Manifest>,
-    pub objective: Option<Objective>,
-}
-
-pub fn read_side(p: &Path) -> Result<Side, CmdError> {
-    let csv = rows::csv_path(p);
-    let t = rows::read(&csv).map_err(|e| CmdError::input(e.to_string()))?;
-    let dir = csv.parent();
-    Ok(Side {
-        rows: t.rows,
-        manifest: dir.and_then(|d| provenance::read(d).ok()),
-        objective: dir.and_then(store::read_objective),
-    })
+/// One side, loaded from its folder (or its results.csv).
+pub fn read_side(p: &Path) -> Result<Sweep, CmdError> {
+    Sweep::load(p).map_err(|e| CmdError::input(e.to_string()))
 }
 
 /// The decision diff of two sides ([`diff::diff`]).
-pub fn decision_diff(a: &Side, b: &Side, noise: f64) -> diff::DecisionDiff {
-    diff::diff(&a.view(), &b.view(), noise)
+pub fn decision_diff(a: &Sweep, b: &Sweep, noise: f64) -> diff::DecisionDiff {
+    diff::diff(&view(a), &view(b), noise)
 }
 
-impl Side {
-    fn view(&self) -> diff::SweepView<'_> {
-        diff::SweepView {
-            rows: &self.rows,
-            objective: self.objective.as_ref(),
-            manifest: self.manifest.as_ref(),
-            preflight_knob: None,
-        }
+fn view(s: &Sweep) -> diff::SweepView<'_> {
+    diff::SweepView {
+        rows: s.rows(),
+        objective: s.objective.as_ref(),
+        manifest: s.manifest.as_ref(),
+        preflight_knob: None,
     }
 }
 
@@ -58,10 +43,11 @@ pub fn run(
 ) -> Result<ExitCode, CmdError> {
     let sa = read_side(a)?;
     let sb = read_side(b)?;
-    let (ra, rb) = (&sa.rows, &sb.rows);
+    let (ra, rb) = (sa.rows(), sb.rows());
     let has = |m: &String| {
-        ra.first().is_none_or(|r| r.0.contains_key(m))
-            && rb.first().is_none_or(|r| r.0.contains_key(m))
+        let col = Col::named(m);
+        let has = |r: &rows::Row| col.as_ref().is_some_and(|c| r.has(c));
+        ra.first().is_none_or(has) && rb.first().is_none_or(has)
     };
     let metrics: Vec<String> = match metrics {
         Some(given) => {
@@ -80,7 +66,7 @@ pub fn run(
                 .collect();
             // With the quality guard on either side, how often outputs derail is compared too
             // (each side against its own baseline).
-            let judged = |rs: &[rows::Row]| rs.iter().any(|r| !r.get("quality_verdict").is_empty());
+            let judged = |rs: &[rows::Row]| rs.iter().any(|r| r.quality().is_some());
             if judged(ra) || judged(rb) {
                 m.extend(
                     ["quality_decisive_share", "quality_prefix_agreement"]

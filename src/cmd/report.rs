@@ -7,10 +7,12 @@ use std::path::{Path, PathBuf};
 use super::{CmdError, ExitCode, out};
 use crate::observe::timeline;
 use crate::record::provenance;
+use crate::record::rows::{Col, Row};
 use crate::record::store;
+use crate::record::sweep::Sweep as Loaded;
 use crate::report::compare;
 use crate::report::html;
-use crate::run::report::{read_sweep, write_sweep_report};
+use crate::run::report::{Deadline, page_of, write_sweep_report};
 
 /// `sgtune report DIR [DIR2] [-o FILE]`.
 pub fn run(
@@ -22,11 +24,13 @@ pub fn run(
     let path = match b {
         None => write_sweep_report(a, out_file)?,
         Some(b) => {
-            let sa = read_sweep(a)?;
-            let sb = read_sweep(b)?;
+            let (la, lb) = (Loaded::load(a)?, Loaded::load(b)?);
+            let sa = page_of(&la, Deadline::Recorded);
+            let sb = page_of(&lb, Deadline::Recorded);
             let has = |m: &&&str| {
-                sa.rows.first().is_none_or(|r| r.0.contains_key(**m))
-                    && sb.rows.first().is_none_or(|r| r.0.contains_key(**m))
+                let col = Col::named(m);
+                let has = |r: &Row| col.as_ref().is_some_and(|c| r.has(c));
+                sa.rows.first().is_none_or(has) && sb.rows.first().is_none_or(has)
             };
             let metrics: Vec<String> = compare::DEFAULT_METRICS
                 .iter()
@@ -34,16 +38,10 @@ pub fn run(
                 .map(|m| m.to_string())
                 .collect();
             let mut c = compare::compare(&sa.rows, &sb.rows, &metrics, noise);
-            let side = |s: &html::Sweep| super::compare::Side {
-                rows: s.rows.clone(),
-                manifest: provenance::read(Path::new(&s.dir)).ok(),
-                objective: store::read_objective(Path::new(&s.dir)),
-            };
-            let (da, db) = (side(&sa), side(&sb));
-            if let (Some(ma), Some(mb)) = (&da.manifest, &db.manifest) {
+            if let (Some(ma), Some(mb)) = (&la.manifest, &lb.manifest) {
                 c.context = provenance::context_differences(ma, mb);
             }
-            c.decision = Some(super::compare::decision_diff(&da, &db, noise));
+            c.decision = Some(super::compare::decision_diff(&la, &lb, noise));
             let path = out_file
                 .map(Path::to_path_buf)
                 .unwrap_or_else(|| PathBuf::from(&sb.dir).join("report-compare.html"));

@@ -6,6 +6,7 @@ use crate::plan::expand::RunPlan;
 use crate::record::provenance;
 use crate::record::rows;
 use crate::record::store;
+use crate::record::sweep::Sweep;
 use crate::report::reproduce;
 use crate::util::say;
 use std::path::Path;
@@ -17,6 +18,11 @@ pub const DEFAULT_TOLERANCE: f64 = 0.2;
 /// is accepted and then ignored would let a user believe their threshold was applied.
 pub const TOLERANCE_WITH_DECISION: &str = "--tolerance is not used with --decision: the re-check decides again by the objective's own rule (a 95% interval from the noise its launches measure; `objective.noise` in spec.yaml only when neither side has two successful launches, so no noise is measured), so no tolerance enters it. Drop --tolerance, or use --run NAME to reproduce one run within a tolerance";
 
+/// A results folder, loaded once (`record::sweep`).
+fn load(dir: &Path) -> Result<Sweep, CmdError> {
+    Sweep::load(dir).map_err(|e| CmdError::input(e.to_string()))
+}
+
 /// Relaunch one recorded run and judge whether it reproduced.
 pub async fn run(
     dir: &Path,
@@ -26,11 +32,12 @@ pub async fn run(
 ) -> Result<ExitCode, CmdError> {
     let spec_path = dir.join(store::SPEC_YAML);
     let (s, text, plan, prep) = load_in_folder(&spec_path, dir)?;
-    let recorded_rows: Vec<rows::Row> = rows::read(&dir.join(store::RESULTS_CSV))
-        .map_err(|e| CmdError::input(e.to_string()))?
-        .rows
-        .into_iter()
-        .filter(|r| r.get("run_name") == run_name)
+    let recorded = load(dir)?;
+    let recorded_rows: Vec<rows::Row> = recorded
+        .rows()
+        .iter()
+        .filter(|r| r.run_name() == run_name)
+        .cloned()
         .collect();
     let Some(run) = plan.runs.iter().find(|r| r.name == run_name) else {
         let names: Vec<&str> = plan.runs.iter().map(|r| r.name.as_str()).collect();
@@ -48,10 +55,10 @@ pub async fn run(
     }
     let mut notes: Vec<String> = Vec::new();
     if let Some(r) = recorded_rows.first() {
-        if r.get("run_id") != run.id {
+        if r.run_id() != run.id {
             notes.push(format!(
                 "the run's resolved configuration differs from the recorded one (id {} → {}): an environment variable in spec.yaml may expand differently here",
-                r.get("run_id"),
+                r.run_id(),
                 run.id
             ));
         }
@@ -77,11 +84,11 @@ pub async fn run(
     if code == ExitCode::Interrupted {
         return Ok(code);
     }
-    let new_rows = rows::read(&results.results_csv())
-        .map_err(|e| CmdError::input(e.to_string()))?
-        .rows;
-    let context = provenance::read(dir)
-        .map(|m| provenance::context_differences(&m, &manifest))
+    let new_rows = load(&results.root)?.table.rows;
+    let context = recorded
+        .manifest
+        .as_ref()
+        .map(|m| provenance::context_differences(m, &manifest))
         .unwrap_or_default();
     let (reproduced, report) =
         reproduce::verdict(&recorded_rows, &new_rows, tolerance, &context, &notes);
@@ -112,9 +119,7 @@ pub async fn decision(dir: &Path, results_dir: &Path) -> Result<ExitCode, CmdErr
             spec_path.display()
         )));
     };
-    let recorded = rows::read(&dir.join(store::RESULTS_CSV))
-        .map_err(|e| CmdError::input(e.to_string()))?
-        .rows;
+    let recorded = load(dir)?.table.rows;
     let before = crate::tune::decision::decide(
         &plan.sweep_name,
         &o,
@@ -163,9 +168,7 @@ pub async fn decision(dir: &Path, results_dir: &Path) -> Result<ExitCode, CmdErr
     if code == ExitCode::Interrupted {
         return Ok(code);
     }
-    let new_rows = rows::read(&results.results_csv())
-        .map_err(|e| CmdError::input(e.to_string()))?
-        .rows;
+    let new_rows = load(&results.root)?.table.rows;
     let refs: Vec<&rows::Row> = new_rows.iter().collect();
     let after = crate::tune::decision::decide_rows(
         &o,
@@ -196,16 +199,17 @@ mod tests {
     use crate::tune::decision::sweep_noise;
 
     fn row(name: &str, repeat: u64, v: f64) -> Row {
-        Row([
-            ("run_name", name.to_string()),
-            ("status", "ok".to_string()),
-            ("concurrency", "8".to_string()),
-            ("repeat", repeat.to_string()),
-            ("output_tok_s", v.to_string()),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect())
+        Row::from_cells(
+            [
+                ("run_name", name.to_string()),
+                ("status", "ok".to_string()),
+                ("concurrency", "8".to_string()),
+                ("repeat", repeat.to_string()),
+                ("output_tok_s", v.to_string()),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v)),
+        )
     }
 
     /// The refusal states the re-check's rule as the decision applies it: one side's two

@@ -3,8 +3,9 @@
 //! so it works from another shell while the sweep runs and after a crash.
 
 use super::{CmdError, ExitCode, out};
+use crate::record::state;
 use crate::record::store;
-use crate::record::{rows, state};
+use crate::record::sweep::Sweep;
 use crate::report::status::{Liveness, StatusView, render};
 use std::path::Path;
 
@@ -30,22 +31,25 @@ pub fn run(dir: &Path) -> Result<ExitCode, CmdError> {
     } else {
         Liveness::Gone
     };
-    // A row half-written by a crash is dropped by rows::read; an unreadable file is no rows.
-    let all = rows::read(&dir.join(store::RESULTS_CSV))
-        .map(|t| t.rows)
-        .unwrap_or_default();
+    // A row half-written by a crash is dropped by the reader; an unreadable results.csv is
+    // no rows (the sweep may not have written it yet).
+    let loaded = Sweep::load(dir).unwrap_or_default();
+    let all = loaded.rows();
     let spec = crate::plan::spec::load(&dir.join(store::SPEC_YAML)).ok();
     let sweep = spec
         .as_ref()
         .map_or_else(|| dir.display().to_string(), |(s, _)| s.name.0.clone());
-    let decided = store::read_objective(dir).map(|o| crate::tune::leader::so_far(&o, &all));
+    let decided = loaded
+        .objective
+        .as_ref()
+        .map(|o| crate::tune::leader::so_far(o, all));
     let d = dir.display().to_string();
     out(&render(&StatusView {
         dir: &d,
         sweep: &sweep,
         state: &st,
         live,
-        rows: &all,
+        rows: all,
         decision: decided.as_ref(),
     }));
     Ok(ExitCode::Ok)

@@ -15,6 +15,7 @@ pub mod slurm;
 pub mod state;
 pub mod store;
 pub mod summary;
+pub mod sweep;
 pub mod working_set;
 
 pub use run_record::*;

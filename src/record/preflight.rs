@@ -24,7 +24,7 @@ impl Attempt {
     /// A recorded `preflight` row (its knob's value is in `param_<knob>`).
     pub fn of_row(r: &Row, knob: &str) -> Option<Attempt> {
         Some(Attempt {
-            value: r.f64(&format!("param_{knob}"))?,
+            value: r.metric(&super::rows::Col::param(knob))?,
             survived: r.probe() == Some(ProbeResult::Pass),
         })
     }

@@ -3,62 +3,341 @@
 //! by a crash (which is reported and ignored).
 
 use super::ReadError;
-use super::run_record::{Phase, ProbeResult, RunStatus};
+
+use super::run_record::{Phase, ProbeResult, QualityStatus, RunStatus, column_names};
+use crate::observe::diagnose::VerdictKind;
+use crate::plan::engine::Engine;
 use crate::server::failure::FailureKind;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// One results.csv row, by column name.
+/// One results.csv row, typed: the identity and classification columns parsed once when the
+/// row is read (`run_name`, the load point, `status`, `phase`, the verdicts, ...), the measured
+/// columns read through a [`Col`] (so the spec's own SLO and objective columns work), and the
+/// swept values by key. Outside `record/` no column is read by its name: the names live in the
+/// column list (`run_record`) and here.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Row(pub BTreeMap<String, String>);
+pub struct Row {
+    run_name: String,
+    run_id: String,
+    engine: Option<Engine>,
+    status: Option<RunStatus>,
+    failure_kind: Option<FailureKind>,
+    concurrency: Option<u64>,
+    repeat: Option<u64>,
+    phase: Phase,
+    probe: Option<ProbeResult>,
+    verdict: Option<VerdictKind>,
+    quality: Option<QualityStatus>,
+    /// Every cell as on disk, by column name: the measured columns are read from here, and a
+    /// rewrite of results.csv writes these back unchanged.
+    cells: BTreeMap<String, String>,
+}
+
+/// A column a row is read by: one of the list's (`run_record`), or a swept key's `param_<key>`.
+/// The spec names its SLO and objective columns as text; [`Col::named`] turns that text into a
+/// column once, and an unknown name is no column at all.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Col {
+    Listed(&'static str),
+    Param(String),
+}
+
+impl Col {
+    pub const DURATION_S: Col = Col::Listed("duration_s");
+    pub const REQUEST_THROUGHPUT: Col = Col::Listed("request_throughput");
+    pub const OUTPUT_TOK_S: Col = Col::Listed("output_tok_s");
+    pub const GOODPUT_REQ_S: Col = Col::Listed("goodput_req_s");
+    pub const RUNNING_REQ_MEAN: Col = Col::Listed("running_req_mean");
+    pub const RETRACTIONS: Col = Col::Listed("retractions");
+    pub const MAX_TOTAL_NUM_TOKENS: Col = Col::Listed("max_total_num_tokens");
+    pub const TIME_TO_READY_S: Col = Col::Listed("time_to_ready_s");
+    pub const TOKEN_USAGE_MAX: Col = Col::Listed("token_usage_max");
+    pub const RUNNING_REQ_MAX: Col = Col::Listed("running_req_max");
+    pub const QUEUE_REQ_MEAN: Col = Col::Listed("queue_req_mean");
+    pub const CONCURRENCY: Col = Col::Listed("concurrency");
+    pub const TTFT_MS_P50: Col = Col::Listed("ttft_ms_p50");
+    pub const TTFT_MS_P99: Col = Col::Listed("ttft_ms_p99");
+    pub const TPOT_MS_P50: Col = Col::Listed("tpot_ms_p50");
+    pub const TPOT_MS_P99: Col = Col::Listed("tpot_ms_p99");
+    pub const E2E_MS_P50: Col = Col::Listed("e2e_ms_p50");
+    pub const SERVER_STATS_LINES: Col = Col::Listed("server_stats_lines");
+    pub const SERVER_GEN_TPUT_MEAN: Col = Col::Listed("server_gen_tput_mean");
+    pub const QUEUE_REQ_MAX: Col = Col::Listed("queue_req_max");
+
+    /// The column of this results.csv name: a listed column, or `param_<key>` for any key.
+    pub fn named(name: &str) -> Option<Col> {
+        if let Some(key) = name.strip_prefix("param_") {
+            return (!key.is_empty()).then(|| Col::Param(key.to_string()));
+        }
+        column_names()
+            .into_iter()
+            .find(|c| *c == name)
+            .map(Col::Listed)
+    }
+    /// A swept key's column.
+    pub fn param(key: &str) -> Col {
+        Col::Param(key.to_string())
+    }
+    /// Its name in results.csv.
+    pub fn name(&self) -> String {
+        match self {
+            Col::Listed(n) => n.to_string(),
+            Col::Param(k) => format!("param_{k}"),
+        }
+    }
+}
+
+/// The text columns the code reads, by name in one place.
+const FAILURE_MESSAGE: &str = "failure_message";
+const VERDICT_EVIDENCE: &str = "verdict_evidence";
+const NOT_IN_EFFECT: &str = "not_in_effect";
+const EFFECTIVE_ARGS_ID: &str = "effective_args_id";
+const QUALITY_VERDICT: &str = "quality_verdict";
+const QUALITY_EVIDENCE: &str = "quality_evidence";
+const REQUEST_RATE: &str = "request_rate";
+
+/// The quality guard's cells of a configuration's rows (`tune::quality` fills them in).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct QualityCells {
+    pub verdict: Option<QualityStatus>,
+    pub decisive_share: Option<f64>,
+    pub diverged_share: Option<f64>,
+    pub prefix_agreement: Option<f64>,
+    pub floor_decisive_share: Option<f64>,
+    pub p_value: Option<f64>,
+    pub accuracy: Option<f64>,
+    pub evidence: String,
+}
+
+impl QualityCells {
+    fn cells(&self) -> [(&'static str, String); 8] {
+        let f = |x: Option<f64>| x.map(|v| format!("{v:.4}")).unwrap_or_default();
+        [
+            (
+                QUALITY_VERDICT,
+                self.verdict.map_or("", QualityStatus::as_str).to_string(),
+            ),
+            ("quality_decisive_share", f(self.decisive_share)),
+            ("quality_diverged_share", f(self.diverged_share)),
+            ("quality_prefix_agreement", f(self.prefix_agreement)),
+            ("quality_floor_decisive_share", f(self.floor_decisive_share)),
+            ("quality_p_value", f(self.p_value)),
+            ("quality_accuracy", f(self.accuracy)),
+            (QUALITY_EVIDENCE, self.evidence.clone()),
+        ]
+    }
+}
 
 impl Row {
-    pub fn get(&self, col: &str) -> &str {
-        self.0.get(col).map(String::as_str).unwrap_or("")
+    /// A row from its cells, by column name, as a results.csv holds them: the typed fields are
+    /// parsed here, once. (The reader's constructor; tests build rows the same way.)
+    pub fn from_cells<K: Into<String>, V: Into<String>>(
+        cells: impl IntoIterator<Item = (K, V)>,
+    ) -> Row {
+        let mut r = Row {
+            cells: cells
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+            ..Default::default()
+        };
+        r.parse();
+        r
     }
-    pub fn f64(&self, col: &str) -> Option<f64> {
-        self.get(col).parse::<f64>().ok().filter(|x| x.is_finite())
+
+    fn parse(&mut self) {
+        let c = |n: &str| self.cells.get(n).map(String::as_str).unwrap_or("");
+        self.run_name = c("run_name").to_string();
+        self.run_id = c("run_id").to_string();
+        self.engine = Engine::ALL.into_iter().find(|e| e.as_str() == c("engine"));
+        self.status = RunStatus::parse(c("status"));
+        self.failure_kind = FailureKind::parse(c("failure_kind"));
+        self.concurrency = c("concurrency").parse().ok();
+        self.repeat = c("repeat").parse().ok();
+        // A file from before the `phase` column (or with an empty cell) holds only fixed load
+        // points: `measure`.
+        self.phase = Phase::parse(c("phase")).unwrap_or_default();
+        self.probe = ProbeResult::parse(c("probe"));
+        self.verdict = VerdictKind::ALL
+            .into_iter()
+            .find(|k| k.as_str() == c("verdict"));
+        self.quality = QualityStatus::parse(c(QUALITY_VERDICT));
     }
-    pub fn u64(&self, col: &str) -> Option<u64> {
-        self.get(col).parse::<u64>().ok()
+
+    /// This row with one cell set, as a file would hold it (tests build rows so).
+    pub fn with(mut self, column: &str, value: impl Into<String>) -> Row {
+        self.set_cell(column, value);
+        self
+    }
+
+    /// Set one cell by its results.csv name, the typed fields with it. For rows built as a file
+    /// would hold them: tests, and a cell sgtune writes after the run (the quality guard's).
+    pub fn set_cell(&mut self, column: &str, value: impl Into<String>) {
+        self.cells.insert(column.to_string(), value.into());
+        self.parse();
+    }
+
+    /// Remove one cell (as a file from before that column).
+    pub fn remove_cell(&mut self, column: &str) {
+        self.cells.remove(column);
+        self.parse();
+    }
+
+    /// A cell by its name, for record's own readers (outside record/, columns are typed).
+    pub(in crate::record) fn text(&self, col: &str) -> &str {
+        self.cells.get(col).map(String::as_str).unwrap_or("")
+    }
+
+    /// A cell as written, by its column: empty when the row has none.
+    pub fn cell(&self, col: &Col) -> &str {
+        match col {
+            Col::Listed(n) => self.text(n),
+            Col::Param(k) => self.param(k),
+        }
+    }
+
+    /// Whether the row has this column (a file from before a column has none).
+    pub fn has(&self, col: &Col) -> bool {
+        match col {
+            Col::Listed(n) => self.cells.contains_key(*n),
+            Col::Param(k) => self.cells.contains_key(&format!("param_{k}")),
+        }
+    }
+
+    /// A column's number; None when empty or not a finite number.
+    pub fn metric(&self, col: &Col) -> Option<f64> {
+        self.cell(col).parse::<f64>().ok().filter(|x| x.is_finite())
+    }
+
+    /// A column's whole number; None when empty or not one.
+    pub fn count(&self, col: &Col) -> Option<u64> {
+        self.cell(col).parse::<u64>().ok()
+    }
+
+    /// A swept key's value as written (`param_<key>`); empty when the row has none.
+    pub fn param(&self, key: &str) -> &str {
+        self.cells
+            .get(&format!("param_{key}"))
+            .map(String::as_str)
+            .unwrap_or("")
+    }
+
+    /// The swept keys of this row with their values, in column order.
+    pub fn params(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.cells
+            .iter()
+            .filter_map(|(k, v)| k.strip_prefix("param_").map(|k| (k, v.as_str())))
+    }
+
+    pub fn run_name(&self) -> &str {
+        &self.run_name
+    }
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+    /// The engine the row's server was; None in a file from before the column.
+    pub fn engine(&self) -> Option<Engine> {
+        self.engine
+    }
+    /// The offered concurrency; None when the cell is empty.
+    pub fn concurrency(&self) -> Option<u64> {
+        self.concurrency
+    }
+    /// An open loop's arrival rate (requests/s); None in a closed loop.
+    pub fn request_rate(&self) -> Option<f64> {
+        self.text(REQUEST_RATE).parse().ok()
+    }
+    /// The repeat index, 1-based; None when the cell is empty.
+    pub fn repeat(&self) -> Option<u64> {
+        self.repeat
+    }
+    /// An open loop's rate as written in results.csv (`2.5`); None in a closed loop.
+    pub fn rate_text(&self) -> Option<&str> {
+        Some(self.text(REQUEST_RATE)).filter(|t| !t.is_empty())
     }
     /// The load point as tables show it: the concurrency, or `<rate>/s` in an open loop.
     pub fn load_point(&self) -> String {
-        match self.get("request_rate") {
-            "" => self.get("concurrency").to_string(),
+        match self.text(REQUEST_RATE) {
+            "" => self.text("concurrency").to_string(),
             rate => format!("{rate}/s"),
         }
     }
     pub fn is_ok(&self) -> bool {
-        self.status() == Some(RunStatus::Ok)
+        self.status == Some(RunStatus::Ok)
     }
-    /// The row's phase. A file from before the `phase` column (or with an empty cell) holds
-    /// only fixed load points: `measure`. The typed accessors below are the only place that
-    /// spells a phase, status or probe cell, so the rest of the code compares enums.
+    /// The row's phase (`measure` in a file from before the column).
     pub fn phase(&self) -> Phase {
-        Phase::parse(self.get("phase")).unwrap_or_default()
+        self.phase
     }
     /// The row's status; `None` for a cell sgtune does not write (an edited file).
     pub fn status(&self) -> Option<RunStatus> {
-        RunStatus::parse(self.get("status"))
+        self.status
     }
     /// A probe's standing, or a pre-flight attempt's; `None` on other rows.
     pub fn probe(&self) -> Option<ProbeResult> {
-        ProbeResult::parse(self.get("probe"))
+        self.probe
     }
     /// Why a failed row failed; `None` when the row did not fail (or an unknown kind).
     pub fn failure_kind(&self) -> Option<FailureKind> {
-        FailureKind::parse(self.get("failure_kind"))
+        self.failure_kind
     }
+    /// The decisive log line or what happened (failed rows; a pruned row's evidence).
+    pub fn failure_message(&self) -> &str {
+        self.text(FAILURE_MESSAGE)
+    }
+    /// What limited the run, from the server's log; None when the row has no verdict.
+    pub fn verdict(&self) -> Option<VerdictKind> {
+        self.verdict
+    }
+    /// The numbers the verdict rests on.
+    pub fn verdict_evidence(&self) -> &str {
+        self.text(VERDICT_EVIDENCE)
+    }
+    /// The asked keys the server did not put in effect, as a sentence per key (`; `-joined).
+    pub fn not_in_effect(&self) -> impl Iterator<Item = &str> {
+        self.text(NOT_IN_EFFECT)
+            .split("; ")
+            .filter(|f| !f.is_empty())
+    }
+    /// The id of the arguments the server put in effect (equal ids: the same server).
+    pub fn effective_args_id(&self) -> &str {
+        self.text(EFFECTIVE_ARGS_ID)
+    }
+    /// The quality guard's verdict; None without `quality:` (or before it judged).
+    pub fn quality(&self) -> Option<QualityStatus> {
+        self.quality
+    }
+    /// Whether the quality guard lets the decision consider this row (no verdict: no guard).
+    pub fn quality_eligible(&self) -> bool {
+        self.quality.is_none_or(QualityStatus::eligible)
+    }
+    /// The quality guard's sentence.
+    pub fn quality_evidence(&self) -> &str {
+        self.text(QUALITY_EVIDENCE)
+    }
+    /// Write the quality guard's cells.
+    pub fn set_quality(&mut self, q: &QualityCells) {
+        for (col, v) in q.cells() {
+            self.cells.insert(col.to_string(), v);
+        }
+        self.parse();
+    }
+
     /// Run name, load point, repeat: one row per key in a finished sweep. (Not the run id:
     /// two named configurations may resolve to the same server command.)
     pub fn key(&self) -> crate::record::RowKey {
         (
-            self.get("run_name").to_string(),
-            self.u64("concurrency").unwrap_or(0),
-            self.get("request_rate").to_string(),
-            self.u64("repeat").unwrap_or(1),
+            self.run_name.clone(),
+            self.concurrency.unwrap_or(0),
+            self.text(REQUEST_RATE).to_string(),
+            self.repeat.unwrap_or(1),
         )
+    }
+
+    /// The cells under `header`, in its order (a rewrite of results.csv).
+    pub fn cells_under(&self, header: &[String]) -> Vec<String> {
+        header.iter().map(|h| self.text(h).to_string()).collect()
     }
 }
 
@@ -119,11 +398,9 @@ pub fn read(path: &Path) -> Result<Table, ReadError> {
                 ),
             ));
         }
-        t.rows.push(Row(header
-            .iter()
-            .cloned()
-            .zip(fields.iter().cloned())
-            .collect()));
+        t.rows.push(Row::from_cells(
+            header.iter().cloned().zip(fields.iter().cloned()),
+        ));
         t.raw.push(fields);
     }
     Ok(t)
@@ -142,10 +419,7 @@ mod tests {
     use super::*;
 
     fn row(cells: &[(&str, &str)]) -> Row {
-        Row(cells
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect())
+        Row::from_cells(cells.iter().copied())
     }
 
     #[test]

@@ -70,6 +70,45 @@ impl Phase {
     }
 }
 
+/// A configuration's standing on output quality.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QualityStatus {
+    /// The reference every other is compared with.
+    Baseline,
+    Pass,
+    Fail,
+    /// No usable comparison: not shown to keep the outputs.
+    Unchecked,
+}
+
+impl QualityStatus {
+    pub const ALL: [QualityStatus; 4] = [
+        QualityStatus::Baseline,
+        QualityStatus::Pass,
+        QualityStatus::Fail,
+        QualityStatus::Unchecked,
+    ];
+
+    /// The status named by `as_str` (results.csv `quality_verdict`).
+    pub fn parse(s: &str) -> Option<QualityStatus> {
+        Self::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QualityStatus::Baseline => "baseline",
+            QualityStatus::Pass => "pass",
+            QualityStatus::Fail => "fail",
+            QualityStatus::Unchecked => "unchecked",
+        }
+    }
+    /// Whether the decision may still consider the configuration.
+    pub fn eligible(self) -> bool {
+        matches!(self, QualityStatus::Baseline | QualityStatus::Pass)
+    }
+}
+
 /// How a probe of the max-load search (all its repeats together) stands against the SLO, or
 /// whether a pre-flight attempt survived its burst.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -166,7 +166,7 @@ mod tests {
         write_base(tmp.path(), b"run_name,status\na,ok\nb,failed\n").expect("write");
         let t = read_base(tmp.path()).expect("read");
         assert_eq!(t.header, ["run_name", "status"]);
-        let names: Vec<&str> = t.rows.iter().map(|r| r.get("run_name")).collect();
+        let names: Vec<&str> = t.rows.iter().map(|r| r.run_name()).collect();
         assert_eq!(names, ["a", "b"]);
     }
 
@@ -215,9 +215,9 @@ mod tests {
             .iter()
             .map(|r| {
                 (
-                    r.get("run_name"),
-                    r.get("status"),
-                    r.get("param_max_total_tokens"),
+                    r.run_name(),
+                    r.text("status"),
+                    r.text("param_max_total_tokens"),
                 )
             })
             .collect();

@@ -248,10 +248,7 @@ impl ResultsDir {
 /// column; absent: empty), atomically: the quality guard writes its verdicts into the rows it
 /// read, under the header the folder was written with.
 pub fn rewrite_table(root: &Path, header: &[String], rows: &[Row]) -> Result<(), StoreError> {
-    let cells: Vec<Vec<String>> = rows
-        .iter()
-        .map(|r| header.iter().map(|h| r.get(h).to_string()).collect())
-        .collect();
+    let cells: Vec<Vec<String>> = rows.iter().map(|r| r.cells_under(header)).collect();
     rewrite_results(root, header, &cells)
 }
 
@@ -368,14 +365,8 @@ mod tests {
         let header: Vec<String> = ["run_name", "status", "quality_verdict"]
             .map(String::from)
             .to_vec();
-        let row = |pairs: &[(&str, &str)]| {
-            crate::record::rows::Row(
-                pairs
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect(),
-            )
-        };
+        let row =
+            |pairs: &[(&str, &str)]| crate::record::rows::Row::from_cells(pairs.iter().copied());
         let rows = vec![
             row(&[
                 ("run_name", "a"),
@@ -389,9 +380,9 @@ mod tests {
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(t.header, header);
         assert_eq!(t.rows.len(), 2);
-        assert_eq!(t.rows[0].get("quality_verdict"), "same");
-        assert_eq!(t.rows[1].get("run_name"), "b, c");
-        assert_eq!(t.rows[1].get("quality_verdict"), "");
+        assert_eq!(t.rows[0].text("quality_verdict"), "same");
+        assert_eq!(t.rows[1].run_name(), "b, c");
+        assert_eq!(t.rows[1].text("quality_verdict"), "");
     }
 
     /// The objective comes back from plan.json as the sweep wrote it (its `${VAR}`s already

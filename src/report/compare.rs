@@ -3,9 +3,10 @@
 //! spread when both sides have repeats (|Δ| within two standard errors of the difference),
 //! else from a stated relative threshold.
 
+use crate::plan::engine::Engine;
 use crate::record::Better;
 use crate::record::Phase;
-use crate::record::rows::Row;
+use crate::record::rows::{Col, Row};
 use crate::report::doc::{self, Block};
 use crate::tune::stats::mean_sd;
 use serde::Serialize;
@@ -98,10 +99,11 @@ pub struct Comparison {
 }
 
 fn side(rows: &[&Row], metric: &str) -> Option<Side> {
+    let col = Col::named(metric);
     let v: Vec<f64> = rows
         .iter()
         .filter(|r| r.is_ok())
-        .filter_map(|r| r.f64(metric))
+        .filter_map(|r| col.as_ref().and_then(|c| r.metric(c)))
         .collect();
     mean_sd(&v).map(|(mean, sd)| Side {
         mean,
@@ -160,7 +162,7 @@ type Key = (String, String, &'static str);
 fn keyed(rows: &[Row]) -> Vec<(Key, Vec<&Row>)> {
     let mut out: Vec<(Key, Vec<&Row>)> = Vec::new();
     for r in rows {
-        let k = (r.get("run_name").to_string(), r.load_point(), section(r));
+        let k = (r.run_name().to_string(), r.load_point(), section(r));
         match out.iter_mut().find(|(key, _)| *key == k) {
             Some((_, v)) => v.push(r),
             None => out.push((k, vec![r])),
@@ -170,8 +172,8 @@ fn keyed(rows: &[Row]) -> Vec<(Key, Vec<&Row>)> {
 }
 
 /// The engine a configuration's rows ran on (None: a results.csv from before the column).
-fn engine<'a>(rows: &[&'a Row]) -> Option<&'a str> {
-    rows.iter().map(|r| r.get("engine")).find(|e| !e.is_empty())
+fn engine(rows: &[&Row]) -> Option<&'static str> {
+    rows.iter().find_map(|r| r.engine().map(Engine::as_str))
 }
 
 pub fn compare(a: &[Row], b: &[Row], metrics: &[String], threshold: f64) -> Comparison {
@@ -589,23 +591,24 @@ mod tests {
         ] {
             m.insert(k.to_string(), v);
         }
-        Row(m)
+        Row::from_cells(m)
     }
 
     #[test]
     fn direction_comes_from_the_column() {
         let row = |g: f64, cap: f64| {
-            Row([
-                ("run_name", "x".to_string()),
-                ("status", "ok".to_string()),
-                ("concurrency", "8".to_string()),
-                ("repeat", "1".to_string()),
-                ("goodput_share", g.to_string()),
-                ("max_total_num_tokens", cap.to_string()),
-            ]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect())
+            Row::from_cells(
+                [
+                    ("run_name", "x".to_string()),
+                    ("status", "ok".to_string()),
+                    ("concurrency", "8".to_string()),
+                    ("repeat", "1".to_string()),
+                    ("goodput_share", g.to_string()),
+                    ("max_total_num_tokens", cap.to_string()),
+                ]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v)),
+            )
         };
         let metrics = vec![
             "goodput_share".to_string(),
@@ -663,7 +666,7 @@ mod tests {
     fn an_engine_change_is_an_identity_change() {
         let on = |e: &str, tok: f64| {
             let mut x = r("a", tok, 10.0);
-            x.0.insert("engine".into(), e.into());
+            x.set_cell("engine", e);
             x
         };
         let metrics = vec!["output_tok_s".to_string()];
@@ -709,11 +712,11 @@ mod tests {
     fn the_table_folds_and_groups() {
         let probe = |name: &str, tok: f64| {
             let mut x = r(name, tok, 10.0);
-            x.0.insert("phase".into(), "probe".into());
+            x.set_cell("phase", "probe");
             x
         };
         let at = |mut x: Row, c: &str| {
-            x.0.insert("concurrency".into(), c.into());
+            x.set_cell("concurrency", c);
             x
         };
         let a = [
@@ -793,7 +796,7 @@ mod tests {
         assert!(tripped(&c, &[Gate::Ineligible]).is_empty());
         // x fails in B: ineligible (and the decision changed).
         let mut failed = r("x", 0.0, 0.0);
-        failed.0.insert("status".into(), "failed".into());
+        failed.set_cell("status", "failed");
         let c = decided(&a, &[failed, r("y", 100.0, 10.0)]);
         assert_eq!(
             tripped(&c, &[Gate::Ineligible]),

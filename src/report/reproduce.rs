@@ -3,6 +3,7 @@
 
 use crate::record::rows;
 use crate::report::compare;
+use crate::server::failure::FailureKind;
 
 const REPRODUCE_METRICS: &[&str] = &["output_tok_s", "ttft_ms_p50", "tpot_ms_p50", "e2e_ms_p50"];
 
@@ -24,7 +25,10 @@ pub fn verdict(
         (true, false) => differs.push(format!(
             "the recorded run was ok; this time it failed: {}",
             new.first()
-                .map(|r| format!("{} — {}", r.get("failure_kind"), r.get("failure_message")))
+                .map(|r| {
+                    let kind = r.failure_kind().map_or("", FailureKind::as_str);
+                    format!("{kind} — {}", r.failure_message())
+                })
                 .unwrap_or_default()
         )),
         (false, true) => {
@@ -82,7 +86,7 @@ fn render_failed_again(
     let kinds = |rs: &[rows::Row]| {
         let mut k: Vec<String> = rs
             .iter()
-            .map(|r| r.get("failure_kind").to_string())
+            .map(|r| r.failure_kind().map_or("", FailureKind::as_str).to_string())
             .collect();
         k.sort();
         k.dedup();
@@ -230,16 +234,17 @@ mod tests {
             .iter()
             .flat_map(|(name, values)| {
                 values.iter().enumerate().map(|(i, v)| {
-                    Row([
-                        ("run_name", name.to_string()),
-                        ("status", "ok".into()),
-                        ("concurrency", "8".into()),
-                        ("repeat", (i + 1).to_string()),
-                        ("output_tok_s", v.to_string()),
-                    ]
-                    .into_iter()
-                    .map(|(k, v)| (k.to_string(), v))
-                    .collect())
+                    Row::from_cells(
+                        [
+                            ("run_name", name.to_string()),
+                            ("status", "ok".into()),
+                            ("concurrency", "8".into()),
+                            ("repeat", (i + 1).to_string()),
+                            ("output_tok_s", v.to_string()),
+                        ]
+                        .into_iter()
+                        .map(|(k, v)| (k.to_string(), v)),
+                    )
                 })
             })
             .collect()

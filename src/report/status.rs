@@ -141,18 +141,19 @@ mod tests {
     use crate::tune::objective::test_objective;
 
     fn row(name: &str, tok: &str, ttft: &str) -> Row {
-        Row([
-            ("run_name", name),
-            ("run_id", name),
-            ("concurrency", "8"),
-            ("repeat", "1"),
-            ("status", "ok"),
-            ("output_tok_s", tok),
-            ("ttft_ms_p99", ttft),
-        ]
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect())
+        Row::from_cells(
+            [
+                ("run_name", name),
+                ("run_id", name),
+                ("concurrency", "8"),
+                ("repeat", "1"),
+                ("status", "ok"),
+                ("output_tok_s", tok),
+                ("ttft_ms_p99", ttft),
+            ]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string())),
+        )
     }
 
     fn said(rows: &[Row], slo: &[(&str, Bound, f64)]) -> String {

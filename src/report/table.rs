@@ -5,9 +5,14 @@
 //! winner, or the leader when no winner is claimed), else on the best client output tok/s.
 //! Markdown, padded so it reads well in a terminal; saved as results.md.
 
+use crate::observe::diagnose::VerdictKind;
+use crate::plan::engine::Engine;
 use crate::plan::spec::Objective;
-use crate::record::rows::Row;
+use crate::record::QualityStatus;
+use crate::record::RunStatus;
+use crate::record::rows::{Col, Row};
 use crate::report::doc::{self, Block};
+use crate::server::failure::FailureKind;
 use crate::tune::decision::{Decision, Outcome};
 pub use crate::tune::stats::mean_sd;
 
@@ -89,10 +94,10 @@ fn num(v: Option<f64>, digits: usize) -> String {
 pub fn groups(rows: &[Row]) -> Vec<Vec<&Row>> {
     let mut out: Vec<Vec<&Row>> = Vec::new();
     for r in rows {
-        let key = (r.get("run_name"), r.load_point());
+        let key = (r.run_name(), r.load_point());
         match out.iter_mut().find(|g| {
             g.first()
-                .is_some_and(|f| (f.get("run_name"), f.load_point()) == key)
+                .is_some_and(|f| (f.run_name(), f.load_point()) == key)
         }) {
             Some(g) => g.push(r),
             None => out.push(vec![r]),
@@ -101,14 +106,14 @@ pub fn groups(rows: &[Row]) -> Vec<Vec<&Row>> {
     out
 }
 
-fn ok_values(g: &[&Row], col: &str) -> Vec<f64> {
+fn ok_values(g: &[&Row], col: Col) -> Vec<f64> {
     g.iter()
         .filter(|r| r.is_ok())
-        .filter_map(|r| r.f64(col))
+        .filter_map(|r| r.metric(&col))
         .collect()
 }
 
-fn mean_of(g: &[&Row], col: &str) -> Option<f64> {
+fn mean_of(g: &[&Row], col: Col) -> Option<f64> {
     mean_sd(&ok_values(g, col)).map(|(m, _)| m)
 }
 
@@ -130,10 +135,10 @@ pub fn blocks(rows: &[Row], param_keys: &[String], decision: Option<&DecisionMar
         .filter_map(|g| GroupAggregate::of(g))
         .collect();
     let best = best_group(&aggregates);
-    let key = |a: &GroupAggregate| (a.first.get("run_name").to_string(), a.first.load_point());
+    let key = |a: &GroupAggregate| (a.first.run_name().to_string(), a.first.load_point());
     let star = |i: usize| -> Option<String> {
         let a = &aggregates[i];
-        let name = a.first.get("run_name");
+        let name = a.first.run_name();
         match decision {
             None => (Some(i) == best).then(|| format!("★ {name} (best)")),
             Some(d) => d
@@ -179,17 +184,20 @@ fn quality(rows: &[Row]) -> Option<Block> {
     let mut seen: Vec<&str> = Vec::new();
     let mut items = Vec::new();
     for r in rows {
-        let (name, v) = (r.get("run_name"), r.get("quality_verdict"));
-        if v.is_empty() || seen.contains(&name) {
+        let name = r.run_name();
+        let Some(v) = r.quality().map(QualityStatus::as_str) else {
+            continue;
+        };
+        if seen.contains(&name) {
             continue;
         }
         seen.push(name);
-        let flag = if crate::tune::quality::eligible_cell(v) {
+        let flag = if r.quality_eligible() {
             ""
         } else {
             " (not eligible)"
         };
-        items.push(format!("{name}: {v}{flag} — {}", r.get("quality_evidence")));
+        items.push(format!("{name}: {v}{flag} — {}", r.quality_evidence()));
     }
     (!items.is_empty()).then(|| Block::List {
         intro: Some("Output quality (against the baseline's greedy outputs):".into()),
@@ -229,23 +237,24 @@ impl<'a> GroupAggregate<'a> {
     /// Aggregation: one group's rows → counts, means and verdict (None for an empty group).
     fn of(g: &'a [&'a Row]) -> Option<Self> {
         let first = *g.first()?;
-        let server = (mean_of(g, "server_stats_lines").unwrap_or(0.0) > 0.0).then(|| ServerMeans {
-            gen_tput: mean_of(g, "server_gen_tput_mean"),
-            running_mean: mean_of(g, "running_req_mean"),
-            running_max: mean_of(g, "running_req_max"),
-            queue_mean: mean_of(g, "queue_req_mean"),
-            queue_max: mean_of(g, "queue_req_max"),
-            usage_max: mean_of(g, "token_usage_max"),
-        });
+        let server =
+            (mean_of(g, Col::SERVER_STATS_LINES).unwrap_or(0.0) > 0.0).then(|| ServerMeans {
+                gen_tput: mean_of(g, Col::SERVER_GEN_TPUT_MEAN),
+                running_mean: mean_of(g, Col::RUNNING_REQ_MEAN),
+                running_max: mean_of(g, Col::RUNNING_REQ_MAX),
+                queue_mean: mean_of(g, Col::QUEUE_REQ_MEAN),
+                queue_max: mean_of(g, Col::QUEUE_REQ_MAX),
+                usage_max: mean_of(g, Col::TOKEN_USAGE_MAX),
+            });
         Some(GroupAggregate {
             first,
             last: g.last().copied().unwrap_or(first),
             n: g.len(),
             n_ok: g.iter().filter(|r| r.is_ok()).count(),
-            output_tok_s: mean_sd(&ok_values(g, "output_tok_s")),
-            ttft_p50: mean_of(g, "ttft_ms_p50"),
-            tpot_p50: mean_of(g, "tpot_ms_p50"),
-            e2e_p50: mean_of(g, "e2e_ms_p50"),
+            output_tok_s: mean_sd(&ok_values(g, Col::OUTPUT_TOK_S)),
+            ttft_p50: mean_of(g, Col::TTFT_MS_P50),
+            tpot_p50: mean_of(g, Col::TPOT_MS_P50),
+            e2e_p50: mean_of(g, Col::E2E_MS_P50),
             server,
             verdict: common_verdict(g),
         })
@@ -258,7 +267,7 @@ fn common_verdict<'a>(g: &[&'a Row]) -> &'a str {
     let mut verdicts: Vec<&str> = g
         .iter()
         .filter(|r| r.is_ok())
-        .map(|r| r.get("verdict"))
+        .map(|r| r.verdict().map_or("", VerdictKind::as_str))
         .collect();
     verdicts.sort();
     verdicts
@@ -290,14 +299,8 @@ fn many_load_points(rows: &[Row]) -> bool {
 /// Whether the rows ran on more than one engine (a mixed sweep): the table then names each
 /// line's engine. A results.csv from before the `engine` column has none to tell.
 fn many_engines(rows: &[Row]) -> bool {
-    let mut e: Vec<&str> = rows
-        .iter()
-        .map(|r| r.get("engine"))
-        .filter(|e| !e.is_empty())
-        .collect();
-    e.sort_unstable();
-    e.dedup();
-    e.len() > 1
+    let mut e = rows.iter().filter_map(Row::engine);
+    e.next().is_some_and(|first| e.any(|x| x != first))
 }
 
 /// The header row: run, the load point column if any, the engine in a mixed sweep, status,
@@ -305,7 +308,7 @@ fn many_engines(rows: &[Row]) -> bool {
 fn header(rows: &[Row], param_keys: &[String], many_points: bool, mixed: bool) -> Vec<String> {
     let mut header: Vec<String> = vec!["run".into()];
     if many_points {
-        let open_loop = rows.iter().any(|r| !r.get("request_rate").is_empty());
+        let open_loop = rows.iter().any(|r| r.rate_text().is_some());
         header.push(
             if open_loop {
                 "load point"
@@ -354,7 +357,7 @@ fn star_note(d: &DecisionMarks, best: Option<&GroupAggregate>, many_points: bool
     let Some(a) = best else {
         return Block::Para(out);
     };
-    let (name, lp) = (a.first.get("run_name"), a.first.load_point());
+    let (name, lp) = (a.first.run_name(), a.first.load_point());
     if d.picks
         .iter()
         .any(|p| p.run_name == name && p.load_point == lp)
@@ -391,17 +394,17 @@ fn format_line(
     mixed: bool,
     param_keys: &[String],
 ) -> Vec<String> {
-    let name = star.unwrap_or_else(|| a.first.get("run_name").to_string());
+    let name = star.unwrap_or_else(|| a.first.run_name().to_string());
     let mut line = vec![name];
     if many_points {
         line.push(a.first.load_point());
     }
     if mixed {
-        line.push(a.first.get("engine").to_string());
+        line.push(a.first.engine().map_or("", Engine::as_str).to_string());
     }
     line.push(status_cell(a));
     line.extend(param_keys.iter().map(|k| {
-        let v = a.first.get(&format!("param_{k}"));
+        let v = a.first.param(k);
         if v.is_empty() {
             "-".to_string()
         } else {
@@ -428,11 +431,10 @@ fn status_cell(a: &GroupAggregate) -> String {
         (k, n) if k == n && n == 1 => "ok".to_string(),
         (k, n) if k == n => format!("ok ×{n}"),
         (0, _) => {
-            let kind = a.last.get("failure_kind");
-            if kind.is_empty() {
-                a.last.get("status").to_string()
-            } else {
-                format!("{} ({kind})", a.last.get("status"))
+            let status = a.last.status().map_or("", RunStatus::as_str);
+            match a.last.failure_kind() {
+                None => status.to_string(),
+                Some(kind) => format!("{status} ({})", kind.as_str()),
             }
         }
         (k, n) => format!("{k}/{n} ok"),
@@ -473,18 +475,19 @@ fn failures(rows: &[Row]) -> Option<Block> {
         .iter()
         .filter(|r| !r.is_ok())
         .map(|r| {
-            let direction = crate::server::failure::FailureKind::parse(r.get("failure_kind"))
-                .map(|k| crate::observe::diagnose::failure_direction(k, r.get("failure_message")))
+            let direction = r
+                .failure_kind()
+                .map(|k| crate::observe::diagnose::failure_direction(k, r.failure_message()))
                 .filter(|d| !d.is_empty())
                 .map(|d| format!("\n  → {d}"))
                 .unwrap_or_default();
             format!(
                 "{} (load point {}, repeat {}) [{}]: {}{direction}",
-                r.get("run_name"),
+                r.run_name(),
                 r.load_point(),
-                r.get("repeat"),
-                r.get("failure_kind"),
-                r.get("failure_message")
+                r.repeat().map_or(String::new(), |k| k.to_string()),
+                r.failure_kind().map_or("", FailureKind::as_str),
+                r.failure_message()
             )
         })
         .collect();
@@ -500,20 +503,20 @@ fn verdict_evidence(groups: &[Vec<&Row>], many_points: bool) -> Option<Block> {
         .iter()
         .filter_map(|g| {
             g.iter()
-                .find(|r| r.is_ok() && !r.get("verdict_evidence").is_empty())
+                .find(|r| r.is_ok() && !r.verdict_evidence().is_empty())
                 .copied()
         })
         .map(|r| {
             format!(
                 "{}{}: {} — {}",
-                r.get("run_name"),
+                r.run_name(),
                 if many_points {
                     format!(" @{}", r.load_point())
                 } else {
                     String::new()
                 },
-                r.get("verdict"),
-                r.get("verdict_evidence")
+                r.verdict().map_or("", VerdictKind::as_str),
+                r.verdict_evidence()
             )
         })
         .collect();
@@ -543,7 +546,7 @@ mod tests {
         ] {
             m.insert(k.to_string(), v.to_string());
         }
-        Row(m)
+        Row::from_cells(m)
     }
 
     /// A mixed sweep's table names each line's engine; a one-engine sweep's (and a
@@ -618,7 +621,7 @@ mod tests {
     }
 
     fn with(mut r: Row, k: &str, v: &str) -> Row {
-        r.0.insert(k.to_string(), v.to_string());
+        r.set_cell(k, v);
         r
     }
 

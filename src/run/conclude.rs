@@ -8,12 +8,12 @@ use crate::plan::spec::{self, SweepSpec};
 use crate::record::provenance::{self, Manifest};
 use crate::record::rows;
 use crate::record::store::{self, ResultsDir, StoreError};
+use crate::record::sweep::Sweep as Loaded;
 use crate::record::{Phase, RunStatus};
 use crate::report::decision as decision_md;
 use crate::report::table;
 use crate::run::deadline::Deadline;
 use crate::run::decision_file;
-use crate::run::effective as run_effective;
 use crate::run::finish::{self, ExitCode, Hook};
 use crate::tune::decision;
 use crate::tune::effective::EffectiveFacts;
@@ -32,25 +32,36 @@ pub async fn end(
     deadline: Option<&Deadline>,
     hook: Option<&Hook>,
 ) -> Result<ExitCode, StoreError> {
-    let (code, decided, error, missing) = match ran {
+    // The folder is read once here: the rows the deadline's leftovers, the conclusion and the
+    // outcome's counts are taken from.
+    let loaded = load(results);
+    let (code, decided, error, missing, all) = match ran {
         Ok(interrupted) => {
             let at_deadline = deadline.is_some_and(|d| d.reached());
-            let missing = at_deadline.then(|| not_measured(spec, plan, results));
-            let (code, d) = conclude_decided(
+            let missing = at_deadline.then(|| not_measured(spec, plan, loaded.rows()));
+            let (code, d, all) = conclude_loaded(
                 spec,
                 plan,
                 results,
                 manifest,
+                loaded,
                 interrupted && !at_deadline,
                 missing.as_deref(),
             );
-            (code, d, None, missing.unwrap_or_default())
+            (code, d, None, missing.unwrap_or_default(), all)
         }
-        Err(e) => (ExitCode::Unwritable, None, Some(e), Vec::new()),
+        Err(e) => (
+            ExitCode::Unwritable,
+            None,
+            Some(e),
+            Vec::new(),
+            loaded.table.rows,
+        ),
     };
     let mut outcome = outcome(
         &plan.sweep_name,
         results,
+        &all,
         code,
         decided.as_ref(),
         error.as_ref(),
@@ -80,10 +91,12 @@ struct Sections<'a> {
 /// With an objective: decide from every row the folder holds. An interrupted sweep is not
 /// decided (its rows are incomplete), and an earlier decision in the folder is removed rather
 /// than left to contradict the rows.
+#[allow(clippy::too_many_arguments)] // each is one thing the decision is made from
 fn decide(
     o: &spec::Objective,
     sweep: &str,
     rows: &[rows::Row],
+    loaded: &Loaded,
     results: &ResultsDir,
     manifest: &Manifest,
     interrupted: bool,
@@ -109,7 +122,7 @@ fn decide(
     }
     let mut commands = decision::commands(manifest);
     for r in rows {
-        let name = r.get("run_name");
+        let name = r.run_name();
         if commands.contains_key(name) {
             continue;
         }
@@ -130,7 +143,7 @@ fn decide(
             commands.insert(name.to_string(), c.trim_end().to_string());
         }
     }
-    let facts = effective_facts(rows, &results.root);
+    let facts = effective_facts(rows, loaded);
     let mut d = decision::decide_with(sweep, o, rows, &commands, decision::cost(manifest), &facts);
     d.preflight = preflight_knob.and_then(|k| decision::preflight_summary(rows, k));
     d.quality = quality;
@@ -140,26 +153,34 @@ fn decide(
 /// What the effective arguments say, for the decision: the keys not in effect from each
 /// launch's effective_args.json (the typed findings; the rows' `not_in_effect` column is prose
 /// for people and is not parsed), the same servers from the rows' `effective_args_id`.
-fn effective_facts(rows: &[rows::Row], root: &Path) -> EffectiveFacts {
+fn effective_facts(rows: &[rows::Row], loaded: &Loaded) -> EffectiveFacts {
     let mut keys = Vec::new();
     let mut seen: Vec<(&str, String)> = Vec::new();
     for r in rows {
-        let name = r.get("run_name");
+        let name = r.run_name();
         // A row's launch folder: its configuration's name, or `<name>.r<k>` when each repeat
         // had a launch of its own (tune::work, tune::repeats).
-        for dir in [name.to_string(), format!("{name}.r{}", r.get("repeat"))] {
+        for dir in [
+            name.to_string(),
+            format!(
+                "{name}.r{}",
+                r.repeat().map_or(String::new(), |k| k.to_string())
+            ),
+        ] {
             if seen.iter().any(|(n, d)| *n == name && *d == dir) {
                 continue;
             }
-            match run_effective::read(&root.join("runs").join(&dir)) {
-                Ok(Some(found)) => {
-                    keys.extend(found.into_iter().map(|f| (name.to_string(), f.key)))
-                }
-                // No file: a folder from before effective_args.json, or a launch that wrote
-                // none (vLLM, a server never ready). No key is known for it, and none is
-                // guessed from the prose column.
-                Ok(None) => {}
-                Err(e) => say(&format!("warning: {e}")),
+            // No file: a folder from before effective_args.json, or a launch that wrote none
+            // (vLLM, a server never ready). No key is known for it, and none is guessed from
+            // the prose column. (One that could not be read is among the loaded sweep's
+            // problems, said when it was loaded.)
+            if let Some(f) = loaded.effective.get(&dir) {
+                keys.extend(
+                    f.found
+                        .not_in_effect
+                        .iter()
+                        .map(|f| (name.to_string(), f.key.clone())),
+                );
             }
             seen.push((name, dir));
         }
@@ -182,11 +203,8 @@ fn write_decision(d: &decision::Decision, rows: &[rows::Row], extra: &str, resul
 
 /// What the plan still lacks after a deadline stopped it (`tune::deadline::not_measured`); when
 /// the plan's own measurements are all there, the rounds the tuner would have added.
-fn not_measured(spec: &SweepSpec, plan: &RunPlan, results: &ResultsDir) -> Vec<String> {
-    let all = rows::read(&results.results_csv())
-        .map(|t| t.rows)
-        .unwrap_or_default();
-    let mut left = crate::tune::deadline::not_measured(spec, plan, &all);
+fn not_measured(spec: &SweepSpec, plan: &RunPlan, all: &[rows::Row]) -> Vec<String> {
+    let mut left = crate::tune::deadline::not_measured(spec, plan, all);
     if left.is_empty() {
         left.push(
             "the further rounds the tuner would have run (repeats: auto, or the search's next probes)"
@@ -200,13 +218,11 @@ fn not_measured(spec: &SweepSpec, plan: &RunPlan, results: &ResultsDir) -> Vec<S
 fn outcome(
     sweep: &str,
     results: &ResultsDir,
+    all: &[rows::Row],
     code: ExitCode,
     d: Option<&decision::Decision>,
     error: Option<&StoreError>,
 ) -> finish::Outcome {
-    let all = rows::read(&results.results_csv())
-        .map(|t| t.rows)
-        .unwrap_or_default();
     let ok = all.iter().filter(|r| r.is_ok()).count();
     let word = match (code, error) {
         (_, Some(_)) => "error",
@@ -268,41 +284,51 @@ pub fn conclude(
     manifest: &mut Manifest,
     interrupted: bool,
 ) -> ExitCode {
-    conclude_decided(spec, plan, results, manifest, interrupted, None).0
+    let loaded = load(results);
+    conclude_loaded(spec, plan, results, manifest, loaded, interrupted, None).0
 }
 
-/// [`conclude`], with the decision it wrote (None without an objective, or interrupted).
-pub fn conclude_decided(
+/// The results folder, loaded once (`record::sweep`); a folder whose results.csv does not read
+/// concludes with no rows, and says so.
+fn load(results: &ResultsDir) -> Loaded {
+    let loaded = Loaded::load(&results.root).unwrap_or_else(|e| {
+        say(&format!(
+            "warning: cannot read results.csv back for the table: {e}"
+        ));
+        Loaded::empty(&results.root)
+    });
+    for p in &loaded.problems {
+        say(&format!("warning: {p}"));
+    }
+    loaded
+}
+
+/// [`conclude`] of a loaded folder, with the decision it wrote (None without an objective, or
+/// interrupted) and the rows as the quality guard left them.
+fn conclude_loaded(
     spec: &SweepSpec,
     plan: &RunPlan,
     results: &ResultsDir,
     manifest: &mut Manifest,
+    mut loaded: Loaded,
     interrupted: bool,
     not_measured: Option<&[String]>,
-) -> (ExitCode, Option<decision::Decision>) {
+) -> (ExitCode, Option<decision::Decision>, Vec<rows::Row>) {
     if !interrupted && not_measured.is_none() {
         manifest.finished_at = Some(provenance::now_rfc3339());
     }
     if let Err(e) = provenance::write(&results.root, manifest) {
         say(&format!("warning: cannot write manifest.json: {e}"));
     }
-    let csv_table = match rows::read(&results.results_csv()) {
-        Ok(t) => t,
-        Err(e) => {
-            say(&format!(
-                "warning: cannot read results.csv back for the table: {e}"
-            ));
-            Default::default()
-        }
-    };
+    let csv_table = std::mem::take(&mut loaded.table);
     // The quality guard's verdicts go into the rows (and results.csv) before anything reads
     // them; an interrupted sweep is not judged (its baseline may be missing).
     let mut names: Vec<String> = plan.runs.iter().map(|r| r.name.clone()).collect();
     // A tune's configurations are the ones its rows name (its plan holds the start only).
     if spec.tune.is_some() {
         for r in &csv_table.rows {
-            if !names.iter().any(|n| n == r.get("run_name")) {
-                names.push(r.get("run_name").to_string());
+            if !names.iter().any(|n| n == r.run_name()) {
+                names.push(r.run_name().to_string());
             }
         }
     }
@@ -322,6 +348,7 @@ pub fn conclude_decided(
             o,
             &plan.sweep_name,
             &all,
+            &loaded,
             results,
             manifest,
             interrupted,
@@ -354,8 +381,14 @@ pub fn conclude_decided(
     }
     // The pictures: a report that cannot be written loses nothing (the rows are in
     // results.csv); say so and carry on.
+    // The page is drawn from the loaded folder as this conclusion left it: the rows with the
+    // quality guard's cells, and the decision just written (or removed).
+    loaded.table.rows = all;
+    loaded.set_decision(decided.as_ref());
     let deadline = crate::run::report::Deadline::Now(not_measured);
-    match crate::run::report::write_sweep_report_at(&results.root, None, deadline) {
+    let page = crate::run::report::page_of(&loaded, deadline);
+    let all = loaded.table.rows;
+    match crate::run::report::write_page(&page, None) {
         Ok(p) => out(&format!("report: {}", p.display())),
         Err(e) => say(&format!("warning: cannot write report.html: {e}")),
     }
@@ -366,21 +399,21 @@ pub fn conclude_decided(
             left.len(),
             results.root.display()
         ));
-        (ExitCode::Deadline, decided)
+        (ExitCode::Deadline, decided, all)
     } else if interrupted {
         say(&format!(
             "interrupted: every finished run is in results.csv; continue with `sgtune resume {}`",
             results.root.display()
         ));
-        (ExitCode::Interrupted, decided)
+        (ExitCode::Interrupted, decided, all)
     } else if all.iter().any(|r| {
         !r.is_ok() && r.phase() != Phase::Preflight && r.status() != Some(RunStatus::Pruned)
     }) {
         // A pre-flight attempt that failed, or a pruned measurement, is the search working,
         // not a failed run.
-        (ExitCode::RunsFailed, decided)
+        (ExitCode::RunsFailed, decided, all)
     } else {
-        (ExitCode::Ok, decided)
+        (ExitCode::Ok, decided, all)
     }
 }
 
@@ -401,7 +434,7 @@ mod tests {
         ] {
             m.insert(k.to_string(), v.to_string());
         }
-        rows::Row(m)
+        rows::Row::from_cells(m)
     }
 
     fn write(root: &Path, dir: &str, keys: &[&str]) {
@@ -412,7 +445,7 @@ mod tests {
             .map(|k| serde_json::json!({"key": k, "asked": "8", "in_effect": "1", "evidence": "/server_info"}))
             .collect();
         let file = serde_json::json!({"asked": [], "id": "aaa", "not_in_effect": found});
-        std::fs::write(d.join(run_effective::FILE), file.to_string()).expect("written");
+        std::fs::write(d.join(crate::record::effective::FILE), file.to_string()).expect("written");
     }
 
     #[test]
@@ -429,7 +462,10 @@ mod tests {
             row("b", "2"),
             row("c", "1"),
         ];
-        let facts = effective_facts(&rows, dir.path());
+        // The loaded folder reads every launch's effective_args.json once.
+        std::fs::write(dir.path().join("results.csv"), "run_name\n").expect("results.csv");
+        let loaded = Loaded::load(dir.path()).expect("loads");
+        let facts = effective_facts(&rows, &loaded);
         let pair = |n: &str, k: &str| (n.to_string(), k.to_string());
         assert_eq!(
             facts.not_in_effect,

@@ -3,7 +3,7 @@
 
 use crate::plan::expand::RunPlan;
 use crate::plan::spec::SweepSpec;
-use crate::record::rows;
+use crate::record::rows::{self, Col};
 use crate::record::store;
 use crate::tune::estimate;
 use crate::tune::work::Launch;
@@ -36,10 +36,10 @@ pub fn known(s: &SweepSpec, plan: &RunPlan, results_dir: &Path) -> estimate::Kno
         for r in t
             .rows
             .iter()
-            .filter(|r| r.is_ok() && ids.contains(r.get("run_id")))
+            .filter(|r| r.is_ok() && ids.contains(r.run_id()))
         {
-            ready.extend(r.f64("time_to_ready_s"));
-            window.extend(r.f64("duration_s"));
+            ready.extend(r.metric(&Col::TIME_TO_READY_S));
+            window.extend(r.metric(&Col::DURATION_S));
         }
         sweeps += usize::from(ready.len() > before);
     }

@@ -163,13 +163,13 @@ pub fn plan_with_rows(spec: &SweepSpec, plan: &RunPlan, rows: &[Row]) -> RunPlan
     };
     let space = path::space(t);
     for r in rows {
-        if plan.runs.iter().any(|c| c.name == r.get("run_name")) {
+        if plan.runs.iter().any(|c| c.name == r.run_name()) {
             continue;
         }
         if let Some(c) = path::point_of_row(&space, r)
             .and_then(|p| expand::tune_config(spec, &p, guide::name(&space, &p)))
         {
-            if c.name == r.get("run_name") {
+            if c.name == r.run_name() {
                 plan.runs.push(c);
             }
         }

@@ -61,10 +61,8 @@ pub fn annotate(rows: &mut [Row], report: &QualityReport) {
         if r.phase() == Phase::Preflight {
             continue;
         }
-        if let Some(v) = report.verdict(r.get("run_name")) {
-            for (col, val) in cells(v, &report.floor) {
-                r.0.insert(col.to_string(), val);
-            }
+        if let Some(v) = report.verdict(r.run_name()) {
+            r.set_quality(&cells(v, &report.floor));
         }
     }
 }

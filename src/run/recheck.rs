@@ -4,7 +4,7 @@
 
 use crate::plan::expand::RunPlan;
 use crate::plan::spec::SweepSpec;
-use crate::record::rows::Row;
+use crate::record::rows::{Col, Row};
 use crate::tune::decision::PointDecision;
 use crate::tune::work::{Launch, Measurement};
 use std::path::Path;
@@ -30,10 +30,10 @@ pub fn plan(
             .unwrap_or_else(|| point.load_point.clone());
         let r = recorded
             .iter()
-            .find(|r| r.get("run_name") == name && r.load_point() == lp)?;
+            .find(|r| r.run_name() == name && r.load_point() == lp)?;
         Some(crate::plan::spec::LoadPoint {
-            concurrency: r.u64("concurrency")?,
-            request_rate: r.f64("request_rate"),
+            concurrency: r.concurrency()?,
+            request_rate: r.request_rate(),
         })
     };
     // A tune's configurations beyond its start are the ones its rows name.
@@ -51,8 +51,8 @@ pub fn plan(
         if let Some(p) = &s.search.preflight {
             let v = recorded
                 .iter()
-                .find(|r| r.get("run_name") == name)
-                .and_then(|r| r.f64(&format!("param_{}", p.knob)));
+                .find(|r| r.run_name() == name)
+                .and_then(|r| r.metric(&Col::param(&p.knob)));
             if let Some(v) = v {
                 let mut l = Launch {
                     run,

@@ -12,10 +12,10 @@ use std::path::{Path, PathBuf};
 use crate::observe::timeline::{self, WindowLines};
 use crate::plan::engine::Engine;
 use crate::record::ReadError;
-use crate::record::provenance;
-use crate::record::rows;
+use crate::record::rows::{self, Row};
 use crate::record::store::{self, StoreError};
 use crate::record::summary::{self, Summary};
+use crate::record::sweep::Sweep as Loaded;
 use crate::report::html::data;
 use crate::report::html::{self, Launch, PointClient, Sweep};
 
@@ -103,17 +103,13 @@ fn read_launch(dir: &Path, name: &str, engine: Option<Engine>) -> Launch {
 fn launch_engine(rows: &[rows::Row], launch: &str) -> Option<Engine> {
     rows.iter()
         .filter(|r| {
-            let n = r.get("run_name");
+            let n = r.run_name();
             launch == n
                 || launch
                     .strip_prefix(n)
                     .is_some_and(|rest| rest.starts_with('.'))
         })
-        .find_map(|r| match r.get("engine") {
-            "sglang" => Some(Engine::Sglang),
-            "vllm" => Some(Engine::Vllm),
-            _ => None,
-        })
+        .find_map(Row::engine)
 }
 
 /// What a deadline left unmeasured, for the section under the decision.
@@ -128,27 +124,23 @@ pub enum Deadline<'a> {
 
 /// Read a results folder (or its results.csv) into what the page shows.
 pub fn read_sweep(p: &Path) -> Result<Sweep, ReadError> {
-    read_sweep_at(p, Deadline::Recorded)
+    Ok(page_of(&Loaded::load(p)?, Deadline::Recorded))
 }
 
-/// Read a results folder into what the page shows, a deadline's leftovers as `deadline` says.
-pub fn read_sweep_at(p: &Path, deadline: Deadline) -> Result<Sweep, ReadError> {
-    let csv = rows::csv_path(p);
-    let root = csv.parent().map(Path::to_path_buf).unwrap_or_default();
-    let t = rows::read(&csv)?;
+/// What the page shows of a loaded results folder, a deadline's leftovers as `deadline` says.
+pub fn page_of(loaded: &Loaded, deadline: Deadline) -> Sweep {
+    let root = loaded.root.clone();
     let mut s = Sweep {
-        name: root
-            .file_name()
-            .map(|n| n.to_string_lossy().to_string())
-            .unwrap_or_else(|| "sweep".into()),
+        name: loaded.name(),
         dir: root.display().to_string(),
-        param_keys: rows::param_keys(&t.header),
-        rows: t.rows,
+        param_keys: loaded.param_keys(),
+        rows: loaded.rows().to_vec(),
+        notes: loaded.problems.clone(),
         ..Default::default()
     };
     // What the table stars: decision.json's picks; without one (an interrupted sweep), the
     // leader so far by the same rule, from the folder's objective.
-    let decided = crate::run::decision_file::read(&root);
+    let decided = loaded.decision::<crate::tune::decision::Decision>();
     s.decision_marks = match &decided {
         Ok(Some(d)) => Some(crate::report::table::DecisionMarks::of(d)),
         read => {
@@ -158,8 +150,7 @@ pub fn read_sweep_at(p: &Path, deadline: Deadline) -> Result<Sweep, ReadError> {
                     "warning: {e}; the table stars the leader by the decision rule instead"
                 ));
             }
-            let objective = store::read_objective(&root);
-            crate::report::table::marks(objective.as_ref(), None, &s.rows)
+            crate::report::table::marks(loaded.objective.as_ref(), None, &s.rows)
         }
     };
     s.decision = decided.ok().flatten();
@@ -210,11 +201,13 @@ pub fn read_sweep_at(p: &Path, deadline: Deadline) -> Result<Sweep, ReadError> {
         }
     }
     // Launch order: the plan's, else the rows', then any other folder under runs/.
-    let mut names: Vec<String> = provenance::read(&root)
-        .map(|m| m.plan.runs.into_iter().map(|(n, _)| n).collect())
+    let mut names: Vec<String> = loaded
+        .manifest
+        .as_ref()
+        .map(|m| m.plan.runs.iter().map(|(n, _)| n.clone()).collect())
         .unwrap_or_default();
     for r in &s.rows {
-        let n = r.get("run_name").to_string();
+        let n = r.run_name().to_string();
         if !names.contains(&n) {
             names.push(n);
         }
@@ -237,7 +230,7 @@ pub fn read_sweep_at(p: &Path, deadline: Deadline) -> Result<Sweep, ReadError> {
             s.launches.push(read_launch(&d, &n, engine));
         }
     }
-    Ok(s)
+    s
 }
 
 /// Write one sweep's report to `out` (default DIR/report.html).
@@ -251,11 +244,15 @@ pub fn write_sweep_report_at(
     out_file: Option<&Path>,
     deadline: Deadline,
 ) -> Result<PathBuf, ReportError> {
-    let s = read_sweep_at(dir, deadline)?;
+    write_page(&page_of(&Loaded::load(dir)?, deadline), out_file)
+}
+
+/// Write the page of a loaded sweep to `out` (default DIR/report.html).
+pub fn write_page(s: &Sweep, out_file: Option<&Path>) -> Result<PathBuf, ReportError> {
     let path = out_file
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from(&s.dir).join(store::REPORT_HTML));
-    store::write_atomic(&path, html::sweep_page(&s).as_bytes())?;
+    store::write_atomic(&path, html::sweep_page(s).as_bytes())?;
     Ok(path)
 }
 
@@ -264,12 +261,7 @@ mod tests {
     use super::*;
 
     fn row(name: &str, engine: &str) -> rows::Row {
-        rows::Row(
-            [("run_name", name), ("engine", engine)]
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-        )
+        rows::Row::from_cells([("run_name", name), ("engine", engine)])
     }
 
     /// A launch's timeline is read with the engine its rows name (a repeat's folder `a.r2`
@@ -314,7 +306,7 @@ mod tests {
         assert_eq!(d.points[0].label, "concurrency 32");
         assert_eq!(d.points[0].leader, None);
         assert!(has_deadline(&s));
-        let s = read_sweep_at(root, Deadline::Now(None)).expect("reads");
+        let s = page_of(&Loaded::load(root).expect("reads"), Deadline::Now(None));
         assert!(s.decision.is_some() && !has_deadline(&s));
         // Without decision.json, no decision (and decision.md alone is not parsed).
         std::fs::remove_file(root.join("decision.json")).expect("rm");

@@ -71,8 +71,8 @@ fn judged_rows(input: &TuningInput<'_>, results: &ResultsDir) -> Vec<rows::Row> 
     let mut names: Vec<String> = input.plan.runs.iter().map(|r| r.name.clone()).collect();
     // A tune's configurations are the ones its rows name (its plan holds the start only).
     for r in &rows {
-        if !names.iter().any(|n| n == r.get("run_name")) {
-            names.push(r.get("run_name").to_string());
+        if !names.iter().any(|n| n == r.run_name()) {
+            names.push(r.run_name().to_string());
         }
     }
     let reference = input
@@ -283,7 +283,8 @@ async fn run_preflight(
         .iter()
         .filter(|r| r.phase() == Phase::Preflight && r.status() != Some(RunStatus::Interrupted))
         .filter_map(|r| {
-            let why = format!("{}: {}", r.get("failure_kind"), r.get("failure_message"));
+            let kind = r.failure_kind().map_or("", FailureKind::as_str);
+            let why = format!("{kind}: {}", r.failure_message());
             plan_preflight::Attempt::of_row(r, &p.knob).map(|a| (a, why))
         })
         .collect();

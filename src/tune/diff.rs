@@ -6,6 +6,7 @@
 //! pre-flight's value; what differs in the environment; configurations on one side only. Pure:
 //! `cmd/` reads the folders, `report::compare` renders.
 
+use crate::plan::engine::Engine;
 use crate::plan::spec::{Goal, Objective};
 use crate::record::Phase;
 use crate::record::provenance::{self, Manifest};
@@ -227,21 +228,16 @@ fn knob(rows: &[Row], named: Option<&str>) -> Option<String> {
         .collect();
     let first = attempts.first()?;
     first
-        .0
-        .keys()
-        .filter_map(|k| k.strip_prefix("param_"))
-        .find(|k| {
-            let col = format!("param_{k}");
-            attempts.iter().any(|r| r.get(&col) != first.get(&col))
-        })
-        .map(String::from)
+        .params()
+        .find(|(k, v)| attempts.iter().any(|r| r.param(k) != *v))
+        .map(|(k, _)| k.to_string())
 }
 
 /// Configuration names measured (not pre-flight), in first-appearance order.
 fn names(rows: &[Row]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for r in rows.iter().filter(|r| r.phase() != Phase::Preflight) {
-        let n = r.get("run_name");
+        let n = r.run_name();
         if !out.iter().any(|x| x == n) {
             out.push(n.to_string());
         }
@@ -250,8 +246,8 @@ fn names(rows: &[Row]) -> Vec<String> {
 }
 
 /// Each configuration's engine (its rows' first non-empty `engine`).
-fn engine<'r>(rows: &'r [Row], run: &str) -> Option<&'r str> {
-    cell(rows, run, "engine")
+fn engine(rows: &[Row], run: &str) -> Option<&'static str> {
+    measured(rows, run).find_map(|r| r.engine().map(Engine::as_str))
 }
 
 /// The launch arguments that differ between two commands of one configuration: the words of
@@ -308,10 +304,7 @@ fn environment(a: &SweepView<'_>, b: &SweepView<'_>, both: &[String]) -> Vec<Str
         // The server's own effective arguments (`effective_args_id`, a hash of what
         // /server_info reported less identity and run-time state): the same configuration
         // ran another server in effect.
-        if let (Some(ia), Some(ib)) = (
-            cell(a.rows, n, "effective_args_id"),
-            cell(b.rows, n, "effective_args_id"),
-        ) {
+        if let (Some(ia), Some(ib)) = (effective_id(a.rows, n), effective_id(b.rows, n)) {
             if ia != ib {
                 out.push(format!(
                     "{n}'s effective arguments (as the server reported them): id {ia} → {ib} (runs/{n}*/effective_args.json)"
@@ -322,11 +315,16 @@ fn environment(a: &SweepView<'_>, b: &SweepView<'_>, both: &[String]) -> Vec<Str
     out
 }
 
-/// A configuration's first non-empty value of `col` among its measured rows.
-fn cell<'r>(rows: &'r [Row], run: &str, col: &str) -> Option<&'r str> {
+/// A configuration's measured rows (not pre-flight).
+fn measured<'r>(rows: &'r [Row], run: &str) -> impl Iterator<Item = &'r Row> {
     rows.iter()
-        .filter(|r| r.get("run_name") == run && r.phase() != Phase::Preflight)
-        .map(|r| r.get(col))
+        .filter(move |r| r.run_name() == run && r.phase() != Phase::Preflight)
+}
+
+/// A configuration's first non-empty `effective_args_id` among its measured rows.
+fn effective_id<'r>(rows: &'r [Row], run: &str) -> Option<&'r str> {
+    measured(rows, run)
+        .map(Row::effective_args_id)
         .find(|e| !e.is_empty())
 }
 
@@ -589,7 +587,7 @@ mod tests {
     }
 
     fn with(mut r: Row, k: &str, v: &str) -> Row {
-        r.0.insert(k.into(), v.into());
+        r.set_cell(k, v);
         r
     }
 

@@ -16,7 +16,7 @@ pub fn duplicates(rows: &[Row]) -> Vec<(String, Vec<String>)> {
     same_in_effect(
         rows.iter()
             .filter(|r| r.phase() != Phase::Preflight)
-            .map(|r| (r.get("run_name"), r.get("effective_args_id"))),
+            .map(|r| (r.run_name(), r.effective_args_id())),
     )
 }
 
@@ -24,8 +24,8 @@ pub fn duplicates(rows: &[Row]) -> Vec<(String, Vec<String>)> {
 pub fn not_in_effect(rows: &[Row]) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
     for r in rows {
-        for f in r.get("not_in_effect").split("; ").filter(|f| !f.is_empty()) {
-            let item = (r.get("run_name").to_string(), f.to_string());
+        for f in r.not_in_effect() {
+            let item = (r.run_name().to_string(), f.to_string());
             if !out.contains(&item) {
                 out.push(item);
             }
@@ -39,12 +39,11 @@ fn differing_keys(rows: &[Row], names: &[String]) -> Vec<String> {
     let mut keys: Vec<String> = Vec::new();
     let firsts: Vec<&Row> = names
         .iter()
-        .filter_map(|n| rows.iter().find(|r| r.get("run_name") == n))
+        .filter_map(|n| rows.iter().find(|r| r.run_name() == n))
         .collect();
     for r in &firsts {
-        for k in r.0.keys().filter_map(|k| k.strip_prefix("param_")) {
-            let col = format!("param_{k}");
-            let distinct = firsts.iter().any(|o| o.get(&col) != r.get(&col));
+        for (k, v) in r.params() {
+            let distinct = firsts.iter().any(|o| o.param(k) != v);
             if distinct && !keys.iter().any(|x| x == k) {
                 keys.push(k.to_string());
             }
@@ -185,7 +184,7 @@ pub(crate) mod tests {
         ] {
             m.insert(k.to_string(), v.to_string());
         }
-        Row(m)
+        Row::from_cells(m)
     }
 
     pub(crate) fn rows() -> Vec<Row> {
@@ -306,14 +305,8 @@ pub(crate) mod tests {
         // The prose column names another key in backticks, or none at all: the why names the
         // key the facts carry.
         let mut rows = rows();
-        rows[0].0.insert(
-            "not_in_effect".into(),
-            "`page_size` asked 8, in effect 1".into(),
-        );
-        rows[1].0.insert(
-            "not_in_effect".into(),
-            "asked 16, in effect no CUDA graph".into(),
-        );
+        rows[0].set_cell("not_in_effect", "`page_size` asked 8, in effect 1");
+        rows[1].set_cell("not_in_effect", "asked 16, in effect no CUDA graph");
         let facts = EffectiveFacts::new(
             &rows,
             [
@@ -336,10 +329,7 @@ pub(crate) mod tests {
         );
         // A configuration the facts know nothing of (no effective_args.json) gets no key,
         // whatever its prose says.
-        rows[2].0.insert(
-            "not_in_effect".into(),
-            "`mtt` asked 8192, in effect 4096".into(),
-        );
+        rows[2].set_cell("not_in_effect", "`mtt` asked 8192, in effect 4096");
         assert!(why_clauses(&facts, "mtt8192", &here).is_empty());
     }
 
@@ -358,7 +348,7 @@ pub(crate) mod tests {
         // mtt8192 leads; the same-server pair is second and third: the sentence is about the
         // leader and stays as it is, the summary still notes the pair.
         let mut rows = rows();
-        rows[2].0.insert("output_tok_s".into(), "200".into());
+        rows[2].set_cell("output_tok_s", "200");
         let d = decide(&rows);
         let p = &d.points[0];
         assert_eq!(p.leader.as_deref(), Some("mtt8192"));
@@ -374,7 +364,7 @@ pub(crate) mod tests {
     fn a_pair_at_different_load_points_is_not_compared() {
         // cgbd16 ran at another load point: no point holds both, so nothing is said.
         let mut rows = rows();
-        rows[1].0.insert("concurrency".into(), "8".into());
+        rows[1].set_cell("concurrency", "8");
         let d = decide(&rows);
         assert!(
             !d.summary.contains("Same server in effect"),
@@ -391,7 +381,7 @@ pub(crate) mod tests {
         let mut rows = rows();
         // A second swept key, equal in the two: not named.
         for r in &mut rows {
-            r.0.insert("param_dtype".into(), "bfloat16".into());
+            r.set_cell("param_dtype", "bfloat16");
         }
         let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         let c = no_effect_clause(&rows, &names(&["cgbd8", "cgbd16"]));
@@ -401,7 +391,7 @@ pub(crate) mod tests {
             "{c}"
         );
         // Both keys differ: both named, and "those settings".
-        rows[1].0.insert("param_dtype".into(), "float32".into());
+        rows[1].set_cell("param_dtype", "float32");
         let c = no_effect_clause(&rows, &names(&["cgbd8", "cgbd16"]));
         assert!(
             c.contains("(cuda_graph_max_bs_decode, dtype)") && c.ends_with("those settings"),
@@ -421,8 +411,8 @@ pub(crate) mod tests {
     fn preflight_attempts_are_not_duplicates() {
         let mut a = row("p1", "", "aaa", "", "1");
         let mut b = row("p2", "", "aaa", "", "1");
-        a.0.insert("phase".into(), "preflight".into());
-        b.0.insert("phase".into(), "preflight".into());
+        a.set_cell("phase", "preflight");
+        b.set_cell("phase", "preflight");
         assert!(duplicates(&[a, b]).is_empty());
     }
 }

@@ -139,8 +139,8 @@ mod tests {
         let o = test_objective(Goal::Maximize, "output_tok_s", &[]);
         let probe = |name: &str, conc: &str, tok: &str, pass: &str| {
             let mut x = r(name, conc, tok, "1");
-            x.0.insert("phase".into(), "probe".into());
-            x.0.insert("probe".into(), pass.into());
+            x.set_cell("phase", "probe");
+            x.set_cell("probe", pass);
             x
         };
         let rows = [

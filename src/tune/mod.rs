@@ -56,10 +56,7 @@ pub(crate) mod testing {
 
     /// A results.csv row from (column, value) cells.
     pub fn row(cells: &[(&str, &str)]) -> Row {
-        Row(cells
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect())
+        Row::from_cells(cells.iter().map(|(k, v)| (k.to_string(), v.to_string())))
     }
 
     /// An ok record of `run_name` at concurrency 8, repeat 1, with nothing measured.

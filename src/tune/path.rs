@@ -3,11 +3,11 @@
 //! the first launch. Pure, so the runner, `resume` (which continues the same path) and the
 //! decision's "Tune path" section all read one path from the same rows.
 
-use crate::observe::diagnose::VerdictKind;
 use crate::plan::spec::{Goal, SweepSpec};
 use crate::plan::tune::{TuneSpec, same_value};
-use crate::record::rows::Row;
+use crate::record::rows::{Col, Row};
 use crate::record::{Phase, RunStatus};
+use crate::server::failure::FailureKind;
 use crate::tune::decision::{self, Standing};
 use crate::tune::guide::{self, Evidence, Next, Observation, Outcome, Point, Space};
 use std::collections::BTreeMap;
@@ -61,7 +61,7 @@ pub fn point_of_row(space: &Space, row: &Row) -> Option<Point> {
         .knobs
         .iter()
         .map(|k| {
-            let cell = row.get(&format!("param_{}", k.key));
+            let cell = row.param(&k.key);
             k.values.iter().position(|v| {
                 cell == v.to_string()
                     || cell
@@ -97,16 +97,15 @@ pub fn observe(
         .iter()
         .copied()
         .filter(|r| row_is_point(space, point, r))
-        .filter(|r| r.u64("repeat").is_none_or(|k| k <= last_repeat))
+        .filter(|r| r.repeat().is_none_or(|k| k <= last_repeat))
         .collect();
     let first = mine.first()?;
     let measured: Vec<&Row> = mine.iter().copied().filter(|r| r.is_ok()).collect();
     if measured.is_empty() {
         let kind = mine
             .iter()
-            .map(|r| r.get("failure_kind"))
-            .find(|k| !k.is_empty())
-            .unwrap_or_else(|| first.get("status"));
+            .find_map(|r| r.failure_kind().map(FailureKind::as_str))
+            .unwrap_or_else(|| first.status().map_or("", RunStatus::as_str));
         return Some(Outcome::Failed {
             kind: kind.to_string(),
         });
@@ -189,28 +188,29 @@ pub fn observe(
         });
     };
     let last = measured.last().copied().unwrap_or(first);
-    let verdict = VerdictKind::ALL
-        .into_iter()
-        .find(|k| k.as_str() == last.get("verdict"));
-    let max = |col: &str| {
+    let verdict = last.verdict();
+    let max = |col: Col| {
         measured
             .iter()
-            .filter_map(|r| r.f64(col))
+            .filter_map(|r| r.metric(&col))
             .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))))
     };
-    let mean = |col: &str| {
-        let xs: Vec<f64> = measured.iter().filter_map(|r| r.f64(col)).collect();
+    let mean = |col: Col| {
+        let xs: Vec<f64> = measured.iter().filter_map(|r| r.metric(&col)).collect();
         (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)
     };
     let evidence = Evidence {
         verdict,
-        text: last.get("verdict_evidence").to_string(),
-        kv_usage_max: max("token_usage_max"),
-        running_mean: mean("running_req_mean"),
-        running_max: max("running_req_max"),
-        queue_mean: mean("queue_req_mean"),
-        offered: max("concurrency"),
-        retractions: measured.iter().filter_map(|r| r.u64("retractions")).max(),
+        text: last.verdict_evidence().to_string(),
+        kv_usage_max: max(Col::TOKEN_USAGE_MAX),
+        running_mean: mean(Col::RUNNING_REQ_MEAN),
+        running_max: max(Col::RUNNING_REQ_MAX),
+        queue_mean: mean(Col::QUEUE_REQ_MEAN),
+        offered: max(Col::CONCURRENCY),
+        retractions: measured
+            .iter()
+            .filter_map(|r| r.count(&Col::RETRACTIONS))
+            .max(),
     };
     let not_in_effect: Vec<String> = space
         .knobs
@@ -219,7 +219,7 @@ pub fn observe(
             let asked = format!("`{}`", k.key);
             measured
                 .iter()
-                .any(|r| r.get("not_in_effect").contains(&asked))
+                .any(|r| r.not_in_effect().any(|f| f.contains(&asked)))
         })
         .map(|k| k.key.clone())
         .collect();
@@ -264,7 +264,7 @@ pub fn confirm_repeat(spec: &SweepSpec, n: usize) -> u64 {
 fn has_repeat(spec: &SweepSpec, space: &Space, point: &[usize], n: usize, rows: &[&Row]) -> bool {
     let want = confirm_repeat(spec, n);
     rows.iter()
-        .any(|r| r.u64("repeat") == Some(want) && row_is_point(space, point, r))
+        .any(|r| r.repeat() == Some(want) && row_is_point(space, point, r))
 }
 
 /// The path the rows show: ask the strategy from the start, answer each proposal from its
@@ -418,6 +418,7 @@ pub fn measured_text(spec: &SweepSpec, outcome: &Outcome) -> String {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
+    use crate::observe::diagnose::VerdictKind;
     use crate::tune::testing::{row, spec};
 
     fn tuned() -> SweepSpec {

@@ -17,6 +17,7 @@
 
 use crate::plan::spec::{self, LoadPoint, Objective, SweepSpec};
 use crate::record::Phase;
+use crate::record::QualityStatus;
 use crate::record::rows::Row;
 use crate::tune::decision::{self, PointDecision, Standing};
 use crate::tune::stats;
@@ -141,7 +142,7 @@ pub fn prune(spec: &SweepSpec, launches: &[Launch], rows: &[Row], lowest: LoadPo
                 .filter(|c| c.standing == Standing::QualityFailed)
                 .filter(|c| {
                     at.iter().any(|r| {
-                        r.get("run_name") == c.run_name && r.get("quality_verdict") == "fail"
+                        r.run_name() == c.run_name && r.quality() == Some(QualityStatus::Fail)
                     })
                 })
                 .map(|c| {
@@ -181,6 +182,7 @@ pub fn prune(spec: &SweepSpec, launches: &[Launch], rows: &[Row], lowest: LoadPo
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::record::rows::Col;
     use crate::tune::testing;
 
     /// Three configurations at `points` (YAML list under `workload:`), two repeats, pruning on.
@@ -302,9 +304,9 @@ mod tests {
         // Further behind, it is pruned, and the reason names the level and the pairs.
         let mut far = r.clone();
         for x in &mut far {
-            if x.get("run_name") == "beaten" {
-                let v = x.f64("output_tok_s").expect("value") - 30.0;
-                x.0.insert("output_tok_s".into(), v.to_string());
+            if x.run_name() == "beaten" {
+                let v = x.metric(&Col::OUTPUT_TOK_S).expect("value") - 30.0;
+                x.set_cell("output_tok_s", v.to_string());
             }
         }
         let p = prune(&s, &launches(&s), &far, LOWEST);
@@ -355,7 +357,7 @@ mod tests {
         );
         let mut r = rows("derails", ("2", ""), "measure", &[3000.0, 3001.0, 3002.0]);
         r.extend(first_round_rows());
-        r.retain(|x| x.get("run_name") != "close");
+        r.retain(|x| x.run_name() != "close");
         r.extend(rows(
             "unknown",
             ("2", ""),
@@ -363,13 +365,13 @@ mod tests {
             &[9000.0, 9001.0, 9002.0],
         ));
         for x in &mut r {
-            let (v, e) = match x.get("run_name") {
+            let (v, e) = match x.run_name() {
                 "derails" => ("fail", "derails 24% of prompts decisively (48/200)"),
                 "unknown" => ("unchecked", "quality unchecked: no quality outputs"),
                 _ => ("pass", "diverges 0% of prompts decisively (0/200)"),
             };
-            x.0.insert("quality_verdict".into(), v.into());
-            x.0.insert("quality_evidence".into(), e.into());
+            x.set_cell("quality_verdict", v);
+            x.set_cell("quality_evidence", e);
         }
         let p = prune(&s, &launches(&s), &r, LOWEST);
         let rest: Vec<&str> = p.rest.iter().map(|l| l.run.name.as_str()).collect();
@@ -394,7 +396,7 @@ mod tests {
         );
         // Without verdicts (no guard) the fastest leads and prunes the rest as before.
         for x in &mut r {
-            x.0.remove("quality_verdict");
+            x.remove_cell("quality_verdict");
         }
         let p = prune(&s, &launches(&s), &r, LOWEST);
         let rest: Vec<&str> = p.rest.iter().map(|l| l.run.name.as_str()).collect();

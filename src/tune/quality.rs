@@ -278,38 +278,8 @@ pub fn accuracy(
     })
 }
 
-/// A configuration's standing on output quality.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum QualityStatus {
-    /// The reference every other is compared with.
-    Baseline,
-    Pass,
-    Fail,
-    /// No usable comparison: not shown to keep the outputs.
-    Unchecked,
-}
-
-impl QualityStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            QualityStatus::Baseline => "baseline",
-            QualityStatus::Pass => "pass",
-            QualityStatus::Fail => "fail",
-            QualityStatus::Unchecked => "unchecked",
-        }
-    }
-    /// Whether the decision may still consider the configuration.
-    pub fn eligible(self) -> bool {
-        matches!(self, QualityStatus::Baseline | QualityStatus::Pass)
-    }
-}
-
-/// Whether a row's `quality_verdict` cell lets the decision consider its configuration
-/// (empty: no quality guard).
-pub fn eligible_cell(cell: &str) -> bool {
-    !matches!(cell, "fail" | "unchecked")
-}
+pub use crate::record::QualityStatus;
+use crate::record::rows::QualityCells;
 
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct QualityVerdict {
@@ -566,24 +536,21 @@ fn p_text(p: f64) -> String {
     }
 }
 
-/// The results.csv cells of a configuration's rows: (column, value).
-pub fn cells(v: &QualityVerdict, floor: &Tally) -> Vec<(&'static str, String)> {
-    let f = |x: Option<f64>| x.map(|v| format!("{v:.4}")).unwrap_or_default();
-    vec![
-        ("quality_verdict", v.status.as_str().to_string()),
-        ("quality_decisive_share", f(v.tally.decisive_share())),
-        ("quality_diverged_share", f(v.tally.diverged_share())),
-        ("quality_prefix_agreement", f(v.tally.prefix_agreement())),
-        ("quality_floor_decisive_share", f(floor.decisive_share())),
-        ("quality_p_value", f(v.p_value)),
-        (
-            "quality_accuracy",
-            f(v.accuracy
-                .as_ref()
-                .map(|a| a.correct as f64 / a.answered as f64)),
-        ),
-        ("quality_evidence", v.evidence.clone()),
-    ]
+/// The results.csv cells of a configuration's rows.
+pub fn cells(v: &QualityVerdict, floor: &Tally) -> QualityCells {
+    QualityCells {
+        verdict: Some(v.status),
+        decisive_share: v.tally.decisive_share(),
+        diverged_share: v.tally.diverged_share(),
+        prefix_agreement: v.tally.prefix_agreement(),
+        floor_decisive_share: floor.decisive_share(),
+        p_value: v.p_value,
+        accuracy: v
+            .accuracy
+            .as_ref()
+            .map(|a| a.correct as f64 / a.answered as f64),
+        evidence: v.evidence.clone(),
+    }
 }
 
 #[cfg(test)]
@@ -705,7 +672,7 @@ mod tests {
             Some(QualityStatus::Unchecked)
         );
         let c = cells(fp8, &r.floor);
-        assert!(c.contains(&("quality_decisive_share", "0.2000".into())));
+        assert_eq!(c.decisive_share, Some(0.2));
     }
 
     #[test]
@@ -742,7 +709,7 @@ mod tests {
             ] {
                 m.insert(k.to_string(), v.to_string());
             }
-            Row(m)
+            Row::from_cells(m)
         };
         let rows = vec![
             row("baseline", "100", "baseline"),

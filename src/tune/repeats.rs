@@ -4,7 +4,8 @@
 use crate::plan::expand::RunPlan;
 use crate::plan::spec::{self, AutoRepeats, SweepSpec};
 use crate::record::Phase;
-use crate::record::rows::Row;
+use crate::record::QualityStatus;
+use crate::record::rows::{Col, Row};
 use crate::tune::stats::needs_more_repeats;
 use crate::tune::work::{Launch, Measurement};
 
@@ -33,22 +34,21 @@ pub fn next_round(
             };
             let mine: Vec<&Row> = rows
                 .iter()
-                .filter(|r| r.get("run_name") == run.name && r.load_point() == label)
+                .filter(|r| r.run_name() == run.name && r.load_point() == label)
                 .filter(|r| !matches!(r.phase(), Phase::Probe | Phase::Preflight))
                 .collect();
             let n = mine.len() as u64;
-            let ineligible = |r: &&Row| !r.is_ok() || r.get("quality_verdict") == "fail";
+            let ineligible = |r: &&Row| !r.is_ok() || r.quality() == Some(QualityStatus::Fail);
             if n == 0 || n >= auto.max || mine.iter().any(ineligible) {
                 continue;
             }
-            let values: Vec<f64> = mine.iter().filter_map(|r| r.f64(&o.metric)).collect();
+            let col = Col::named(&o.metric);
+            let values: Vec<f64> = mine
+                .iter()
+                .filter_map(|r| col.as_ref().and_then(|c| r.metric(c)))
+                .collect();
             if needs_more_repeats(&values, auto.precision) {
-                let k = mine
-                    .iter()
-                    .filter_map(|r| r.u64("repeat"))
-                    .max()
-                    .unwrap_or(n)
-                    + 1;
+                let k = mine.iter().filter_map(|r| r.repeat()).max().unwrap_or(n) + 1;
                 next = Some(next.map_or(k, |x: u64| x.max(k)));
                 points.push(*p);
             }
@@ -187,7 +187,7 @@ mod tests {
         let precise = rows("c", "8", &ok(&[100.0, 100.01]));
         for phase in ["probe", "preflight"] {
             let mut other = rows("c", "8", &[(3, "ok", 500.0)]);
-            other[0].0.insert("phase".into(), phase.into());
+            other[0].set_cell("phase", phase);
             let mut r = precise.clone();
             r.extend(other);
             assert_eq!(round(&r), vec![], "{phase}");
@@ -208,7 +208,7 @@ mod tests {
         ] {
             let mut r = rows("a", "2", &ok(&wide));
             for x in &mut r {
-                x.0.insert("quality_verdict".into(), verdict.into());
+                x.set_cell("quality_verdict", verdict);
             }
             assert_eq!(round(&r).len(), more, "{verdict:?}");
         }
@@ -241,7 +241,7 @@ mod tests {
         let auto = s.auto_repeats.expect("auto");
         let mut r = rows("a", "4", &ok(&[90.0, 110.0]));
         for x in &mut r {
-            x.0.insert("request_rate".into(), "1.5".into());
+            x.set_cell("request_rate", "1.5");
         }
         let next = next_round(&s, &plan, &r, auto);
         assert_eq!(next.len(), 1);

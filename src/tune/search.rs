@@ -15,7 +15,7 @@ use crate::plan::expand::RunConfig;
 use crate::plan::search::{Axis, MaxLoad};
 use crate::plan::spec::{LoadPoint, SloBound, SweepSpec, WorkloadSpec};
 use crate::record::Phase;
-use crate::record::rows::Row;
+use crate::record::rows::{Col, Row};
 use crate::record::{ProbeResult, RunRecord, RunStatus, run_record};
 
 /// One measurement of a probe, as the search sees it.
@@ -53,11 +53,14 @@ impl ProbeRun {
     pub fn of_row(r: &Row, axis: Axis, bounds: &[SloBound]) -> ProbeRun {
         ProbeRun {
             load: match axis {
-                Axis::Concurrency => r.f64("concurrency").unwrap_or(f64::NAN),
-                Axis::RequestRate => r.f64("request_rate").unwrap_or(f64::NAN),
+                Axis::Concurrency => r.concurrency().map_or(f64::NAN, |c| c as f64),
+                Axis::RequestRate => r.request_rate().unwrap_or(f64::NAN),
             },
             failed: !r.is_ok(),
-            values: bounds.iter().map(|b| r.f64(&b.column)).collect(),
+            values: bounds
+                .iter()
+                .map(|b| Col::named(&b.column).and_then(|c| r.metric(&c)))
+                .collect(),
         }
     }
 }
@@ -68,7 +71,7 @@ pub fn recorded_probes(spec: &SweepSpec, rows: &[&Row], run: &RunConfig) -> Vec<
     match (&spec.search.max_load, &spec.objective) {
         (Some(ml), Some(o)) => rows
             .iter()
-            .filter(|r| r.phase() == Phase::Probe && r.get("run_name") == run.name)
+            .filter(|r| r.phase() == Phase::Probe && r.run_name() == run.name)
             .map(|r| ProbeRun::of_row(r, ml.axis, &o.slo))
             .collect(),
         _ => Vec::new(),

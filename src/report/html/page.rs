@@ -8,9 +8,10 @@ use std::fmt::Write as _;
 use super::chart::{self, Bar, BarChart, Chart, Line, Marker, Measure, Spread};
 use super::data::{self, Points, Timeline};
 use super::{Launch, Sweep, esc, points_per_series};
-use crate::record::rows::Row;
+use crate::record::rows::{Col, Row};
 use crate::report::compare::{Comparison, Judgement};
 use crate::report::{decision, doc, table};
+use crate::server::failure::FailureKind;
 
 const CSS: &str = r#"
 :root{--fg:#1b1b1b;--muted:#5a5a5a;--line:#d8d8d8;--bg:#fff;--card:#fafafa}
@@ -55,11 +56,13 @@ const FOOT: &str = "</body></html>\n";
 
 /// The x of a row on the load-point axis: its concurrency, else its request rate.
 fn load_x(r: &Row) -> Option<f64> {
-    r.f64("concurrency").or_else(|| r.f64("request_rate"))
+    r.concurrency()
+        .map(|c| c as f64)
+        .or_else(|| r.request_rate())
 }
 
 fn load_axis(rows: &[Row]) -> &'static str {
-    if rows.iter().any(|r| !r.get("request_rate").is_empty()) {
+    if rows.iter().any(|r| r.rate_text().is_some()) {
         "load point (concurrency, or request rate in req/s)"
     } else {
         "concurrency (requests)"
@@ -71,17 +74,16 @@ pub type ConfigSeries = (String, Vec<(f64, Vec<f64>)>);
 
 /// Per configuration (in first-appearance order): per load point (x ascending) the ok
 /// repeats' values of `col`.
-pub fn by_config(rows: &[Row], col: &str) -> Vec<ConfigSeries> {
+pub fn by_config(rows: &[Row], col: &Col) -> Vec<ConfigSeries> {
     let mut out: Vec<ConfigSeries> = Vec::new();
     for g in table::groups(rows) {
         let Some(first) = g.first() else { continue };
-        let name = first.get("run_name").to_string();
+        let name = first.run_name().to_string();
         let Some(x) = load_x(first) else { continue };
         let vals: Vec<f64> = g
             .iter()
             .filter(|r| r.is_ok())
-            .filter_map(|r| r.f64(col))
-            .filter(|v| v.is_finite())
+            .filter_map(|r| r.metric(col))
             .collect();
         let idx = match out.iter().position(|(n, _)| *n == name) {
             Some(i) => i,
@@ -106,7 +108,7 @@ fn mean(v: &[f64]) -> f64 {
 
 /// One line per configuration: the mean of `col` at each load point, with the repeats'
 /// min..max as error bars when there is more than one.
-fn metric_lines(rows: &[Row], col: &str, suffix: &str, dashed: bool, c: &mut Chart) {
+fn metric_lines(rows: &[Row], col: &Col, suffix: &str, dashed: bool, c: &mut Chart) {
     for (i, (name, pts)) in by_config(rows, col).into_iter().enumerate() {
         if pts.is_empty() {
             continue;
@@ -137,7 +139,7 @@ fn metric_lines(rows: &[Row], col: &str, suffix: &str, dashed: bool, c: &mut Cha
 
 /// (total output tok/s, output tok/s per user) for each configuration and load point.
 pub fn pareto_points(rows: &[Row]) -> Vec<(String, Points)> {
-    let tput = by_config(rows, "output_tok_s");
+    let tput = by_config(rows, &Col::OUTPUT_TOK_S);
     tput.into_iter()
         .map(|(name, pts)| {
             let p = pts
@@ -148,8 +150,12 @@ pub fn pareto_points(rows: &[Row]) -> Vec<(String, Points)> {
                     // requests in flight the rows say the server was running.
                     let users = rows
                         .iter()
-                        .find(|r| r.get("run_name") == name && load_x(r) == Some(*x))
-                        .and_then(|r| r.f64("concurrency").or_else(|| r.f64("running_req_mean")))
+                        .find(|r| r.run_name() == name && load_x(r) == Some(*x))
+                        .and_then(|r| {
+                            r.concurrency()
+                                .map(|c| c as f64)
+                                .or_else(|| r.metric(&Col::RUNNING_REQ_MEAN))
+                        })
                         .filter(|u| *u > 0.0)?;
                     Some((total, total / users))
                 })
@@ -173,15 +179,15 @@ fn load_words(rows: &[Row]) -> String {
     let Some(r) = rows.iter().find(|r| load_x(r).is_some()) else {
         return String::new();
     };
-    match r.get("request_rate") {
-        "" => format!("concurrency {}", r.get("concurrency")),
-        rate => format!("request rate {rate}/s"),
+    match r.rate_text() {
+        None => format!("concurrency {}", r.load_point()),
+        Some(rate) => format!("request rate {rate}/s"),
     }
 }
 
 /// A single load point's `col` (and `outline`, e.g. the p99 beside a p50) as bars: one row per
 /// configuration with a value, coloured as in the other charts.
-fn load_bars(rows: &[Row], col: (&str, &str), outline: Option<(&str, &str)>) -> BarChart {
+fn load_bars(rows: &[Row], col: (&Col, &str), outline: Option<(&Col, &str)>) -> BarChart {
     let first = |v: &[(f64, Vec<f64>)]| v.first().and_then(|(_, vals)| Spread::of(vals));
     let filled = by_config(rows, col.0);
     let other = outline.map(|(c, _)| by_config(rows, c)).unwrap_or_default();
@@ -219,7 +225,7 @@ fn load_bars(rows: &[Row], col: (&str, &str), outline: Option<(&str, &str)>) -> 
 fn single_load_charts(rows: &[Row], prefix: &str) -> String {
     let at = load_words(rows);
     let mut o = String::new();
-    let mut tput = load_bars(rows, ("output_tok_s", "output tok/s"), None);
+    let mut tput = load_bars(rows, (&Col::OUTPUT_TOK_S, "output tok/s"), None);
     tput.id = format!("{prefix}tput");
     tput.title = format!("Output throughput at {at}, by configuration");
     tput.x_label = "output tok/s".into();
@@ -228,18 +234,17 @@ fn single_load_charts(rows: &[Row], prefix: &str) -> String {
          configuration (error bars: repeats' min–max)."
     );
     o.push_str(&chart::render_bars(&tput));
-    for (col, what) in [("ttft_ms", "TTFT"), ("tpot_ms", "TPOT")] {
-        let mut c = load_bars(
-            rows,
-            (&format!("{col}_p50"), "p50"),
-            Some((&format!("{col}_p99"), "p99")),
-        );
+    for (p50, p99, what) in [
+        (Col::TTFT_MS_P50, Col::TTFT_MS_P99, "TTFT"),
+        (Col::TPOT_MS_P50, Col::TPOT_MS_P99, "TPOT"),
+    ] {
+        let mut c = load_bars(rows, (&p50, "p50"), Some((&p99, "p99")));
         c.id = format!("{prefix}{}", what.to_lowercase());
         c.title = format!("{what} p50 (filled) and p99 (dashed outline) at {at}");
         c.x_label = format!("{what} (ms)");
         o.push_str(&chart::render_bars(&c));
     }
-    let mut good = load_bars(rows, ("goodput_req_s", "goodput"), None);
+    let mut good = load_bars(rows, (&Col::GOODPUT_REQ_S, "goodput"), None);
     good.id = format!("{prefix}goodput");
     good.title = format!("Goodput at {at}, by configuration");
     good.x_label = "goodput (req/s meeting the SLO)".into();
@@ -254,7 +259,7 @@ fn single_load_charts(rows: &[Row], prefix: &str) -> String {
 fn load_line_charts(rows: &[Row], prefix: &str) -> String {
     let axis = load_axis(rows);
     // Concurrency is a whole number of requests: no ticks between them.
-    let whole = !rows.iter().any(|r| !r.get("request_rate").is_empty());
+    let whole = !rows.iter().any(|r| r.rate_text().is_some());
     let mut o = String::new();
     let mut tput = Chart {
         id: format!("{prefix}tput"),
@@ -265,9 +270,12 @@ fn load_line_charts(rows: &[Row], prefix: &str) -> String {
         x_whole: whole,
         ..Default::default()
     };
-    metric_lines(rows, "output_tok_s", "", false, &mut tput);
+    metric_lines(rows, &Col::OUTPUT_TOK_S, "", false, &mut tput);
     o.push_str(&chart::render(&tput));
-    for (col, what) in [("ttft_ms", "TTFT"), ("tpot_ms", "TPOT")] {
+    for (p50, p99, what) in [
+        (Col::TTFT_MS_P50, Col::TTFT_MS_P99, "TTFT"),
+        (Col::TPOT_MS_P50, Col::TPOT_MS_P99, "TPOT"),
+    ] {
         let mut c = Chart {
             id: format!("{prefix}{}", what.to_lowercase()),
             title: format!("{what} p50 (solid) and p99 (dashed) by load point"),
@@ -277,8 +285,8 @@ fn load_line_charts(rows: &[Row], prefix: &str) -> String {
             x_whole: whole,
             ..Default::default()
         };
-        metric_lines(rows, &format!("{col}_p50"), " p50", false, &mut c);
-        metric_lines(rows, &format!("{col}_p99"), " p99", true, &mut c);
+        metric_lines(rows, &p50, " p50", false, &mut c);
+        metric_lines(rows, &p99, " p99", true, &mut c);
         o.push_str(&chart::render(&c));
     }
     let mut good = Chart {
@@ -290,7 +298,7 @@ fn load_line_charts(rows: &[Row], prefix: &str) -> String {
         x_whole: whole,
         ..Default::default()
     };
-    metric_lines(rows, "goodput_req_s", "", false, &mut good);
+    metric_lines(rows, &Col::GOODPUT_REQ_S, "", false, &mut good);
     if good.lines.is_empty() {
         good.note = "No goodput recorded: the workload set no SLO (see docs/spec.md).".into();
     }
@@ -470,26 +478,23 @@ fn launch_section(l: &Launch, rows: &[Row], budget: usize, prefix: &str) -> Stri
         esc(&id),
         esc(&l.name)
     );
-    let mine: Vec<&Row> = rows
-        .iter()
-        .filter(|r| r.get("run_name") == l.name)
-        .collect();
+    let mine: Vec<&Row> = rows.iter().filter(|r| r.run_name() == l.name).collect();
     for r in &mine {
         if !r.is_ok() {
             let _ = write!(
                 o,
                 "<p class=\"fail\">{} failed ({}): {}</p>",
                 esc(&r.load_point()),
-                esc(r.get("failure_kind")),
-                esc(r.get("failure_message"))
+                esc(r.failure_kind().map_or("", FailureKind::as_str)),
+                esc(r.failure_message())
             );
-        } else if !r.get("verdict").is_empty() {
+        } else if let Some(v) = r.verdict() {
             let _ = write!(
                 o,
                 "<p><span class=\"verdict\">{} at {}</span>: {}</p>",
-                esc(r.get("verdict")),
+                esc(v.as_str()),
                 esc(&r.load_point()),
-                esc(r.get("verdict_evidence"))
+                esc(r.verdict_evidence())
             );
         }
     }
@@ -854,10 +859,7 @@ mod tests {
     use super::*;
 
     fn row(pairs: &[(&str, &str)]) -> Row {
-        Row(pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect())
+        Row::from_cells(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())))
     }
 
     /// The x axis' tick labels of the chart `id` on a page: plotters centres them under the
@@ -958,7 +960,7 @@ mod tests {
     fn the_compare_page_names_an_engine_change() {
         let on = |e: &str, tput: &str| {
             let mut r = measured("a", "8", tput, ("10", "20"));
-            r.0.insert("engine".into(), e.into());
+            r.set_cell("engine", e);
             r
         };
         let (a, b) = (
@@ -1152,7 +1154,7 @@ mod tests {
                 ("output_tok_s", ""),
             ]),
         ];
-        let s = by_config(&rows, "output_tok_s");
+        let s = by_config(&rows, &Col::OUTPUT_TOK_S);
         assert_eq!(s.len(), 2);
         assert_eq!(s[0].1, vec![(2.0, vec![40.0]), (8.0, vec![80.0, 100.0])]);
         assert!(s[1].1.is_empty());

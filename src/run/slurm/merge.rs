@@ -5,6 +5,7 @@
 
 use super::task::submitted_launches;
 use super::{States, Submission, describe, latest, missing_rows, out_tail, task_states};
+use crate::record::RunStatus;
 use crate::record::provenance;
 use crate::record::rows;
 use crate::record::slurm as files;
@@ -88,15 +89,14 @@ pub fn status_view(dir: &Path) -> Result<SlurmStatus, StartError> {
             Ok(t) if t.rows.iter().all(rows::Row::is_ok) => ("ok".to_string(), String::new()),
             Ok(t) => {
                 let bad = t.rows.iter().find(|r| !r.is_ok());
-                let st = bad.map_or("failed", |r| r.get("status"));
-                let state = if st == "interrupted" {
-                    "cancelled"
-                } else {
-                    "failed"
+                let state = match bad.and_then(|r| r.status()) {
+                    Some(RunStatus::Interrupted) => "cancelled",
+                    _ => "failed",
                 };
                 (
                     state.to_string(),
-                    bad.map_or(String::new(), |r| r.get("failure_kind").to_string()),
+                    bad.and_then(|r| r.failure_kind())
+                        .map_or(String::new(), |k| k.as_str().to_string()),
                 )
             }
             Err(_) => (
@@ -206,14 +206,14 @@ mod tests {
         let mut m = BTreeMap::new();
         for r in &t.rows {
             let prev = m.insert(
-                r.get("run_name").to_string(),
+                r.run_name().to_string(),
                 (
-                    r.get("status").to_string(),
-                    r.get("failure_kind").to_string(),
-                    r.get("failure_message").to_string(),
+                    r.status().map_or("", RunStatus::as_str).to_string(),
+                    r.failure_kind().map_or("", |k| k.as_str()).to_string(),
+                    r.failure_message().to_string(),
                 ),
             );
-            assert!(prev.is_none(), "two rows for {}", r.get("run_name"));
+            assert!(prev.is_none(), "two rows for {}", r.run_name());
         }
         m
     }

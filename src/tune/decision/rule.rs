@@ -4,9 +4,11 @@
 //! [`super::words`] puts into words.
 
 use super::{ConfigResult, Outcome, SloCheck, Standing};
+use crate::observe::diagnose::VerdictKind;
 use crate::plan::spec::{Goal, Objective, SloBound};
-use crate::record::rows::Row;
+use crate::record::rows::{Col, Row};
 use crate::record::{Phase, ProbeResult, RunStatus};
+use crate::server::failure::FailureKind;
 use crate::tune::stats::{Estimate, Margin, PooledNoise};
 use crate::tune::stats::{estimate, margin, median, pooled_noise};
 use std::collections::BTreeMap;
@@ -120,11 +122,11 @@ pub(super) struct Preflight<'r> {
 }
 
 pub(super) fn preflight<'r>(rows: &'r [Row], knob: &str) -> Option<Preflight<'r>> {
-    let col = format!("param_{knob}");
+    let col = Col::param(knob);
     let attempts: Vec<(&Row, f64)> = rows
         .iter()
         .filter(|r| r.phase() == Phase::Preflight)
-        .filter_map(|r| r.f64(&col).map(|v| (r, v)))
+        .filter_map(|r| r.metric(&col).map(|v| (r, v)))
         .collect();
     if attempts.is_empty() {
         return None;
@@ -150,10 +152,9 @@ pub(super) fn preflight<'r>(rows: &'r [Row], knob: &str) -> Option<Preflight<'r>
 pub(super) fn verdict_of<'r>(rows: &[&'r Row]) -> Option<Verdict<'r>> {
     let mut counts: Vec<(&str, usize)> = Vec::new();
     for r in rows {
-        let v = r.get("verdict");
-        if v.is_empty() {
+        let Some(v) = r.verdict().map(VerdictKind::as_str) else {
             continue;
-        }
+        };
         match counts.iter_mut().find(|(k, _)| *k == v) {
             Some((_, n)) => *n += 1,
             None => counts.push((v, 1)),
@@ -169,8 +170,8 @@ pub(super) fn verdict_of<'r>(rows: &[&'r Row]) -> Option<Verdict<'r>> {
             })?;
     let evidence = rows
         .iter()
-        .find(|r| r.get("verdict") == verdict)
-        .map_or("", |r| r.get("verdict_evidence"));
+        .find(|r| r.verdict().map(VerdictKind::as_str) == Some(verdict))
+        .map_or("", |r| r.verdict_evidence());
     Some(Verdict {
         verdict,
         count,
@@ -183,7 +184,11 @@ fn check_slo(bounds: &[SloBound], ok: &[&Row]) -> Vec<SloCheck> {
     bounds
         .iter()
         .map(|b| {
-            let values: Vec<f64> = ok.iter().filter_map(|r| r.f64(&b.column)).collect();
+            let col = Col::named(&b.column);
+            let values: Vec<f64> = ok
+                .iter()
+                .filter_map(|r| col.as_ref().and_then(|c| r.metric(c)))
+                .collect();
             let median = median(&values);
             SloCheck {
                 column: b.column.clone(),
@@ -203,15 +208,16 @@ pub fn sweep_noise(o: &Objective, rows: &[&Row]) -> Option<PooledNoise> {
     // (run id, or the run name when there is none; load point).
     type Key<'r> = (&'r str, &'r str, String);
     let mut groups: Vec<(Key, Vec<f64>)> = Vec::new();
+    let metric = Col::named(&o.metric);
     for r in rows {
         if !r.is_ok() || r.phase() == Phase::Preflight {
             continue;
         }
-        let Some(v) = r.f64(&o.metric) else {
+        let Some(v) = metric.as_ref().and_then(|c| r.metric(c)) else {
             continue;
         };
-        let key = match r.get("run_id") {
-            "" => ("", r.get("run_name"), r.load_point()),
+        let key = match r.run_id() {
+            "" => ("", r.run_name(), r.load_point()),
             id => (id, "", r.load_point()),
         };
         match groups.iter_mut().find(|(k, _)| *k == key) {
@@ -268,7 +274,7 @@ pub(super) fn load_points(rows: &[Row]) -> Vec<String> {
 fn by_config<'r>(rows: &[&'r Row]) -> Vec<(&'r str, Vec<&'r Row>)> {
     let mut out: Vec<(&str, Vec<&Row>)> = Vec::new();
     for r in rows {
-        let name = r.get("run_name");
+        let name = r.run_name();
         match out.iter_mut().find(|(k, _)| *k == name) {
             Some((_, v)) => v.push(r),
             None => out.push((name, vec![r])),
@@ -372,7 +378,10 @@ fn at_max_load<'r, 'a>(
 ) -> Point<'r, 'a> {
     let by_config = by_config(rows);
     // The searched load of a row: its rate in an open loop, else its concurrency.
-    let load = |r: &Row| r.f64("request_rate").or_else(|| r.f64("concurrency"));
+    let load = |r: &Row| {
+        r.request_rate()
+            .or_else(|| r.concurrency().map(|c| c as f64))
+    };
     let mut at_max: Vec<&Row> = Vec::new();
     let mut found: BTreeMap<&str, (String, Option<f64>)> = BTreeMap::new();
     let mut none_passed: Vec<Judged> = Vec::new();
@@ -388,8 +397,8 @@ fn at_max_load<'r, 'a>(
                 let goodput: Vec<f64> = there
                     .iter()
                     .filter_map(|r| {
-                        r.f64("goodput_req_s")
-                            .or_else(|| r.f64("request_throughput"))
+                        r.metric(&Col::GOODPUT_REQ_S)
+                            .or_else(|| r.metric(&Col::REQUEST_THROUGHPUT))
                     })
                     .collect();
                 let lp = there.first().map(|r| r.load_point()).unwrap_or_default();
@@ -442,19 +451,23 @@ fn judge_alone<'r>(o: &Objective, name: &'r str, rows: &[&'r Row]) -> Judged<'r>
     let ok: Vec<&Row> = rows.iter().copied().filter(|r| r.is_ok()).collect();
     let mut kinds: Vec<&str> = Vec::new();
     for r in &failed {
-        let k = r.get("failure_kind");
+        let k = r.failure_kind().map_or("", FailureKind::as_str);
         if !kinds.contains(&k) {
             kinds.push(k);
         }
     }
-    let values: Vec<f64> = ok.iter().filter_map(|r| r.f64(&o.metric)).collect();
+    let metric = Col::named(&o.metric);
+    let values: Vec<f64> = ok
+        .iter()
+        .filter_map(|r| metric.as_ref().and_then(|c| r.metric(c)))
+        .collect();
     let slo = check_slo(&o.slo, &ok);
     let estimate = estimate(&values);
     let quality = quality_block(rows);
     let (standing, alone) = if !failed.is_empty() {
         let message = failed
             .iter()
-            .map(|r| r.get("failure_message"))
+            .map(|r| r.failure_message())
             .find(|m| !m.is_empty());
         (Standing::Failed, Alone::Failed { message })
     } else if let Some(row) = quality {
@@ -463,7 +476,7 @@ fn judge_alone<'r>(o: &Objective, name: &'r str, rows: &[&'r Row]) -> Judged<'r>
         let pruned = rows.iter().find(|r| r.status() == Some(RunStatus::Pruned));
         let why = match (ok.is_empty(), pruned) {
             (true, Some(p)) => Alone::Pruned {
-                message: p.get("failure_message"),
+                message: p.failure_message(),
             },
             (true, None) => Alone::NoFinishedRepeat,
             (false, _) => Alone::NoMetricValue,
@@ -495,9 +508,7 @@ fn judge_alone<'r>(o: &Objective, name: &'r str, rows: &[&'r Row]) -> Judged<'r>
 /// The quality guard's hook: the first row saying its configuration's outputs failed against
 /// the baseline (or could not be checked); such a configuration is not eligible.
 fn quality_block<'r>(rows: &[&'r Row]) -> Option<&'r Row> {
-    rows.iter()
-        .copied()
-        .find(|r| !crate::tune::quality::eligible_cell(r.get("quality_verdict")))
+    rows.iter().copied().find(|r| !r.quality_eligible())
 }
 
 /// The fields of a [`ConfigResult`] the rule decides, for words to complete.

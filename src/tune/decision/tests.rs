@@ -30,7 +30,7 @@ pub(super) fn row(name: &str, repeat: u64, cells: &[(&str, &str)]) -> Row {
     for (k, v) in cells {
         m.insert(k.to_string(), v.to_string());
     }
-    Row(m)
+    Row::from_cells(m)
 }
 
 /// Rows of configurations with these objective values (one row per repeat).
@@ -348,16 +348,16 @@ fn the_pool_spans_load_points_and_leaves_out_failures_and_preflight_bursts() {
     // Another load point, repeated: its spread is the noise the first point is judged by.
     for r in rows_of(&[("a", &[500.0, 510.0, 490.0])]) {
         let mut r = r;
-        r.0.insert("concurrency".into(), "64".into());
+        r.set_cell("concurrency", "64");
         rows.push(r);
     }
     // Neither a failed repeat nor a pre-flight attempt is noise.
     let mut failed = row("b", 2, &[("output_tok_s", "9000")]);
-    failed.0.insert("concurrency".into(), "64".into());
-    failed.0.insert("status".into(), "failed".into());
+    failed.set_cell("concurrency", "64");
+    failed.set_cell("status", "failed");
     rows.push(failed);
     let mut burst = row("b", 1, &[("output_tok_s", "1"), ("phase", "preflight")]);
-    burst.0.insert("concurrency".into(), "64".into());
+    burst.set_cell("concurrency", "64");
     rows.push(burst);
     rows.push(row(
         "b",
@@ -400,11 +400,9 @@ fn slo_failures_and_verdicts_say_why_each_lost() {
         )
     };
     let mut failed = row("oom", 1, &[]);
-    failed.0.insert("status".into(), "failed".into());
-    failed.0.insert("failure_kind".into(), "oom".into());
-    failed
-        .0
-        .insert("failure_message".into(), "Not enough memory".into());
+    failed.set_cell("status", "failed");
+    failed.set_cell("failure_kind", "oom");
+    failed.set_cell("failure_message", "Not enough memory");
     let rows = vec![
         ok("fast-but-slow-ttft", 1, "2000", "2400"),
         ok("fast-but-slow-ttft", 2, "2010", "1900"),
@@ -472,7 +470,7 @@ fn every_load_point_is_decided_on_its_own() {
     let mut rows = rows_of(&[("a", &[100.0, 101.0]), ("b", &[200.0, 201.0])]);
     for r in rows_of(&[("a", &[300.0, 301.0]), ("b", &[150.0, 151.0])]) {
         let mut r = r;
-        r.0.insert("concurrency".into(), "64".into());
+        r.set_cell("concurrency", "64");
         rows.push(r);
     }
     let mut commands = BTreeMap::new();
@@ -614,17 +612,15 @@ fn why_a_configuration_has_no_standing() {
     );
     let long = "x".repeat(200);
     let mut failed = row("crash", 1, &[("failure_kind", "crashed")]);
-    failed.0.insert("status".into(), "failed".into());
-    failed.0.insert("failure_message".into(), long.clone());
+    failed.set_cell("status", "failed");
+    failed.set_cell("failure_message", long.clone());
     let mut failed2 = row("crash", 2, &[("failure_kind", "oom")]);
-    failed2.0.insert("status".into(), "failed".into());
+    failed2.set_cell("status", "failed");
     let mut pruned = row("pruned", 1, &[]);
-    pruned.0.insert("status".into(), "pruned".into());
-    pruned
-        .0
-        .insert("failure_message".into(), "pruned: clearly beaten".into());
+    pruned.set_cell("status", "pruned");
+    pruned.set_cell("failure_message", "pruned: clearly beaten");
     let mut interrupted = row("cut", 1, &[]);
-    interrupted.0.insert("status".into(), "interrupted".into());
+    interrupted.set_cell("status", "interrupted");
     let rows = vec![
         failed,
         failed2,
@@ -705,7 +701,7 @@ fn an_open_loop_point_is_named_by_its_rate() {
     let o = objective(Goal::Maximize, "output_tok_s", &[]);
     let mut rows = rows_of(&[("a", &[100.0, 101.0]), ("b", &[200.0, 202.0])]);
     for r in &mut rows {
-        r.0.insert("request_rate".into(), "2.5".into());
+        r.set_cell("request_rate", "2.5");
     }
     let d = decide_rows(&o, &rows);
     assert_eq!(d.points[0].load_point, "2.5/s");
@@ -782,7 +778,7 @@ fn probe(name: &str, c: &str, repeat: u64, standing: &str, tok: &str, good: &str
             ("request_throughput", "99"),
         ],
     );
-    r.0.insert("concurrency".into(), c.into());
+    r.set_cell("concurrency", c);
     r
 }
 
@@ -790,8 +786,8 @@ fn probe(name: &str, c: &str, repeat: u64, standing: &str, tok: &str, good: &str
 fn a_max_load_search_is_decided_at_each_configurations_highest_passing_load() {
     let o = objective(Goal::Maximize, "output_tok_s", &[]);
     let mut oom = probe("oom", "2", 1, "fail", "", "");
-    oom.0.insert("status".into(), "failed".into());
-    oom.0.insert("failure_kind".into(), "oom".into());
+    oom.set_cell("status", "failed");
+    oom.set_cell("failure_kind", "oom");
     let rows = vec![
         probe("small", "2", 1, "pass", "100", "1.0"),
         probe("small", "4", 1, "pass", "180", "2.0"),
@@ -872,8 +868,8 @@ fn a_max_load_search_is_decided_at_each_configurations_highest_passing_load() {
     );
     // Failed outputs stay the reason when no load passed either: they hold at any load.
     let mut bad = probe("derails", "2", 1, "fail", "500", "0.1");
-    bad.0.insert("quality_verdict".into(), "fail".into());
-    bad.0.insert("quality_evidence".into(), "derails 9%".into());
+    bad.set_cell("quality_verdict", "fail");
+    bad.set_cell("quality_evidence", "derails 9%");
     let p = decide_rows(&o, &[bad, rows[4].clone()]).points.remove(0);
     let c = p
         .configurations

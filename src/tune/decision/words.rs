@@ -7,7 +7,9 @@ use super::rule::{self, Alone, Judged, Named};
 use super::{ConfigResult, Cost, Outcome, PointDecision, PreflightSummary, SloCheck, Standing};
 use crate::plan::spec::{Bound, Goal, Objective};
 use crate::record::ProbeResult;
+use crate::record::QualityStatus;
 use crate::record::rows::Row;
+use crate::server::failure::FailureKind;
 use crate::tune::effective::{self, EffectiveFacts};
 use crate::tune::stats::{Margin, PooledNoise};
 
@@ -131,9 +133,10 @@ pub(super) fn preflight(knob: &str, p: &rule::Preflight<'_>) -> PreflightSummary
         knob: knob.to_string(),
         found: p.found,
         next_up: p.next_up.map(|(v, _)| v),
-        next_up_failure: p
-            .next_up
-            .map(|(_, r)| format!("{}: {}", r.get("failure_kind"), r.get("failure_message"))),
+        next_up_failure: p.next_up.map(|(_, r)| {
+            let kind = r.failure_kind().map_or("", FailureKind::as_str);
+            format!("{kind}: {}", r.failure_message())
+        }),
         attempts: p.attempts,
     }
 }
@@ -168,12 +171,10 @@ pub(super) fn summary(
 
 /// The load point of a row, in words.
 fn label(r: &Row) -> String {
-    match r.get("request_rate") {
-        "" => format!("concurrency {}", r.get("concurrency")),
-        rate => format!(
-            "request rate {rate}/s (at most {} in flight)",
-            r.get("concurrency")
-        ),
+    let c = r.concurrency().map_or(String::new(), |c| c.to_string());
+    match r.rate_text() {
+        None => format!("concurrency {c}"),
+        Some(rate) => format!("request rate {rate}/s (at most {c} in flight)"),
     }
 }
 
@@ -329,8 +330,8 @@ fn why_alone(o: &Objective, c: &Judged<'_>) -> String {
         }
         Alone::Quality { row } => format!(
             "output quality {}: {}",
-            row.get("quality_verdict"),
-            row.get("quality_evidence")
+            row.quality().map_or("", QualityStatus::as_str),
+            row.quality_evidence()
         ),
         Alone::Pruned { message } => message.to_string(),
         Alone::NoFinishedRepeat => "no finished repeat".to_string(),
@@ -477,13 +478,18 @@ mod tests {
             let refs: Vec<&Row> = rows.iter().collect();
             verdict(rule::verdict_of(&refs))
         };
-        assert_eq!(v(&["x", "x"]), ("x".into(), "e0".into()));
+        let (kv, client, compute) = ("kv_cache_bound", "client_bound", "compute_bound");
+        assert_eq!(v(&[kv, kv]), (kv.into(), "e0".into()));
         assert_eq!(
-            v(&["a", "b", "", "b"]),
-            ("b (2 of 4 repeats)".into(), "e1".into())
+            v(&[client, compute, "", compute]),
+            ("compute_bound (2 of 4 repeats)".into(), "e1".into())
         );
-        // A tie goes to the first seen.
-        assert_eq!(v(&["a", "b"]), ("a (1 of 2 repeats)".into(), "e0".into()));
+        // A tie goes to the first seen; a cell sgtune does not write is no verdict.
+        assert_eq!(
+            v(&[client, compute]),
+            ("client_bound (1 of 2 repeats)".into(), "e0".into())
+        );
+        assert_eq!(v(&["x", "x"]), (String::new(), String::new()));
         assert_eq!(v(&["", ""]), (String::new(), String::new()));
     }
 
