@@ -3,7 +3,7 @@
 use super::{CmdError, ExitCode, out};
 use crate::plan::spec::Objective;
 use crate::record::provenance::{self, Manifest};
-use crate::record::{rows, store};
+use crate::record::{plan_file, rows};
 use crate::report::compare;
 use crate::tune::diff;
 use std::path::Path;
@@ -22,7 +22,7 @@ pub fn read_side(p: &Path) -> Result<Side, CmdError> {
     Ok(Side {
         rows: t.rows,
         manifest: dir.and_then(|d| provenance::read(d).ok()),
-        objective: dir.and_then(store::read_objective),
+        objective: dir.and_then(plan_file::read_objective),
     })
 }
 

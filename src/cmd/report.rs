@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use super::{CmdError, ExitCode, out};
 use crate::observe::timeline;
 use crate::record::provenance;
-use crate::record::store;
+use crate::record::{plan_file, store};
 use crate::report::compare;
 use crate::report::html;
 use crate::run::report::{read_sweep, write_sweep_report};
@@ -37,7 +37,7 @@ pub fn run(
             let side = |s: &html::Sweep| super::compare::Side {
                 rows: s.rows.clone(),
                 manifest: provenance::read(Path::new(&s.dir)).ok(),
-                objective: store::read_objective(Path::new(&s.dir)),
+                objective: plan_file::read_objective(Path::new(&s.dir)),
             };
             let (da, db) = (side(&sa), side(&sb));
             if let (Some(ma), Some(mb)) = (&da.manifest, &db.manifest) {

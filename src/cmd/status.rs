@@ -4,7 +4,7 @@
 
 use super::{CmdError, ExitCode, out};
 use crate::record::store;
-use crate::record::{rows, state};
+use crate::record::{plan_file, rows, state};
 use crate::report::status::{Liveness, StatusView, render};
 use std::path::Path;
 
@@ -38,7 +38,7 @@ pub fn run(dir: &Path) -> Result<ExitCode, CmdError> {
     let sweep = spec
         .as_ref()
         .map_or_else(|| dir.display().to_string(), |(s, _)| s.name.0.clone());
-    let decided = store::read_objective(dir).map(|o| crate::tune::leader::so_far(&o, &all));
+    let decided = plan_file::read_objective(dir).map(|o| crate::tune::leader::so_far(&o, &all));
     let d = dir.display().to_string();
     out(&render(&StatusView {
         dir: &d,

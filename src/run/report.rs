@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use crate::observe::timeline::{self, WindowLines};
 use crate::plan::engine::Engine;
 use crate::record::ReadError;
+use crate::record::plan_file;
 use crate::record::provenance;
 use crate::record::rows;
 use crate::record::store::{self, StoreError};
@@ -158,7 +159,7 @@ pub fn read_sweep_at(p: &Path, deadline: Deadline) -> Result<Sweep, ReadError> {
                     "warning: {e}; the table stars the leader by the decision rule instead"
                 ));
             }
-            let objective = store::read_objective(&root);
+            let objective = plan_file::read_objective(&root);
             crate::report::table::marks(objective.as_ref(), None, &s.rows)
         }
     };
