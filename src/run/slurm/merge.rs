@@ -5,6 +5,7 @@
 
 use super::task::submitted_launches;
 use super::{States, Submission, describe, latest, missing_rows, out_tail, task_states};
+use crate::record::RunStatus;
 use crate::record::provenance;
 use crate::record::rows;
 use crate::record::slurm as files;
@@ -88,12 +89,8 @@ pub fn status_view(dir: &Path) -> Result<SlurmStatus, StartError> {
             Ok(t) if t.rows.iter().all(rows::Row::is_ok) => ("ok".to_string(), String::new()),
             Ok(t) => {
                 let bad = t.rows.iter().find(|r| !r.is_ok());
-                let st = bad.map_or("failed", |r| r.get("status"));
-                let state = if st == "interrupted" {
-                    "cancelled"
-                } else {
-                    "failed"
-                };
+                let interrupted = bad.and_then(rows::Row::status) == Some(RunStatus::Interrupted);
+                let state = if interrupted { "cancelled" } else { "failed" };
                 (
                     state.to_string(),
                     bad.map_or(String::new(), |r| r.get("failure_kind").to_string()),
