@@ -899,7 +899,7 @@ mod tests {
         assert_eq!(
             d.environment,
             [
-                "SGLang: Some(\"0.5.23\") → Some(\"0.5.24\")",
+                "SGLang: 0.5.23 → 0.5.24",
                 "x's launch arguments: `0.8` → `0.9`",
                 "x's engine: sglang → vllm",
                 "x's effective arguments (as the server reported them): id aaa → bbb (runs/x*/effective_args.json)"
