@@ -239,8 +239,13 @@ fn compare_fail_on_exits_4_and_a_folder_against_itself_is_same() {
     // now (it failed in A).
     let (code, _, err) = compare("compare-a", "compare-b", "decision,ineligible");
     assert_eq!(code, Some(0), "{err}");
-    let (code, _, err) = compare("compare-a", "compare-b", "winner-regressed");
+    let (code, out, err) = compare("compare-a", "compare-b", "winner-regressed");
     assert_eq!(code, Some(4), "{err}");
+    // The paragraph a ticket quotes names the same regression.
+    assert!(
+        out.contains("Same decision at concurrency 16: base (winner) in both, but its output_tok_s fell 13% (1500 → 1300), beyond the noise (±4.1%)"),
+        "{out}"
+    );
     assert!(
         err.contains("--fail-on winner-regressed: base @16 output_tok_s: 1500.00 ± 50.00 → 1300.00 ± 20.00 (repeats)"),
         "{err}"

@@ -43,7 +43,7 @@ pub fn run(
             if let (Some(ma), Some(mb)) = (&da.manifest, &db.manifest) {
                 c.context = provenance::context_differences(ma, mb);
             }
-            c.decision = Some(super::compare::decision_diff(&da, &db, noise));
+            c.set_decision(super::compare::decision_diff(&da, &db, noise));
             let path = out_file
                 .map(Path::to_path_buf)
                 .unwrap_or_else(|| PathBuf::from(&sb.dir).join("report-compare.html"));

@@ -572,7 +572,10 @@ mod tests {
         assert!(d[1].contains("`mfs0.95` is new"), "{d:?}");
         assert!(d[2].contains("concurrency: 8 → 16"), "{d:?}");
         assert!(d[3].contains("SGLang version"), "{d:?}");
-        assert!(d[4].contains("vLLM version changed: unknown → 0.32.0"), "{d:?}");
+        assert!(
+            d[4].contains("vLLM version changed: unknown → 0.32.0"),
+            "{d:?}"
+        );
         assert!(
             context_differences(&a, &b)
                 .iter()
