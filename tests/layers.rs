@@ -21,28 +21,368 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The layers a file's non-test code names through `crate::<layer>`, with line numbers.
-fn used_layers(text: &str) -> Vec<(usize, String)> {
-    let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        // Unit tests sit at the end of a file; what they use is not the module's dependency.
+/// `text` cut before its first `#[cfg(test)]` line (unit tests sit at the end of a file, and
+/// what they use is not the module's dependency), with its comments blanked, and its string
+/// and character literals too when `strings` is false. Every blanked character becomes one
+/// space (a newline stays), so a position in the result is the same character in `text` and
+/// line numbers hold.
+fn code_of(text: &str, strings: bool) -> Vec<char> {
+    let mut cut = String::new();
+    for line in text.lines() {
         if line.trim_start().starts_with("#[cfg(test)]") {
             break;
         }
-        let code = line.split("//").next().unwrap_or("");
-        let mut rest = code;
-        while let Some(at) = rest.find("crate::") {
-            let after = &rest[at + "crate::".len()..];
-            let name: String = after
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                .collect();
-            if !name.is_empty() {
-                out.push((i + 1, name));
+        cut.push_str(line);
+        cut.push('\n');
+    }
+    let c: Vec<char> = cut.chars().collect();
+    let mut out = c.clone();
+    let blank = |out: &mut Vec<char>, from: usize, to: usize| {
+        for x in &mut out[from..to.min(c.len())] {
+            if *x != '\n' {
+                *x = ' ';
             }
-            rest = after;
+        }
+    };
+    let ident = |i: usize| i < c.len() && (c[i].is_alphanumeric() || c[i] == '_');
+    let mut i = 0;
+    while i < c.len() {
+        let next = c.get(i + 1).copied();
+        if c[i] == '/' && next == Some('/') {
+            let end = (i..c.len()).find(|&j| c[j] == '\n').unwrap_or(c.len());
+            blank(&mut out, i, end);
+            i = end;
+        } else if c[i] == '/' && next == Some('*') {
+            // Block comments nest.
+            let (mut depth, mut j) = (1, i + 2);
+            while j < c.len() && depth > 0 {
+                if c[j] == '/' && c.get(j + 1) == Some(&'*') {
+                    depth += 1;
+                    j += 1;
+                } else if c[j] == '*' && c.get(j + 1) == Some(&'/') {
+                    depth -= 1;
+                    j += 1;
+                }
+                j += 1;
+            }
+            blank(&mut out, i, j);
+            i = j;
+        } else if c[i] == 'r'
+            && !(i > 0 && ident(i - 1))
+            && matches!(next, Some('"') | Some('#'))
+            && c[i + 1..].iter().find(|&&x| x != '#') == Some(&'"')
+        {
+            // A raw string: r"..." or r#"..."#, closed by a quote and as many hashes.
+            let hashes = c[i + 1..].iter().take_while(|&&x| x == '#').count();
+            let body = i + 1 + hashes + 1;
+            let mut j = body;
+            while j < c.len()
+                && !(c[j] == '"'
+                    && c[j + 1..]
+                        .iter()
+                        .take(hashes)
+                        .filter(|&&x| x == '#')
+                        .count()
+                        == hashes)
+            {
+                j += 1;
+            }
+            if !strings {
+                blank(&mut out, body, j);
+            }
+            i = j + 1 + hashes;
+        } else if c[i] == '"' {
+            let mut j = i + 1;
+            while j < c.len() && c[j] != '"' {
+                j += if c[j] == '\\' { 2 } else { 1 };
+            }
+            if !strings {
+                blank(&mut out, i + 1, j);
+            }
+            i = j + 1;
+        } else if c[i] == '\'' {
+            // A character literal ('x', '\n', '\u{7f}'), else a lifetime ('a).
+            let end = if next == Some('\\') {
+                (i + 2..c.len()).find(|&j| c[j] == '\'')
+            } else {
+                (c.get(i + 2) == Some(&'\'')).then_some(i + 2)
+            };
+            match end {
+                Some(e) => {
+                    if !strings {
+                        blank(&mut out, i + 1, e);
+                    }
+                    i = e + 1;
+                }
+                None => i += 1,
+            }
+        } else {
+            i += 1;
         }
     }
+    out
+}
+
+/// A token of code: an identifier, `::`, or one other character; with its line.
+#[derive(Debug, Clone, PartialEq)]
+enum Tok {
+    Id(String),
+    Path,
+    P(char),
+}
+
+fn tokens(code: &[char]) -> Vec<(Tok, usize)> {
+    let mut out = Vec::new();
+    let (mut i, mut line) = (0, 1);
+    while i < code.len() {
+        let ch = code[i];
+        if ch == '\n' {
+            line += 1;
+            i += 1;
+        } else if ch.is_whitespace() {
+            i += 1;
+        } else if ch.is_alphabetic() || ch == '_' {
+            let from = i;
+            while i < code.len() && (code[i].is_alphanumeric() || code[i] == '_') {
+                i += 1;
+            }
+            out.push((Tok::Id(code[from..i].iter().collect()), line));
+        } else if ch == ':' && code.get(i + 1) == Some(&':') {
+            out.push((Tok::Path, line));
+            i += 2;
+        } else {
+            out.push((Tok::P(ch), line));
+            i += 1;
+        }
+    }
+    out
+}
+
+/// One name a `use` brings in: its path as written (`self` in a group already folded into
+/// its prefix), the name it binds (None for a glob), and its line.
+struct UseLeaf {
+    path: Vec<String>,
+    binds: Option<String>,
+    line: usize,
+}
+
+/// The use tree starting at `t[*i]` under `prefix` (`a::b`, `a::{b, c::d as e}`, `a::*`).
+fn use_tree(t: &[(Tok, usize)], i: &mut usize, prefix: Vec<String>, out: &mut Vec<UseLeaf>) {
+    let mut path = prefix;
+    while let Some((tok, line)) = t.get(*i) {
+        match tok {
+            Tok::P('{') => {
+                *i += 1;
+                loop {
+                    use_tree(t, i, path.clone(), out);
+                    match t.get(*i).map(|x| &x.0) {
+                        Some(Tok::P(',')) => *i += 1,
+                        Some(Tok::P('}')) => {
+                            *i += 1;
+                            return;
+                        }
+                        _ => return,
+                    }
+                    if matches!(t.get(*i).map(|x| &x.0), Some(Tok::P('}'))) {
+                        *i += 1; // a trailing comma
+                        return;
+                    }
+                }
+            }
+            Tok::P('*') => {
+                *i += 1;
+                out.push(UseLeaf {
+                    path,
+                    binds: None,
+                    line: *line,
+                });
+                return;
+            }
+            Tok::Id(name) if name != "as" => {
+                *i += 1;
+                if name != "self" {
+                    path.push(name.clone());
+                }
+                if t.get(*i).map(|x| &x.0) == Some(&Tok::Path) {
+                    *i += 1;
+                    continue;
+                }
+                let mut binds = path.last().cloned();
+                if t.get(*i).map(|x| &x.0) == Some(&Tok::Id("as".into())) {
+                    if let Some((Tok::Id(alias), _)) = t.get(*i + 1) {
+                        binds = Some(alias.clone());
+                    }
+                    *i += 2;
+                }
+                out.push(UseLeaf {
+                    path,
+                    binds,
+                    line: *line,
+                });
+                return;
+            }
+            _ => return,
+        }
+    }
+}
+
+/// Every path a file's non-test code names, resolved to where it points from the crate root
+/// (`["record", "plan_file", "read"]`), with its line. `module` is the file's own module path
+/// (`["record", "store"]` for src/record/store.rs, `["run", "launch"]` for its mod.rs). Any
+/// form a path can take resolves: `crate::record::x`, `super::x` and `super::super::x`,
+/// `self::x`, a group `use super::{a, b::C}`, and a name a `use` bound (`use crate::record;`
+/// then `record::x`, `use crate::record::{self as r}` then `r::x`); inside an inline
+/// `mod m { ... }`, `super` and `self` start from `m`. Paths into other crates are left out.
+fn resolved_paths(text: &str, module: &[String]) -> Vec<(usize, Vec<String>)> {
+    let t = tokens(&code_of(text, false));
+    // The inline modules each token sits in (`mod stamp { use super::Received; }`).
+    let mut inline: Vec<Vec<String>> = Vec::with_capacity(t.len());
+    let (mut stack, mut depth): (Vec<(String, usize)>, usize) = (Vec::new(), 0);
+    for (k, (tok, _)) in t.iter().enumerate() {
+        match tok {
+            Tok::P('{') => {
+                depth += 1;
+                if let (Some((Tok::Id(m), _)), Some((Tok::Id(name), _))) =
+                    (t.get(k.wrapping_sub(2)), t.get(k.wrapping_sub(1)))
+                {
+                    if m == "mod" {
+                        stack.push((name.clone(), depth));
+                    }
+                }
+            }
+            Tok::P('}') => {
+                if stack.last().is_some_and(|(_, d)| *d == depth) {
+                    stack.pop();
+                }
+                depth = depth.saturating_sub(1);
+            }
+            _ => {}
+        }
+        inline.push(stack.iter().map(|(n, _)| n.clone()).collect());
+    }
+    let here = |k: usize| -> Vec<String> {
+        let mut m = module.to_vec();
+        m.extend(inline[k].iter().cloned());
+        m
+    };
+    // The `use` declarations, and where each is, so the scan below skips them.
+    let mut leaves: Vec<(usize, UseLeaf)> = Vec::new();
+    let mut in_use = vec![false; t.len()];
+    let mut k = 0;
+    while k < t.len() {
+        let starts = t[k].0 == Tok::Id("use".into())
+            && !matches!(
+                t.get(k.wrapping_sub(1)).map(|x| &x.0),
+                Some(Tok::Path | Tok::P('.'))
+            );
+        if !starts {
+            k += 1;
+            continue;
+        }
+        let mut i = k + 1;
+        if t.get(i).map(|x| &x.0) == Some(&Tok::Path) {
+            i += 1; // `use ::std::x`
+        }
+        let mut found = Vec::new();
+        use_tree(&t, &mut i, Vec::new(), &mut found);
+        for x in in_use.iter_mut().take(i.min(t.len())).skip(k) {
+            *x = true;
+        }
+        leaves.extend(found.into_iter().map(|l| (k, l)));
+        k = i.max(k + 1);
+    }
+    let resolve = |path: &[String],
+                   at: usize,
+                   bound: &std::collections::BTreeMap<String, Vec<String>>|
+     -> Option<Vec<String>> {
+        let first = path.first()?;
+        let mut base = match first.as_str() {
+            "crate" => Vec::new(),
+            "self" => here(at),
+            "super" => {
+                let mut m = here(at);
+                m.pop()?;
+                m
+            }
+            other => bound.get(other)?.clone(),
+        };
+        let mut rest = path[1..].iter().peekable();
+        if first == "super" {
+            while rest.peek().is_some_and(|s| *s == "super") {
+                rest.next();
+                base.pop()?;
+            }
+        }
+        base.extend(rest.cloned());
+        Some(base)
+    };
+    // What each `use` binds; twice, for a `use` that names one declared below it.
+    let mut bound = std::collections::BTreeMap::new();
+    for _ in 0..2 {
+        for (at, l) in &leaves {
+            if let (Some(name), Some(abs)) = (&l.binds, resolve(&l.path, *at, &bound)) {
+                bound.insert(name.clone(), abs);
+            }
+        }
+    }
+    let mut out: Vec<(usize, Vec<String>)> = leaves
+        .iter()
+        .filter_map(|(at, l)| resolve(&l.path, *at, &bound).map(|p| (l.line, p)))
+        .collect();
+    // The paths in the code: `a::b::c` not inside a `use` and not itself after `::`.
+    let mut k = 0;
+    while k < t.len() {
+        let (Tok::Id(first), line) = &t[k] else {
+            k += 1;
+            continue;
+        };
+        let after_path = matches!(t.get(k.wrapping_sub(1)).map(|x| &x.0), Some(Tok::Path));
+        if in_use[k] || after_path || t.get(k + 1).map(|x| &x.0) != Some(&Tok::Path) {
+            k += 1;
+            continue;
+        }
+        let mut path = vec![first.clone()];
+        let mut j = k + 1;
+        while t.get(j).map(|x| &x.0) == Some(&Tok::Path) {
+            match t.get(j + 1) {
+                Some((Tok::Id(n), _)) => {
+                    path.push(n.clone());
+                    j += 2;
+                }
+                _ => break,
+            }
+        }
+        if let Some(abs) = resolve(&path, k, &bound) {
+            out.push((*line, abs));
+        }
+        k = j;
+    }
+    out.sort();
+    out
+}
+
+/// The module path of `file` under `src`: src/record/store.rs is `record::store`, and a
+/// folder's mod.rs is the folder.
+fn module_path(src: &Path, file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(src).expect("under src");
+    let mut m: Vec<String> = rel
+        .components()
+        .filter_map(|c| c.as_os_str().to_str())
+        .map(|c| c.trim_end_matches(".rs").to_string())
+        .collect();
+    if m.last().is_some_and(|l| l == "mod") {
+        m.pop();
+    }
+    m
+}
+
+/// The layers a file's non-test code uses, by any path form, with line numbers.
+fn used_layers(text: &str, module: &[String]) -> Vec<(usize, String)> {
+    let mut out: Vec<(usize, String)> = resolved_paths(text, module)
+        .into_iter()
+        .filter_map(|(line, p)| p.into_iter().next().map(|l| (line, l)))
+        .collect();
+    out.dedup();
     out
 }
 
@@ -69,7 +409,7 @@ fn every_folder_uses_only_the_layers_below_it() {
         };
         seen_layers.insert(top.to_string());
         let text = std::fs::read_to_string(f).expect("readable");
-        for (line, used) in used_layers(&text) {
+        for (line, used) in used_layers(&text, &module_path(&src, f)) {
             match LAYERS.iter().position(|l| *l == used) {
                 Some(u) if u > own => wrong.push(format!(
                     "{}:{line}: `{top}` uses `crate::{used}`, a later stage",
@@ -95,53 +435,37 @@ fn every_folder_uses_only_the_layers_below_it() {
 
 #[test]
 fn the_checker_sees_an_upward_use() {
-    let text = "use crate::plan::spec;\nfn f() { crate::report::table::render(); } // crate::cmd\n#[cfg(test)]\nuse crate::cmd;\n";
-    let used = used_layers(text);
+    let text = "use crate::plan::spec;\nfn f() { crate::report::table::render(); } // crate::cmd\nconst S: &str = \"crate::cmd\";\n#[cfg(test)]\nuse crate::cmd;\n";
+    let used = used_layers(text, &["observe".into(), "diagnose".into()]);
     assert_eq!(
         used,
         vec![(1, "plan".to_string()), (2, "report".to_string())],
-        "comments and test code are not dependencies"
+        "comments, strings and test code are not dependencies"
+    );
+    // Through `super::super` from a sub-folder's mod.rs (the crate), and through a name a
+    // `use` bound.
+    let text =
+        "use super::super::report::table;\nuse crate::run as r;\nfn f() { r::sweep::go(); }\n";
+    let used = used_layers(text, &["observe".into(), "sglang_log".into()]);
+    assert_eq!(
+        used,
+        vec![
+            (1, "report".to_string()),
+            (2, "run".to_string()),
+            (3, "run".to_string())
+        ]
     );
 }
 
-/// The modules of one folder that a file's non-test code names: `crate::<folder>::<m>` and
-/// `super::<m>` (for a file directly in the folder), with line numbers.
-fn used_siblings(text: &str, folder: &str) -> Vec<(usize, String)> {
-    let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim_start().starts_with("#[cfg(test)]") {
-            break;
-        }
-        let code = line.split("//").next().unwrap_or("");
-        for prefix in [format!("crate::{folder}::"), "super::".to_string()] {
-            let mut rest = code;
-            while let Some(at) = rest.find(&prefix) {
-                let after = &rest[at + prefix.len()..];
-                let name: String = after
-                    .chars()
-                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                    .collect();
-                // `super::{a, b}`: each name in the braces.
-                if name.is_empty() && after.starts_with('{') {
-                    let inner = after[1..].split('}').next().unwrap_or("");
-                    for n in inner.split(',') {
-                        let n: String = n
-                            .trim()
-                            .chars()
-                            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                            .collect();
-                        if !n.is_empty() {
-                            out.push((i + 1, n));
-                        }
-                    }
-                } else if !name.is_empty() {
-                    out.push((i + 1, name));
-                }
-                rest = after;
-            }
-        }
-    }
-    out
+/// The modules of its own folder that a file's non-test code names, by any path form
+/// ([`resolved_paths`]), with line numbers: `module` is the file's module path, and its
+/// first part the folder.
+fn used_siblings(text: &str, module: &[String]) -> Vec<(usize, String)> {
+    resolved_paths(text, module)
+        .into_iter()
+        .filter(|(_, p)| p.len() >= 2 && module.first() == p.first())
+        .map(|(line, p)| (line, p[1].clone()))
+        .collect()
 }
 
 /// A cycle in `edges` (module -> modules it uses), as the path that closes it.
@@ -179,43 +503,49 @@ fn find_cycle(edges: &std::collections::BTreeMap<String, Vec<String>>) -> Option
     None
 }
 
+type Edges = std::collections::BTreeMap<String, Vec<String>>;
+
+/// Which module of a folder uses which: `files` are the folder's files as (module path, text),
+/// `modules` the folder's modules (its top-level files and sub-folders). A sub-folder's files
+/// are all its module; mod.rs declares the modules, it is the folder, not one of them.
+fn sibling_edges(files: &[(Vec<String>, String)], modules: &[String]) -> Edges {
+    let mut edges = Edges::new();
+    for (path, text) in files {
+        let Some(me) = path.get(1) else { continue };
+        for (_, used) in used_siblings(text, path) {
+            if modules.contains(&used) && &used != me {
+                let e = edges.entry(me.clone()).or_default();
+                if !e.contains(&used) {
+                    e.push(used);
+                }
+            }
+        }
+    }
+    edges
+}
+
 #[test]
 fn no_folder_has_an_import_circle_among_its_modules() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut circles = Vec::new();
     for folder in LAYERS {
         let dir = src.join(folder);
-        let mut files = Vec::new();
-        rust_files(&dir, &mut files);
-        // A module is a top-level file (`flags.rs`) or sub-folder (`sglang_log/`) of the folder.
-        let module_of = |f: &Path| -> Option<String> {
-            let rel = f.strip_prefix(&dir).ok()?;
-            let first = rel.components().next()?.as_os_str().to_str()?;
-            Some(first.trim_end_matches(".rs").to_string())
-        };
-        let mut edges: std::collections::BTreeMap<String, Vec<String>> = Default::default();
-        for f in &files {
-            let Some(me) = module_of(f) else { continue };
-            if me == "mod" {
-                continue; // mod.rs declares the modules; it is the folder, not one of them
-            }
-            let directly_in_folder = f.parent() == Some(dir.as_path());
-            let text = std::fs::read_to_string(f).expect("readable");
-            for (_, used) in used_siblings(&text, folder) {
-                // `super::` from a sub-folder's file names its own module's siblings.
-                if !directly_in_folder && !text.contains(&format!("crate::{folder}::{used}")) {
-                    continue;
-                }
-                let exists = dir.join(format!("{used}.rs")).exists() || dir.join(&used).is_dir();
-                if exists && used != me {
-                    let e = edges.entry(me.clone()).or_default();
-                    if !e.contains(&used) {
-                        e.push(used);
-                    }
-                }
-            }
-        }
-        if let Some(c) = find_cycle(&edges) {
+        let mut paths = Vec::new();
+        rust_files(&dir, &mut paths);
+        let modules: Vec<String> = std::fs::read_dir(&dir)
+            .expect("a stage folder is readable")
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n != "mod.rs")
+            .map(|n| n.trim_end_matches(".rs").to_string())
+            .collect();
+        let files: Vec<(Vec<String>, String)> = paths
+            .iter()
+            .map(|f| {
+                let text = std::fs::read_to_string(f).expect("readable");
+                (module_path(&src, f), text)
+            })
+            .collect();
+        if let Some(c) = find_cycle(&sibling_edges(&files, &modules)) {
             circles.push(format!("src/{folder}: {}", c.join(" -> ")));
         }
     }
@@ -228,7 +558,7 @@ fn no_folder_has_an_import_circle_among_its_modules() {
 
 #[test]
 fn the_circle_checker_sees_a_circle() {
-    let mut edges: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    let mut edges = Edges::new();
     edges.insert("flags".into(), vec!["search".into()]);
     edges.insert("search".into(), vec!["spec".into()]);
     edges.insert("spec".into(), vec!["flags".into()]);
@@ -237,12 +567,74 @@ fn the_circle_checker_sees_a_circle() {
     assert_eq!(c.len(), 4);
     edges.insert("spec".into(), vec![]);
     assert_eq!(find_cycle(&edges), None);
-    let used = used_siblings(
-        "use super::{keyed, flags::X};\nuse crate::plan::spec;\n",
-        "plan",
+}
+
+/// Every path form that names a sibling module is seen, with its line; a sub-folder's
+/// `super::` names its own module's parts, not siblings; comments, strings and tests are not
+/// uses.
+#[test]
+fn the_sibling_check_sees_every_path_form() {
+    let m = |p: &str| -> Vec<String> { p.split("::").map(String::from).collect() };
+    let text = "use super::{keyed, flags::X};\n\
+                use crate::plan::spec;\n\
+                use crate::plan;\n\
+                use crate::{plan::search as s, util};\n\
+                fn f() {\n\
+                    plan::expand::go(); s::Y; self::own::z();\n\
+                    crate::plan::\n        tune::knobs();\n\
+                }\n\
+                // super::locate\n\
+                const T: &str = \"crate::plan::engine\";\n\
+                #[cfg(test)]\n\
+                use super::quality;\n";
+    let used = used_siblings(text, &m("plan::engine"));
+    let names: Vec<(usize, &str)> = used.iter().map(|(l, n)| (*l, n.as_str())).collect();
+    assert_eq!(
+        names,
+        [
+            (1, "flags"),
+            (1, "keyed"),
+            (2, "spec"),
+            (4, "search"),
+            (6, "engine"),
+            (6, "expand"),
+            (6, "search"),
+            (7, "tune"),
+        ],
+        "`self::own` is engine's own child; `use crate::plan` alone names no module"
     );
+    // From a sub-folder's file: `super::` is its own module, `super::super::` the folder.
+    let text = "use super::scan;\nuse super::super::{prom, sglang_log::fields};\n";
+    let used = used_siblings(text, &m("observe::vllm_log::line"));
     let names: Vec<&str> = used.iter().map(|(_, n)| n.as_str()).collect();
-    assert_eq!(names, vec!["keyed", "flags", "spec"]);
+    assert_eq!(names, ["vllm_log", "prom", "sglang_log"]);
+    // Inside an inline `mod m { }`, `super` is the file's module.
+    let text = "mod stamp {\n    use super::Received;\n}\nuse super::prompts;\n";
+    let used = used_siblings(text, &m("load::http1"));
+    assert_eq!(used, [(2, "http1".to_string()), (4, "prompts".to_string())]);
+}
+
+/// A planted circle through `record::x` after `use crate::record` (the form the issue 36
+/// circle hid behind, store.rs ↔ plan_file.rs) is found; without its back edge, none is.
+#[test]
+fn a_planted_record_x_circle_fails_the_check() {
+    let modules: Vec<String> = ["store", "plan_file", "rows"].map(String::from).to_vec();
+    let store = "use crate::record::{self, RunRecord};\n\
+                 use super::rows::Row;\n\
+                 pub fn read_objective() { record::plan_file::read(); }\n";
+    let plan_file = "use super::store::{self, StoreError};\n";
+    let file = |p: &str, t: &str| (p.split("::").map(String::from).collect(), t.to_string());
+    let files = vec![
+        file("record::store", store),
+        file("record::plan_file", plan_file),
+    ];
+    let c = find_cycle(&sibling_edges(&files, &modules)).expect("the planted circle");
+    assert_eq!(c, ["plan_file", "store", "plan_file"]);
+    let one_way = vec![
+        file("record::store", "use super::rows::Row;\n"),
+        file("record::plan_file", plan_file),
+    ];
+    assert_eq!(find_cycle(&sibling_edges(&one_way, &modules)), None);
 }
 
 /// `src/cmd/` holds thin front-ends (parse the arguments, call `run/` or `report/`, print): a
@@ -299,19 +691,100 @@ fn the_size_check_names_the_file_past_the_limit() {
 /// one change in record/ (issue 25).
 const TYPED_CELLS: &[&str] = &["phase", "status", "probe"];
 
-/// Lines of `text` that compare a typed cell read as a string (`.get("status") != "..."`).
+/// The statements of `text`'s non-test code, each with its whitespace (newlines included)
+/// folded to one space, with the line it starts on. A statement ends at `;`, `{` or `}`
+/// outside a string literal, so a comparison written across lines is one statement.
+fn statements(text: &str) -> Vec<(usize, String)> {
+    let code = code_of(text, true);
+    let bare = code_of(text, false); // the same characters, strings blanked: where to cut
+    let mut out = Vec::new();
+    let (mut line, mut start, mut cur) = (1, 1, String::new());
+    for (ch, b) in code.iter().zip(&bare) {
+        if matches!(b, ';' | '{' | '}') {
+            if !cur.trim().is_empty() {
+                out.push((start, cur.trim().to_string()));
+            }
+            cur.clear();
+        } else if ch.is_whitespace() {
+            if !cur.is_empty() && !cur.ends_with(' ') {
+                cur.push(' ');
+            }
+        } else {
+            if cur.is_empty() {
+                start = line;
+            }
+            cur.push(*ch);
+        }
+        if *ch == '\n' {
+            line += 1;
+        }
+    }
+    out
+}
+
+/// The operands either side of each `==` / `!=` in a statement, as the identifier or call
+/// next to the operator (`st` in `if st == "x"`, `get("status")` in `r.get("status") != ""`).
+fn compared_operands(stmt: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for op in ["==", "!="] {
+        for (at, _) in stmt.match_indices(op) {
+            let left: String = stmt[..at]
+                .trim_end()
+                .chars()
+                .rev()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
+            let right: String = stmt[at + 2..]
+                .trim_start()
+                .trim_start_matches(['&', '*'])
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            out.extend([left, right].into_iter().filter(|x| !x.is_empty()));
+        }
+    }
+    out
+}
+
+/// Statements of `text` that compare a typed cell read as a string, with their first line: a
+/// statement that reads the cell (`.get("status")`) and compares (`==`, `!=`, `matches!`),
+/// written on one line or across several; or a comparison of a name a `let` bound to such a
+/// read (`let st = r.get("status");` then `if st == "interrupted"`).
 fn string_compared_cells(text: &str) -> Vec<(usize, String)> {
-    text.lines()
-        .enumerate()
-        .take_while(|(_, l)| !l.contains("#[cfg(test)]"))
-        .filter(|(_, l)| {
-            TYPED_CELLS
-                .iter()
-                .any(|c| l.contains(&format!(".get(\"{c}\")")))
-                && (l.contains("==") || l.contains("!="))
-        })
-        .map(|(i, l)| (i + 1, l.trim().to_string()))
-        .collect()
+    let reads = |s: &str| {
+        TYPED_CELLS
+            .iter()
+            .any(|c| s.contains(&format!(".get(\"{c}\")")))
+    };
+    let mut bound: Vec<String> = Vec::new();
+    let mut out = Vec::new();
+    for (line, s) in statements(text) {
+        let compares = s.contains("==") || s.contains("!=") || s.contains("matches!(");
+        if reads(&s) && compares {
+            out.push((line, s));
+            continue;
+        }
+        if reads(&s) {
+            if let Some(rest) = s.strip_prefix("let ") {
+                let name: String = rest
+                    .trim_start_matches("mut ")
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                if !name.is_empty() {
+                    bound.push(name);
+                }
+            }
+            continue;
+        }
+        if compared_operands(&s).iter().any(|o| bound.contains(o)) {
+            out.push((line, s));
+        }
+    }
+    out
 }
 
 #[test]
@@ -340,5 +813,46 @@ fn the_cell_check_sees_a_string_comparison() {
     assert_eq!(
         string_compared_cells(text),
         [(2, "r.get(\"phase\") == \"probe\"".to_string())]
+    );
+}
+
+/// Planted comparisons across lines (the one issue 36 found in run/slurm/merge.rs: the status
+/// bound on one line, compared as text on the next; and one expression split over lines) are
+/// found; the typed comparison, a string that only mentions a cell, and a comment are not.
+#[test]
+fn the_cell_check_sees_a_comparison_across_lines() {
+    let text = r#"fn state(bad: Option<&Row>) -> &'static str {
+    let st = bad.map_or("failed", |r| r.get("status"));
+    let state = if st == "interrupted" {
+        "cancelled"
+    } else {
+        "failed"
+    };
+    state
+}
+fn probing(r: &Row) -> bool {
+    r.phase() == Phase::Probe
+        || r
+            .get("phase")
+            != "probe"
+}
+fn typed(r: &Row) -> bool {
+    r.status() == Some(RunStatus::Interrupted)
+}
+fn words(n: usize) -> bool {
+    let s = format!("r.get(\"probe\") is {n}; x == y");
+    // r.get("status") == "ok"
+    s.is_empty()
+}
+"#;
+    assert_eq!(
+        string_compared_cells(text),
+        [
+            (3, "let state = if st == \"interrupted\"".to_string()),
+            (
+                11,
+                "r.phase() == Phase::Probe || r .get(\"phase\") != \"probe\"".to_string()
+            ),
+        ]
     );
 }

@@ -199,6 +199,7 @@ workload:
         stdout.contains(table),
         "stdout:\n{stdout}\nresults.md:\n{md}"
     );
+    assert_eq!(debug_formatting(&md), Vec::<String>::new(), "{md}");
     insta::assert_snapshot!(name, md);
     md
 }
@@ -238,8 +239,13 @@ fn compare_fail_on_exits_4_and_a_folder_against_itself_is_same() {
     // now (it failed in A).
     let (code, _, err) = compare("compare-a", "compare-b", "decision,ineligible");
     assert_eq!(code, Some(0), "{err}");
-    let (code, _, err) = compare("compare-a", "compare-b", "winner-regressed");
+    let (code, out, err) = compare("compare-a", "compare-b", "winner-regressed");
     assert_eq!(code, Some(4), "{err}");
+    // The paragraph a ticket quotes names the same regression.
+    assert!(
+        out.contains("Same decision at concurrency 16: base (winner) in both, but its output_tok_s fell 13% (1500 → 1300), beyond the noise (±4.1%)"),
+        "{out}"
+    );
     assert!(
         err.contains("--fail-on winner-regressed: base @16 output_tok_s: 1500.00 ± 50.00 → 1300.00 ± 20.00 (repeats)"),
         "{err}"
@@ -274,6 +280,102 @@ fn compare_fail_on_exits_4_and_a_folder_against_itself_is_same() {
     // A gate that does not exist is a usage error.
     let (code, _, _) = compare("cpu-demo", "cpu-demo", "everything");
     assert_eq!(code, Some(2));
+}
+
+/// The checker below finds an Option printed with `{:?}`, and only that.
+#[test]
+fn the_debug_formatting_check_sees_an_option() {
+    let text = "CPU: Some(\"AMD EPYC\") x2 → Some(\"Intel(R) Xeon(R) Processor\") x2\nhost: None\nPre-flight: none → 0.9; Nonetheless (None)\nall good\n";
+    assert_eq!(
+        debug_formatting(text),
+        [
+            "CPU: Some(\"AMD EPYC\") x2 → Some(\"Intel(R) Xeon(R) Processor\") x2",
+            "host: None",
+            "Pre-flight: none → 0.9; Nonetheless (None)",
+        ]
+    );
+    assert!(debug_formatting("none eligible; Nonetheless; NoneSuch").is_empty());
+}
+
+/// What people read shows values, never Rust's `Some("...")` / `None`: `compare` (table and
+/// Markdown) of the demo against its rerun, whose manifests name another CPU on each side (the
+/// provenance line issue 36 found printed as `CPU: Some("AMD EPYC") x2 → ...`), and of the
+/// compare fixtures; report.html of one sweep and of two; `validate`'s plan. results.md and
+/// `status` are checked where they are made (results_md_from_fixture_rows,
+/// tests/status_local.rs).
+#[test]
+fn no_debug_formatting_in_what_people_read() {
+    let sgtune_in = |args: &[&str]| {
+        let out = run(sgtune().current_dir(fixtures("results")).args(args));
+        assert!(
+            matches!(out.status.code(), Some(0) | Some(4)),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        format!("{}{}", text(&out.stdout), text(&out.stderr))
+    };
+    let demo = sgtune_in(&["compare", "cpu-demo", "cpu-demo-rerun"]);
+    assert!(
+        demo.contains("CPU: AMD EPYC x2 → Intel(R) Xeon(R) Processor x2"),
+        "the provenance case is in the output: {demo}"
+    );
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (one, two) = (tmp.path().join("one.html"), tmp.path().join("two.html"));
+    let mut outputs = vec![
+        ("compare demo", demo),
+        (
+            "compare demo --format markdown --all",
+            sgtune_in(&[
+                "compare",
+                "cpu-demo",
+                "cpu-demo-rerun",
+                "--format",
+                "markdown",
+                "--all",
+            ]),
+        ),
+        (
+            "compare fixtures",
+            sgtune_in(&["compare", "compare-a", "compare-b", "--all"]),
+        ),
+    ];
+    sgtune_in(&["report", "cpu-demo", "-o", &one.display().to_string()]);
+    sgtune_in(&[
+        "report",
+        "cpu-demo",
+        "cpu-demo-rerun",
+        "-o",
+        &two.display().to_string(),
+    ]);
+    for page in [&one, &two] {
+        let html = std::fs::read_to_string(page).expect("the page was written");
+        // The page's text, and its escaped quotes back as quotes (`Some(&quot;` is `Some("`).
+        outputs.push(("report.html", html.replace("&quot;", "\"")));
+    }
+    let spec = tmp.path().join("spec.yaml");
+    std::fs::write(
+        &spec,
+        "name: plain\nserver: {command: [\"false\"], model_path: /nonexistent-model}\n\
+         sweep: {max_total_tokens: [4096, 16384]}\n\
+         workload: {concurrency: [4, 8], requests: 8, vocab_size: 100, input_tokens: 4, output_tokens: 8}\n\
+         objective: {maximize: output_tok_s, slo: {ttft_ms_p99: 2000}}\n",
+    )
+    .expect("write spec");
+    let validate = run(sgtune().arg("validate").arg(&spec));
+    assert_eq!(
+        validate.status.code(),
+        Some(0),
+        "{}",
+        text(&validate.stderr)
+    );
+    outputs.push(("validate", text(&validate.stdout)));
+    for (what, out) in &outputs {
+        assert_eq!(
+            debug_formatting(out),
+            Vec::<String>::new(),
+            "{what}:\n{out}"
+        );
+    }
 }
 
 /// `sgtune log FILE` on every log in tests/fixtures/logs, one snapshot each, and the CSV of all

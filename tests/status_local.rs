@@ -111,6 +111,7 @@ fn status_while_running_and_after_kill_9() {
         "{said}"
     );
     assert!(!said.contains("ETA"), "{said}");
+    assert_eq!(debug_formatting(&said), Vec::<String>::new(), "{said}");
 }
 
 #[test]

@@ -82,7 +82,7 @@ pub fn run(
     if let (Some(ma), Some(mb)) = (&sa.manifest, &sb.manifest) {
         c.context = provenance::context_differences(ma, mb);
     }
-    c.decision = Some(decision_diff(&sa, &sb, noise));
+    c.set_decision(decision_diff(&sa, &sb, noise));
     if view.format != compare::Format::Json && view.format != compare::Format::Csv {
         out(&format!("A: {}\nB: {}\n", a.display(), b.display()));
     }

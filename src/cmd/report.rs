@@ -41,7 +41,7 @@ pub fn run(
             if let (Some(ma), Some(mb)) = (&la.manifest, &lb.manifest) {
                 c.context = provenance::context_differences(ma, mb);
             }
-            c.decision = Some(super::compare::decision_diff(&la, &lb, noise));
+            c.set_decision(super::compare::decision_diff(&la, &lb, noise));
             let path = out_file
                 .map(Path::to_path_buf)
                 .unwrap_or_else(|| PathBuf::from(&sb.dir).join("report-compare.html"));

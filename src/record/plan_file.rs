@@ -1,6 +1,6 @@
 //! `plan.json`: the sweep's plan as it started (written once by `run::execute` before the
 //! first launch, every `${VAR}` of the spec already expanded), and read back for its
-//! objective (`store::read_objective`) by `conclude`, `report` and `compare`. One writer, one
+//! objective (`read_objective`) by `conclude`, `report` and `compare`. One writer, one
 //! reader, so the file's field names are spelled once.
 
 use super::ReadError;
@@ -127,6 +127,18 @@ impl From<WrittenObjective> for Objective {
     }
 }
 
+/// The sweep's objective as the folder recorded it: plan.json's (written at the start, every
+/// `${VAR}` already expanded), else spec.yaml's; None without one (or when neither reads).
+pub fn read_objective(root: &Path) -> Option<Objective> {
+    // A plan.json that cannot be read falls back to the spec, as one that is missing does.
+    let from_plan = read(root).ok().flatten().and_then(|p| p.objective);
+    from_plan.or_else(|| {
+        crate::plan::spec::load(&root.join(super::layout::SPEC_YAML))
+            .ok()
+            .and_then(|(s, _)| s.objective)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -225,5 +237,28 @@ mod tests {
         assert_eq!(p.map(|p| p.objective), Some(None));
         std::fs::write(dir.path().join(FILE), "{").unwrap_or_else(|e| panic!("{e}"));
         assert!(read(dir.path()).is_err());
+    }
+
+    /// The objective comes back from plan.json as the sweep wrote it (its `${VAR}`s already
+    /// expanded); a folder without one has none.
+    #[test]
+    fn the_objective_is_read_back_from_plan_json() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(read_objective(dir.path()), None);
+        let o = Objective {
+            goal: Goal::Minimize,
+            metric: "ttft_ms_p99".into(),
+            slo: vec![SloBound {
+                column: "output_tok_s".into(),
+                bound: Bound::AtLeast,
+                limit: 100.0,
+            }],
+            noise: 0.2,
+            prune: true,
+        };
+        let plan = serde_json::json!({"sweep": "s", "objective": o});
+        std::fs::write(dir.path().join("plan.json"), plan.to_string())
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(read_objective(dir.path()), Some(o));
     }
 }

@@ -297,8 +297,9 @@ pub fn differences(recorded: &Manifest, now: &Manifest) -> Vec<String> {
     let mut d = Vec::new();
     if recorded.plan.param_keys != now.plan.param_keys {
         d.push(format!(
-            "swept keys changed: {:?} → {:?}",
-            recorded.plan.param_keys, now.plan.param_keys
+            "swept keys changed: {} → {}",
+            listed(&recorded.plan.param_keys),
+            listed(&now.plan.param_keys)
         ));
     }
     for (name, id) in &recorded.plan.runs {
@@ -346,26 +347,43 @@ pub fn differences(recorded: &Manifest, now: &Manifest) -> Vec<String> {
     }
     if recorded.software.sglang != now.software.sglang {
         d.push(format!(
-            "SGLang version changed: {:?} → {:?}",
-            recorded.software.sglang, now.software.sglang
+            "SGLang version changed: {} → {}",
+            known(&recorded.software.sglang),
+            known(&now.software.sglang)
         ));
     }
     if recorded.software.vllm != now.software.vllm {
         d.push(format!(
-            "vLLM version changed: {:?} → {:?}",
-            recorded.software.vllm, now.software.vllm
+            "vLLM version changed: {} → {}",
+            known(&recorded.software.vllm),
+            known(&now.software.vllm)
         ));
     }
     if recorded.model != now.model {
         d.push(format!(
-            "model changed: {} (config.json {:?}) → {} ({:?})",
+            "model changed: {} (config.json {}) → {} ({})",
             recorded.model.path,
-            recorded.model.config_sha256,
+            known(&recorded.model.config_sha256),
             now.model.path,
-            now.model.config_sha256
+            known(&now.model.config_sha256)
         ));
     }
     d
+}
+
+/// A recorded value as a person reads it: the value, or "unknown" where none was recorded
+/// (never Rust's `Some("...")` / `None`).
+fn known(v: &Option<String>) -> String {
+    v.clone().unwrap_or_else(|| "unknown".into())
+}
+
+/// A list of names as a person reads it: comma-separated, or "none".
+fn listed(v: &[String]) -> String {
+    if v.is_empty() {
+        "none".into()
+    } else {
+        v.join(", ")
+    }
 }
 
 /// Differences that may explain different numbers between two sweeps (for compare and
@@ -380,23 +398,15 @@ pub fn context_differences(a: &Manifest, b: &Manifest) -> Vec<String> {
     cmp("sgtune", a.sgtune_version.clone(), b.sgtune_version.clone());
     cmp(
         "SGLang",
-        format!("{:?}", a.software.sglang),
-        format!("{:?}", b.software.sglang),
+        known(&a.software.sglang),
+        known(&b.software.sglang),
     );
-    cmp(
-        "vLLM",
-        format!("{:?}", a.software.vllm),
-        format!("{:?}", b.software.vllm),
-    );
-    cmp(
-        "torch",
-        format!("{:?}", a.software.torch),
-        format!("{:?}", b.software.torch),
-    );
+    cmp("vLLM", known(&a.software.vllm), known(&b.software.vllm));
+    cmp("torch", known(&a.software.torch), known(&b.software.torch));
     cmp(
         "python",
-        format!("{:?}", a.software.python),
-        format!("{:?}", b.software.python),
+        known(&a.software.python),
+        known(&b.software.python),
     );
     let gpus = |m: &Manifest| {
         if m.gpus.is_empty() {
@@ -423,18 +433,14 @@ pub fn context_differences(a: &Manifest, b: &Manifest) -> Vec<String> {
     );
     cmp(
         "CPU",
-        format!("{:?} x{}", a.host.cpu_model, a.host.cpu_count),
-        format!("{:?} x{}", b.host.cpu_model, b.host.cpu_count),
+        format!("{} x{}", known(&a.host.cpu_model), a.host.cpu_count),
+        format!("{} x{}", known(&b.host.cpu_model), b.host.cpu_count),
     );
-    cmp(
-        "host",
-        format!("{:?}", a.host.hostname),
-        format!("{:?}", b.host.hostname),
-    );
+    cmp("host", known(&a.host.hostname), known(&b.host.hostname));
     cmp(
         "model config.json",
-        format!("{:?}", a.model.config_sha256),
-        format!("{:?}", b.model.config_sha256),
+        known(&a.model.config_sha256),
+        known(&b.model.config_sha256),
     );
     d
 }
@@ -566,11 +572,14 @@ mod tests {
         assert!(d[1].contains("`mfs0.95` is new"), "{d:?}");
         assert!(d[2].contains("concurrency: 8 → 16"), "{d:?}");
         assert!(d[3].contains("SGLang version"), "{d:?}");
-        assert!(d[4].contains("vLLM version changed: None"), "{d:?}");
+        assert!(
+            d[4].contains("vLLM version changed: unknown → 0.32.0"),
+            "{d:?}"
+        );
         assert!(
             context_differences(&a, &b)
                 .iter()
-                .any(|x| x == "vLLM: None → Some(\"0.32.0\")"),
+                .any(|x| x == "vLLM: unknown → 0.32.0"),
             "{:?}",
             context_differences(&a, &b)
         );

@@ -288,21 +288,6 @@ fn append_synced(path: &Path, bytes: &[u8], create: bool) -> Result<(), StoreErr
     Ok(())
 }
 
-/// The sweep's objective as the folder recorded it: plan.json's (written at the start, every
-/// `${VAR}` already expanded), else spec.yaml's; None without one (or when neither reads).
-pub fn read_objective(root: &Path) -> Option<crate::plan::spec::Objective> {
-    // A plan.json that cannot be read falls back to the spec, as one that is missing does.
-    let from_plan = record::plan_file::read(root)
-        .ok()
-        .flatten()
-        .and_then(|p| p.objective);
-    from_plan.or_else(|| {
-        crate::plan::spec::load(&root.join(SPEC_YAML))
-            .ok()
-            .and_then(|(s, _)| s.objective)
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -383,29 +368,5 @@ mod tests {
         assert_eq!(t.rows[0].text("quality_verdict"), "same");
         assert_eq!(t.rows[1].run_name(), "b, c");
         assert_eq!(t.rows[1].text("quality_verdict"), "");
-    }
-
-    /// The objective comes back from plan.json as the sweep wrote it (its `${VAR}`s already
-    /// expanded); a folder without one has none.
-    #[test]
-    fn the_objective_is_read_back_from_plan_json() {
-        use crate::plan::spec::{Bound, Goal, Objective, SloBound};
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(read_objective(dir.path()), None);
-        let o = Objective {
-            goal: Goal::Minimize,
-            metric: "ttft_ms_p99".into(),
-            slo: vec![SloBound {
-                column: "output_tok_s".into(),
-                bound: Bound::AtLeast,
-                limit: 100.0,
-            }],
-            noise: 0.2,
-            prune: true,
-        };
-        let plan = serde_json::json!({"sweep": "s", "objective": o});
-        std::fs::write(dir.path().join("plan.json"), plan.to_string())
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(read_objective(dir.path()), Some(o));
     }
 }

@@ -54,7 +54,7 @@ impl Sweep {
                 None
             }
         };
-        let objective = super::store::read_objective(&root);
+        let objective = super::plan_file::read_objective(&root);
         let mut effective = BTreeMap::new();
         if let Ok(entries) = std::fs::read_dir(root.join(RUNS)) {
             for e in entries.flatten().filter(|e| e.path().is_dir()) {

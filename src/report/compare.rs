@@ -62,6 +62,10 @@ pub struct Cell {
     pub judgement: Judgement,
     /// How noise was judged: "repeats" or "threshold 5%".
     pub noise_basis: String,
+    /// The noise band the judgement used, in the metric's unit: a change within ± this is
+    /// noise (None: a value missing on one side).
+    #[serde(skip)]
+    pub band: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -98,6 +102,28 @@ pub struct Comparison {
     pub decision: Option<crate::tune::diff::DecisionDiff>,
 }
 
+impl Comparison {
+    /// Set the decision diff, with the regressions of A's leader that `--fail-on
+    /// winner-regressed` trips on ([`winner_regressions`], the one test of it), so that the
+    /// paragraph a ticket quotes names them.
+    pub fn set_decision(&mut self, mut d: crate::tune::diff::DecisionDiff) {
+        self.decision = Some(d.clone());
+        let falls = winner_regressions(self)
+            .into_iter()
+            .map(|w| crate::tune::diff::WinnerFall {
+                load_point: w.point.to_string(),
+                run_name: w.leader.to_string(),
+                metric: w.cell.metric.clone(),
+                a: w.cell.a.as_ref().map_or(f64::NAN, |x| x.mean),
+                b: w.cell.b.as_ref().map_or(f64::NAN, |x| x.mean),
+                band: w.cell.band,
+            })
+            .collect();
+        d.note_winner_falls(falls);
+        self.decision = Some(d);
+    }
+}
+
 fn side(rows: &[&Row], metric: &str) -> Option<Side> {
     let col = Col::named(metric);
     let v: Vec<f64> = rows
@@ -122,6 +148,7 @@ pub fn judge(metric: &str, a: Option<&Side>, b: Option<&Side>, threshold: f64) -
         relative: None,
         judgement: Judgement::NotComparable,
         noise_basis: String::new(),
+        band: None,
     };
     let (Some(a), Some(b)) = (a, b) else {
         return cell;
@@ -132,10 +159,13 @@ pub fn judge(metric: &str, a: Option<&Side>, b: Option<&Side>, threshold: f64) -
     let within = match (a.sd, b.sd) {
         (Some(sa), Some(sb)) => {
             cell.noise_basis = "repeats".into();
-            delta.abs() <= 2.0 * (sa * sa / a.n as f64 + sb * sb / b.n as f64).sqrt()
+            let band = 2.0 * (sa * sa / a.n as f64 + sb * sb / b.n as f64).sqrt();
+            cell.band = Some(band);
+            delta.abs() <= band
         }
         _ => {
             cell.noise_basis = format!("threshold {:.0}%", threshold * 100.0);
+            cell.band = Some(threshold * a.mean.abs());
             match cell.relative {
                 Some(r) => r.abs() <= threshold,
                 None => delta == 0.0,
@@ -419,6 +449,50 @@ pub enum Gate {
     Ineligible,
 }
 
+/// A metric of A's leader at a load point that got worse beyond noise in B.
+pub struct WinnerRegression<'c> {
+    /// The decision's load point (`max_load_at_slo` for a search).
+    pub point: &'c str,
+    pub leader: &'c str,
+    /// The load it led at: the point's, or its own highest within the SLO for a search.
+    pub load: String,
+    pub cell: &'c Cell,
+}
+
+/// `--fail-on winner-regressed`'s test, and the decision paragraph's: at each load point, A's
+/// leader's metrics judged worse beyond noise at the load it led at.
+pub fn winner_regressions(c: &Comparison) -> Vec<WinnerRegression<'_>> {
+    let Some(d) = &c.decision else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for p in &d.points {
+        let Some(l) = &p.a_leader else { continue };
+        // At the load it led at: its own highest within the SLO, for a search.
+        let lp = d
+            .configurations
+            .iter()
+            .find(|x| &x.run_name == l && x.load_point == p.load_point)
+            .and_then(|x| x.a_max_load.clone())
+            .unwrap_or_else(|| p.load_point.clone());
+        for j in c
+            .joined
+            .iter()
+            .filter(|j| &j.run_name == l && j.concurrency == lp)
+        {
+            for cell in j.cells.iter().filter(|x| x.judgement == Judgement::Worse) {
+                out.push(WinnerRegression {
+                    point: &p.load_point,
+                    leader: l,
+                    load: lp.clone(),
+                    cell,
+                });
+            }
+        }
+    }
+    out
+}
+
 /// The gates among `gates` that this comparison trips, each with why.
 pub fn tripped(c: &Comparison, gates: &[Gate]) -> Vec<String> {
     let Some(d) = &c.decision else {
@@ -443,30 +517,16 @@ pub fn tripped(c: &Comparison, gates: &[Gate]) -> Vec<String> {
                 }
             }
             Gate::WinnerRegressed => {
-                for p in &d.points {
-                    let Some(l) = &p.a_leader else { continue };
-                    // At the load it led at: its own highest within the SLO, for a search.
-                    let lp = d
-                        .configurations
-                        .iter()
-                        .find(|x| &x.run_name == l && x.load_point == p.load_point)
-                        .and_then(|x| x.a_max_load.clone())
-                        .unwrap_or_else(|| p.load_point.clone());
-                    for j in c
-                        .joined
-                        .iter()
-                        .filter(|j| &j.run_name == l && j.concurrency == lp)
-                    {
-                        for cell in j.cells.iter().filter(|x| x.judgement == Judgement::Worse) {
-                            out.push(format!(
-                                "winner-regressed: {l} @{lp} {}: {} → {} ({})",
-                                cell.metric,
-                                fmt_side(&cell.a),
-                                fmt_side(&cell.b),
-                                cell.noise_basis
-                            ));
-                        }
-                    }
+                for w in winner_regressions(c) {
+                    out.push(format!(
+                        "winner-regressed: {} @{} {}: {} → {} ({})",
+                        w.leader,
+                        w.load,
+                        w.cell.metric,
+                        fmt_side(&w.cell.a),
+                        fmt_side(&w.cell.b),
+                        w.cell.noise_basis
+                    ));
                 }
             }
         }
@@ -772,8 +832,46 @@ mod tests {
             manifest: None,
             preflight_knob: None,
         };
-        c.decision = Some(crate::tune::diff::diff(&v(a), &v(b), 0.05));
+        c.set_decision(crate::tune::diff::diff(&v(a), &v(b), 0.05));
         c
+    }
+
+    /// The winner stays the winner but its objective fell 25% beyond noise: the paragraph says
+    /// so with the numbers the winner-regressed gate trips on; a fall within noise is not named.
+    #[test]
+    fn the_paragraph_names_the_winners_fall_beyond_noise() {
+        let a = [r("x", 1200.0, 10.0), r("y", 100.0, 10.0)];
+        let c = decided(&a, &[r("x", 900.0, 10.0), r("y", 100.0, 10.0)]);
+        let d = c.decision.as_ref().expect("decided");
+        assert_eq!(
+            d.paragraph,
+            "Same decision at concurrency 8: x (leader, no noise measured) in both, but its output_tok_s fell 25% (1200 → 900), beyond the noise (±5.0%)."
+        );
+        assert!(!d.same);
+        assert_eq!(
+            tripped(&c, &[Gate::WinnerRegressed]),
+            ["winner-regressed: x @8 output_tok_s: 1200.00 → 900.00 (threshold 5%)"]
+        );
+        // Latency rises; two metrics worse: the first named, the other counted.
+        let c = decided(&a, &[r("x", 900.0, 20.0), r("y", 100.0, 10.0)]);
+        assert!(
+            c.decision.as_ref().expect("decided").paragraph.contains(
+                "but its output_tok_s fell 25% (1200 → 900), beyond the noise (±5.0%), and 1 more metric(s) got worse"
+            ),
+            "{:?}",
+            c.decision
+        );
+        let c = decided(&a, &[r("x", 1000.0, 13.0), r("y", 100.0, 10.0)]);
+        assert!(c.decision.as_ref().expect("decided").paragraph.contains(
+            "but its output_tok_s fell 17% (1200 → 1000), beyond the noise (±5.0%), and 1 more"
+        ));
+        // Within noise (3%): the decision is the same, nothing named, nothing tripped.
+        let c = decided(&a, &[r("x", 1164.0, 10.0), r("y", 100.0, 10.0)]);
+        assert_eq!(
+            c.decision.as_ref().expect("decided").paragraph,
+            "Same decision at concurrency 8: x (leader, no noise measured) in both. Nothing the decision rests on changed."
+        );
+        assert!(tripped(&c, &[Gate::WinnerRegressed]).is_empty());
     }
 
     /// Each gate trips on its own change, and none on a folder against itself.

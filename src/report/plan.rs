@@ -16,10 +16,10 @@ pub fn lines(s: &SweepSpec, plan: &RunPlan) -> Vec<String> {
         _ => String::new(),
     };
     out(&format!(
-        "plan {}: {} run(s); workload {:?} at concurrency {}, {amount} after {} warmup, {} input / {} output tokens, seed {}",
+        "plan {}: {} run(s); workload {} at concurrency {}, {amount} after {} warmup, {} input / {} output tokens, seed {}",
         plan.sweep_name,
         plan.runs.len(),
-        w.endpoint,
+        w.endpoint.path(),
         w.concurrency,
         w.warmup_requests,
         w.input_tokens,

@@ -94,9 +94,9 @@ fn render_failed_again(
     };
     if kinds(recorded) != kinds(new) {
         differs.push(format!(
-            "failed again, but as {:?} instead of {:?}",
-            kinds(new),
-            kinds(recorded)
+            "failed again, but as {} instead of {}",
+            kinds(new).join(", "),
+            kinds(recorded).join(", ")
         ));
     } else {
         report.push_str(&format!(

@@ -144,6 +144,19 @@ pub struct PreflightChange {
     pub b: Option<f64>,
 }
 
+/// One metric of A's leader at a load point that got worse beyond noise in B.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WinnerFall {
+    pub load_point: String,
+    pub run_name: String,
+    pub metric: String,
+    /// Its mean in A and in B.
+    pub a: f64,
+    pub b: f64,
+    /// The noise band it was judged against, in the metric's unit (± this).
+    pub band: Option<f64>,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DecisionDiff {
     /// The objective each side was decided by, in words.
@@ -161,6 +174,10 @@ pub struct DecisionDiff {
     /// Configurations measured on one side only (a spec that added or removed them).
     pub only_a: Vec<String>,
     pub only_b: Vec<String>,
+    /// A's leader got worse beyond noise in B at the load it led at (set by
+    /// `report::compare`, whose per-metric judgement `--fail-on winner-regressed` uses).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub winner_fell: Vec<WinnerFall>,
     /// One paragraph for a ticket.
     pub paragraph: String,
     /// Nothing above differs.
@@ -168,6 +185,15 @@ pub struct DecisionDiff {
 }
 
 impl DecisionDiff {
+    /// Note the leader's regressions beyond noise, and build the paragraph again with them:
+    /// "Same decision ... in both, but its output_tok_s fell 25% (1200 → 900), beyond the
+    /// noise (±6%)". Something the decision rests on moved, so the diff is no longer "same".
+    pub fn note_winner_falls(&mut self, falls: Vec<WinnerFall>) {
+        self.same = self.same && falls.is_empty();
+        self.winner_fell = falls;
+        self.paragraph = paragraph(self);
+    }
+
     /// The leader changed at some load point.
     pub fn decision_changed(&self) -> bool {
         self.points.iter().any(|p| p.changed)
@@ -474,6 +500,7 @@ pub fn diff(a: &SweepView<'_>, b: &SweepView<'_>, noise: f64) -> DecisionDiff {
         environment,
         only_a,
         only_b,
+        winner_fell: Vec::new(),
         paragraph: String::new(),
         same: false,
     };
@@ -491,6 +518,52 @@ pub fn diff(a: &SweepView<'_>, b: &SweepView<'_>, noise: f64) -> DecisionDiff {
     d
 }
 
+/// How A's leader fell at a point, after `lead` (", but its"): the first metric that got
+/// worse beyond noise, its change and the noise, and how many others did; empty when none.
+fn fell(d: &DecisionDiff, p: &PointChange, lead: &str) -> String {
+    let falls: Vec<&WinnerFall> = d
+        .winner_fell
+        .iter()
+        .filter(|f| f.load_point == p.load_point)
+        .collect();
+    let Some(f) = falls.first() else {
+        return String::new();
+    };
+    let verb = match crate::record::better(&f.metric) {
+        crate::record::Better::Lower => "rose",
+        _ => "fell",
+    };
+    let by = if f.a != 0.0 {
+        format!(" {}", percent(((f.b - f.a) / f.a).abs()))
+    } else {
+        String::new()
+    };
+    let noise = match f.band {
+        Some(b) if f.a != 0.0 => format!(", beyond the noise (±{})", percent(b / f.a.abs())),
+        _ => ", beyond the noise".to_string(),
+    };
+    let more = match falls.len() - 1 {
+        0 => String::new(),
+        n => format!(", and {n} more metric(s) got worse (the table below)"),
+    };
+    format!(
+        "{lead} {} {verb}{by} ({} → {}){noise}{more}",
+        f.metric,
+        num(f.a),
+        num(f.b)
+    )
+}
+
+/// A share as a person reads a change: whole percents from 10%, one decimal below.
+fn percent(r: f64) -> String {
+    let p = r * 100.0;
+    if p >= 10.0 {
+        format!("{p:.0}%")
+    } else {
+        format!("{p:.1}%")
+    }
+}
+
 /// The ticket paragraph: the decision first, then what moved under it.
 fn paragraph(d: &DecisionDiff) -> String {
     let mut s: Vec<String> = Vec::new();
@@ -505,11 +578,24 @@ fn paragraph(d: &DecisionDiff) -> String {
                 p.label,
                 n.as_str()
             ),
-            _ if p.a_outcome != p.b_outcome => {
-                format!("Same leader at {}, but {a} in A and {b} in B.", p.label)
-            }
-            _ => format!("Same decision at {}: {a} in both.", p.label),
+            _ if p.a_outcome != p.b_outcome => format!(
+                "Same leader at {}, but {a} in A and {b} in B{}.",
+                p.label,
+                fell(d, p, "; its")
+            ),
+            _ => format!(
+                "Same decision at {}: {a} in both{}.",
+                p.label,
+                fell(d, p, ", but its")
+            ),
         });
+        if p.changed {
+            let f = fell(d, p, "");
+            if !f.is_empty() {
+                let who = p.a_leader.as_deref().unwrap_or_default();
+                s.push(format!("A's leader {who}'s{f}."));
+            }
+        }
     }
     let flips: Vec<String> = d
         .configurations
@@ -897,7 +983,7 @@ mod tests {
         assert_eq!(
             d.environment,
             [
-                "SGLang: Some(\"0.5.23\") → Some(\"0.5.24\")",
+                "SGLang: 0.5.23 → 0.5.24",
                 "x's launch arguments: `0.8` → `0.9`",
                 "x's engine: sglang → vllm",
                 "x's effective arguments (as the server reported them): id aaa → bbb (runs/x*/effective_args.json)"

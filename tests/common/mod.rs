@@ -181,3 +181,19 @@ pub fn keep_when_asked(folder: &Path, keep: &str) {
     let _ = std::fs::remove_dir_all(keep);
     let _ = Command::new("cp").arg("-a").arg(folder).arg(keep).status();
 }
+
+/// The lines of `text`, something printed or saved for a person to read, that show Rust's
+/// debug formatting of an Option: `Some(` or `None` as a word (not "none", not "Nonetheless").
+/// Empty when the text is clean.
+pub fn debug_formatting(text: &str) -> Vec<String> {
+    let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    text.lines()
+        .filter(|l| {
+            l.contains("Some(")
+                || l.match_indices("None").any(|(at, _)| {
+                    !word(l[..at].chars().next_back()) && !word(l[at + 4..].chars().next())
+                })
+        })
+        .map(str::to_string)
+        .collect()
+}
