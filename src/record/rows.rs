@@ -7,6 +7,7 @@ use super::ReadError;
 use super::run_record::{Phase, ProbeResult, QualityStatus, RunStatus, column_names};
 use crate::observe::diagnose::VerdictKind;
 use crate::plan::engine::Engine;
+use crate::plan::spec::LoadPoint;
 use crate::server::failure::FailureKind;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -256,12 +257,16 @@ impl Row {
     pub fn rate_text(&self) -> Option<&str> {
         Some(self.text(REQUEST_RATE)).filter(|t| !t.is_empty())
     }
+    /// The load point the row measured; None when its concurrency cell is empty.
+    pub fn point(&self) -> Option<LoadPoint> {
+        Some(LoadPoint {
+            concurrency: self.concurrency?,
+            request_rate: self.request_rate(),
+        })
+    }
     /// The load point as tables show it: the concurrency, or `<rate>/s` in an open loop.
     pub fn load_point(&self) -> String {
-        match self.text(REQUEST_RATE) {
-            "" => self.text("concurrency").to_string(),
-            rate => format!("{rate}/s"),
-        }
+        crate::plan::spec::point_label(self.text("concurrency"), self.rate_text())
     }
     pub fn is_ok(&self) -> bool {
         self.status == Some(RunStatus::Ok)
@@ -443,6 +448,84 @@ mod tests {
             assert_eq!(row(&[("failure_kind", k.as_str())]).failure_kind(), Some(k));
         }
         assert_eq!(row(&[]).failure_kind(), None);
+    }
+
+    /// Every column the code reads by a constant is one of the list's; a name the list does
+    /// not have is no column; `param_<key>` is any key's.
+    #[test]
+    fn columns_are_the_lists_and_unknown_names_are_none() {
+        for c in [
+            Col::DURATION_S,
+            Col::REQUEST_THROUGHPUT,
+            Col::OUTPUT_TOK_S,
+            Col::GOODPUT_REQ_S,
+            Col::RUNNING_REQ_MEAN,
+            Col::RETRACTIONS,
+            Col::MAX_TOTAL_NUM_TOKENS,
+            Col::TIME_TO_READY_S,
+            Col::TOKEN_USAGE_MAX,
+            Col::RUNNING_REQ_MAX,
+            Col::QUEUE_REQ_MEAN,
+            Col::CONCURRENCY,
+            Col::TTFT_MS_P50,
+            Col::TTFT_MS_P99,
+            Col::TPOT_MS_P50,
+            Col::TPOT_MS_P99,
+            Col::E2E_MS_P50,
+            Col::SERVER_STATS_LINES,
+            Col::SERVER_GEN_TPUT_MEAN,
+            Col::QUEUE_REQ_MAX,
+        ] {
+            assert_eq!(Col::named(&c.name()), Some(c.clone()), "{c:?}");
+        }
+        assert_eq!(Col::named("ttft_ms_p99x"), None);
+        assert_eq!(Col::named("param_"), None);
+        assert_eq!(Col::named("param_dtype"), Some(Col::param("dtype")));
+        let r = row(&[
+            ("param_dtype", "bf16"),
+            ("ttft_ms_p99", "12.5"),
+            ("retractions", "3"),
+        ]);
+        assert_eq!(r.cell(&Col::param("dtype")), "bf16");
+        assert_eq!(r.metric(&Col::TTFT_MS_P99), Some(12.5));
+        assert_eq!(r.count(&Col::RETRACTIONS), Some(3));
+        assert_eq!(r.metric(&Col::param("dtype")), None);
+        assert!(r.has(&Col::TTFT_MS_P99) && !r.has(&Col::TPOT_MS_P99));
+        assert_eq!(r.params().collect::<Vec<_>>(), vec![("dtype", "bf16")]);
+    }
+
+    /// The row's load point and the plan's label are one spelling; the quality cells written
+    /// are read back typed.
+    #[test]
+    fn the_load_point_label_and_the_quality_cells_round_trip() {
+        let closed = row(&[("concurrency", "8"), ("request_rate", "")]);
+        let open = row(&[("concurrency", "16"), ("request_rate", "2.5")]);
+        for r in [&closed, &open] {
+            let p = r.point().expect("a point");
+            assert_eq!(p.table_label(), r.load_point());
+        }
+        assert_eq!(
+            (closed.load_point(), open.load_point()),
+            ("8".into(), "2.5/s".into())
+        );
+        assert_eq!(open.request_rate(), Some(2.5));
+        let mut r = row(&[("run_name", "a")]);
+        assert!(r.quality_eligible() && r.quality().is_none());
+        r.set_quality(&QualityCells {
+            verdict: Some(QualityStatus::Fail),
+            decisive_share: Some(0.25),
+            evidence: "derails".into(),
+            ..Default::default()
+        });
+        assert_eq!(r.quality(), Some(QualityStatus::Fail));
+        assert!(!r.quality_eligible());
+        assert_eq!(r.quality_evidence(), "derails");
+        assert_eq!(r.text("quality_decisive_share"), "0.2500");
+        let header = vec!["run_name".to_string(), "quality_verdict".to_string()];
+        assert_eq!(
+            r.cells_under(&header),
+            vec!["a".to_string(), "fail".to_string()]
+        );
     }
 
     #[test]

@@ -15,7 +15,7 @@
 //! is not eligible would prune the configurations that could win) and is pruned itself, since
 //! no load point can make it eligible again. One that is only unchecked is left to run on.
 
-use crate::plan::spec::{self, LoadPoint, Objective, SweepSpec};
+use crate::plan::spec::{LoadPoint, Objective, SweepSpec};
 use crate::record::Phase;
 use crate::record::QualityStatus;
 use crate::record::rows::Row;
@@ -123,10 +123,7 @@ pub fn prune(spec: &SweepSpec, launches: &[Launch], rows: &[Row], lowest: LoadPo
     let Some(o) = &spec.objective else {
         return Pruned::default();
     };
-    let label = match lowest.request_rate {
-        Some(r) => format!("{}/s", spec::rate_text(Some(r))),
-        None => lowest.concurrency.to_string(),
-    };
+    let label = lowest.table_label();
     let at: Vec<&Row> = rows
         .iter()
         .filter(|r| r.load_point() == label && r.phase() != Phase::Preflight)

@@ -2,7 +2,7 @@
 //! precise enough.
 
 use crate::plan::expand::RunPlan;
-use crate::plan::spec::{self, AutoRepeats, SweepSpec};
+use crate::plan::spec::{AutoRepeats, SweepSpec};
 use crate::record::Phase;
 use crate::record::QualityStatus;
 use crate::record::rows::{Col, Row};
@@ -28,10 +28,7 @@ pub fn next_round(
         let mut next: Option<u64> = None;
         let mut points = Vec::new();
         for p in &spec.workload.load_points {
-            let label = match p.request_rate {
-                Some(r) => format!("{}/s", spec::rate_text(Some(r))),
-                None => p.concurrency.to_string(),
-            };
+            let label = p.table_label();
             let mine: Vec<&Row> = rows
                 .iter()
                 .filter(|r| r.run_name() == run.name && r.load_point() == label)

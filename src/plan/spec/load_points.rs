@@ -131,6 +131,24 @@ pub fn rate_text(rate: Option<f64>) -> String {
     rate.map(|r| r.to_string()).unwrap_or_default()
 }
 
+/// A load point as tables and the decision name it: the concurrency, or `<rate>/s` in an open
+/// loop; from the cells as results.csv holds them (`rate`: the `request_rate` cell, None or
+/// empty in a closed loop). The one place this label is spelled.
+pub fn point_label(concurrency: &str, rate: Option<&str>) -> String {
+    match rate.filter(|r| !r.is_empty()) {
+        None => concurrency.to_string(),
+        Some(rate) => format!("{rate}/s"),
+    }
+}
+
+impl LoadPoint {
+    /// The label of [`point_label`] (rows of this point have this `load_point()`).
+    pub fn table_label(&self) -> String {
+        let rate = self.request_rate.map(|r| rate_text(Some(r)));
+        point_label(&self.concurrency.to_string(), rate.as_deref())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::plan::spec::fixtures::{GOOD, err_of};

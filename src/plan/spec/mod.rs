@@ -28,7 +28,7 @@ pub use crate::plan::locate::{ObjectiveKey, locate_key as locate_key_in, locate_
 pub use env::{Expanded, expand_env};
 pub use grid::{ConfigSpec, ParamGrid, ParamMap};
 pub use lengths::{LengthDist, RangeSemantics};
-pub use load_points::{LoadPoint, rate_text};
+pub use load_points::{LoadPoint, point_label, rate_text};
 pub use objective::{Bound, DEFAULT_NOISE, Goal, Objective, SloBound};
 pub use schedule::{
     BetweenRuns, EstimateSpec, GpuId, OnFinish, SlotsSpec, SlurmSpec, check_deadline_form,

@@ -171,11 +171,8 @@ pub(super) fn summary(
 
 /// The load point of a row, in words.
 fn label(r: &Row) -> String {
-    let c = r.concurrency().map_or(String::new(), |c| c.to_string());
-    match r.rate_text() {
-        None => format!("concurrency {c}"),
-        Some(rate) => format!("request rate {rate}/s (at most {c} in flight)"),
-    }
+    r.point()
+        .map_or_else(|| "concurrency ".to_string(), |p| p.to_string())
 }
 
 const MAX_LOAD_LABEL: &str = "each configuration's highest load within the SLO (max-load search)";
