@@ -32,11 +32,9 @@ impl Drop for Server {
     }
 }
 
+/// sgtune's own choice of port: below the range outgoing connections take theirs from.
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
+    sgtune::server::supervise::free_port("127.0.0.1").expect("a free port")
 }
 
 /// `GET path` with std only; the status code, if the server answered.

@@ -156,8 +156,55 @@ pub struct ServerHandle {
 
 /// Pick a free TCP port on `host` (the kernel's choice; released before the server binds it).
 pub fn free_port(host: &str) -> std::io::Result<u16> {
+    // Not a port the kernel hands out for outgoing connections: the port is free when checked
+    // and bound by the server a second later, and in between the load generator's own
+    // connections (and any other process's) take their local ports from the ephemeral range,
+    // so a port from that range can be taken in the gap (seen: "address already in use" while
+    // tests ran beside each other). Below the range, only a listener takes a port.
+    let (low, _) = ephemeral_range();
+    let below = low.saturating_sub(PORTS_FROM);
+    if below > 0 {
+        let mut x = seed();
+        for _ in 0..64 {
+            x = x
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            let port = PORTS_FROM + ((x >> 33) % u64::from(below)) as u16;
+            if std::net::TcpListener::bind((host, port)).is_ok() {
+                return Ok(port);
+            }
+        }
+    }
     let l = std::net::TcpListener::bind((host, 0))?;
     Ok(l.local_addr()?.port())
+}
+
+/// The lowest port [`free_port`] picks (below: well-known and registered services).
+const PORTS_FROM: u16 = 10_000;
+
+/// The kernel's range of ports for outgoing connections (Linux's default when unreadable).
+fn ephemeral_range() -> (u16, u16) {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|t| parse_port_range(&t))
+        .unwrap_or((32_768, 60_999))
+}
+
+fn parse_port_range(text: &str) -> Option<(u16, u16)> {
+    let mut it = text.split_whitespace().map(str::parse::<u16>);
+    match (it.next(), it.next()) {
+        (Some(Ok(a)), Some(Ok(b))) if a <= b => Some((a, b)),
+        _ => None,
+    }
+}
+
+/// A seed that differs between processes and calls: two sgtune (or two tests) picking at the
+/// same moment start from different ports.
+fn seed() -> u64 {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    t ^ (u64::from(std::process::id()) << 32)
 }
 
 /// Start the command in a new process group with its output teed to `log_path`.
@@ -400,4 +447,27 @@ pub struct StopOutcome {
     pub group_left: bool,
     pub port_free: bool,
     pub exit: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A free port comes from below the kernel's range for outgoing connections, where no
+    /// client connection can take it between the check and the server's bind.
+    #[test]
+    fn a_free_port_is_below_the_ephemeral_range() {
+        let (low, _) = ephemeral_range();
+        for _ in 0..20 {
+            let p = free_port("127.0.0.1").expect("a free port");
+            if low > PORTS_FROM {
+                assert!((PORTS_FROM..low).contains(&p), "{p} not in {PORTS_FROM}..{low}");
+            }
+            // Free: it binds.
+            std::net::TcpListener::bind(("127.0.0.1", p)).expect("binds");
+        }
+        assert_eq!(parse_port_range("32768\t60999\n"), Some((32768, 60999)));
+        assert_eq!(parse_port_range("9 1"), None);
+        assert_eq!(parse_port_range(""), None);
+    }
 }
