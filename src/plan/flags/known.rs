@@ -81,13 +81,11 @@ impl KnownFlags {
 
 impl FlagSource {
     /// The list in words, for the engine labelled `engine` ("SGLang"): what a warning says
-    /// it checked against.
+    /// it checked against (`validate`'s `flags:` line names the command).
     pub fn describe(&self, engine: &str) -> String {
         match self {
             FlagSource::BuiltIn => format!("sgtune's built-in list of {engine} flags"),
-            FlagSource::Installed(command) => {
-                format!("the installed {engine}'s own list (`{command}`)")
-            }
+            FlagSource::Installed(_) => format!("the installed {engine}'s own list"),
         }
     }
 }
@@ -192,11 +190,17 @@ pub fn unknown_key_warning(
     suggestion: Option<&str>,
 ) -> String {
     let fix = match suggestion {
-        Some(s) => format!("did you mean `{s}`? Correct the key"),
-        None => "check its spelling against the engine's `--help`".to_string(),
+        Some(s) => format!("did you mean `{s}`? Fix the key"),
+        None => format!("check its spelling against {engine}'s `--help`"),
+    };
+    let outcome = match source {
+        FlagSource::BuiltIn => {
+            format!("which {engine} refuses at start-up unless it is a flag newer than the list")
+        }
+        FlagSource::Installed(_) => format!("which the installed {engine} would refuse"),
     };
     format!(
-        "`{place}` is not in {}: {fix}. It is passed to the server as written (--{}), so a flag newer than the list still works",
+        "`{place}` is not in {}: {fix}. As written it goes to the server as --{}, {outcome}",
         source.describe(engine),
         key.replace('_', "-")
     )
@@ -338,10 +342,7 @@ mod tests {
             &FlagSource::Installed("python -m vllm.entrypoints.openai.api_server --help".into()),
             None,
         );
-        assert!(
-            w.contains("the installed vLLM's own list (`python -m vllm.entrypoints.openai.api_server --help`)"),
-            "{w}"
-        );
+        assert!(w.contains("is not in the installed vLLM's own list: check its spelling against vLLM's `--help`"), "{w}");
         assert!(!w.contains("did you mean"), "{w}");
     }
 }
