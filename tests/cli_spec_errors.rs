@@ -215,6 +215,88 @@ fn validate_and_dry_run_print_the_plan_and_start_nothing() {
     assert!(!dir.path().join("results").exists());
 }
 
+/// A misspelled flag key is not refused (a newer engine has newer flags) but named, in
+/// `validate` (stdout, with the list it was checked against) and in `run` (stderr, before
+/// anything starts): where it is in the file, and the flag it was meant to be.
+#[test]
+fn validate_and_run_name_the_flag_a_misspelled_key_meant() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let marker = dir.path().join("launched");
+    let spec = dir.path().join("typo.yaml");
+    let body = format!(
+        "sweep:\n  mem_fraction_statc: [0.8, 0.9]\nconfigs:\n  - name: a\n    max_total_tokens: 4096\n  - {{name: b, zzzz_qqqq_xxxx: 1}}\n{WORKLOAD}"
+    );
+    std::fs::write(&spec, spec_with_marker(&marker, &body)).expect("write");
+    let out = run(sgtune().arg("validate").arg(&spec).current_dir(dir.path()));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let said = text(&out.stdout);
+    let origin = spec.display().to_string();
+    assert!(
+        said.contains(&format!("warning: {origin}:6:3: `sweep.mem_fraction_statc` is not in sgtune's built-in list of SGLang flags: did you mean `mem_fraction_static`? Fix the key.")),
+        "{said}"
+    );
+    assert!(
+        said.contains(&format!("warning: {origin}:10:15: `configs[1].zzzz_qqqq_xxxx` is not in sgtune's built-in list of SGLang flags: check its spelling")),
+        "{said}"
+    );
+    // The `sh -c` command is not asked for its help: the built-in list, and why.
+    assert!(
+        said.contains("flags: SGLang keys checked against sgtune's built-in list of SGLang flags")
+            && said.contains("`sh`, not a python"),
+        "{said}"
+    );
+    // Still passed through as written.
+    assert!(said.contains("--mem-fraction-statc 0.9"), "{said}");
+    // `run` says it before launching (here the launch is the marker's `sh -c`).
+    let results = dir.path().join("results");
+    let out = run(sgtune()
+        .arg("run")
+        .arg(&spec)
+        .arg("--results-dir")
+        .arg(&results)
+        .current_dir(dir.path()));
+    let err = text(&out.stderr);
+    let at = err
+        .find("`sweep.mem_fraction_statc` is not in sgtune's built-in list of SGLang flags: did you mean `mem_fraction_static`?")
+        .unwrap_or_else(|| panic!("no warning in {err}"));
+    assert!(
+        err[..at].contains(&format!("warning: {origin}:6:3: ")),
+        "{err}"
+    );
+    assert!(marker.exists(), "the sweep still ran: {err}");
+}
+
+/// With a server command that is a python, `validate` reads the installed engine's own
+/// `--help` (here the fake SGLang's short one) and checks the keys against it instead.
+#[test]
+fn validate_checks_the_keys_against_the_installed_engines_help() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = dir.path().join("fake.yaml");
+    let text_of = format!(
+        "name: fake\nserver:\n  command: [python3, {}]\n  model_path: /nonexistent\nsweep:\n  fake_derail: [0.1]\n  enable_mixed_chunk: [true]\n  max_total_tokns: [4096]\n{WORKLOAD}",
+        fake_server()
+    );
+    std::fs::write(&spec, text_of).expect("write");
+    let out = run(sgtune().arg("validate").arg(&spec).current_dir(dir.path()));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let said = text(&out.stdout);
+    assert!(
+        said.contains("flags: SGLang keys checked against the installed SGLang's own list: ")
+            && said.contains("fake_sglang.py --help`"),
+        "{said}"
+    );
+    // The fake's own test flag is in its list; a real SGLang flag it lacks is not.
+    assert!(!said.contains("`sweep.fake_derail`"), "{said}");
+    assert!(
+        said.contains("`sweep.enable_mixed_chunk` is not in the installed SGLang's own list"),
+        "{said}"
+    );
+    assert!(
+        said.contains("`sweep.max_total_tokns` is not in the installed SGLang's own list: did you mean `max_total_tokens`?"),
+        "{said}"
+    );
+}
+
 /// The story's sweep over the host pool's ratio: every ratio implies the enable flag (once),
 /// a ratio of 0 means off, and a ratio beside a size is said to be ignored by SGLang.
 #[test]

@@ -599,3 +599,29 @@ fn the_guided_tune_composes_the_pool_and_the_cap_to_an_eligible_confirmed_leader
     assert!(md.contains("## Tune path"), "{md}");
     assert!(md.contains("Chosen: confirm the leader"), "{md}");
 }
+
+/// `validate` reads the installed SGLang's own `--help` (no server is started) and names the
+/// flag a misspelled key meant from it. Takes the import time of SGLang (~6 s here).
+#[test]
+#[ignore = "needs real SGLang on CPU: run scripts/test.sh"]
+fn validate_checks_keys_against_the_installed_sglangs_help() {
+    let env = real_env();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let body = "sweep:\n  mem_fraction_statc: [0.8]\n  max_total_tokens: [4096]\nworkload:\n  concurrency: 1\n  requests: 1\n  input_tokens: 8\n  output_tokens: 8\n";
+    let spec_path = dir.path().join("typo.yaml");
+    std::fs::write(&spec_path, spec(&env, &unique_tag("flags"), body)).expect("write spec");
+    let out = run(sgtune().arg("validate").arg(&spec_path));
+    let said = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{said}\n{}", text(&out.stderr));
+    assert!(
+        said.contains("flags: SGLang keys checked against the installed SGLang's own list: ")
+            && said.contains(&format!("`{} -m sglang.launch_server --help`", env.python)),
+        "{said}"
+    );
+    assert!(
+        said.contains("`sweep.mem_fraction_statc` is not in the installed SGLang's own list: did you mean `mem_fraction_static`?"),
+        "{said}"
+    );
+    // Every other key of the spec (server.args included) is one of the installed flags.
+    assert_eq!(said.matches("warning: ").count(), 1, "{said}");
+}

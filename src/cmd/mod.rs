@@ -130,7 +130,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
             budget,
             executor,
         } => {
-            let (s, _, plan, _) = sweep::load_checked(&spec)?;
+            let (s, text, plan, _) = sweep::load_checked(&spec)?;
             let slurm = executor == cli::Executor::Slurm;
             if slurm {
                 if let Some(why) = crate::run::slurm::refusal(&s) {
@@ -145,6 +145,9 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
             };
             let at = sweep::local_deadline(&s, &end, false, slurm)?;
             for l in crate::run::estimate::validate_lines(&s, &plan, &results_dir, at) {
+                out(&l);
+            }
+            for l in crate::run::flags::validate_lines(&s, &text, &spec) {
                 out(&l);
             }
             Ok(ExitCode::Ok)
@@ -168,11 +171,19 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
             let slots = sweep::slot_spec(&slots, &s, &plan)?;
             let slurm_opts = sweep::on_slurm(executor, &slots, &s, &slurm_flags)?;
             let deadline = sweep::local_deadline(&s, &end, resume.is_some(), slurm_opts.is_some())?;
+            let unknown = crate::run::flags::run_warnings(&s, &text, &spec);
             if dry_run {
                 for l in crate::run::estimate::dry_run_lines(&s, &plan, &results_dir) {
                     out(&l);
                 }
+                for w in &unknown {
+                    out(w);
+                }
                 return Ok(ExitCode::Ok);
+            }
+            // Before anything is launched: a misspelled key still goes to the server.
+            for w in &unknown {
+                say(w);
             }
             let input = sweep::SweepInput {
                 spec: &s,
@@ -205,6 +216,9 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
         } => {
             let spec = dir.join(store::SPEC_YAML);
             let (s, text, plan, prep) = sweep::load_in_folder(&spec, &dir)?;
+            for w in crate::run::flags::run_warnings(&s, &text, &spec) {
+                say(&w);
+            }
             let slots = sweep::slot_spec(&slots, &s, &plan)?;
             let slurm_opts = sweep::on_slurm(executor, &slots, &s, &slurm_flags)?;
             let deadline = sweep::local_deadline(&s, &end, true, slurm_opts.is_some())?;

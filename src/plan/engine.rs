@@ -12,7 +12,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::plan::flags::ParamValue;
+use crate::plan::flags::{KnownFlags, ParamValue, known};
 
 /// A serving engine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
@@ -300,6 +300,36 @@ impl Engine {
             .map(|(_, instead)| {
                 format!("`{key}` is an SGLang flag with no vLLM equivalent: {instead}")
             })
+    }
+
+    /// sgtune's built-in list of this engine's flags (`plan::flags::known`), in the engine's
+    /// own names.
+    pub fn built_in_flags(self) -> KnownFlags {
+        KnownFlags::built_in(match self {
+            Engine::Sglang => known::SGLANG_BUILT_IN,
+            Engine::Vllm => known::VLLM_BUILT_IN,
+        })
+    }
+
+    /// Whether a spec key is one of this engine's flags in `known` (the engine's own names):
+    /// the key itself, or the engine's name for it (`mem_fraction_static` under vLLM is
+    /// `gpu_memory_utilization`).
+    pub fn knows(self, key: &str, known: &KnownFlags) -> bool {
+        known.contains(self.key_name(key))
+    }
+
+    /// The spec key nearest to one this engine does not know, if one is near enough: among
+    /// the engine's own names in `known` and, under vLLM, the common names it renames.
+    pub fn nearest_key<'a>(self, key: &str, known: &'a KnownFlags) -> Option<&'a str> {
+        let common = match self {
+            Engine::Sglang => &[][..],
+            Engine::Vllm => VLLM_RENAMES,
+        };
+        let renamed = common
+            .iter()
+            .filter(|(_, v)| known.contains(v))
+            .map(|(k, _)| *k);
+        known::nearest(key, known.names().chain(renamed))
     }
 
     /// The engine's own key for a spec key (the key itself when the names agree).

@@ -80,114 +80,21 @@ pub fn same_value(a: &ParamValue, b: &ParamValue) -> bool {
     }
 }
 
-/// Server flags a knob may name. The keys `plan::flags` and `plan::engine` know, and the
-/// SGLang server arguments people tune most often; a flag outside it is most likely a typo
-/// (a knob that is not a flag would make every launch fail the same way).
-const KNOWN_SGLANG: &[&str] = &[
-    "mem_fraction_static",
-    "max_running_requests",
-    "max_total_tokens",
-    "max_prefill_tokens",
-    "chunked_prefill_size",
-    "schedule_policy",
-    "schedule_conservativeness",
-    "cuda_graph_max_bs",
-    "cuda_graph_bs",
-    "disable_cuda_graph",
-    "disable_cuda_graph_padding",
-    "kv_cache_dtype",
-    "page_size",
-    "tp_size",
-    "dp_size",
-    "pp_size",
-    "ep_size",
-    "enable_dp_attention",
-    "enable_hierarchical_cache",
-    "hicache_size",
-    "hicache_ratio",
-    "hicache_write_policy",
-    "hicache_io_backend",
-    "hicache_mem_layout",
-    "hicache_storage_backend",
-    "attention_backend",
-    "prefill_attention_backend",
-    "decode_attention_backend",
-    "sampling_backend",
-    "grammar_backend",
-    "enable_mixed_chunk",
-    "disable_radix_cache",
-    "radix_eviction_policy",
-    "enable_torch_compile",
-    "torch_compile_max_bs",
-    "num_continuous_decode_steps",
-    "stream_interval",
-    "context_length",
-    "quantization",
-    "dtype",
-    "max_queued_requests",
-    "enable_two_batch_overlap",
-    "disable_overlap_schedule",
-    "speculative_algorithm",
-    "speculative_num_steps",
-    "speculative_eagle_topk",
-    "speculative_num_draft_tokens",
-    "moe_runner_backend",
-    "moe_a2a_backend",
-    "cpu_offload_gb",
-    "random_seed",
-    "decode_log_interval",
-    "sleep_on_idle",
-    "priority_scheduling_preemption_threshold",
-];
-
-/// vLLM's own names for the knobs it has (`server.engine: vllm`).
-const KNOWN_VLLM: &[&str] = &[
-    "kv_cache_memory_bytes",
-    "num_gpu_blocks_override",
-    "enforce_eager",
-    "enable_prefix_caching",
-    "enable_chunked_prefill",
-    "scheduling_policy",
-    "max_num_partial_prefills",
-    "long_prefill_token_threshold",
-    "kv_offloading_size",
-    "swap_space",
-    "cuda_graph_sizes",
-    "max_cudagraph_capture_size",
-    "async_scheduling",
-];
-
-fn known_flags() -> Vec<&'static str> {
-    let mut out: Vec<&'static str> = KNOWN_SGLANG.to_vec();
-    out.extend(KNOWN_VLLM);
-    for (a, b) in crate::plan::engine::VLLM_RENAMES {
-        out.push(a);
-        out.push(b);
-    }
-    out.extend(crate::plan::engine::SGLANG_MEMORY_KNOBS);
-    out.extend(crate::plan::engine::VLLM_MEMORY_KNOBS);
-    out.sort_unstable();
-    out.dedup();
-    out
-}
-
-/// `Err` with "did you mean" when `key` is not a server flag sgtune knows.
-pub fn check_knob_key(key: &str) -> Result<(), String> {
-    let known = known_flags();
-    if known.contains(&key) {
+/// `Err` with "did you mean" when `key` is not one of `engine`'s flags in sgtune's built-in
+/// list (`plan::flags::known`): a knob that is not a flag would make every launch fail the same
+/// way, so a tune refuses it where a sweep only warns.
+pub fn check_knob_key(key: &str, engine: Engine) -> Result<(), String> {
+    let known = engine.built_in_flags();
+    if engine.knows(key, &known) {
         return Ok(());
     }
-    let near = known
-        .iter()
-        .map(|k| (crate::util::edit_distance(key, k), *k))
-        .filter(|(d, k)| *d <= 3.max(k.len() / 4))
-        .min();
-    let hint = match near {
-        Some((_, k)) => format!("did you mean `{k}`? "),
+    let hint = match engine.nearest_key(key, &known) {
+        Some(k) => format!("did you mean `{k}`? "),
         None => String::new(),
     };
     Err(format!(
-        "tune knob `{key}` is not a server flag sgtune knows: {hint}(a knob is a flag's name without dashes, e.g. mem_fraction_static; a flag sgtune does not know can still be swept with `sweep:`)"
+        "tune knob `{key}` is not in {}: {hint}(a knob is a flag's name without dashes, e.g. mem_fraction_static; a flag the list lacks can still be swept with `sweep:`, which passes it through)",
+        known.source.describe(engine.label())
     ))
 }
 
@@ -330,9 +237,7 @@ fn scalar(v: &serde_yaml::Value) -> Option<ParamValue> {
 }
 
 fn knob_key(k: &str) -> Result<String, String> {
-    let key = flags::canonical_key(k)?;
-    check_knob_key(&key)?;
-    Ok(key)
+    flags::canonical_key(k)
 }
 
 /// `start:`: knob → value, each value checked for its flag.
@@ -556,6 +461,7 @@ pub fn check(
                 format!("{why} (server.engine is {})", engine.as_str()),
             ));
         }
+        check_knob_key(&k.key, engine).map_err(|m| problem(&["tune", "knobs", &k.key], m))?;
     }
     for (key, _) in &t.start_given {
         if !t.knobs.iter().any(|k| &k.key == key) {
@@ -705,12 +611,29 @@ mod tests {
     }
 
     #[test]
-    fn an_unknown_knob_gets_did_you_mean() {
-        let e = tune("knobs:\n  mem_fraction_statik: [0.8]\nlaunches: 5\n").unwrap_err();
+    fn an_unknown_knob_gets_did_you_mean_from_its_engines_list() {
+        let on = |engine: Engine, knob: &str| {
+            let mut t = tune(&format!("knobs:\n  {knob}: [1]\nlaunches: 5\n")).unwrap();
+            check(&mut t, engine, &[], false, false, true, false, false, false)
+                .map_err(|p| (p.path.join("."), p.message))
+        };
+        let (at, e) = on(Engine::Sglang, "mem_fraction_statik").unwrap_err();
+        assert_eq!(at, "tune.knobs.mem_fraction_statik");
         assert!(e.contains("did you mean `mem_fraction_static`"), "{e}");
-        let e = tune("knobs:\n  zzzzzzzzzzzz_qqqq: [1]\nlaunches: 5\n").unwrap_err();
-        assert!(e.contains("not a server flag"), "{e}");
+        assert!(
+            e.contains("is not in sgtune's built-in list of SGLang flags"),
+            "{e}"
+        );
+        let (_, e) = on(Engine::Sglang, "zzzzzzzzzzzz_qqqq").unwrap_err();
         assert!(!e.contains("did you mean"), "{e}");
+        // Each engine its own names: vLLM's under SGLang are not flags, and under vLLM both
+        // its own and the common names it renames are.
+        let (_, e) = on(Engine::Sglang, "max_num_seqs").unwrap_err();
+        assert!(e.contains("SGLang"), "{e}");
+        assert!(on(Engine::Vllm, "max_num_seqs").is_ok());
+        assert!(on(Engine::Vllm, "max_running_requests").is_ok());
+        let (_, e) = on(Engine::Vllm, "gpu_memory_utilisation").unwrap_err();
+        assert!(e.contains("did you mean `gpu_memory_utilization`"), "{e}");
     }
 
     #[test]

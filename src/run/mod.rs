@@ -12,6 +12,7 @@ pub mod effective;
 pub mod estimate;
 pub mod execute;
 pub mod finish;
+pub mod flags;
 pub mod guided;
 pub mod launch;
 pub mod preflight;

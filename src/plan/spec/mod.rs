@@ -13,6 +13,7 @@
 
 mod checks;
 mod env;
+mod flag_keys;
 mod grid;
 mod lengths;
 mod load_points;
@@ -26,6 +27,7 @@ mod workload;
 // `plan` has always used.
 pub use crate::plan::locate::{ObjectiveKey, locate_key as locate_key_in, locate_objective};
 pub use env::{Expanded, expand_env};
+pub use flag_keys::{flag_engines, unknown_flags};
 pub use grid::{ConfigSpec, ParamGrid, ParamMap};
 pub use lengths::{LengthDist, RangeSemantics};
 pub use load_points::{LoadPoint, point_label, rate_text};

@@ -12,8 +12,13 @@
 //!
 //! It also holds the early sanity checks for flags whose nonsense values we can spot before
 //! launching anything, the warnings `validate` prints for settings SGLang would not honour,
-//! and the short labels used in run names.
+//! and the short labels used in run names. [`known`] is the one list of flags per engine
+//! (built in, or the installed engine's `--help`), which every key of `sweep:`, `configs:`,
+//! `server.args` and `tune:` is checked against.
 
+pub mod known;
+
+pub use known::{FlagSource, KnownFlags};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
