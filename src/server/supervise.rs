@@ -461,7 +461,10 @@ mod tests {
         for _ in 0..20 {
             let p = free_port("127.0.0.1").expect("a free port");
             if low > PORTS_FROM {
-                assert!((PORTS_FROM..low).contains(&p), "{p} not in {PORTS_FROM}..{low}");
+                assert!(
+                    (PORTS_FROM..low).contains(&p),
+                    "{p} not in {PORTS_FROM}..{low}"
+                );
             }
             // Free: it binds.
             std::net::TcpListener::bind(("127.0.0.1", p)).expect("binds");
