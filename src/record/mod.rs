@@ -9,6 +9,7 @@ pub mod plan_file;
 pub mod preflight;
 pub mod provenance;
 pub mod quality;
+pub mod requests;
 pub mod rows;
 pub mod run_record;
 pub mod slurm;

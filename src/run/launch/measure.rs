@@ -9,10 +9,10 @@ use super::upkeep::{flush, quality_pass, size_working_set};
 use super::{LaunchState, Measured};
 use crate::load::driver::{self, LoadTarget};
 use crate::load::prompts::measurement_seed as mix_seed;
-use crate::load::requests_csv;
 use crate::observe::prom::{self, Scrape};
 use crate::record::Phase;
 use crate::record::provenance::now_rfc3339;
+use crate::record::requests::RequestsCsv;
 use crate::record::store::{self, CsvFile, StoreError};
 use crate::report::events::RunEvent;
 use crate::server::supervise::LogSink;
@@ -204,10 +204,7 @@ async fn measure_point(
             };
         }
     };
-    let csv = match CsvFile::create(
-        &st.dir.join(store::requests_csv(&sfx)),
-        requests_csv::HEADER,
-    ) {
+    let csv = match RequestsCsv::create(&st.dir.join(store::requests_csv(&sfx))) {
         Ok(f) => Some(f),
         Err(e) => {
             st.notes
