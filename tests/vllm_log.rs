@@ -138,7 +138,7 @@ fn capacity_lines_of_each_era() {
     assert_eq!(s.max_total_num_tokens, Some(262_144));
     assert_eq!(s.context_len, Some(2048));
     assert!(close(s.kv_cache_gb, 1.073_741_824));
-    assert_eq!(s.engine.as_deref(), Some("vllm"));
+    assert_eq!(s.engine, Engine::Vllm);
     assert_eq!(s.engine_version.as_deref(), Some("0.32.0"));
     // V0: blocks, not tokens (the block size is not in the log): the token count stays empty.
     let v0: Vec<_> = text("vllm-v0-capacity.log")
@@ -276,12 +276,12 @@ fn either_engines_log_is_recognised() {
     ] {
         let (e, s) = detect(name);
         assert_eq!(e, Some(Engine::Vllm), "{name}");
-        assert_eq!(s.engine.as_deref(), Some("vllm"), "{name}");
+        assert_eq!(s.engine, Engine::Vllm, "{name}");
     }
     for name in ["real-0.5.23-cpu-kv-bound.log", "v0.1-no-prefix.log"] {
         let (e, s) = detect(name);
         assert_eq!(e, Some(Engine::Sglang), "{name}");
-        assert_eq!(s.engine, None, "{name}");
+        assert_eq!(s.engine, Engine::Sglang, "{name}");
         assert!(s.has_stats(), "{name}");
     }
     // A log with no line of either engine's own stays unknown and reads as SGLang's.

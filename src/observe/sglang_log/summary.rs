@@ -13,6 +13,7 @@ use memchr::memchr_iter;
 use serde::{Deserialize, Serialize};
 
 use crate::observe::window::{Intervals, WindowFigures, WindowStats};
+use crate::plan::engine::Engine;
 
 use super::line::{LogEvent, StatsKind};
 use super::prefix::{RankTags, Timestamp, parse_prefix_bytes};
@@ -98,9 +99,10 @@ pub struct WindowSpan {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ServerSummary {
-    /// The engine whose log this is, when it is not SGLang's (`vllm`); absent for SGLang.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub engine: Option<String>,
+    /// The engine whose log this is. Written only when it is not SGLang's (`"vllm"`), so a
+    /// summary from before vLLM, which has none, reads as SGLang's and SGLang's stay as they were.
+    #[serde(skip_serializing_if = "Engine::is_sglang")]
+    pub engine: Engine,
     /// The engine's version as its log prints it (vLLM's start-up lines).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub engine_version: Option<String>,
@@ -674,7 +676,7 @@ impl Summarizer {
         }
         let total_prefill = a.new_tokens.saturating_add(a.cached_tokens);
         let mut summary = ServerSummary {
-            engine: None,
+            engine: Engine::Sglang,
             engine_version: None,
             stats_lines: a.stats_lines,
             prefill_lines: a.prefill_lines,
@@ -856,6 +858,26 @@ mod tests {
     use super::*;
     use crate::observe::sglang_log::prefix::parse_prefix;
     use crate::observe::sglang_log::scan::parse_line;
+
+    /// The engine is written only for vLLM, as the string it always was; a summary without one
+    /// (SGLang's, or any from before vLLM) reads as SGLang's.
+    #[test]
+    fn the_engine_is_written_only_for_vllm() {
+        let sglang = ServerSummary::default();
+        let json = serde_json::to_value(&sglang).unwrap_or_else(|e| panic!("{e}"));
+        assert!(json.get("engine").is_none(), "{json}");
+        let vllm = ServerSummary {
+            engine: Engine::Vllm,
+            ..ServerSummary::default()
+        };
+        let json = serde_json::to_value(&vllm).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(json["engine"], serde_json::json!("vllm"));
+        let back: ServerSummary = serde_json::from_value(json).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(back, vllm);
+        let old: ServerSummary =
+            serde_json::from_str(r#"{"stats_lines": 3}"#).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((old.engine, old.stats_lines), (Engine::Sglang, 3));
+    }
 
     fn close(a: Option<f64>, b: f64) -> bool {
         a.is_some_and(|a| (a - b).abs() < 1e-6)

@@ -288,7 +288,7 @@ impl Summarizer {
             version.hints.push(format!("vLLM {v} (start-up lines)"));
         }
         let mut summary = ServerSummary {
-            engine: Some("vllm".into()),
+            engine: crate::plan::engine::Engine::Vllm,
             engine_version: self.version.clone(),
             stats_lines: a.stats_lines,
             excluded_decode_lines: a.excluded,
