@@ -359,35 +359,22 @@ fn real_vllm_start_up_failures_and_their_directions() {
 /// effective-argument check read the start-up log without SGLang's `/server_info`.
 fn vllm_row(server: ServerSummary, startup_log: &str) -> Vec<(String, String)> {
     use sgtune::plan::flags::ParamValue;
-    use sgtune::record::{Phase, RunRecord, RunStatus};
+    use sgtune::record::RunRecord;
     let asked = vec![(
         "kv_cache_memory_bytes".to_string(),
         ParamValue::Int(8388608),
     )];
     let lines: Vec<&str> = startup_log.lines().collect();
     let effective = sgtune::observe::effective::check(&asked, None, &lines).for_row();
-    let rec = RunRecord {
-        run_name: "v".into(),
-        run_id: "id".into(),
-        engine: Engine::Vllm,
-        status: RunStatus::Ok,
-        failure_kind: None,
-        failure_message: None,
-        params: Vec::new(),
+    let point = sgtune::plan::spec::LoadPoint {
         concurrency: 16,
         request_rate: None,
-        repeat: 1,
-        phase: Phase::Measure,
-        probe: None,
-        client: None,
+    };
+    let rec = RunRecord {
         server: Some(server),
-        verdict: None,
         time_to_ready_s: Some(60.0),
-        metrics: None,
         effective: Some(effective),
-        notes: Vec::new(),
-        started_at: String::new(),
-        finished_at: String::new(),
+        ..RunRecord::new("v", "id", Engine::Vllm, Vec::new(), point, 1)
     };
     sgtune::record::header(&[])
         .into_iter()
