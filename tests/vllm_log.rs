@@ -138,7 +138,7 @@ fn capacity_lines_of_each_era() {
     assert_eq!(s.max_total_num_tokens, Some(262_144));
     assert_eq!(s.context_len, Some(2048));
     assert!(close(s.kv_cache_gb, 1.073_741_824));
-    assert_eq!(s.engine.as_deref(), Some("vllm"));
+    assert_eq!(s.engine, Engine::Vllm);
     assert_eq!(s.engine_version.as_deref(), Some("0.32.0"));
     // V0: blocks, not tokens (the block size is not in the log): the token count stays empty.
     let v0: Vec<_> = text("vllm-v0-capacity.log")
@@ -276,12 +276,12 @@ fn either_engines_log_is_recognised() {
     ] {
         let (e, s) = detect(name);
         assert_eq!(e, Some(Engine::Vllm), "{name}");
-        assert_eq!(s.engine.as_deref(), Some("vllm"), "{name}");
+        assert_eq!(s.engine, Engine::Vllm, "{name}");
     }
     for name in ["real-0.5.23-cpu-kv-bound.log", "v0.1-no-prefix.log"] {
         let (e, s) = detect(name);
         assert_eq!(e, Some(Engine::Sglang), "{name}");
-        assert_eq!(s.engine, None, "{name}");
+        assert_eq!(s.engine, Engine::Sglang, "{name}");
         assert!(s.has_stats(), "{name}");
     }
     // A log with no line of either engine's own stays unknown and reads as SGLang's.
@@ -359,35 +359,22 @@ fn real_vllm_start_up_failures_and_their_directions() {
 /// effective-argument check read the start-up log without SGLang's `/server_info`.
 fn vllm_row(server: ServerSummary, startup_log: &str) -> Vec<(String, String)> {
     use sgtune::plan::flags::ParamValue;
-    use sgtune::record::{Phase, RunRecord, RunStatus};
+    use sgtune::record::RunRecord;
     let asked = vec![(
         "kv_cache_memory_bytes".to_string(),
         ParamValue::Int(8388608),
     )];
     let lines: Vec<&str> = startup_log.lines().collect();
     let effective = sgtune::observe::effective::check(&asked, None, &lines).for_row();
-    let rec = RunRecord {
-        run_name: "v".into(),
-        run_id: "id".into(),
-        engine: Engine::Vllm,
-        status: RunStatus::Ok,
-        failure_kind: None,
-        failure_message: None,
-        params: Vec::new(),
+    let point = sgtune::plan::spec::LoadPoint {
         concurrency: 16,
         request_rate: None,
-        repeat: 1,
-        phase: Phase::Measure,
-        probe: None,
-        client: None,
+    };
+    let rec = RunRecord {
         server: Some(server),
-        verdict: None,
         time_to_ready_s: Some(60.0),
-        metrics: None,
         effective: Some(effective),
-        notes: Vec::new(),
-        started_at: String::new(),
-        finished_at: String::new(),
+        ..RunRecord::new("v", "id", Engine::Vllm, Vec::new(), point, 1)
     };
     sgtune::record::header(&[])
         .into_iter()

@@ -5,9 +5,9 @@
 
 use super::{CmdError, ExitCode, out};
 use crate::load::driver::{self, LoadTarget};
-use crate::load::requests_csv;
 use crate::plan::spec::{Endpoint, WorkloadSpec};
-use crate::record::store::{self, CsvFile};
+use crate::record::requests::RequestsCsv;
+use crate::record::store;
 use crate::report;
 use crate::run::session::{self, StopReason, Watch};
 use crate::run::signals;
@@ -143,10 +143,7 @@ pub async fn run(
             String::new()
         };
         let csv = match output {
-            Some(d) => Some(CsvFile::create(
-                &d.join(store::requests_csv(&suffix)),
-                requests_csv::HEADER,
-            )?),
+            Some(d) => Some(RequestsCsv::create(&d.join(store::requests_csv(&suffix)))?),
             None => None,
         };
         let mut ticker = Ticker {

@@ -38,6 +38,22 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
+    pub const ALL: [ErrorKind; 8] = [
+        ErrorKind::Connect,
+        ErrorKind::Timeout,
+        ErrorKind::HttpStatus,
+        ErrorKind::StreamCut,
+        ErrorKind::MalformedSse,
+        ErrorKind::ServerError,
+        ErrorKind::MalformedHttp,
+        ErrorKind::Empty,
+    ];
+
+    /// The kind named by `as_str` (requests.csv `error_kind` read back).
+    pub fn parse(s: &str) -> Option<ErrorKind> {
+        Self::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             ErrorKind::Connect => "connect",

@@ -6,5 +6,4 @@ pub mod http1;
 pub mod openai;
 pub mod prompts;
 pub mod quality;
-pub mod requests_csv;
 pub mod sse;

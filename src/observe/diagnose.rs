@@ -90,7 +90,7 @@ pub fn diagnose(
     server: Option<&ServerSummary>,
 ) -> Verdict {
     let mut v = diagnose_sglang_terms(concurrency, tokens_per_request, client, server);
-    if server.is_some_and(|s| s.engine.as_deref() == Some("vllm")) {
+    if server.is_some_and(|s| s.engine == crate::plan::engine::Engine::Vllm) {
         if let Some(h) = vllm_hint(v.kind) {
             v.hint = h.into();
         }

@@ -52,7 +52,7 @@ pub fn parse(text: &str) -> Vec<Sample> {
 }
 
 /// A scrape: seconds since the window started, and its samples.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Scrape {
     pub t_s: f64,
     pub samples: Vec<Sample>,

@@ -134,6 +134,12 @@ pub const VLLM_UNREPORTED: &[(&str, &str)] = &[
 impl Engine {
     pub const ALL: [Engine; 2] = [Engine::Sglang, Engine::Vllm];
 
+    /// SGLang, the default: a server summary leaves its engine out then (its serialized form
+    /// from before vLLM).
+    pub fn is_sglang(&self) -> bool {
+        *self == Engine::Sglang
+    }
+
     /// The knobs the memory pre-flight may bisect with this engine (spec names).
     pub fn memory_knobs(self) -> &'static [&'static str] {
         match self {

@@ -44,6 +44,10 @@ pub fn launch_dir(root: &Path, launch: &str) -> PathBuf {
 pub fn requests_csv(suffix: &str) -> String {
     format!("requests{suffix}.csv")
 }
+/// A measurement's /metrics scrapes: `metrics<suffix>.csv` (the suffix requests.csv gets).
+pub fn metrics_csv(suffix: &str) -> String {
+    format!("metrics{suffix}.csv")
+}
 // Slurm's files (`--executor slurm`, record::slurm reads and writes each):
 /// The folder of a Slurm submission's own files: `slurm/`.
 pub const SLURM: &str = "slurm";

@@ -1,16 +1,21 @@
 //! Record: the one row per run (`run_record`, with the one column list), the results folder
 //! (`store`), results.csv read back (`rows`), the provenance manifest and the GPU checks it
 //! records, and whether a spec's objective names those columns the right way (`objective`).
+pub mod command;
 pub mod effective;
 pub mod gpu;
 pub mod layout;
+pub mod metrics;
 pub mod outcome;
 pub mod plan_file;
 pub mod preflight;
 pub mod provenance;
 pub mod quality;
+pub mod requests;
+pub mod results_md;
 pub mod rows;
 pub mod run_record;
+pub mod server_info;
 pub mod slurm;
 pub mod state;
 pub mod store;

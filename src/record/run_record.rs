@@ -4,7 +4,10 @@
 use crate::observe::client::{ClientSummary, Stats};
 use crate::observe::diagnose::Verdict;
 use crate::observe::sglang_log::ServerSummary;
+use crate::plan::engine::Engine;
+use crate::plan::expand::RunConfig;
 use crate::plan::flags::ParamValue;
+use crate::plan::spec::LoadPoint;
 use crate::server::failure::FailureKind;
 use serde::{Deserialize, Serialize};
 
@@ -147,7 +150,7 @@ pub struct RunRecord {
     /// The engine the run's server is (its configuration's `engine:`, else `server.engine`).
     /// Absent from summary.json files written before vLLM: those ran SGLang.
     #[serde(default)]
-    pub engine: crate::plan::engine::Engine,
+    pub engine: Engine,
     pub status: RunStatus,
     pub failure_kind: Option<FailureKind>,
     pub failure_message: Option<String>,
@@ -181,6 +184,58 @@ pub struct RunRecord {
 }
 
 impl RunRecord {
+    /// The row of run `run_name` (`run_id`, on `engine`, with its values of the plan's swept
+    /// keys) at one load point and repeat of a fixed measurement, before anything is known of
+    /// it: ok, nothing measured, no notes, no times. Callers set what they learn (a failure,
+    /// the summaries, the times) with `RunRecord { .., ..RunRecord::new(..) }`.
+    pub fn new(
+        run_name: impl Into<String>,
+        run_id: impl Into<String>,
+        engine: Engine,
+        params: Vec<(String, Option<ParamValue>)>,
+        point: LoadPoint,
+        repeat: u64,
+    ) -> RunRecord {
+        RunRecord {
+            run_name: run_name.into(),
+            run_id: run_id.into(),
+            engine,
+            status: RunStatus::Ok,
+            failure_kind: None,
+            failure_message: None,
+            params,
+            concurrency: point.concurrency,
+            request_rate: point.request_rate,
+            repeat,
+            phase: Phase::Measure,
+            probe: None,
+            client: None,
+            server: None,
+            verdict: None,
+            time_to_ready_s: None,
+            metrics: None,
+            effective: None,
+            notes: Vec::new(),
+            started_at: String::new(),
+            finished_at: String::new(),
+        }
+    }
+
+    /// [`RunRecord::new`] for a configuration of the plan: its name, id and engine, and its
+    /// values of `param_keys` (the plan's swept keys, in column order).
+    pub fn of_run(
+        run: &RunConfig,
+        param_keys: &[String],
+        point: LoadPoint,
+        repeat: u64,
+    ) -> RunRecord {
+        let params = param_keys
+            .iter()
+            .map(|k| (k.clone(), run.param(k).cloned()))
+            .collect();
+        RunRecord::new(&run.name, &run.id, run.engine, params, point, repeat)
+    }
+
     /// What identifies a row within a sweep: run name, load point, repeat.
     pub fn key(&self) -> RowKey {
         (
@@ -635,28 +690,18 @@ mod tests {
         sorted.sort();
         sorted.dedup();
         assert_eq!(sorted.len(), h.len(), "duplicate column names");
+        let params = vec![("mem_fraction_static".into(), Some(ParamValue::Float(0.88)))];
+        let point = LoadPoint {
+            concurrency: 8,
+            request_rate: None,
+        };
         let r = RunRecord {
-            run_name: "a".into(),
-            run_id: "0123".into(),
-            engine: crate::plan::engine::Engine::Sglang,
             status: RunStatus::Failed,
             failure_kind: Some(FailureKind::Oom),
             failure_message: Some("Not enough memory".into()),
-            params: vec![("mem_fraction_static".into(), Some(ParamValue::Float(0.88)))],
-            concurrency: 8,
-            request_rate: None,
-            repeat: 1,
-            phase: Phase::Measure,
-            probe: None,
-            client: None,
-            server: None,
-            verdict: None,
-            time_to_ready_s: None,
-            metrics: None,
-            effective: None,
-            notes: vec![],
             started_at: "t".into(),
             finished_at: "t".into(),
+            ..RunRecord::new("a", "0123", Engine::Sglang, params, point, 1)
         };
         let row = row(&r);
         assert_eq!(row.len(), h.len());
@@ -682,6 +727,50 @@ mod tests {
             p99: Some(p99),
             max: Some(max),
         }
+    }
+
+    /// A configuration's row: its identity, and its value of each swept key in column order
+    /// (a key it does not set: None); ok, at a fixed load point, with nothing measured yet.
+    #[test]
+    fn a_configurations_row_starts_from_its_identity() {
+        let run = RunConfig {
+            name: "fp8".into(),
+            id: "abc".into(),
+            source: crate::plan::expand::RunSource::Config,
+            params: vec![("kv_cache_dtype".into(), ParamValue::Str("fp8_e4m3".into()))],
+            resolved: vec![
+                ("tp_size".into(), ParamValue::Int(2)),
+                ("kv_cache_dtype".into(), ParamValue::Str("fp8_e4m3".into())),
+            ],
+            engine: Engine::Vllm,
+        };
+        let keys = ["kv_cache_dtype", "hicache_size", "tp_size"].map(String::from);
+        let point = LoadPoint {
+            concurrency: 4,
+            request_rate: Some(2.5),
+        };
+        let r = RunRecord::of_run(&run, &keys, point, 3);
+        assert_eq!(
+            (r.run_name.as_str(), r.run_id.as_str(), r.engine),
+            ("fp8", "abc", Engine::Vllm)
+        );
+        assert_eq!(
+            r.params,
+            vec![
+                (
+                    "kv_cache_dtype".to_string(),
+                    Some(ParamValue::Str("fp8_e4m3".into()))
+                ),
+                ("hicache_size".to_string(), None),
+                ("tp_size".to_string(), Some(ParamValue::Int(2))),
+            ]
+        );
+        assert_eq!((r.concurrency, r.request_rate, r.repeat), (4, Some(2.5), 3));
+        assert_eq!(
+            (r.status, r.phase, r.probe),
+            (RunStatus::Ok, Phase::Measure, None)
+        );
+        assert!(r.client.is_none() && r.server.is_none() && r.notes.is_empty());
     }
 
     /// A record with every field a column reads set to its own recognisable value, and the

@@ -115,8 +115,9 @@ pub fn read_launch_record(launch_dir: &Path) -> Result<Option<LaunchRecord>, Rea
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
+    use crate::plan::engine::Engine;
     use crate::plan::flags::ParamValue;
-    use crate::record::{Phase, RunStatus};
+    use crate::record::RunStatus;
 
     fn folder() -> tempfile::TempDir {
         let tmp = tempfile::tempdir().expect("tempdir");
@@ -171,28 +172,16 @@ mod tests {
     }
 
     fn record(name: &str, status: RunStatus) -> RunRecord {
-        RunRecord {
-            run_name: name.into(),
-            run_id: format!("id-{name}"),
-            engine: crate::plan::engine::Engine::Sglang,
-            status,
-            failure_kind: None,
-            failure_message: None,
-            params: vec![("max_total_tokens".into(), Some(ParamValue::Int(300)))],
+        let params = vec![("max_total_tokens".into(), Some(ParamValue::Int(300)))];
+        let point = crate::plan::spec::LoadPoint {
             concurrency: 4,
             request_rate: None,
-            repeat: 2,
-            phase: Phase::Measure,
-            probe: None,
-            client: None,
-            server: None,
-            verdict: None,
-            time_to_ready_s: None,
-            metrics: None,
-            effective: None,
-            notes: vec![],
+        };
+        RunRecord {
+            status,
             started_at: "t0".into(),
             finished_at: "t1".into(),
+            ..RunRecord::new(name, format!("id-{name}"), Engine::Sglang, params, point, 2)
         }
     }
 

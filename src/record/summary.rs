@@ -93,19 +93,9 @@ mod tests {
     fn sample() -> Summary {
         Summary {
             record: RunRecord {
-                run_name: "mtt2048".into(),
-                run_id: "abc123".into(),
-                engine: crate::plan::engine::Engine::Vllm,
                 status: RunStatus::Failed,
                 failure_kind: Some(FailureKind::StartupError),
                 failure_message: Some("no AMX".into()),
-                params: vec![(
-                    "max_total_tokens".into(),
-                    Some(crate::plan::flags::ParamValue::Int(2048)),
-                )],
-                concurrency: 8,
-                request_rate: Some(2.5),
-                repeat: 2,
                 phase: Phase::Probe,
                 probe: Some(crate::record::ProbeResult::Uncertain),
                 client: Some(crate::observe::client::ClientSummary {
@@ -113,14 +103,24 @@ mod tests {
                     output_tok_s: Some(123.5),
                     ..Default::default()
                 }),
-                server: None,
-                verdict: None,
                 time_to_ready_s: Some(12.25),
-                metrics: None,
-                effective: None,
                 notes: vec!["slow stop".into()],
                 started_at: "2026-12-03T10:00:00Z".into(),
                 finished_at: "2026-12-03T10:01:00Z".into(),
+                ..RunRecord::new(
+                    "mtt2048",
+                    "abc123",
+                    crate::plan::engine::Engine::Vllm,
+                    vec![(
+                        "max_total_tokens".into(),
+                        Some(crate::plan::flags::ParamValue::Int(2048)),
+                    )],
+                    crate::plan::spec::LoadPoint {
+                        concurrency: 8,
+                        request_rate: Some(2.5),
+                    },
+                    2,
+                )
             },
             command: LaunchCommand {
                 program: "python3".into(),

@@ -10,6 +10,7 @@ use crate::observe::diagnose::{self, Verdict};
 use crate::observe::engine_log::LogSummarizer;
 use crate::observe::sglang_log::jsonl::format_ts;
 use crate::observe::sglang_log::{IDLE_GAP_SECS, ServerSummary, Timestamp};
+use crate::plan::engine::Engine;
 use crate::server::failure::{FailureKind, StartFailure};
 
 /// `sgtune log --format`.
@@ -154,7 +155,7 @@ fn window_text(r: &FileReport) -> String {
     }
     if w.first_line.is_some() || s.warmup_stats_lines > 0 {
         let first = s.excluded_decode_lines.saturating_sub(s.idle_gap_lines);
-        let gap = if s.engine.as_deref() == Some("vllm") {
+        let gap = if s.engine == Engine::Vllm {
             crate::observe::vllm_log::summary::IDLE_GAP_SECS
         } else {
             IDLE_GAP_SECS
@@ -207,7 +208,7 @@ fn render_title(o: &mut String, r: &FileReport) {
 
 /// The `version` row, and the hints it was inferred from when there are any.
 fn render_version(o: &mut String, s: &ServerSummary) {
-    if s.engine.as_deref() == Some("vllm") {
+    if s.engine == Engine::Vllm {
         let v = s.engine_version.as_deref().unwrap_or("version not printed");
         row(
             o,
@@ -570,10 +571,10 @@ fn csv_row(r: &FileReport) -> Vec<String> {
         f(s.kv_cache_gb),
         f(s.hicache_host_gb),
         f(s.available_mem_gb),
-        match (s.engine.as_deref(), &s.engine_version) {
-            (Some("vllm"), Some(v)) => format!("vLLM {v}"),
-            (Some("vllm"), None) => "vLLM".to_string(),
-            _ => s.version.one_line(),
+        match (s.engine, &s.engine_version) {
+            (Engine::Vllm, Some(v)) => format!("vLLM {v}"),
+            (Engine::Vllm, None) => "vLLM".to_string(),
+            (Engine::Sglang, _) => s.version.one_line(),
         },
         u(r.offered),
         r.verdict.kind.as_str().to_string(),

@@ -5,7 +5,9 @@
 
 use crate::plan::expand::RunPlan;
 use crate::plan::spec::{self, SweepSpec};
+use crate::record::command;
 use crate::record::provenance::{self, Manifest};
+use crate::record::results_md::{self, ResultsMd};
 use crate::record::rows;
 use crate::record::store::{self, ResultsDir, StoreError};
 use crate::record::sweep::Sweep as Loaded;
@@ -130,17 +132,12 @@ fn decide(
         let found = [name.to_string(), format!("{name}.r1")]
             .iter()
             .find_map(|d| {
-                std::fs::read_to_string(
-                    results
-                        .root
-                        .join(store::RUNS)
-                        .join(d)
-                        .join(store::COMMAND_TXT),
-                )
-                .ok()
+                command::read(&store::launch_dir(&results.root, d))
+                    .ok()
+                    .flatten()
             });
         if let Some(c) = found {
-            commands.insert(name.to_string(), c.trim_end().to_string());
+            commands.insert(name.to_string(), c);
         }
     }
     let facts = effective_facts(rows, loaded);
@@ -362,12 +359,12 @@ fn conclude_loaded(
     };
     let marks = table::marks(spec.objective.as_ref(), decided.as_ref(), &all);
     let table = table::render(&all, &plan.param_keys, marks.as_ref());
-    let md = format!(
-        "# {}\n\nResults folder: `{}`\n\n{table}",
-        plan.sweep_name,
-        results.root.display()
-    );
-    if let Err(e) = store::write_atomic(&results.root.join(store::RESULTS_MD), md.as_bytes()) {
+    let md = ResultsMd {
+        sweep: plan.sweep_name.clone(),
+        folder: results.root.display().to_string(),
+        table: table.clone(),
+    };
+    if let Err(e) = results_md::write(&results.root, &md) {
         say(&format!("warning: cannot write results.md: {e}"));
     }
     out(&format!("\n{table}"));

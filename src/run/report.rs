@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use crate::observe::timeline::{self, WindowLines};
 use crate::plan::engine::Engine;
 use crate::record::ReadError;
+use crate::record::requests;
 use crate::record::rows::{self, Row};
 use crate::record::store::{self, StoreError};
 use crate::record::summary::{self, Summary};
@@ -74,15 +75,12 @@ fn read_launch(dir: &Path, name: &str, engine: Option<Engine>) -> Launch {
             });
         }
         let req = dir.join(store::requests_csv(sfx));
-        let requests = match File::open(&req) {
-            Ok(f) => match data::read_requests(BufReader::new(f)) {
-                Ok(r) => r,
-                Err(e) => {
-                    l.notes.push(format!("{}: {e}", req.display()));
-                    Vec::new()
-                }
-            },
-            Err(_) => Vec::new(),
+        let requests = match requests::read(&req) {
+            Ok(r) => data::measured(&r.unwrap_or_default()),
+            Err(e) => {
+                l.notes.push(e.to_string());
+                Vec::new()
+            }
         };
         l.points.push(PointClient { label, requests });
     }

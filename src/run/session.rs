@@ -6,10 +6,10 @@
 
 use crate::load::driver::{self, LoadEvent, LoadOutcome, LoadTarget, Phase};
 use crate::load::http1;
-use crate::load::requests_csv;
 use crate::observe::client::{self, ClientSummary};
 use crate::plan::spec::WorkloadSpec;
-use crate::record::store::{CsvFile, StoreError};
+use crate::record::requests::RequestsCsv;
+use crate::record::store::StoreError;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
@@ -75,7 +75,7 @@ pub async fn run(
     w: &WorkloadSpec,
     target: &LoadTarget,
     cancel: &CancellationToken,
-    mut requests_csv: Option<CsvFile>,
+    mut requests_csv: Option<RequestsCsv>,
     watch: &mut dyn Watch,
 ) -> SessionOutcome {
     // `stop` ends sending: the user's interrupt reaches it through the parent token, a dead
@@ -100,17 +100,17 @@ pub async fn run(
     let mut on_event = |ev: LoadEvent<'_>| match ev {
         LoadEvent::MeasureStart => {
             measure_t0 = Instant::now();
-            cpu_start = requests_csv::process_cpu_s();
+            cpu_start = crate::util::sys::process_cpu_s();
             watch.borrow_mut().window(true);
         }
         LoadEvent::MeasureEnd => {
-            cpu_end = requests_csv::process_cpu_s();
+            cpu_end = crate::util::sys::process_cpu_s();
             watch.borrow_mut().window(false);
         }
         LoadEvent::Sample(s) => {
             acc.add(s);
             if let Some(f) = requests_csv.as_mut() {
-                f.row(requests_csv::row(s));
+                f.add(s);
             }
             if s.phase == Phase::Measured {
                 if s.ok() {

@@ -41,9 +41,10 @@ pub mod work;
 /// Specs and rows for the tuner's unit tests.
 #[cfg(test)]
 pub(crate) mod testing {
+    use crate::plan::engine::Engine;
     use crate::plan::spec::SweepSpec;
+    use crate::record::RunRecord;
     use crate::record::rows::Row;
-    use crate::record::{Phase, RunRecord, RunStatus};
 
     /// A sweep spec from the YAML that follows its `server:` section (configs, workload,
     /// objective, search, ...). The server is never launched.
@@ -61,28 +62,10 @@ pub(crate) mod testing {
 
     /// An ok record of `run_name` at concurrency 8, repeat 1, with nothing measured.
     pub fn record(run_name: &str) -> RunRecord {
-        RunRecord {
-            run_name: run_name.into(),
-            run_id: "id".into(),
-            engine: crate::plan::engine::Engine::Sglang,
-            status: RunStatus::Ok,
-            failure_kind: None,
-            failure_message: None,
-            params: Vec::new(),
+        let point = crate::plan::spec::LoadPoint {
             concurrency: 8,
             request_rate: None,
-            repeat: 1,
-            phase: Phase::Measure,
-            probe: None,
-            client: None,
-            server: None,
-            verdict: None,
-            time_to_ready_s: None,
-            metrics: None,
-            effective: None,
-            notes: Vec::new(),
-            started_at: String::new(),
-            finished_at: String::new(),
-        }
+        };
+        RunRecord::new(run_name, "id", Engine::Sglang, Vec::new(), point, 1)
     }
 }

@@ -5,6 +5,18 @@ pub fn available_cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
+/// CPU time (user + system) this process has used, in seconds (the client's own CPU over a
+/// measured window).
+pub fn process_cpu_s() -> Option<f64> {
+    // SAFETY: getrusage fills the struct we pass; zeroed is a valid initial value.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return None;
+    }
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    Some(tv(ru.ru_utime) + tv(ru.ru_stime))
+}
+
 /// This machine's host name (`unknown-host` when it cannot be read).
 pub fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")

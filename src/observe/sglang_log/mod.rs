@@ -5,7 +5,9 @@
 //! [`LogEvent`]s and parses the rare start-up, retraction and error lines; [`scan`] reads one
 //! line as bytes (the fast path: no allocation for Decode/Prefill lines, a couple of `memchr`
 //! calls for lines of no interest) and gives [`parse_line`]; [`version`] turns format
-//! features into SGLang version hints; [`jsonl`] writes events as JSON lines; [`summary`]
+//! features into SGLang version hints; [`jsonl`] writes events as JSON lines; [`skeleton`] is
+//! what SGLang's and vLLM's summaries share, free of any format (the window, the tail, the
+//! driver that decides which stats lines count); [`summary`]
 //! folds a log into a [`ServerSummary`], streaming, in constant memory
 //! ([`crate::observe::quantiles`] bounds the percentiles). The parser tolerates every
 //! Decode/Prefill format since v0.1, glued-on tqdm bars and wrapper prefixes, truncated and
@@ -13,13 +15,14 @@
 //!
 //! Each module uses only modules before it in this order (`fields` and `prefix` are leaves),
 //! so the dependencies have no cycle:
-//! `fields`, `prefix` → `line` → `scan` → `version` → `jsonl`, `summary`.
+//! `fields`, `prefix` → `skeleton` → `line` → `scan` → `version` → `jsonl`, `summary`.
 
 pub mod fields;
 pub mod jsonl;
 pub mod line;
 pub mod prefix;
 pub mod scan;
+pub mod skeleton;
 pub mod summary;
 pub mod version;
 
@@ -31,9 +34,10 @@ pub use summary::*;
 #[cfg(test)]
 mod tests {
     /// The modules in the order of the module documentation, with their source.
-    const ORDER: [(&str, &str); 7] = [
+    const ORDER: [(&str, &str); 8] = [
         ("fields", include_str!("fields.rs")),
         ("prefix", include_str!("prefix.rs")),
+        ("skeleton", include_str!("skeleton.rs")),
         ("line", include_str!("line.rs")),
         ("scan", include_str!("scan.rs")),
         ("version", include_str!("version.rs")),

@@ -5,19 +5,22 @@
 //! non-stats lines (for start-up failures): memory stays constant however long the log.
 //! [`LineReader`] feeds it from any reader in 1 MiB chunks without copying lines.
 
-use std::cmp::Ordering;
 use std::io::{self, Read};
 use std::path::Path;
 
 use memchr::memchr_iter;
 use serde::{Deserialize, Serialize};
 
-use crate::observe::window::{Intervals, WindowFigures, WindowStats};
+use crate::observe::window::WindowFigures;
+use crate::plan::engine::Engine;
 
 use super::line::{LogEvent, StatsKind};
-use super::prefix::{RankTags, Timestamp, parse_prefix_bytes};
+use super::prefix::{RankTags, parse_prefix_bytes};
 use super::scan::{Scanned, StatsRef, scan_with};
+use super::skeleton::{Rules, Skeleton, Window};
 use super::version::{self, VersionHints};
+
+pub use super::skeleton::{LogWindow, Scope, TAIL_LINES, Tail, WindowSpan, cmp_ts};
 
 /// A Decode line more than this many seconds after the previous Decode line of the same
 /// scheduler is excluded: its `gen throughput` averages over the idle time.
@@ -27,80 +30,14 @@ pub const IDLE_GAP_SECS: f64 = 10.0;
 /// when the log has no milliseconds) belong to one logging interval and are summed.
 pub use crate::observe::window::DP_GROUP_SECS;
 
-/// Which lines of the file count as the measured window: 0-based line indices, [start, end).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LogWindow {
-    pub start_line: usize,
-    pub end_line: usize,
-}
-
-impl LogWindow {
-    pub fn contains(&self, line: usize) -> bool {
-        self.start_line <= line && line < self.end_line
-    }
-}
-
-/// What counts as the measured window: a line range and/or a time range. Stats lines before
-/// the ready line are excluded in any case.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Scope {
-    pub lines: Option<LogWindow>,
-    /// Lines at or after this time.
-    pub since: Option<Timestamp>,
-    /// Lines before this time (exclusive).
-    pub until: Option<Timestamp>,
-}
-
-impl Scope {
-    /// Whether line `idx` with time `ts` (its own, or the last one seen before it) is inside.
-    /// A line without any time is outside a time range.
-    pub fn contains(&self, idx: usize, ts: Option<Timestamp>) -> bool {
-        if self.lines.is_some_and(|w| !w.contains(idx)) {
-            return false;
-        }
-        if self.since.is_none() && self.until.is_none() {
-            return true;
-        }
-        let Some(t) = ts else {
-            return false;
-        };
-        self.since.is_none_or(|s| cmp_ts(&t, &s) != Ordering::Less)
-            && self.until.is_none_or(|u| cmp_ts(&t, &u) == Ordering::Less)
-    }
-
-    /// Whether anything narrows the window.
-    pub fn is_restricted(&self) -> bool {
-        self.lines.is_some() || self.since.is_some() || self.until.is_some()
-    }
-}
-
-/// Order of two timestamps: by date and time when both have a date, else by time of day.
-pub fn cmp_ts(a: &Timestamp, b: &Timestamp) -> Ordering {
-    let by_time = a.secs_of_day.total_cmp(&b.secs_of_day);
-    match (a.date, b.date) {
-        (Some(x), Some(y)) => x.cmp(&y).then(by_time),
-        _ => by_time,
-    }
-}
-
-/// The stats lines the summary rests on: first and last line (0-based) and their times.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct WindowSpan {
-    pub first_line: Option<usize>,
-    pub last_line: Option<usize>,
-    pub start: Option<Timestamp>,
-    pub end: Option<Timestamp>,
-    /// end − start, when both have times.
-    pub seconds: Option<f64>,
-}
-
 /// What a server log says about one run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ServerSummary {
-    /// The engine whose log this is, when it is not SGLang's (`vllm`); absent for SGLang.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub engine: Option<String>,
+    /// The engine whose log this is. Written only when it is not SGLang's (`"vllm"`), so a
+    /// summary from before vLLM, which has none, reads as SGLang's and SGLang's stay as they were.
+    #[serde(skip_serializing_if = "Engine::is_sglang")]
+    pub engine: Engine,
     /// The engine's version as its log prints it (vLLM's start-up lines).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub engine_version: Option<String>,
@@ -312,24 +249,26 @@ fn ratio(num: f64, den: usize) -> Option<f64> {
     (den > 0).then(|| num / den as f64)
 }
 
-/// Everything measured over the window. Replaced by a fresh one at the ready line, so that
+/// SGLang's rules in the shared skeleton: schedulers by DP rank (or GPU tag), Decode lines
+/// after [`IDLE_GAP_SECS`] left out, the window's start from its first line with a time.
+#[derive(Debug, Clone, Copy)]
+pub struct Sglang;
+
+impl Rules for Sglang {
+    type Key = SchedKey;
+    type Acc = Acc;
+    const IDLE_GAP_SECS: f64 = IDLE_GAP_SECS;
+    const LATE_START: bool = true;
+}
+
+/// What SGLang's log adds over the window beside the skeleton's counts (DP ranks' Decode
+/// lines summed into intervals there). Replaced by a fresh one at the ready line, so that
 /// warmup stats never count.
 #[derive(Debug, Clone, Default)]
-struct Acc {
-    all_stats: usize,
-    seen_sched: Vec<Option<SchedKey>>,
+pub struct Acc {
     dp_ranks: Vec<u32>,
-    stats_lines: usize,
     prefill_lines: usize,
-    excluded: usize,
-    idle_excluded: usize,
     garbled: usize,
-    span: WindowSpan,
-
-    /// Kept Decode lines into logging intervals (DP ranks' lines summed).
-    intervals: Intervals<SchedKey, Timestamp>,
-    /// Per interval: throughput, running, queue; per kept line: KV usage.
-    window: WindowStats,
 
     graph_label: Option<String>,
     graph_lines: usize,
@@ -350,21 +289,6 @@ struct Acc {
 }
 
 impl Acc {
-    fn note_span(&mut self, idx: usize, ts: Option<Timestamp>) {
-        let w = &mut self.span;
-        if w.first_line.is_none() {
-            w.first_line = Some(idx);
-            w.start = ts;
-        }
-        if w.start.is_none() {
-            w.start = ts;
-        }
-        w.last_line = Some(idx);
-        if ts.is_some() {
-            w.end = ts;
-        }
-    }
-
     fn prefill(&mut self, s: &StatsRef<'_>) {
         self.prefill_lines += 1;
         if let Some(t) = s.input_throughput {
@@ -376,35 +300,38 @@ impl Acc {
             .cached_tokens
             .saturating_add(s.cached_token.unwrap_or(0));
     }
+}
 
+impl Window<Sglang> {
+    /// A Decode line the skeleton counts.
     fn keep(&mut self, s: &StatsRef<'_>, key: Option<SchedKey>) {
-        self.stats_lines += 1;
         if let Some(u) = s.token_usage {
-            self.window.usage(u);
+            self.stats.usage(u);
         }
+        let a = &mut self.acc;
         if let Some(g) = s.graph {
-            self.graph_lines += 1;
-            if self.graph_label.is_none() {
-                self.graph_label = Some(String::from_utf8_lossy(s.graph_label).into_owned());
+            a.graph_lines += 1;
+            if a.graph_label.is_none() {
+                a.graph_label = Some(String::from_utf8_lossy(s.graph_label).into_owned());
             }
             match (g, s.running_req) {
                 (true, r) => {
-                    self.graph_on += 1;
+                    a.graph_on += 1;
                     if let Some(r) = r {
-                        self.graph_on_run_max = max_u(self.graph_on_run_max, r);
+                        a.graph_on_run_max = max_u(a.graph_on_run_max, r);
                     }
                 }
                 (false, Some(r)) => {
-                    self.graph_off_run_min = min_u(self.graph_off_run_min, r);
-                    self.graph_off_run_max = max_u(self.graph_off_run_max, r);
-                    self.graph_off_run_sum += r as f64;
-                    self.graph_off_run_n += 1;
+                    a.graph_off_run_min = min_u(a.graph_off_run_min, r);
+                    a.graph_off_run_max = max_u(a.graph_off_run_max, r);
+                    a.graph_off_run_sum += r as f64;
+                    a.graph_off_run_n += 1;
                 }
                 (false, None) => {}
             }
         }
         self.intervals.line(
-            &mut self.window,
+            &mut self.stats,
             s.ts(),
             key,
             s.gen_throughput,
@@ -414,53 +341,10 @@ impl Acc {
     }
 }
 
-/// The last non-stats, non-access lines (oldest first), for start-up failures.
-#[derive(Debug, Clone, Default)]
-pub struct Tail {
-    lines: Vec<Vec<u8>>,
-    next: usize,
-}
-
-/// Lines the tail keeps, and the bytes kept of each.
-pub const TAIL_LINES: usize = 64;
-const TAIL_LINE_BYTES: usize = 2048;
-
-impl Tail {
-    pub fn push(&mut self, line: &[u8]) {
-        let line = line.get(..TAIL_LINE_BYTES).unwrap_or(line);
-        if self.lines.len() < TAIL_LINES {
-            self.lines.push(line.to_vec());
-        } else if let Some(slot) = self.lines.get_mut(self.next) {
-            slot.clear();
-            slot.extend_from_slice(line);
-        }
-        self.next = (self.next + 1) % TAIL_LINES;
-    }
-
-    pub fn to_strings(&self) -> Vec<String> {
-        let (a, b) = if self.lines.len() < TAIL_LINES {
-            (&self.lines[..], &[][..])
-        } else {
-            let (head, tail) = self.lines.split_at(self.next.min(self.lines.len()));
-            (tail, head)
-        };
-        a.iter()
-            .chain(b)
-            .map(|l| String::from_utf8_lossy(l).into_owned())
-            .collect()
-    }
-}
-
 /// Streaming summary of one log: feed it lines in order, ask for the summary at any time.
 #[derive(Debug, Clone, Default)]
 pub struct Summarizer {
-    scope: Scope,
-    next_line: usize,
-    ready_line: Option<usize>,
-    warmup_stats: usize,
-    acc: Acc,
-    prev_decode: Vec<(Option<SchedKey>, Timestamp)>,
-    last_ts: Option<Timestamp>,
+    core: Skeleton<Sglang>,
 
     max_total_num_tokens: Option<u64>,
     max_running_requests: Option<u64>,
@@ -481,42 +365,35 @@ pub struct Summarizer {
     error_lines: usize,
     features: u64,
     inspected: [usize; 2],
-    tail: Tail,
 }
 
 impl Summarizer {
     pub fn new(scope: Scope) -> Summarizer {
         Summarizer {
-            scope,
+            core: Skeleton::new(scope),
             ..Summarizer::default()
         }
     }
 
     /// Lines fed so far.
     pub fn lines(&self) -> usize {
-        self.next_line
+        self.core.lines()
     }
 
     /// The last non-stats, non-access lines (at most [`TAIL_LINES`]), oldest first.
     pub fn tail(&self) -> Vec<String> {
-        self.tail.to_strings()
-    }
-
-    fn in_scope(&self, idx: usize, ts: Option<Timestamp>) -> bool {
-        self.scope.contains(idx, ts.or(self.last_ts))
+        self.core.tail.to_strings()
     }
 
     /// Feed the next line (without its newline; a trailing `\r` is ignored).
     pub fn feed_line(&mut self, line: &[u8]) {
-        let idx = self.next_line;
-        self.next_line += 1;
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let (idx, line) = self.core.next_line(line);
         scan_with(line, |sc| match sc {
             Scanned::Stats(s) => self.on_stats(idx, s),
             Scanned::Skip => {}
-            Scanned::Nothing => self.tail.push(line),
+            Scanned::Nothing => self.core.tail.push(line),
             Scanned::Event(ev) => {
-                self.tail.push(line);
+                self.core.tail.push(line);
                 self.on_event(idx, line, ev);
             }
         })
@@ -525,7 +402,7 @@ impl Summarizer {
     fn on_stats(&mut self, idx: usize, s: &StatsRef<'_>) {
         let ts = s.ts();
         if ts.is_some() {
-            self.last_ts = ts;
+            self.core.last_ts = ts;
         }
         let k = usize::from(s.kind == StatsKind::Prefill);
         if let Some(n) = self.inspected.get_mut(k) {
@@ -538,57 +415,38 @@ impl Summarizer {
         if !rank_kept(ranks) {
             return;
         }
-        let in_scope = self.in_scope(idx, ts);
+        let in_scope = self.core.in_scope(idx, ts);
+        let w = &mut self.core.window;
         if in_scope {
-            self.acc.all_stats += 1;
+            w.all_stats += 1;
         }
         match s.kind {
             StatsKind::Prefill => {
                 if in_scope {
-                    self.acc.prefill(s);
-                    self.acc.note_span(idx, ts);
+                    w.acc.prefill(s);
+                    w.note_span(idx, ts);
                 }
             }
             StatsKind::Decode => {
                 if !has_data(s) {
                     if in_scope {
-                        self.acc.garbled += 1;
+                        w.acc.garbled += 1;
                     }
                     return;
                 }
                 let key = scheduler_key(ranks);
-                let prev = self.prev_decode.iter_mut().find(|(k, _)| *k == key);
-                let gap = match (ts, &prev) {
-                    (Some(t), Some((_, p))) => Some(t.seconds_since(p)),
-                    _ => None,
-                };
-                if let Some(t) = ts {
-                    match prev {
-                        Some(p) => p.1 = t,
-                        None => self.prev_decode.push((key, t)),
+                let kept = self.core.admit(idx, ts, key, in_scope, false);
+                let w = &mut self.core.window;
+                if in_scope {
+                    if let Some(d) = ranks.get(b"DP") {
+                        if !w.acc.dp_ranks.contains(&d) {
+                            w.acc.dp_ranks.push(d);
+                        }
                     }
                 }
-                if !in_scope {
-                    return;
+                if kept {
+                    w.keep(s, key);
                 }
-                self.acc.note_span(idx, ts);
-                if let Some(d) = ranks.get(b"DP") {
-                    if !self.acc.dp_ranks.contains(&d) {
-                        self.acc.dp_ranks.push(d);
-                    }
-                }
-                let first = !self.acc.seen_sched.contains(&key);
-                if first {
-                    self.acc.seen_sched.push(key);
-                }
-                if first || gap.is_some_and(|g| g > IDLE_GAP_SECS) {
-                    self.acc.excluded += 1;
-                    if !first {
-                        self.acc.idle_excluded += 1;
-                    }
-                    return;
-                }
-                self.acc.keep(s, key);
             }
         }
     }
@@ -596,13 +454,7 @@ impl Summarizer {
     fn on_event(&mut self, idx: usize, line: &[u8], ev: LogEvent) {
         self.features |= version::event_features(line, &ev);
         match ev {
-            LogEvent::Ready => {
-                if self.ready_line.is_none() {
-                    self.ready_line = Some(idx);
-                    self.warmup_stats = self.acc.all_stats;
-                    self.acc = Acc::default();
-                }
-            }
+            LogEvent::Ready => self.core.ready(idx),
             LogEvent::Capacity(c) => {
                 self.max_total_num_tokens = self.max_total_num_tokens.or(c.max_total_num_tokens);
                 self.max_running_requests = self.max_running_requests.or(c.max_running_requests);
@@ -632,11 +484,12 @@ impl Summarizer {
             LogEvent::Retract(r) => {
                 let p = parse_prefix_bytes(line);
                 if p.ts.is_some() {
-                    self.last_ts = p.ts;
+                    self.core.last_ts = p.ts;
                 }
-                if self.in_scope(idx, p.ts) && rank_kept(&p.ranks) {
-                    self.acc.retractions += 1;
-                    self.acc.retracted = self.acc.retracted.saturating_add(r.retracted_reqs);
+                if self.core.in_scope(idx, p.ts) && rank_kept(&p.ranks) {
+                    let a = &mut self.core.window.acc;
+                    a.retractions += 1;
+                    a.retracted = a.retracted.saturating_add(r.retracted_reqs);
                 }
             }
             LogEvent::GraphBatchSizes { max_bs } => {
@@ -666,19 +519,15 @@ impl Summarizer {
 
     /// The summary of everything fed so far (the open interval included).
     pub fn summary(&self) -> ServerSummary {
-        let mut a = self.acc.clone();
-        a.intervals.close(&mut a.window);
-        let mut span = a.span;
-        if let (Some(s), Some(e)) = (span.start, span.end) {
-            span.seconds = Some(e.seconds_since(&s));
-        }
+        let w = self.core.closed();
+        let a = &w.acc;
         let total_prefill = a.new_tokens.saturating_add(a.cached_tokens);
         let mut summary = ServerSummary {
-            engine: None,
+            engine: Engine::Sglang,
             engine_version: None,
-            stats_lines: a.stats_lines,
+            stats_lines: w.stats_lines,
             prefill_lines: a.prefill_lines,
-            excluded_decode_lines: a.excluded,
+            excluded_decode_lines: w.excluded,
             max_total_num_tokens: self.max_total_num_tokens,
             max_running_requests: self.max_running_requests,
             context_len: self.context_len,
@@ -691,15 +540,15 @@ impl Summarizer {
             hicache_host_gb: self.hicache_host_gb,
             retractions: a.retractions,
             retracted_requests: a.retracted,
-            ready_seen: self.ready_line.is_some(),
-            lines: self.next_line,
-            ready_line: self.ready_line,
-            warmup_stats_lines: self.warmup_stats,
-            idle_gap_lines: a.idle_excluded,
+            ready_seen: self.core.ready_line.is_some(),
+            lines: self.core.lines(),
+            ready_line: self.core.ready_line,
+            warmup_stats_lines: self.core.warmup_stats,
+            idle_gap_lines: w.idle_excluded,
             garbled_stats_lines: a.garbled,
             error_lines: self.error_lines,
-            window: span,
-            intervals: a.intervals.count,
+            window: w.span,
+            intervals: w.intervals.count,
             dp_ranks: a.dp_ranks.len(),
             graph_label: a.graph_label.clone(),
             graph_lines: a.graph_lines,
@@ -722,7 +571,7 @@ impl Summarizer {
             version: version::hints(self.features),
             ..ServerSummary::default()
         };
-        summary.set_window(a.window.figures());
+        summary.set_window(w.stats.figures());
         summary
     }
 }
@@ -854,8 +703,28 @@ pub fn summarize_text(text: &str, window: Option<LogWindow>) -> ServerSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::observe::sglang_log::prefix::parse_prefix;
+    use crate::observe::sglang_log::prefix::{Timestamp, parse_prefix};
     use crate::observe::sglang_log::scan::parse_line;
+
+    /// The engine is written only for vLLM, as the string it always was; a summary without one
+    /// (SGLang's, or any from before vLLM) reads as SGLang's.
+    #[test]
+    fn the_engine_is_written_only_for_vllm() {
+        let sglang = ServerSummary::default();
+        let json = serde_json::to_value(&sglang).unwrap_or_else(|e| panic!("{e}"));
+        assert!(json.get("engine").is_none(), "{json}");
+        let vllm = ServerSummary {
+            engine: Engine::Vllm,
+            ..ServerSummary::default()
+        };
+        let json = serde_json::to_value(&vllm).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(json["engine"], serde_json::json!("vllm"));
+        let back: ServerSummary = serde_json::from_value(json).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(back, vllm);
+        let old: ServerSummary =
+            serde_json::from_str(r#"{"stats_lines": 3}"#).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((old.engine, old.stats_lines), (Engine::Sglang, 3));
+    }
 
     fn close(a: Option<f64>, b: f64) -> bool {
         a.is_some_and(|a| (a - b).abs() < 1e-6)

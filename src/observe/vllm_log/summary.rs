@@ -18,9 +18,8 @@
 //! one all-zero line vLLM prints when the engine goes idle (counted with the idle-gap lines).
 
 use crate::observe::sglang_log::line::error_message;
-use crate::observe::sglang_log::summary::Tail;
-use crate::observe::sglang_log::{LogWindow, Scope, ServerSummary, Timestamp, WindowSpan};
-use crate::observe::window::{Intervals, WindowStats};
+use crate::observe::sglang_log::skeleton::{Rules, Skeleton, Window};
+use crate::observe::sglang_log::{LogWindow, Scope, ServerSummary, Timestamp};
 
 use super::line::{Event, Stats, StatsFormat, parse_line};
 
@@ -28,40 +27,33 @@ use super::line::{Event, Stats, StatsFormat, parse_line};
 /// vLLM logs every 10 s by default (`VLLM_LOG_STATS_INTERVAL`; 5 s in the V0 engine).
 pub const IDLE_GAP_SECS: f64 = 25.0;
 
+/// vLLM's rules in the shared skeleton: schedulers by engine index (`Engine 001:`), lines after
+/// [`IDLE_GAP_SECS`] or idle left out, the window's start from its first line.
+#[derive(Debug, Clone, Copy)]
+pub struct Vllm;
+
+impl Rules for Vllm {
+    type Key = u32;
+    type Acc = Acc;
+    const IDLE_GAP_SECS: f64 = IDLE_GAP_SECS;
+    const LATE_START: bool = false;
+}
+
+/// What vLLM's log adds over the window beside the skeleton's counts (the engines' lines of
+/// one interval summed there).
 #[derive(Debug, Clone, Default)]
-struct Acc {
-    all_stats: usize,
-    seen_engines: Vec<Option<u32>>,
+pub struct Acc {
     engines: Vec<u32>,
-    stats_lines: usize,
-    excluded: usize,
-    idle_excluded: usize,
-    span: WindowSpan,
-    /// Per interval (engines' lines summed): throughput, running, queue; per line: KV usage.
-    window: WindowStats,
-    intervals: Intervals<u32, Timestamp>,
     preempted: u64,
     /// Kept lines of the V0 engine, whose stats lines carry no preemption count.
     v0_lines: usize,
     hit_rate: Option<f64>,
 }
 
-impl Acc {
-    fn note_span(&mut self, idx: usize, ts: Option<Timestamp>) {
-        let w = &mut self.span;
-        if w.first_line.is_none() {
-            w.first_line = Some(idx);
-            w.start = ts;
-        }
-        w.last_line = Some(idx);
-        if ts.is_some() {
-            w.end = ts;
-        }
-    }
-
+impl Window<Vllm> {
+    /// A stats line the skeleton counts.
     fn keep(&mut self, s: &Stats, ts: Option<Timestamp>) {
-        self.stats_lines += 1;
-        self.v0_lines += usize::from(s.format == StatsFormat::V0);
+        self.acc.v0_lines += usize::from(s.format == StatsFormat::V0);
         let queued = match (s.waiting, s.swapped) {
             (Some(w), Some(sw)) => Some(w.saturating_add(sw)),
             (w, sw) => w.or(sw),
@@ -69,7 +61,7 @@ impl Acc {
         // Data parallel: each engine prints its own line per interval (`Engine 001:`); the
         // server's interval is their sum, as with SGLang's DP ranks.
         self.intervals.line(
-            &mut self.window,
+            &mut self.stats,
             ts,
             s.engine,
             s.generation_throughput,
@@ -77,13 +69,14 @@ impl Acc {
             queued,
         );
         if let Some(u) = s.kv_usage {
-            self.window.usage(u);
+            self.stats.usage(u);
         }
+        let a = &mut self.acc;
         if let Some(p) = s.preemptions {
-            self.preempted = self.preempted.saturating_add(p);
+            a.preempted = a.preempted.saturating_add(p);
         }
         if s.prefix_hit_rate.is_some() {
-            self.hit_rate = s.prefix_hit_rate;
+            a.hit_rate = s.prefix_hit_rate;
         }
     }
 }
@@ -100,13 +93,7 @@ fn idle(s: &Stats) -> bool {
 /// Streaming summary of one vLLM log.
 #[derive(Debug, Clone, Default)]
 pub struct Summarizer {
-    scope: Scope,
-    next_line: usize,
-    ready_line: Option<usize>,
-    warmup_stats: usize,
-    acc: Acc,
-    prev: Vec<(Option<u32>, Timestamp)>,
-    last_ts: Option<Timestamp>,
+    core: Skeleton<Vllm>,
     kv_tokens: Option<u64>,
     max_model_len: Option<u64>,
     kv_gib: Option<f64>,
@@ -116,7 +103,6 @@ pub struct Summarizer {
     error_lines: usize,
     /// Lines that only vLLM prints (stats, capacity, version): the log is vLLM's.
     signature_lines: usize,
-    tail: Tail,
 }
 
 /// `non-default args` worth showing next to a verdict.
@@ -143,18 +129,18 @@ fn is_access_line(line: &str) -> bool {
 impl Summarizer {
     pub fn new(scope: Scope) -> Summarizer {
         Summarizer {
-            scope,
+            core: Skeleton::new(scope),
             ..Summarizer::default()
         }
     }
 
     pub fn lines(&self) -> usize {
-        self.next_line
+        self.core.lines()
     }
 
     /// The last non-stats, non-access lines, oldest first.
     pub fn tail(&self) -> Vec<String> {
-        self.tail.to_strings()
+        self.core.tail.to_strings()
     }
 
     /// Lines only vLLM prints seen so far.
@@ -164,13 +150,11 @@ impl Summarizer {
 
     /// Feed the next line (without its newline).
     pub fn feed_line(&mut self, line: &[u8]) {
-        let idx = self.next_line;
-        self.next_line += 1;
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let (idx, line) = self.core.next_line(line);
         let text = String::from_utf8_lossy(line);
         let Some(parsed) = parse_line(&text) else {
             if !is_access_line(&text) {
-                self.tail.push(line);
+                self.core.tail.push(line);
                 let (_, msg) = super::line::split_prefix(&text);
                 if error_message(msg).is_some() {
                     self.error_lines += 1;
@@ -179,7 +163,7 @@ impl Summarizer {
             return;
         };
         if parsed.ts.is_some() {
-            self.last_ts = parsed.ts;
+            self.core.last_ts = parsed.ts;
         }
         match parsed.event {
             Event::Stats(s) => {
@@ -187,7 +171,7 @@ impl Summarizer {
                 self.on_stats(idx, parsed.ts, &s);
             }
             ev => {
-                self.tail.push(line);
+                self.core.tail.push(line);
                 self.on_event(idx, ev);
             }
         }
@@ -195,13 +179,7 @@ impl Summarizer {
 
     fn on_event(&mut self, idx: usize, ev: Event) {
         match ev {
-            Event::Ready => {
-                if self.ready_line.is_none() {
-                    self.ready_line = Some(idx);
-                    self.warmup_stats = self.acc.all_stats;
-                    self.acc = Acc::default();
-                }
-            }
+            Event::Ready => self.core.ready(idx),
             Event::Capacity(c) => {
                 self.signature_lines += 1;
                 self.kv_tokens = self.kv_tokens.or(c.kv_tokens);
@@ -228,43 +206,23 @@ impl Summarizer {
     }
 
     fn on_stats(&mut self, idx: usize, ts: Option<Timestamp>, s: &Stats) {
-        let in_scope = self.scope.contains(idx, ts.or(self.last_ts));
+        let in_scope = self.core.in_scope(idx, ts);
         if in_scope {
-            self.acc.all_stats += 1;
+            self.core.window.all_stats += 1;
         }
         let key = s.engine;
-        let prev = self.prev.iter_mut().find(|(k, _)| *k == key);
-        let gap = match (ts, &prev) {
-            (Some(t), Some((_, p))) => Some(t.seconds_since(p)),
-            _ => None,
-        };
-        if let Some(t) = ts {
-            match prev {
-                Some(p) => p.1 = t,
-                None => self.prev.push((key, t)),
+        let kept = self.core.admit(idx, ts, key, in_scope, idle(s));
+        let w = &mut self.core.window;
+        if in_scope {
+            if let Some(e) = key {
+                if !w.acc.engines.contains(&e) {
+                    w.acc.engines.push(e);
+                }
             }
         }
-        if !in_scope {
-            return;
+        if kept {
+            w.keep(s, ts);
         }
-        self.acc.note_span(idx, ts);
-        if let Some(e) = key {
-            if !self.acc.engines.contains(&e) {
-                self.acc.engines.push(e);
-            }
-        }
-        let first = !self.acc.seen_engines.contains(&key);
-        if first {
-            self.acc.seen_engines.push(key);
-        }
-        if first || gap.is_some_and(|g| g > IDLE_GAP_SECS) || idle(s) {
-            self.acc.excluded += 1;
-            if !first {
-                self.acc.idle_excluded += 1;
-            }
-            return;
-        }
-        self.acc.keep(s, ts);
     }
 
     fn arg(&self, key: &str) -> Option<&str> {
@@ -276,22 +234,18 @@ impl Summarizer {
 
     /// The summary of everything fed so far.
     pub fn summary(&self) -> ServerSummary {
-        let mut a = self.acc.clone();
-        a.intervals.close(&mut a.window);
-        let mut span = a.span;
-        if let (Some(s), Some(e)) = (span.start, span.end) {
-            span.seconds = Some(e.seconds_since(&s));
-        }
+        let w = self.core.closed();
+        let a = &w.acc;
         let arg_u64 = |k: &str| self.arg(k).and_then(|v| v.trim().parse::<u64>().ok());
         let mut version = crate::observe::sglang_log::version::VersionHints::default();
         if let Some(v) = &self.version {
             version.hints.push(format!("vLLM {v} (start-up lines)"));
         }
         let mut summary = ServerSummary {
-            engine: Some("vllm".into()),
+            engine: crate::plan::engine::Engine::Vllm,
             engine_version: self.version.clone(),
-            stats_lines: a.stats_lines,
-            excluded_decode_lines: a.excluded,
+            stats_lines: w.stats_lines,
+            excluded_decode_lines: w.excluded,
             max_total_num_tokens: self.kv_tokens,
             max_running_requests: arg_u64("max_num_seqs"),
             context_len: self.max_model_len,
@@ -300,14 +254,14 @@ impl Summarizer {
             retracted_requests: a.preempted,
             // V1 prints `Preemptions: N` only when N > 0, so its silence is a 0; V0's is not.
             retractions_not_logged: a.v0_lines > 0,
-            ready_seen: self.ready_line.is_some(),
-            lines: self.next_line,
-            ready_line: self.ready_line,
-            warmup_stats_lines: self.warmup_stats,
-            idle_gap_lines: a.idle_excluded,
+            ready_seen: self.core.ready_line.is_some(),
+            lines: self.core.lines(),
+            ready_line: self.core.ready_line,
+            warmup_stats_lines: self.core.warmup_stats,
+            idle_gap_lines: w.idle_excluded,
             error_lines: self.error_lines,
-            window: span,
-            intervals: a.intervals.count,
+            window: w.span,
+            intervals: w.intervals.count,
             dp_ranks: if a.engines.len() > 1 {
                 a.engines.len()
             } else {
@@ -326,7 +280,7 @@ impl Summarizer {
             version,
             ..ServerSummary::default()
         };
-        summary.set_window(a.window.figures());
+        summary.set_window(w.stats.figures());
         summary
     }
 }

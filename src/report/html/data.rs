@@ -3,9 +3,9 @@
 //! server's timeline comes read (`observe::timeline`, for either engine): here it is only
 //! thinned for drawing.
 
-use std::io::Read;
-
+use crate::load::driver::Phase;
 pub use crate::observe::timeline::{Points, Timeline, WindowLines, WindowSpan};
+use crate::record::requests::Request;
 
 /// At most about `max_points` points from `points` (in x order): the points are cut into
 /// buckets of consecutive points and each bucket keeps its lowest and its highest y (in their
@@ -172,41 +172,21 @@ pub struct ClientRequest {
     pub chunk_ms: Vec<f64>,
 }
 
-/// The measured requests of one requests.csv (warm-up rows are left out). Rows that do not
-/// parse are skipped; a file that is not CSV at all is an error.
-pub fn read_requests<R: Read>(r: R) -> Result<Vec<ClientRequest>, csv::Error> {
-    let mut rd = csv::ReaderBuilder::new().flexible(true).from_reader(r);
-    let header = rd.headers()?.clone();
-    let col = |name: &str| header.iter().position(|h| h == name);
-    let (phase, send, ttft, end, toks, chunks) = (
-        col("phase"),
-        col("send_s"),
-        col("ttft_ms"),
-        col("end_ms"),
-        col("completion_tokens"),
-        col("chunk_ms"),
-    );
-    let mut out = Vec::new();
-    for rec in rd.records() {
-        let Ok(rec) = rec else { continue };
-        let get = |c: Option<usize>| c.and_then(|i| rec.get(i)).unwrap_or("");
-        let num = |c: Option<usize>| get(c).trim().parse::<f64>().ok();
-        if get(phase) == "warmup" {
-            continue;
-        }
-        let Some(send_s) = num(send) else { continue };
-        out.push(ClientRequest {
-            send_s,
-            ttft_ms: num(ttft),
-            end_ms: num(end),
-            completion_tokens: num(toks),
-            chunk_ms: get(chunks)
-                .split_ascii_whitespace()
-                .filter_map(|x| x.parse::<f64>().ok())
-                .collect(),
-        });
-    }
-    Ok(out)
+/// The measured requests of one requests.csv as read (`record::requests::read`): warm-up rows,
+/// and rows with no send time, are left out.
+pub fn measured(rows: &[Request]) -> Vec<ClientRequest> {
+    rows.iter()
+        .filter(|r| r.phase == Phase::Measured)
+        .filter_map(|r| {
+            Some(ClientRequest {
+                send_s: r.send_s?,
+                ttft_ms: r.ttft_ms,
+                end_ms: r.end_ms,
+                completion_tokens: r.completion_tokens.map(|t| t as f64),
+                chunk_ms: r.chunk_ms.clone(),
+            })
+        })
+        .collect()
 }
 
 /// The client's output tokens over time, as (time, tokens) events: each chunk carries an equal
@@ -328,7 +308,10 @@ mod tests {
 warmup,0,,5,10,2,\n\
 measured,0,0.0,100,1100,4,100 400 700 1100\n\
 measured,1,0.5,200,700,2,\n";
-        let r = read_requests(csv.as_bytes()).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("requests.csv");
+        std::fs::write(&path, csv).unwrap();
+        let r = measured(&crate::record::requests::read(&path).unwrap().unwrap());
         assert_eq!(r.len(), 2);
         let ev = token_events(&r, 10.0);
         assert_eq!(ev.len(), 4 + 2);

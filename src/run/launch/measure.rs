@@ -9,15 +9,15 @@ use super::upkeep::{flush, quality_pass, size_working_set};
 use super::{LaunchState, Measured};
 use crate::load::driver::{self, LoadTarget};
 use crate::load::prompts::measurement_seed as mix_seed;
-use crate::load::requests_csv;
-use crate::observe::prom::{self, Scrape};
+use crate::observe::prom;
 use crate::record::Phase;
 use crate::record::provenance::now_rfc3339;
-use crate::record::store::{self, CsvFile, StoreError};
+use crate::record::requests::RequestsCsv;
+use crate::record::store;
+use crate::record::{metrics, server_info};
 use crate::report::events::RunEvent;
 use crate::server::supervise::LogSink;
 use crate::tune::search::{self, ProbeRun};
-use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -38,7 +38,7 @@ pub(super) async fn measure(
         None
     };
     if let Some(info) = &info {
-        let res = store::write_json(&st.dir.join(store::SERVER_INFO_JSON), info);
+        let res = server_info::write(st.dir, info);
         st.keep(store::SERVER_INFO_JSON, res);
         st.provenance.effective = Some(info.clone());
     }
@@ -204,10 +204,7 @@ async fn measure_point(
             };
         }
     };
-    let csv = match CsvFile::create(
-        &st.dir.join(store::requests_csv(&sfx)),
-        requests_csv::HEADER,
-    ) {
+    let csv = match RequestsCsv::create(&st.dir.join(store::requests_csv(&sfx))) {
         Ok(f) => Some(f),
         Err(e) => {
             st.notes
@@ -235,7 +232,7 @@ async fn measure_point(
     let metrics = if scrapes.is_empty() {
         None
     } else {
-        let res = write_metrics_csv(&st.dir.join(format!("metrics{sfx}.csv")), &scrapes);
+        let res = metrics::write(&st.dir.join(store::metrics_csv(&sfx)), &scrapes);
         st.keep(store::METRICS_CSV, res);
         Some(prom::summarize(&scrapes))
     };
@@ -283,20 +280,4 @@ fn measurement_seed(seed: u64, m: Measurement) -> u64 {
             m.repeat,
         ],
     )
-}
-
-/// metrics.csv: one row per series per scrape.
-fn write_metrics_csv(path: &Path, scrapes: &[Scrape]) -> Result<(), StoreError> {
-    let mut f = CsvFile::create(path, ["t_s", "metric", "labels", "value"])?;
-    for s in scrapes {
-        for x in &s.samples {
-            f.row([
-                format!("{:.3}", s.t_s),
-                x.name.clone(),
-                x.labels.clone(),
-                x.value.to_string(),
-            ]);
-        }
-    }
-    f.finish()
 }

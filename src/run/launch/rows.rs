@@ -31,33 +31,13 @@ pub(super) struct SummaryDetail<'a> {
 impl LaunchState<'_, '_> {
     pub(super) fn record(&self, m: Measurement, started_at: &str) -> RunRecord {
         RunRecord {
-            run_name: self.run().name.clone(),
-            run_id: self.run().id.clone(),
-            engine: self.run().engine,
             status: RunStatus::Failed,
-            failure_kind: None,
-            failure_message: None,
-            params: self
-                .ctx
-                .param_keys
-                .iter()
-                .map(|k| (k.clone(), self.run().param(k).cloned()))
-                .collect(),
-            concurrency: m.point.concurrency,
-            request_rate: m.point.request_rate,
-            repeat: m.repeat,
             phase: self.launch.phase,
             // A pre-flight attempt fails unless its burst shows otherwise.
             probe: (self.launch.phase == Phase::Preflight).then_some(ProbeResult::Fail),
-            client: None,
-            server: None,
-            verdict: None,
-            time_to_ready_s: None,
-            metrics: None,
             effective: self.effective.clone(),
-            notes: Vec::new(),
             started_at: started_at.to_string(),
-            finished_at: String::new(),
+            ..RunRecord::of_run(self.run(), self.ctx.param_keys, m.point, m.repeat)
         }
     }
 

@@ -14,7 +14,7 @@ use crate::load::quality::{QualityPrompt, QualitySample};
 use crate::observe::prom::{self, Scrape};
 use crate::plan::quality::Quality;
 use crate::plan::spec::WorkloadSpec;
-use crate::record::store::CsvFile;
+use crate::record::requests::RequestsCsv;
 use crate::server::command::LaunchCommand;
 use crate::server::control::Control;
 use crate::server::failure;
@@ -90,7 +90,7 @@ pub(crate) trait Server {
         w: &WorkloadSpec,
         target: &LoadTarget,
         cancel: &CancellationToken,
-        requests_csv: Option<CsvFile>,
+        requests_csv: Option<RequestsCsv>,
         watch: &mut dyn Watch,
     ) -> Driven;
     /// Some(how it ended) once the process has exited.
@@ -215,7 +215,7 @@ impl Server for Supervised {
         w: &WorkloadSpec,
         target: &LoadTarget,
         cancel: &CancellationToken,
-        requests_csv: Option<CsvFile>,
+        requests_csv: Option<RequestsCsv>,
         watch: &mut dyn Watch,
     ) -> Driven {
         // The second source: /metrics, scraped once a second during the measured window.

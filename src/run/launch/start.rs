@@ -51,10 +51,7 @@ pub(super) fn prepare(
     });
     let res = store::write_json(&st.dir.join(store::CONFIG_JSON), &config);
     st.keep(store::CONFIG_JSON, res);
-    let res = store::write_atomic(
-        &st.dir.join(store::COMMAND_TXT),
-        format!("{}\n", cmd.display()).as_bytes(),
-    );
+    let res = crate::record::command::write(st.dir, &cmd);
     st.keep(store::COMMAND_TXT, res);
     if fixed_port.is_some() && !launcher.port_free(&spec.server.host, port) {
         let msg = format!(

@@ -520,30 +520,14 @@ pub fn missing_rows(
         .measurements
         .iter()
         .map(|m| RunRecord {
-            run_name: launch.run.name.clone(),
-            run_id: launch.run.id.clone(),
-            engine: launch.run.engine,
             status,
             failure_kind: Some(kind),
             failure_message: Some(message.clone()),
-            params: param_keys
-                .iter()
-                .map(|k| (k.clone(), launch.run.param(k).cloned()))
-                .collect(),
-            concurrency: m.point.concurrency,
-            request_rate: m.point.request_rate,
-            repeat: m.repeat,
             phase: launch.phase,
-            probe: None,
-            client: None,
-            server: None,
-            verdict: None,
-            time_to_ready_s: None,
-            metrics: None,
-            effective: None,
             notes: vec![format!("slurm: {state}")],
             started_at: now.clone(),
             finished_at: now.clone(),
+            ..RunRecord::of_run(&launch.run, param_keys, m.point, m.repeat)
         })
         .collect()
 }

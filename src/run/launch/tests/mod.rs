@@ -16,7 +16,7 @@ use crate::load::quality::QualitySample;
 use crate::observe::client::ClientSummary;
 use crate::observe::prom::{Sample, Scrape};
 use crate::plan::spec::{SweepSpec, WorkloadSpec};
-use crate::record::store::CsvFile;
+use crate::record::requests::RequestsCsv;
 use crate::record::summary::Summary;
 use crate::record::{Phase, RunRecord};
 use crate::report::events::RunEvent;
@@ -291,7 +291,7 @@ impl Server for ScriptedServer {
         w: &WorkloadSpec,
         target: &LoadTarget,
         cancel: &CancellationToken,
-        requests_csv: Option<CsvFile>,
+        requests_csv: Option<RequestsCsv>,
         watch: &mut dyn Watch,
     ) -> Driven {
         self.calls.borrow_mut().push(format!(
