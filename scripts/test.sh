@@ -22,6 +22,14 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # test run's own first step (`cargo test --no-run` with the same cargo arguments, those before
 # a `--`), so scripts/lib/run-tests.sh finds it done. Under .ci/run both are already done
 # (its own overlap): the setup is cached (about a second) and so is the build.
+# Python's bytecode cache: with PYTHONDONTWRITEBYTECODE set (some sandboxes and CI images set
+# it), every server start compiles SGLang's, vLLM's, torch's and transformers' sources again,
+# in each of the server's processes. Measured here: `import sglang.launch_server` took 18 s of
+# CPU without .pyc files and 9 s with them, and an SGLang start imports in three processes.
+# The venvs are our own cache (~/.cache/sgtune), so the first start writes the .pyc files of
+# what it imports and every later start reads them. Unset before the setup, whose own first
+# start of vLLM (scripts/setup-peers.sh) writes vLLM's.
+unset PYTHONDONTWRITEBYTECODE
 cargo_args=()
 for a in "$@"; do
   [ "$a" = -- ] && break
@@ -39,8 +47,8 @@ trap 'rm -f "$setup_out" "$setup_out.s"' EXIT
 } &
 setup_pid=$!
 build_ok=1
-# Niced: on a fresh machine the setup is the longer of the two (its llama-server build wants
-# the CPU), so it gets the cores first and the build takes the rest.
+# Niced: on a fresh machine the setup is the longer of the two (its llama-server build and
+# vLLM's first start want the CPU), so it gets the cores first and the build takes the rest.
 nice -n 10 cargo test --no-run ${cargo_args[@]+"${cargo_args[@]}"} || build_ok=0
 build_s=$SECONDS
 setup_ok=1
@@ -66,11 +74,4 @@ peers_file=$(tail -n 1 "$setup_out")
 # shellcheck disable=SC1090
 . "$peers_file"
 rm -f "$setup_out" "$setup_out.s" # exec below ends this shell without its EXIT trap
-# Python's bytecode cache: with PYTHONDONTWRITEBYTECODE set (some sandboxes and CI images set
-# it), every server start compiles SGLang's, vLLM's, torch's and transformers' sources again,
-# in each of the server's processes. Measured here: `import sglang.launch_server` took 18 s of
-# CPU without .pyc files and 9 s with them, and an SGLang start imports in three processes.
-# The venvs are our own cache (~/.cache/sgtune), so the first start writes the .pyc files of
-# what it imports and every later start reads them.
-unset PYTHONDONTWRITEBYTECODE
 exec scripts/lib/run-tests.sh "$@"
