@@ -2,10 +2,10 @@
 # The project's test command (README, .ci/run): set up real SGLang on CPU, the peer servers
 # (vLLM on CPU, llama.cpp's llama-server) the load generator is tested against, and Chromium for
 # the report's browser test (scripts/setup-all.sh, in parallel where it can), all idempotent
-# and cached in ~/.cache/sgtune (the first time downloads ~14 GB and builds llama-server for
-# ~6 minutes), then run every test, including the end-to-end tests against those real
-# servers. Those are #[ignore]d so that a bare `cargo test` cannot pass them without a server;
-# here they run, with `--include-ignored`.
+# and cached in ~/.cache/sgtune (the first time downloads ~14 GB, builds llama-server for a
+# few minutes and starts vLLM once), beside the tests' build, then run every test, including
+# the end-to-end tests against those real servers. Those are #[ignore]d so that a bare
+# `cargo test` cannot pass them without a server; here they run, with `--include-ignored`.
 #
 # The tests run through scripts/lib/run-tests.sh: every test binary even after one fails
 # (`--no-fail-fast`), then the timing-sensitive comparisons alone on the machine, and a last
