@@ -136,7 +136,7 @@ vllm_first_start() {
     say "vLLM's first start already made (its caches in $VLLM_CACHE, $INDUCTOR_CACHE)"
     return 0
   fi
-  say "starting vLLM once on the tiny model: bytecode and compile caches (first time: ~1-2 minutes)"
+  say "starting vLLM once on the tiny model: bytecode and compile caches (first time: ~1-3 minutes)"
   mkdir -p "$VLLM_CACHE" "$INDUCTOR_CACHE"
   local log=$VLLM_CACHE/first-start.log port pid ready=0 started=$SECONDS
   port=$("$VLLM_VENV/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
