@@ -67,6 +67,14 @@ strip_filters() { # $1: the valued options; then the words; prints one word per 
 mapfile -t cargo_opts < <(strip_filters "$cargo_valued" ${cargo_args[@]+"${cargo_args[@]}"})
 mapfile -t test_opts < <(strip_filters "$test_valued" ${test_args[@]+"${test_args[@]}"})
 
+# What scripts/test.sh measured before handing over (its setup, and the build beside it), read
+# once and unset, so that the test runs below (tests/test_command.rs runs this script) do not
+# see them.
+before_setup_s=${SGTUNE_SETUP_S:-}
+before_build_s=${SGTUNE_BUILD_S:-}
+before_s=${SGTUNE_BEFORE_S:-0}
+unset SGTUNE_SETUP_S SGTUNE_BUILD_S SGTUNE_BEFORE_S
+
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 
@@ -76,7 +84,7 @@ if ! cargo test --no-run ${cargo_args[@]+"${cargo_args[@]}"}; then
   echo "test command: FAILED: the tests did not build (cargo's error above)"
   exit 101
 fi
-build_s=$((SECONDS - build_started))
+build_s=$((SECONDS - build_started + ${before_build_s:-0}))
 # Which timing-sensitive tests the arguments select.
 list_args=()
 for a in ${test_args[@]+"${test_args[@]}"}; do [ "$a" = --list ] || list_args+=("$a"); done
@@ -247,9 +255,13 @@ summary_rc=$?
 summary=$(cat "$logs/summary")
 
 # Where the time went, beside the summary, so that the next slowdown is seen where it happens:
-# the setup (scripts/test.sh passes its seconds in SGTUNE_SETUP_S), the build, then each test
-# binary by libtest's own `finished in` (both steps added up), slowest first.
-awk -v setup="${SGTUNE_SETUP_S:-}" -v build="$build_s" -v total="$SECONDS" '
+# the setup (scripts/test.sh passes its seconds in SGTUNE_SETUP_S), the build (its seconds
+# beside the setup in SGTUNE_BUILD_S, plus this script's check that it is done), then each
+# test binary by libtest's own `finished in` (both steps added up), slowest first. From
+# scripts/test.sh, the setup and the build ran at once, both from its start, and "in all"
+# counts from there (its seconds before handing over, in SGTUNE_BEFORE_S, and this script's).
+awk -v setup="$before_setup_s" -v build="$build_s" -v together="$before_build_s" \
+  -v total="$((SECONDS + before_s))" '
   /^ +Running / {
     bin = $2
     if (bin == "unittests") bin = $3
@@ -268,8 +280,10 @@ awk -v setup="${SGTUNE_SETUP_S:-}" -v build="$build_s" -v total="$SECONDS" '
     s = ""
     if (setup != "") s = "setup " setup " s, "
     s = s "build " build " s"
+    if (together != "") s = s " (at once, both from the start)"
     for (i = 1; i <= n; i++) s = s ", " order[i] " " int(secs[order[i]] + 0.5) " s"
-    printf "test command: times: %s; in all %d s since the tests started building\n", s, total
+    since = (setup != "") ? "scripts/test.sh started" : "the tests started building"
+    printf "test command: times: %s; in all %d s since %s\n", s, total, since
   }
 ' "$logs/1" "$logs/1c" "$logs/1b" "$logs/2"
 
