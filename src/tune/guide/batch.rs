@@ -521,13 +521,13 @@ mod tests {
 
     /// A made-up response, so a driven tune walks many states: more of every knob runs more,
     /// up to the offered 64; mfs 0.92 and above fail.
-    fn respond(sp: &Space, p: &Point) -> Observation {
+    fn respond(p: &Point) -> Observation {
         if p[MFS] >= 6 {
             return Observation::once(p.clone(), Outcome::Failed { kind: "oom".into() });
         }
         let kv = 8.0 * (p[MFS] as f64) + 10.0 * p[HICACHE] as f64;
         let cap = [16.0, 32.0, 48.0, 64.0, 96.0, 128.0][p[MRR]];
-        let running = kv.min(cap).min(64.0).max(1.0);
+        let running = kv.min(cap).clamp(1.0, 64.0);
         let graphs = [16.0, 32.0, 64.0, 128.0][p[CGBS]] >= running;
         let verdict = if running < 64.0 && running >= cap {
             VerdictKind::QueueWithSpareKv
@@ -539,7 +539,6 @@ mod tests {
             VerdictKind::ComputeBound
         };
         let eligible = running >= 60.0 && graphs;
-        let _ = sp;
         measured(
             p.clone(),
             running * if graphs { 10.0 } else { 7.0 } - p[HICACHE] as f64,
@@ -572,7 +571,7 @@ mod tests {
                 used += 1;
                 match seen.iter().position(|o| o.point == p.point) {
                     Some(i) => seen[i].launches += 1,
-                    None => seen.push(respond(sp, &p.point)),
+                    None => seen.push(respond(&p.point)),
                 }
             }
             batches.push(v);
@@ -596,7 +595,7 @@ mod tests {
             for p in v {
                 match seen.iter().position(|o| o.point == p.point) {
                     Some(i) => seen[i].launches += 1,
-                    None => seen.push(respond(&sp, &p.point)),
+                    None => seen.push(respond(&p.point)),
                 }
             }
         }
