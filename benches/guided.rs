@@ -21,7 +21,9 @@
 //!
 //! Reported per surface over 20 seeds: the launches until a point within 5% of the optimum is
 //! launched, the tune's final pick after its confirmation, and the same reach for random
-//! search at equal budgets (5..20). `GUIDED_EXPORT=<dir>` writes each hard surface's grid with
+//! search at equal budgets (5..20). On the harder surfaces also in batches (issue 37,
+//! `guide::next_batch` with 1, 2, 4, 8 slots): the rounds and launches until a point within 5%
+//! is launched (`GUIDED_TRACE_SLOTS=seed/slots` prints one such tune). `GUIDED_EXPORT=<dir>` writes each hard surface's grid with
 //! its true values, so `scripts/bench/tpe-guided.py` runs Optuna's TPE on the same surfaces
 //! (docs/benchmarks.md holds its figures; the test command runs no Python).
 

@@ -284,7 +284,7 @@ pub struct Batched {
     pub batch: Vec<usize>,
     /// The batch `path.next`'s launches belong to: the one after the last done step's, or the
     /// same one when a batch is partly measured (a resumed tune launches the rest of it).
-    pub next_batch: usize,
+    pub next_index: usize,
 }
 
 /// [`replay`] with `slots` launches at once: each batch is `guide::next_batch` of the
@@ -308,7 +308,7 @@ pub fn replay_batched(
     let finish = |done: Vec<Step>, batch: Vec<usize>, next: Next, at: usize| Batched {
         path: Path { done, next },
         batch,
-        next_batch: at,
+        next_index: at,
     };
     loop {
         let left = budget.saturating_sub(done.len());
@@ -719,7 +719,7 @@ mod tests {
         let mut launches: BTreeMap<Point, usize> = BTreeMap::new();
         loop {
             let b = replay_batched(&s, &sp, budget, 4, &rows);
-            assert_eq!(b.next_batch, live.len());
+            assert_eq!(b.next_index, live.len());
             let Next::Launch(props) = b.path.next else {
                 break;
             };
@@ -734,7 +734,7 @@ mod tests {
                 let mut half = rows.clone();
                 half.push(out[0].clone());
                 let r = replay_batched(&s, &sp, budget, 4, &half);
-                assert_eq!(r.next_batch, live.len());
+                assert_eq!(r.next_index, live.len());
                 match r.path.next {
                     Next::Launch(rest) => assert_eq!(rest, props[1..].to_vec()),
                     other => panic!("{other:?}"),
