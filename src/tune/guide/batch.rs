@@ -654,6 +654,82 @@ mod tests {
     }
 
     #[test]
+    fn with_more_slots_the_verdicts_other_knobs_come_lifted_then_plain() {
+        let sp = space(0);
+        let seen = [measured(
+            sp.start.clone(),
+            200.0,
+            false,
+            evidence(VerdictKind::KvCacheBound, 20.0, 0.98),
+        )];
+        let b = points(next_batch(&sp, &seen, 10, 6));
+        assert_eq!(
+            b[4..].to_vec(),
+            vec![
+                // The hierarchical cache half way (0 → 32), with the cap and the graphs...
+                vec![1, 2, 3, 2],
+                // ...then alone.
+                vec![1, 2, 1, 0],
+            ]
+        );
+    }
+
+    #[test]
+    fn every_long_move_at_once_leaves_a_short_move_alone() {
+        let mut sp = space(0);
+        // A KV dtype is a short move (a list, gated by the quality guard): not in the
+        // all-at-once launch.
+        sp.knobs.insert(
+            1,
+            Knob {
+                key: "kv_cache_dtype".into(),
+                values: vec![
+                    ParamValue::Str("auto".into()),
+                    ParamValue::Str("fp8_e5m2".into()),
+                ],
+            },
+        );
+        sp.start = vec![1, 0, 0, 3, 2];
+        let seen = [measured(
+            sp.start.clone(),
+            200.0,
+            false,
+            evidence(VerdictKind::KvCacheBound, 20.0, 0.98),
+        )];
+        let b = points(next_batch(&sp, &seen, 10, 8));
+        // The memory fraction and the hierarchical cache half way at once, the dtype auto.
+        assert_eq!(b[1], vec![4, 0, 2, 3, 2], "{b:?}");
+        // The dtype is tried on its own, as one slot would.
+        assert!(b.contains(&vec![1, 1, 0, 3, 2]), "{b:?}");
+    }
+
+    #[test]
+    fn a_near_tie_with_another_verdict_adds_its_moves_and_no_neighbours() {
+        let mut sp = space(0);
+        // The leader is compute bound (no rule move); a launch within noise of it, one knob
+        // away, is KV bound: its moves are the batch.
+        let tie = vec![1, 0, 3, 2];
+        let lead = vec![1, 0, 5, 2];
+        sp.start = tie.clone();
+        let seen = [
+            measured(
+                tie.clone(),
+                99.0,
+                true,
+                evidence(VerdictKind::KvCacheBound, 40.0, 0.98),
+            ),
+            measured(
+                lead.clone(),
+                100.0,
+                true,
+                evidence(VerdictKind::ComputeBound, 64.0, 0.6),
+            ),
+        ];
+        let b = points(next_batch(&sp, &seen, 10, 4));
+        assert_eq!(b, vec![vec![4, 0, 3, 2], vec![1, 2, 3, 2]]);
+    }
+
+    #[test]
     fn a_cap_bound_start_with_a_short_pool_brings_more_kv_with_the_cap() {
         let sp = space(0);
         // 32 running at the cap of 32, the pool 40% used: it holds 80, more than offered.
