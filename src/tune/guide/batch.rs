@@ -729,6 +729,105 @@ mod tests {
         assert_eq!(b, vec![vec![4, 0, 3, 2], vec![1, 2, 3, 2]]);
     }
 
+    fn with_offered(mut e: Evidence, offered: f64) -> Evidence {
+        e.offered = Some(offered);
+        e
+    }
+
+    #[test]
+    fn a_first_move_is_sized_by_the_evidence_and_only_long_moves_up_are_flagged_long() {
+        let mut sp = space(0);
+        sp.knobs.push(Knob {
+            key: "kv_cache_dtype".into(),
+            values: vec![
+                ParamValue::Str("auto".into()),
+                ParamValue::Str("fp8_e5m2".into()),
+            ],
+        });
+        sp.start.push(0);
+        // 32 running at the cap of 32, 40 offered: the cap to 48, not half way (64).
+        let o = measured(
+            sp.start.clone(),
+            100.0,
+            false,
+            with_offered(evidence(VerdictKind::QueueWithSpareKv, 32.0, 0.3), 40.0),
+        );
+        let st = State::read(&sp, std::slice::from_ref(&o));
+        let q = first_moves(
+            &sp,
+            &st,
+            &o,
+            &rules::moves(VerdictKind::QueueWithSpareKv, Some(0.3)),
+        );
+        assert_eq!(q, vec![(MRR, 2, true)]);
+        let kv = first_moves(&sp, &st, &o, &rules::moves(VerdictKind::KvCacheBound, None));
+        // The dtype is a short move: one value, not long.
+        assert_eq!(kv, vec![(MFS, 4, true), (HICACHE, 2, true), (4, 1, false)]);
+        let churn = first_moves(
+            &sp,
+            &st,
+            &o,
+            &rules::moves(VerdictKind::RetractionChurn, None),
+        );
+        // "Admit fewer" one value down (short), then more KV, each knob once.
+        let mut want = vec![(MRR, 0, false)];
+        want.extend(kv);
+        assert_eq!(churn, want);
+    }
+
+    #[test]
+    fn a_knob_not_in_effect_is_never_moved_or_lifted_by_a_batch() {
+        let sp = space(0);
+        let mut o = measured(
+            sp.start.clone(),
+            200.0,
+            false,
+            evidence(VerdictKind::KvCacheBound, 20.0, 0.98),
+        );
+        if let Outcome::Measured { not_in_effect, .. } = &mut o.outcome {
+            *not_in_effect = vec!["hicache_size".into(), "cuda_graph_max_bs".into()];
+        }
+        let b = points(next_batch(&sp, &[o], 10, 8));
+        assert!(b.len() >= 3, "{b:?}");
+        assert!(b.iter().all(|p| p[HICACHE] == 0 && p[CGBS] == 0), "{b:?}");
+        // The running cap still goes to the offered load.
+        assert!(b.contains(&vec![4, 0, 3, 0]), "{b:?}");
+    }
+
+    #[test]
+    fn the_lifted_limits_are_the_sized_caps_below_the_offered_load_short_of_a_cliff() {
+        let sp = space(0);
+        let start = measured(
+            vec![1, 0, 0, 0],
+            100.0,
+            false,
+            with_offered(evidence(VerdictKind::KvCacheBound, 10.0, 0.98), 40.0),
+        );
+        let st = State::read(&sp, std::slice::from_ref(&start));
+        let lift = Lift::read(&sp, &st, &start);
+        // The cap (16) to 48, the graphs (16) to 64; the hierarchical cache is no cap, though
+        // 48 GB is a number above 40; a KV-bound base wants no extra KV move.
+        assert_eq!(lift.caps, vec![(MRR, 2), (CGBS, 2)]);
+        assert!(!lift.kv_short);
+        // Graphs of 64 failed to start: the lift stops short of the cliff, no lift there.
+        let cliff = [
+            start.clone(),
+            Observation::once(vec![1, 0, 0, 2], Outcome::Failed { kind: "oom".into() }),
+        ];
+        let st = State::read(&sp, &cliff);
+        assert_eq!(Lift::read(&sp, &st, &start).caps, vec![(MRR, 2)]);
+        // Caps at or above the offered load are no limit; nor is anything without an offer.
+        let roomy = measured(
+            vec![1, 0, 3, 3],
+            100.0,
+            false,
+            with_offered(evidence(VerdictKind::KvCacheBound, 10.0, 0.98), 40.0),
+        );
+        assert!(Lift::read(&sp, &st, &roomy).caps.is_empty());
+        let silent = measured(vec![1, 0, 0, 0], 100.0, false, Evidence::default());
+        assert!(Lift::read(&sp, &st, &silent).caps.is_empty());
+    }
+
     #[test]
     fn a_cap_bound_start_with_a_short_pool_brings_more_kv_with_the_cap() {
         let sp = space(0);
