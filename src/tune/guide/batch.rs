@@ -824,6 +824,13 @@ mod tests {
             with_offered(evidence(VerdictKind::KvCacheBound, 10.0, 0.98), 40.0),
         );
         assert!(Lift::read(&sp, &st, &roomy).caps.is_empty());
+        let exact = measured(
+            vec![1, 0, 3, 2],
+            100.0,
+            false,
+            evidence(VerdictKind::KvCacheBound, 10.0, 0.98),
+        );
+        assert!(Lift::read(&sp, &st, &exact).caps.is_empty(), "64 holds 64");
         let silent = measured(vec![1, 0, 0, 0], 100.0, false, Evidence::default());
         assert!(Lift::read(&sp, &st, &silent).caps.is_empty());
     }
