@@ -21,7 +21,9 @@
 //!
 //! Reported per surface over 20 seeds: the launches until a point within 5% of the optimum is
 //! launched, the tune's final pick after its confirmation, and the same reach for random
-//! search at equal budgets (5..20). `GUIDED_EXPORT=<dir>` writes each hard surface's grid with
+//! search at equal budgets (5..20). On the harder surfaces also in batches (issue 37,
+//! `guide::next_batch` with 1, 2, 4, 8 slots): the rounds and launches until a point within 5%
+//! is launched (`GUIDED_TRACE_SLOTS=seed/slots` prints one such tune). `GUIDED_EXPORT=<dir>` writes each hard surface's grid with
 //! its true values, so `scripts/bench/tpe-guided.py` runs Optuna's TPE on the same surfaces
 //! (docs/benchmarks.md holds its figures; the test command runs no Python).
 
@@ -615,6 +617,68 @@ fn guided(s: &dyn Surface, opt: f64, budget: usize, seed: u64) -> Trial {
     }
 }
 
+/// A tune with `slots` launches at once (issue 37): each round asks
+/// `guide::next_batch` once and launches the whole batch before the next round. The rounds
+/// (wall time in launch durations) and the launches, up to and including the round that first
+/// launched a point within 5% of the optimum; None if none did within the budget.
+fn guided_batched(
+    s: &dyn Surface,
+    opt: f64,
+    budget: usize,
+    seed: u64,
+    slots: usize,
+) -> Option<(usize, usize)> {
+    let sp = s.space();
+    let mut rng = SplitMix64::new(seed);
+    let mut seen: Vec<Observation> = Vec::new();
+    let mut runs: BTreeMap<Point, Vec<Measured>> = BTreeMap::new();
+    let mut launched = 0;
+    let mut rounds = 0;
+    let trace = std::env::var("GUIDED_TRACE_SLOTS").is_ok_and(|t| t == format!("{seed}/{slots}"));
+    let within = |p: &Point| {
+        s.eligible_score(p)
+            .is_some_and(|v| v >= opt * (1.0 - TOLERANCE))
+    };
+    loop {
+        let Next::Launch(ps) = guide::next_batch(sp, &seen, budget - launched, slots) else {
+            return None;
+        };
+        assert!(ps.len() <= slots.max(1) && ps.len() <= budget - launched);
+        rounds += 1;
+        let mut hit = false;
+        for p in ps {
+            let known = seen.iter().position(|o| o.point == p.point);
+            assert_eq!(known.is_some(), p.confirm, "{}", p.why);
+            launched += 1;
+            if let Truth::Ran { score, excess, .. } = s.truth(&p.point) {
+                runs.entry(p.point.clone()).or_default().push(Measured {
+                    score: score * (1.0 + CV * gauss(&mut rng)),
+                    excess: excess * (1.0 + CV * gauss(&mut rng)),
+                });
+            }
+            if trace {
+                let v = s.eligible_score(&p.point).unwrap_or(0.0);
+                println!(
+                    "    round {rounds}, {launched}. {} [true {:.0} of {opt:.0}]",
+                    p.why, v
+                );
+            }
+            let outcome = pooled(s, &p.point, runs.get(&p.point).map_or(&[], |v| v));
+            match known {
+                Some(i) => {
+                    seen[i].outcome = outcome;
+                    seen[i].launches += 1;
+                }
+                None => seen.push(Observation::once(p.point.clone(), outcome)),
+            }
+            hit |= within(&p.point);
+        }
+        if hit {
+            return Some((rounds, launched));
+        }
+    }
+}
+
 /// Random search: the launch (1-based) at which `n` distinct random grid points first hit the
 /// optimum within tolerance.
 fn random_reach(grid: &[Point], s: &dyn Surface, opt: f64, n: usize, seed: u64) -> Option<usize> {
@@ -901,6 +965,95 @@ fn hard_surfaces(checks: &mut Vec<Check>, verbose: bool) {
     }
 }
 
+// ------------------------------------------------------------------------------------------
+// Batches (issue 37): the harder surfaces with 1, 2, 4 and 8 slots.
+
+const SLOTS: [usize; 4] = [1, 2, 4, 8];
+
+/// Whether a batched tune meets issue 37's criterion against the one-slot tune on one seed:
+/// at most half its rounds, at no more than 1.5 times its launches.
+fn meets(one: Option<(usize, usize)>, many: Option<(usize, usize)>) -> bool {
+    match (one, many) {
+        (Some((r1, l1)), Some((r, l))) => 2 * r <= r1 && 2 * l <= 3 * l1,
+        _ => false,
+    }
+}
+
+fn batches(checks: &mut Vec<Check>, verbose: bool) {
+    let grid = grid(&HardSurface::new(1, 0).space);
+    for base in [1, 1001, 2001, 3001] {
+        // Per slot count, per seed: (rounds, launches) to reach, if reached.
+        let mut per: Vec<Vec<Option<(usize, usize)>>> = vec![Vec::new(); SLOTS.len()];
+        for seed in base..base + SEEDS {
+            let s = HardSurface::new(seed, HARD_BUDGET / 4);
+            let opt = optimum(&grid, &s);
+            for (i, &n) in SLOTS.iter().enumerate() {
+                per[i].push(guided_batched(&s, opt, HARD_BUDGET, seed, n));
+            }
+            // One slot is the one-slot tune, launch for launch.
+            let serial = guided(&s, opt, HARD_BUDGET, seed).reached;
+            let one = per[0].last().copied().flatten();
+            assert_eq!(one.map(|x| x.0), serial, "seed {seed}: one slot differs");
+            if verbose {
+                let cells: Vec<String> = SLOTS
+                    .iter()
+                    .enumerate()
+                    .map(|(i, n)| {
+                        let c = per[i].last().copied().flatten();
+                        format!(
+                            "{n} slot(s) {}",
+                            c.map_or("never".into(), |(r, l)| format!("{r} rounds/{l} launches"))
+                        )
+                    })
+                    .collect();
+                println!("  seed {seed}: {}", cells.join("; "));
+            }
+        }
+        println!(
+            "hard surfaces in batches, seeds {base}..{}, budget {HARD_BUDGET}: rounds (launch durations) and launches until a point within 5% is launched",
+            base + SEEDS - 1
+        );
+        println!(
+            "  slots | median rounds | max rounds | median launches | seeds at ≤ 1/2 the rounds and ≤ 1.5× the launches of one slot"
+        );
+        for (i, &n) in SLOTS.iter().enumerate() {
+            let rounds: Vec<usize> = per[i]
+                .iter()
+                .map(|c| c.map_or(usize::MAX, |x| x.0))
+                .collect();
+            let launches: Vec<usize> = per[i]
+                .iter()
+                .map(|c| c.map_or(usize::MAX, |x| x.1))
+                .collect();
+            let ok = per[0]
+                .iter()
+                .zip(&per[i])
+                .filter(|(a, b)| meets(**a, **b))
+                .count();
+            let fmt = |n: usize| show((n != usize::MAX).then_some(n));
+            println!(
+                "  {n:>5} | {:>13} | {:>10} | {:>15} | {}",
+                fmt(median(rounds.clone())),
+                fmt(rounds.iter().copied().max().unwrap_or(usize::MAX)),
+                fmt(median(launches)),
+                if n == 1 {
+                    "-".to_string()
+                } else {
+                    format!("{ok}/{SEEDS}")
+                }
+            );
+            if n == 4 && base == 1 {
+                at_least(
+                    checks,
+                    "batches: with 4 slots, seeds at ≤ half the one-slot rounds and ≤ 1.5× its launches (of 20)".into(),
+                    ok as f64,
+                    19.0,
+                );
+            }
+        }
+    }
+}
+
 fn main() {
     if !as_test::selected("guided") {
         return;
@@ -909,6 +1062,7 @@ fn main() {
     let mut checks: Vec<Check> = Vec::new();
     old_surface(&mut checks, verbose);
     hard_surfaces(&mut checks, verbose);
+    batches(&mut checks, verbose);
     println!("\nthe figures of docs/benchmarks.md:");
     let mut failed = 0;
     for c in &checks {

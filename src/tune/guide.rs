@@ -18,9 +18,12 @@
 //! a response beyond the noise is dropped (`state`). Long moves first, then one value
 //! (`step`). A client-bound leader stops the tune: the client, not the server, is the limit.
 
+mod batch;
 mod rules;
 mod state;
 mod step;
+
+pub use batch::next_batch;
 
 use rules::Dir;
 use state::{Dropped, State};

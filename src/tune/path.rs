@@ -272,17 +272,49 @@ fn has_repeat(spec: &SweepSpec, space: &Space, point: &[usize], n: usize, rows: 
 /// A proposal of a configuration already measured is answered from the same rows and costs
 /// no launch; a round of only those ends the tune (the strategy would ask forever).
 pub fn replay(spec: &SweepSpec, space: &Space, budget: usize, rows: &[Row]) -> Path {
+    replay_batched(spec, space, budget, 1, rows).path
+}
+
+/// A path replayed in batches of launches at once (issue 37).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Batched {
+    pub path: Path,
+    /// For each step of `path.done`, the batch it was proposed in (0-based, in order): the
+    /// steps of one batch were chosen together, from the steps of the batches before.
+    pub batch: Vec<usize>,
+    /// The batch `path.next`'s launches belong to: the one after the last done step's, or the
+    /// same one when a batch is partly measured (a resumed tune launches the rest of it).
+    pub next_index: usize,
+}
+
+/// [`replay`] with `slots` launches at once: each batch is `guide::next_batch` of the
+/// observations of the batches before it, answered from the rows in the batch's order, so a
+/// resumed tune re-derives the same batches (the same boundaries, the same launches) from the
+/// rows, whatever order its launches finished in. The runner must replay with the slot count
+/// the tune ran with. With one slot it is the one-launch path.
+pub fn replay_batched(
+    spec: &SweepSpec,
+    space: &Space,
+    budget: usize,
+    slots: usize,
+    rows: &[Row],
+) -> Batched {
     let rows = counted(rows);
     let mut done: Vec<Step> = Vec::new();
+    let mut batch: Vec<usize> = Vec::new();
     let mut seen: Vec<Observation> = Vec::new();
+    // Every round that goes on measured at least one step: the batches are numbered 0, 1, ...
+    let mut round = 0usize;
+    let finish = |done: Vec<Step>, batch: Vec<usize>, next: Next, at: usize| Batched {
+        path: Path { done, next },
+        batch,
+        next_index: at,
+    };
     loop {
         let left = budget.saturating_sub(done.len());
-        let props = match guide::next(space, &seen, left) {
+        let props = match guide::next_batch(space, &seen, left, slots) {
             Next::Stop { why } => {
-                return Path {
-                    done,
-                    next: Next::Stop { why },
-                };
+                return finish(done, batch, Next::Stop { why }, round);
             }
             Next::Launch(p) => p,
         };
@@ -296,30 +328,22 @@ pub fn replay(spec: &SweepSpec, space: &Space, budget: usize, rows: &[Row]) -> P
                     .all(|(&i, k)| i < k.values.len());
             if !inside {
                 // A strategy's bug must not launch nonsense or loop: the tune ends, saying so.
-                return Path {
-                    done,
-                    next: Next::Stop {
-                        why: format!(
-                            "the strategy proposed {:?}, which is not a point of the space",
-                            p.point
-                        ),
-                    },
-                };
+                let why = format!(
+                    "the strategy proposed {:?}, which is not a point of the space",
+                    p.point
+                );
+                return finish(done, batch, Next::Stop { why }, round);
             }
             let known = seen.iter().position(|o| o.point == p.point);
             if known.is_some() != p.confirm {
                 // A confirmation of a configuration never launched, or a new step that repeats
                 // one: the latter is answered by its rows already; the former is a bug.
                 if p.confirm {
-                    return Path {
-                        done,
-                        next: Next::Stop {
-                            why: format!(
-                                "the strategy asked to confirm {:?}, which was never launched",
-                                p.point
-                            ),
-                        },
-                    };
+                    let why = format!(
+                        "the strategy asked to confirm {:?}, which was never launched",
+                        p.point
+                    );
+                    return finish(done, batch, Next::Stop { why }, round);
                 }
                 continue;
             }
@@ -339,6 +363,7 @@ pub fn replay(spec: &SweepSpec, space: &Space, budget: usize, rows: &[Row]) -> P
                     seen[i].outcome = o.clone();
                 }
                 seen[i].launches = n + 1;
+                batch.push(round);
                 done.push(Step {
                     point: p.point,
                     name,
@@ -351,6 +376,7 @@ pub fn replay(spec: &SweepSpec, space: &Space, budget: usize, rows: &[Row]) -> P
             match observe(spec, space, &p.point, 1, &rows) {
                 Some(outcome) => {
                     seen.push(Observation::once(p.point.clone(), outcome.clone()));
+                    batch.push(round);
                     done.push(Step {
                         point: p.point,
                         name,
@@ -363,10 +389,7 @@ pub fn replay(spec: &SweepSpec, space: &Space, budget: usize, rows: &[Row]) -> P
             }
         }
         if !pending.is_empty() {
-            return Path {
-                done,
-                next: Next::Launch(pending),
-            };
+            return finish(done, batch, Next::Launch(pending), round);
         }
         if fresh == 0 {
             let why = if left == 0 {
@@ -374,11 +397,9 @@ pub fn replay(spec: &SweepSpec, space: &Space, budget: usize, rows: &[Row]) -> P
             } else {
                 "the strategy proposed only configurations already measured".to_string()
             };
-            return Path {
-                done,
-                next: Next::Stop { why },
-            };
+            return finish(done, batch, Next::Stop { why }, round);
         }
+        round += 1;
     }
 }
 
@@ -638,6 +659,108 @@ mod tests {
         // A repeat of a configuration the path never confirmed is not a step.
         rows.push(r("2048", "3", "50"));
         assert_eq!(replay(&s, &sp, 4, &rows).done.len(), 3);
+    }
+
+    /// The rows one launch of `point` gives on a made-up server: more memory fraction holds
+    /// more requests, the running cap and the graphs limit the batch, 64 offered.
+    fn launch_rows(sp: &Space, point: &Point, repeat: usize) -> Row {
+        let kv = 8.0 * (point[0] as f64 + 2.0);
+        let cap = [16.0, 32.0, 64.0, 128.0][point[1]];
+        let running: f64 = kv.min(cap).min(64.0);
+        let graphs = [16.0, 32.0, 64.0, 128.0][point[2]] >= running;
+        let verdict = if running < 64.0 && running >= cap && kv > cap {
+            "queue_with_spare_kv"
+        } else if running < 64.0 {
+            "kv_cache_bound"
+        } else if !graphs {
+            "cuda_graph_limited"
+        } else {
+            "compute_bound"
+        };
+        let tok = running * if graphs { 10.0 } else { 7.0 } + repeat as f64;
+        let ttft = 200.0 + 2000.0 * (64.0 - running) / running;
+        let cells: Vec<(String, String)> = [
+            ("run_name", guide::name(sp, point)),
+            ("status", "ok".into()),
+            ("phase", "measure".into()),
+            ("concurrency", "64".into()),
+            ("repeat", repeat.to_string()),
+            ("output_tok_s", tok.to_string()),
+            ("ttft_ms_p99", ttft.to_string()),
+            ("verdict", verdict.into()),
+            ("token_usage_max", (running / kv).min(1.0).to_string()),
+            ("running_req_mean", running.to_string()),
+            ("running_req_max", running.to_string()),
+            ("queue_req_mean", (64.0 - running).to_string()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .chain(
+            sp.knobs
+                .iter()
+                .zip(point)
+                .map(|(k, &i)| (format!("param_{}", k.key), k.values[i].to_string())),
+        )
+        .collect();
+        Row::from_cells(cells)
+    }
+
+    #[test]
+    fn a_replay_in_batches_re_derives_the_live_batches_from_the_rows() {
+        let s = spec(
+            "workload: {concurrency: 64, requests: 64, input_tokens: 4, output_tokens: 4, vocab_size: 10}\nobjective: {maximize: output_tok_s, slo: {ttft_ms_p99: 1000}}\ntune:\n  knobs:\n    mem_fraction_static: [0.80, 0.82, 0.84, 0.86, 0.88, 0.90]\n    max_running_requests: [16, 32, 64, 128]\n    cuda_graph_max_bs: [16, 32, 64, 128]\n  start: {mem_fraction_static: 0.82, max_running_requests: 16, cuda_graph_max_bs: 16}\n  launches: 14\n  confirm: 4\n",
+        );
+        let sp = space(s.tune.as_ref().unwrap());
+        let budget = 14;
+        // The live tune: each batch launched at once, its rows written as the launches end
+        // (the last first: a batch's rows are not in its order in results.csv).
+        let mut rows: Vec<Row> = Vec::new();
+        let mut live: Vec<Vec<(Point, bool)>> = Vec::new();
+        let mut launches: BTreeMap<Point, usize> = BTreeMap::new();
+        loop {
+            let b = replay_batched(&s, &sp, budget, 4, &rows);
+            assert_eq!(b.next_index, live.len());
+            let Next::Launch(props) = b.path.next else {
+                break;
+            };
+            let mut out = Vec::new();
+            for p in &props {
+                let n = launches.entry(p.point.clone()).or_default();
+                *n += 1;
+                out.push(launch_rows(&sp, &p.point, *n));
+            }
+            // Halfway through a batch, a resumed tune launches the rest of that batch only.
+            if props.len() > 1 {
+                let mut half = rows.clone();
+                half.push(out[0].clone());
+                let r = replay_batched(&s, &sp, budget, 4, &half);
+                assert_eq!(r.next_index, live.len());
+                match r.path.next {
+                    Next::Launch(rest) => assert_eq!(rest, props[1..].to_vec()),
+                    other => panic!("{other:?}"),
+                }
+            }
+            out.reverse();
+            rows.extend(out);
+            live.push(props.iter().map(|p| (p.point.clone(), p.confirm)).collect());
+        }
+        assert!(live.iter().any(|b| b.len() > 1), "{live:?}");
+        assert!(live.iter().map(Vec::len).sum::<usize>() <= budget);
+        // The replay of the finished rows: the same steps in the same batches.
+        let b = replay_batched(&s, &sp, budget, 4, &rows);
+        assert_eq!(b.batch.len(), b.path.done.len());
+        let mut replayed: Vec<Vec<(Point, bool)>> = Vec::new();
+        for (step, &i) in b.path.done.iter().zip(&b.batch) {
+            if replayed.len() <= i {
+                replayed.push(Vec::new());
+            }
+            replayed[i].push((step.point.clone(), step.confirm));
+        }
+        assert_eq!(replayed, live);
+        // One slot reads the same rows as a one-launch path: each step its own batch.
+        let one = replay_batched(&s, &sp, budget, 1, &rows);
+        assert_eq!(one.path, replay(&s, &sp, budget, &rows));
+        assert!(one.batch.iter().enumerate().all(|(i, &b)| i == b));
     }
 
     #[test]
