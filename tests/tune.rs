@@ -56,6 +56,8 @@ fn steps(log: &str) -> Vec<(usize, String)> {
         .filter_map(|l| l.strip_prefix("tune: step "))
         .filter_map(|rest| {
             let (n, tail) = rest.split_once(": ")?;
+            // A batch's step: `step 4 (2 at once): ...`.
+            let n = n.split(" (").next()?;
             let name = tail.rsplit_once(" → ")?.1;
             let name = name.split(" (recorded").next()?;
             Some((n.parse().ok()?, name.to_string()))
@@ -261,6 +263,106 @@ fn resume_after_an_interrupt_continues_the_same_path() {
     let again = run(sgtune().arg("resume").arg(&folder));
     let log2 = text(&again.stderr);
     assert_eq!(steps(&log2), after, "{log2}");
+    assert_eq!(read_rows(&folder.join("results.csv")).len(), rows.len());
+}
+
+/// With two slots the tune proposes two launches at once after the start (`--parallel 2`),
+/// records that width, and a `kill -9` in the middle of a batch, then `resume` (here without
+/// `--parallel`), follows the same path: the same batches from the rows, the killed batch's
+/// unfinished launch run again, and no configuration's row twice.
+#[test]
+fn a_tune_on_two_slots_runs_batches_and_resume_after_kill_9_follows_the_same_path() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tag = unique_tag("tunebatch");
+    let five = KV_TUNE.replace("launches: 3\n", "launches: 5\n  confirm: 1\n");
+    let spec_path = write(dir.path(), "s.yaml", &spec(&tag, &five, "0.05"));
+    let results = dir.path().join("results");
+    let log_path = dir.path().join("first.log");
+    let mut child = sgtune()
+        .arg("run")
+        .arg(&spec_path)
+        .arg("--results-dir")
+        .arg(&results)
+        .arg("--parallel")
+        .arg("2")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log_path).expect("log"))
+        .spawn()
+        .expect("spawn");
+    // Two launches of the second batch under load at once: kill sgtune there.
+    let loading = |n: usize| {
+        std::fs::read_dir(&results)
+            .ok()
+            .and_then(|mut d| d.next())
+            .and_then(|e| e.ok())
+            .and_then(|e| std::fs::read_dir(e.path().join("runs")).ok())
+            .is_some_and(|runs| {
+                runs.flatten()
+                    .filter(|r| r.file_name() != "mtt100_mrr8")
+                    .filter(|r| r.path().join("requests.csv").exists())
+                    .count()
+                    >= n
+            })
+    };
+    assert!(
+        wait_until(Duration::from_secs(60), || loading(2)),
+        "the second batch never ran two at once: {}",
+        std::fs::read_to_string(&log_path).unwrap_or_default()
+    );
+    // SAFETY: signalling our own child.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGKILL);
+    }
+    child.wait().expect("wait");
+    no_leftovers(&tag);
+    let first_log = std::fs::read_to_string(&log_path).expect("log");
+    assert!(first_log.contains("(2 at once): "), "{first_log}");
+    let first = steps(&first_log);
+    let folder = only_results_folder(&results);
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(folder.join("manifest.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        manifest["tune_slots"], 2,
+        "the width is recorded for a resume"
+    );
+    let out = run(sgtune().arg("resume").arg(&folder));
+    let log = text(&out.stderr);
+    assert!(
+        matches!(out.status.code(), Some(0) | Some(1)),
+        "the resume ran to its end: {log}"
+    );
+    no_leftovers(&tag);
+    let after = steps(&log);
+    assert!(
+        after.len() >= first.len() && after[..first.len()] == first[..],
+        "the same path, the killed batch's steps first: {first:?} then {after:?}\n{log}"
+    );
+    assert!(after.len() <= 5, "within the budget: {after:?}");
+    // Each batch after the start is two at once, in the resume as in the first run.
+    assert!(log.contains("(2 at once): "), "{log}");
+    let rows = read_rows(&folder.join("results.csv"));
+    let mut keys: Vec<(String, String)> = rows
+        .iter()
+        .map(|r| (r["run_name"].clone(), r["repeat"].clone()))
+        .collect();
+    let n = keys.len();
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), n, "no row twice: {rows:?}");
+    let mut names: Vec<String> = Vec::new();
+    for (_, s) in &after {
+        if !names.contains(s) {
+            names.push(s.clone());
+        }
+    }
+    let mut measured = configs(&rows);
+    measured.sort();
+    names.sort();
+    assert_eq!(measured, names, "{log}");
+    // A second resume of the finished tune replays every step and launches none.
+    let again = run(sgtune().arg("resume").arg(&folder));
+    assert_eq!(steps(&text(&again.stderr)), after);
     assert_eq!(read_rows(&folder.join("results.csv")).len(), rows.len());
 }
 

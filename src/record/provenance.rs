@@ -39,6 +39,11 @@ pub struct Manifest {
     pub launches: BTreeMap<String, LaunchRecord>,
     pub resumes: Vec<ResumeNote>,
     pub gpu_not_released: Vec<String>,
+    /// A guided tune's batch width: the launches it proposes at once (the slots it started
+    /// with). Recorded at its first step so that a resume, whatever its own `--parallel`,
+    /// replays the same batches; absent: one at a time (a folder from before batches).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tune_slots: Option<usize>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

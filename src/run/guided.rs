@@ -20,9 +20,35 @@ use crate::tune::path::{self, Path};
 use crate::tune::work;
 use crate::util::say;
 
-/// The step log's line for a proposal: `tune: step N: <why> → <name>`.
+/// The step log's line for a proposal: `tune: step N: <why> → <name>`, and for a batch of
+/// `k` > 1 launched at once `tune: step N (k at once): ...` on each of its steps.
 pub fn step_line(n: usize, why: &str, name: &str) -> String {
     format!("tune: step {n}: {why} → {name}")
+}
+
+fn batch_step_line(n: usize, at_once: usize, why: &str, name: &str) -> String {
+    if at_once > 1 {
+        format!("tune: step {n} ({at_once} at once): {why} → {name}")
+    } else {
+        step_line(n, why, name)
+    }
+}
+
+/// The tune's batch width: as recorded at its first step (a resume replays the same batches
+/// whatever its own slots), else what these slots hold of the start's size, recorded now.
+fn batch_width(
+    spec: &SweepSpec,
+    space: &Space,
+    slots: &SlotSpec,
+    manifest: &mut Manifest,
+) -> usize {
+    if let Some(w) = manifest.tune_slots {
+        return w.max(1);
+    }
+    let start = expand::tune_config(spec, &space.start, guide::name(space, &space.start));
+    let w = start.map_or(1, |start| slots.width(&start));
+    manifest.tune_slots = Some(w);
+    w
 }
 
 /// A proposal as the launches of its configuration (one per repeat unless the server is
@@ -98,10 +124,22 @@ pub async fn run(
     };
     let space = path::space(t);
     let budget = t.launches as usize;
+    // Up to `width` launches at once, each batch chosen from the batches before it (a pure
+    // function of the rows and the width: tune::path::replay_batched), so the slots run them
+    // together and a resume re-derives the same batches.
+    let width = batch_width(spec, &space, slots, manifest);
+    if width > 1 {
+        say(&format!(
+            "tune: up to {width} launches at once (each batch chosen from the ones before it)"
+        ));
+    }
     let mut first = true;
     loop {
         let now = rows();
-        let Path { done, next } = path::replay(spec, &space, budget, &now);
+        let path::Batched {
+            path: Path { done, next },
+            ..
+        } = path::replay_batched(spec, &space, budget, width, &now);
         if first && !done.is_empty() {
             say(&format!(
                 "tune: {} step(s) already measured in this folder: continuing the same path",
@@ -130,7 +168,12 @@ pub async fn run(
         let mut launches = Vec::new();
         for (i, p) in proposals.iter().enumerate() {
             let name = guide::name(&space, &p.point);
-            say(&step_line(done.len() + i + 1, &p.why, &name));
+            say(&batch_step_line(
+                done.len() + i + 1,
+                proposals.len(),
+                &p.why,
+                &name,
+            ));
             for l in launches_of(spec, &space, p, &now, &done) {
                 set_aside(results, &l.dir_name)?;
                 launches.push(l);

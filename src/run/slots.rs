@@ -88,6 +88,17 @@ impl SlotSpec {
         })
     }
 
+    /// How many launches of `run`'s size these slots hold at once: `parallel`, and with GPUs
+    /// no more than the GPUs give out (a guided tune proposes this many at once).
+    pub fn width(&self, run: &RunConfig) -> usize {
+        let by_gpus = if self.gpus.is_empty() {
+            usize::MAX
+        } else {
+            self.gpus.len() / self.need(run).max(1)
+        };
+        self.parallel.min(by_gpus).max(1)
+    }
+
     /// More than the one-at-a-time sweep: slots are recorded and shown.
     pub fn is_parallel(&self) -> bool {
         self.parallel > 1 || !self.gpus.is_empty()
@@ -212,6 +223,25 @@ impl Pool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A tune's batch is as wide as the slots hold launches of the start's size: `parallel`,
+    /// and with GPUs no more than they give out.
+    #[test]
+    fn the_width_is_the_launches_the_slots_hold_at_once() {
+        let all = runs();
+        let (run, four) = (&all[0], &all[2]);
+        assert_eq!(SlotSpec::serial().width(run), 1);
+        let two = SlotSpec::from_flags(Some(2), None, None).expect("slots");
+        assert_eq!(two.width(run), 2);
+        let gpus = SlotSpec::from_flags(None, Some("0,1,2,3"), Some(2)).expect("slots");
+        assert_eq!(gpus.width(run), 2, "4 GPUs, 2 a launch");
+        let by_size = SlotSpec::from_flags(None, Some("0,1,2,3"), None).expect("slots");
+        assert_eq!((by_size.width(run), by_size.width(four)), (4, 1), "tp x dp");
+        let capped = SlotSpec::from_flags(Some(1), Some("0,1,2,3"), Some(1)).expect("slots");
+        assert_eq!(capped.width(run), 1);
+        let short = SlotSpec::from_flags(None, Some("0"), Some(2)).expect("slots");
+        assert_eq!(short.width(run), 1, "never below one");
+    }
     use crate::plan::expand::expand;
     use crate::plan::spec::parse;
 
