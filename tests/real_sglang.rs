@@ -600,6 +600,78 @@ fn the_guided_tune_composes_the_pool_and_the_cap_to_an_eligible_confirmed_leader
     assert!(md.contains("Chosen: confirm the leader"), "{md}");
 }
 
+/// The guided tune on two slots (`--parallel 2`) on real SGLang: the start alone, then a batch
+/// of two launches at once, each on its own port, both measured while the other ran; every
+/// launch a row, the width recorded, and a decision from the three. (What the batch holds is
+/// the strategy's: tune::guide::batch's tests; here, that it runs for real.)
+#[test]
+#[ignore = "needs real SGLang on CPU: run scripts/test.sh"]
+fn a_guided_tune_on_two_slots_runs_its_batch_at_once() {
+    let _env = real_env();
+    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let text_of = std::fs::read_to_string(repo().join("experiments/cpu-tune.yaml"))
+        .expect("experiments/cpu-tune.yaml");
+    // Three launches, no confirmation: the start, then one batch of two.
+    let body = text_of
+        .replace("  launches: 4\n", "  launches: 3\n")
+        .replace("  confirm: 1\n", "  confirm: 0\n")
+        .replace("  requests: 64\n", "  requests: 32\n");
+    let spec_path = dir.path().join("cpu-tune-2.yaml");
+    std::fs::write(&spec_path, body).expect("write spec");
+    let results = dir.path().join("results");
+    let out = run(sgtune()
+        .arg("run")
+        .arg(&spec_path)
+        .arg("--results-dir")
+        .arg(&results)
+        .arg("--parallel")
+        .arg("2"));
+    let log = text(&out.stderr);
+    assert!(
+        matches!(out.status.code(), Some(0) | Some(1)),
+        "{}\n{log}",
+        text(&out.stdout)
+    );
+    let folder = only_results_folder(&results);
+    let rows = read_rows(&folder.join("results.csv"));
+    let batch: Vec<&str> = log
+        .lines()
+        .filter(|l| l.starts_with("tune: step ") && l.contains(" (2 at once): "))
+        .collect();
+    assert_eq!(batch.len(), 2, "one batch of two: {log}");
+    assert_eq!(rows.len(), 3, "{rows:?}\n{log}");
+    assert_eq!(
+        rows[0]["run_name"], "mtt2048_mrr16_cps2048",
+        "the start alone, first"
+    );
+    assert_eq!(rows[0]["verdict"], "kv_cache_bound", "{:?}", rows[0]);
+    let (a, b) = (&rows[1], &rows[2]);
+    assert_ne!(a["run_name"], b["run_name"], "two configurations");
+    for r in [a, b] {
+        assert_eq!(r["status"], "ok", "{r:?}");
+        assert!(
+            batch
+                .iter()
+                .any(|l| l.ends_with(&format!("→ {}", r["run_name"]))),
+            "{r:?} {batch:?}"
+        );
+    }
+    // At once: each started before the other finished.
+    assert!(
+        a["started_at"] < b["finished_at"] && b["started_at"] < a["finished_at"],
+        "the batch's launches overlapped: {a:?} {b:?}"
+    );
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(folder.join("manifest.json")).unwrap())
+            .unwrap();
+    assert_eq!(manifest["tune_slots"], 2);
+    let d: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(folder.join("decision.json")).unwrap())
+            .unwrap();
+    assert_eq!(d["cost"]["launches"], 3, "{d}");
+}
+
 /// `validate` reads the installed SGLang's own `--help` (no server is started) and names the
 /// flag a misspelled key meant from it. Takes the import time of SGLang (~6 s here).
 #[test]
