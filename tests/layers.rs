@@ -856,3 +856,43 @@ fn words(n: usize) -> bool {
         ]
     );
 }
+
+/// A column named by its text outside `record/`: `Col::Listed("...")` (the listed columns'
+/// constants and `Col::named` for the spec's own names live in record/rows.rs). Non-test code
+/// only, as the other checks.
+fn columns_named_as_text(text: &str) -> Vec<usize> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim_start().starts_with("#[cfg(test)]") {
+            break;
+        }
+        let code = line.split("//").next().unwrap_or("");
+        if code.contains("Col::Listed(") {
+            out.push(i + 1);
+        }
+    }
+    out
+}
+
+#[test]
+fn outside_record_no_column_is_read_by_its_name() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    files.sort();
+    let mut found = Vec::new();
+    for f in files.iter().filter(|f| !f.starts_with(src.join("record"))) {
+        let text = std::fs::read_to_string(f).expect("readable");
+        for n in columns_named_as_text(&text) {
+            found.push(format!("{}:{n}", f.display()));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "read a results.csv column through record::rows::Col's constants or Col::named, not by its text:\n{}",
+        found.join("\n")
+    );
+    // The check sees a planted one, and not a comment or test code.
+    let planted = "fn f(r: &Row) -> Option<f64> {\n    r.metric(&Col::Listed(\"ttft_ms_p99\"))\n}\n// Col::Listed(\"x\")\n#[cfg(test)]\nfn t() { Col::Listed(\"y\"); }\n";
+    assert_eq!(columns_named_as_text(planted), [2]);
+}
