@@ -183,6 +183,34 @@ mod tests {
         assert!(e.contains("decision.json"), "{e}");
     }
 
+    /// A file that is there but cannot be read (here: a folder where the file should be) is a
+    /// problem named, not an absent file; the decision set after loading is the one read back,
+    /// and none clears it; an empty sweep keeps its folder.
+    #[test]
+    fn unreadable_files_are_named_and_the_decision_set_is_the_one_read() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        std::fs::write(root.join("results.csv"), "run_name\n").expect("write");
+        std::fs::create_dir(root.join("manifest.json")).expect("mkdir");
+        std::fs::create_dir(root.join("decision.json")).expect("mkdir");
+        let mut s = Sweep::load(root).expect("loads");
+        for f in ["manifest.json", "decision.json"] {
+            assert!(
+                s.problems.iter().any(|p| p.contains(f)),
+                "{f}: {:?}",
+                s.problems
+            );
+        }
+        assert!(matches!(s.decision::<serde_json::Value>(), Ok(None)));
+        s.set_decision(Some(&serde_json::json!({"sweep": "t"})));
+        let d: Option<serde_json::Value> = s.decision().expect("reads");
+        assert_eq!(d, Some(serde_json::json!({"sweep": "t"})));
+        s.set_decision::<serde_json::Value>(None);
+        assert!(matches!(s.decision::<serde_json::Value>(), Ok(None)));
+        assert_eq!(Sweep::empty(root).root, root);
+        assert!(Sweep::empty(root).rows().is_empty());
+    }
+
     #[test]
     fn no_results_csv_is_an_error_naming_it() {
         let dir = tempfile::tempdir().expect("tempdir");
