@@ -154,14 +154,20 @@ pub struct ServerHandle {
     exit: Option<ExitStatus>,
 }
 
-/// Pick a free TCP port on `host` (the kernel's choice; released before the server binds it).
+/// Pick a free TCP port on `host`, below the kernel's range for outgoing connections (released
+/// before the server binds it).
 pub fn free_port(host: &str) -> std::io::Result<u16> {
     // Not a port the kernel hands out for outgoing connections: the port is free when checked
     // and bound by the server a second later, and in between the load generator's own
     // connections (and any other process's) take their local ports from the ephemeral range,
     // so a port from that range can be taken in the gap (seen: "address already in use" while
     // tests ran beside each other). Below the range, only a listener takes a port.
-    let (low, _) = ephemeral_range();
+    free_port_below(host, ephemeral_range().0)
+}
+
+/// A free port in [`PORTS_FROM`, `low`), or one the kernel gives (port 0) when that range is
+/// empty or has no free port in 64 tries.
+fn free_port_below(host: &str, low: u16) -> std::io::Result<u16> {
     let below = low.saturating_sub(PORTS_FROM);
     if below > 0 {
         let mut x = seed();
@@ -468,6 +474,16 @@ mod tests {
             }
             // Free: it binds.
             std::net::TcpListener::bind(("127.0.0.1", p)).expect("binds");
+        }
+        // No room below the range (a kernel range starting at or under 10000): the kernel's
+        // choice, not a division by zero.
+        for low in [0, PORTS_FROM] {
+            let p = free_port_below("127.0.0.1", low).expect("a free port");
+            assert!(p > 0);
+        }
+        if std::net::TcpListener::bind(("127.0.0.1", PORTS_FROM)).is_ok() {
+            let p = free_port_below("127.0.0.1", PORTS_FROM + 1).expect("a free port");
+            assert_eq!(p, PORTS_FROM, "the one port below");
         }
         assert_eq!(parse_port_range("32768\t60999\n"), Some((32768, 60999)));
         assert_eq!(parse_port_range("9 1"), None);
