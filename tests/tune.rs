@@ -403,9 +403,17 @@ fn the_confirmation_relaunches_the_leader_as_its_next_repeat_and_resume_replays_
     let d: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(folder.join("decision.json")).unwrap())
             .unwrap();
-    assert_eq!(
-        d["points"][0]["leader"].as_str(),
-        Some(leader.as_str()),
+    // The decision pools the leader's two launches. Whether it still leads is the machine's
+    // speed: two of the space's configurations run all 8 requests at once alike, so the
+    // confirmation may find them within noise (a busy machine did): it leads or ties.
+    let entry = d["points"][0]["configurations"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["run_name"] == leader.as_str()))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(entry["repeats"], 2, "{d}");
+    assert!(
+        ["winner", "leader", "within_noise"].contains(&entry["standing"].as_str().unwrap_or("")),
         "{d}"
     );
     let md = std::fs::read_to_string(folder.join("decision.md")).expect("decision.md");

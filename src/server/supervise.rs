@@ -176,13 +176,52 @@ fn free_port_below(host: &str, low: u16) -> std::io::Result<u16> {
                 .wrapping_mul(6_364_136_223_846_793_005)
                 .wrapping_add(1_442_695_040_888_963_407);
             let port = PORTS_FROM + ((x >> 33) % u64::from(below)) as u16;
-            if std::net::TcpListener::bind((host, port)).is_ok() {
+            if std::net::TcpListener::bind((host, port)).is_ok() && reserve(&reserved_dir(), port) {
                 return Ok(port);
             }
         }
     }
     let l = std::net::TcpListener::bind((host, 0))?;
     Ok(l.local_addr()?.port())
+}
+
+/// How long a port handed out stays reserved for its server: longer than a server takes to
+/// bind it (SGLang binds its HTTP port after loading the model; vLLM before).
+const RESERVED_FOR: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Where the reservations of every sgtune on this machine are kept: one empty file per port.
+fn reserved_dir() -> std::path::PathBuf {
+    std::env::temp_dir().join("sgtune-ports")
+}
+
+/// Reserve `port` for a server about to start, unless another sgtune (another sweep, another
+/// test beside this one) reserved it within [`RESERVED_FOR`]: a port is free when checked and
+/// bound by the server seconds later, and two processes that check in that gap would both
+/// pick it (seen: an SGLang server's warm-up answered by a vLLM server's 404 on its port, in
+/// two test binaries run side by side). Where nothing can be written, the port is taken
+/// unreserved, as before.
+fn reserve(dir: &std::path::Path, port: u16) -> bool {
+    if std::fs::create_dir_all(dir).is_err() {
+        return true;
+    }
+    let f = dir.join(port.to_string());
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&f)
+    {
+        Ok(_) => true,
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let stale = std::fs::metadata(&f)
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|age| age > RESERVED_FOR);
+            // A stale reservation is taken over (written again: a fresh time).
+            stale && std::fs::write(&f, b"").is_ok()
+        }
+        Err(_) => true,
+    }
 }
 
 /// The lowest port [`free_port`] picks (below: well-known and registered services).
@@ -486,6 +525,31 @@ mod tests {
             assert_eq!(p, PORTS_FROM, "the one port below");
         }
         assert_eq!(parse_port_range("32768\t60999\n"), Some((32768, 60999)));
+        // A port reserved is not handed out again while the reservation is fresh; a stale one
+        // is taken over; where nothing can be written the port is taken as before.
+        let dir = tempfile::tempdir().expect("tempdir");
+        assert!(reserve(dir.path(), 12345));
+        assert!(
+            !reserve(dir.path(), 12345),
+            "reserved within the last minutes"
+        );
+        assert!(reserve(dir.path(), 12346));
+        let f = std::fs::File::options()
+            .write(true)
+            .open(dir.path().join("12345"))
+            .expect("the reservation");
+        let old = std::time::SystemTime::now() - RESERVED_FOR - std::time::Duration::from_secs(5);
+        f.set_modified(old).expect("set its time");
+        assert!(
+            reserve(dir.path(), 12345),
+            "a stale reservation is taken over"
+        );
+        assert!(!reserve(dir.path(), 12345));
+        let not_a_dir = dir.path().join("12346");
+        assert!(
+            reserve(&not_a_dir, 1),
+            "nothing can be written there: taken unreserved"
+        );
         assert_eq!(parse_port_range("9 1"), None);
         assert_eq!(parse_port_range(""), None);
     }
