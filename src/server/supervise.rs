@@ -162,12 +162,12 @@ pub fn free_port(host: &str) -> std::io::Result<u16> {
     // connections (and any other process's) take their local ports from the ephemeral range,
     // so a port from that range can be taken in the gap (seen: "address already in use" while
     // tests ran beside each other). Below the range, only a listener takes a port.
-    free_port_below(host, ephemeral_range().0)
+    free_port_below(host, ephemeral_range().0, &reserved_dir())
 }
 
 /// A free port in [`PORTS_FROM`, `low`), or one the kernel gives (port 0) when that range is
 /// empty or has no free port in 64 tries.
-fn free_port_below(host: &str, low: u16) -> std::io::Result<u16> {
+fn free_port_below(host: &str, low: u16, reserved: &std::path::Path) -> std::io::Result<u16> {
     let below = low.saturating_sub(PORTS_FROM);
     if below > 0 {
         let mut x = seed();
@@ -176,7 +176,7 @@ fn free_port_below(host: &str, low: u16) -> std::io::Result<u16> {
                 .wrapping_mul(6_364_136_223_846_793_005)
                 .wrapping_add(1_442_695_040_888_963_407);
             let port = PORTS_FROM + ((x >> 33) % u64::from(below)) as u16;
-            if std::net::TcpListener::bind((host, port)).is_ok() && reserve(&reserved_dir(), port) {
+            if std::net::TcpListener::bind((host, port)).is_ok() && reserve(reserved, port) {
                 return Ok(port);
             }
         }
@@ -516,12 +516,13 @@ mod tests {
         }
         // No room below the range (a kernel range starting at or under 10000): the kernel's
         // choice, not a division by zero.
+        let reserved = tempfile::tempdir().expect("tempdir");
         for low in [0, PORTS_FROM] {
-            let p = free_port_below("127.0.0.1", low).expect("a free port");
+            let p = free_port_below("127.0.0.1", low, reserved.path()).expect("a free port");
             assert!(p > 0);
         }
         if std::net::TcpListener::bind(("127.0.0.1", PORTS_FROM)).is_ok() {
-            let p = free_port_below("127.0.0.1", PORTS_FROM + 1).expect("a free port");
+            let p = free_port_below("127.0.0.1", PORTS_FROM + 1, reserved.path()).expect("a port");
             assert_eq!(p, PORTS_FROM, "the one port below");
         }
         assert_eq!(parse_port_range("32768\t60999\n"), Some((32768, 60999)));
