@@ -30,14 +30,9 @@ pub fn write(path: &Path, scrapes: &[Scrape]) -> Result<(), StoreError> {
 /// is none (no scrape answered); a row that is not four cells with numbers (a cut last line) is
 /// left out; a file that is not CSV at all is an error naming it.
 pub fn read(path: &Path) -> Result<Option<Vec<Scrape>>, ReadError> {
-    let file = match std::fs::File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(ReadError::io(path, e)),
+    let Some(mut rd) = super::store::open_csv(path)? else {
+        return Ok(None);
     };
-    let mut rd = csv::ReaderBuilder::new()
-        .flexible(true)
-        .from_reader(std::io::BufReader::new(file));
     let header = rd
         .headers()
         .map_err(|e| ReadError::bad(path, format!("not a metrics.csv ({e})")))?;

@@ -207,14 +207,9 @@ fn count_list(counts: &[u32]) -> String {
 /// header) or not CSV is left out, as is any row whose `index` is not a number. A file that is not CSV at all is an
 /// error naming it.
 pub fn read(path: &Path) -> Result<Option<Vec<Request>>, ReadError> {
-    let file = match std::fs::File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(ReadError::io(path, e)),
+    let Some(mut rd) = super::store::open_csv(path)? else {
+        return Ok(None);
     };
-    let mut rd = csv::ReaderBuilder::new()
-        .flexible(true)
-        .from_reader(std::io::BufReader::new(file));
     let header = rd
         .headers()
         .map_err(|e| ReadError::bad(path, format!("not a requests.csv ({e})")))?

@@ -42,6 +42,23 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// A CSV artifact of the folder opened for reading (requests.csv, metrics.csv), `CsvFile`'s
+/// other half: Ok(None) when the file is not there, an error naming it when it cannot be
+/// opened. Rows of another length are the reader's to judge (a cut last line).
+pub fn open_csv(
+    path: &Path,
+) -> Result<Option<csv::Reader<std::io::BufReader<File>>>, record::ReadError> {
+    match File::open(path) {
+        Ok(f) => Ok(Some(
+            csv::ReaderBuilder::new()
+                .flexible(true)
+                .from_reader(std::io::BufReader::new(f)),
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(record::ReadError::io(path, e)),
+    }
+}
+
 /// A JSON file of the folder read back as `T`, `write_json`'s other half; Ok(None) when the file
 /// is not there (each file says what its absence means), an error naming the file when it
 /// cannot be read or is not `what`.
