@@ -7,7 +7,7 @@ use super::{ConfigResult, Outcome, SloCheck, Standing};
 use crate::observe::diagnose::VerdictKind;
 use crate::plan::spec::{Goal, Objective, SloBound};
 use crate::record::rows::{Col, Row};
-use crate::record::{Phase, ProbeResult, RunStatus};
+use crate::record::{Phase, ProbeResult, QualityStatus, RunStatus};
 use crate::server::failure::FailureKind;
 use crate::tune::stats::{Estimate, Margin, PooledNoise};
 use crate::tune::stats::{estimate, margin, median, pooled_noise};
@@ -203,14 +203,20 @@ fn check_slo(bounds: &[SloBound], ok: &[&Row]) -> Vec<SloCheck> {
 
 /// The sweep's noise ([`pooled_noise`]) of `o`'s column over `rows`: each configuration's
 /// finished values at each load point are one group (rows with the same `run_id` are one
-/// configuration measured alike, whatever their names); pre-flight bursts are left out.
+/// configuration measured alike, whatever their names); pre-flight bursts are left out, and so
+/// are configurations whose outputs failed the quality guard: their speed varies with what they
+/// wrote (a derailing configuration's outputs differ in length from launch to launch, 11% apart
+/// in two repeats on a busy machine), which is not the measurement noise the eligible ones are
+/// compared under, and they are never compared. Left in, that one group dominated the pool,
+/// Satterthwaite's degrees of freedom fell to one, and a configuration 4x slower than the
+/// leader was no longer separated from it.
 pub fn sweep_noise(o: &Objective, rows: &[&Row]) -> Option<PooledNoise> {
     // (run id, or the run name when there is none; load point).
     type Key<'r> = (&'r str, &'r str, String);
     let mut groups: Vec<(Key, Vec<f64>)> = Vec::new();
     let metric = Col::named(&o.metric);
     for r in rows {
-        if !r.is_ok() || r.phase() == Phase::Preflight {
+        if !r.is_ok() || r.phase() == Phase::Preflight || r.quality() == Some(QualityStatus::Fail) {
             continue;
         }
         let Some(v) = metric.as_ref().and_then(|c| r.metric(c)) else {

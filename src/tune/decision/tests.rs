@@ -380,6 +380,41 @@ fn the_pool_spans_load_points_and_leaves_out_failures_and_preflight_bursts() {
         );
 }
 
+/// The case the quality guard's pruning test met on a busy machine: a derailing configuration
+/// (its outputs vary in length, so its speed varies 11%) dominated the pooled noise, its
+/// degrees of freedom fell to one, and a configuration 4x slower than the leader was not
+/// separated from it. Outputs that failed the guard are not the measurement's noise.
+#[test]
+fn outputs_that_failed_the_quality_guard_are_not_the_noise() {
+    let o = objective(Goal::Maximize, "output_tok_s", &[]);
+    let mut rows = rows_of(&[
+        ("baseline", &[395.0, 398.0, 393.0, 396.0]),
+        ("slow", &[100.0, 100.5]),
+    ]);
+    let derailing = rows_of(&[("fp8", &[560.0, 500.0])]);
+    for mut r in derailing {
+        r.set_cell("quality_verdict", "fail");
+        r.set_cell("quality_evidence", "derails 30%");
+        rows.push(r);
+    }
+    let d = decide_rows(&o, &rows);
+    let p = &d.points[0];
+    let noise = p.noise.expect("pooled from baseline and slow");
+    assert_eq!((noise.df, noise.groups), (4, 2), "{noise:?}");
+    assert!(noise.cv < 0.01, "{noise:?}");
+    assert_eq!(p.winner.as_deref(), Some("baseline"), "{}", d.summary);
+    // The same rows, fp8 passing the guard: its spread is noise again, and it leads.
+    let mut passing = rows.clone();
+    for r in passing.iter_mut().filter(|r| r.run_name() == "fp8") {
+        r.set_cell("quality_verdict", "pass");
+    }
+    let noise = decide_rows(&o, &passing).points[0]
+        .noise
+        .expect("pooled over three");
+    assert_eq!((noise.df, noise.groups), (5, 3), "{noise:?}");
+    assert!(noise.cv > 0.03, "{noise:?}");
+}
+
 #[test]
 fn slo_failures_and_verdicts_say_why_each_lost() {
     let o = objective(
