@@ -364,6 +364,10 @@ fn a_tune_on_two_slots_runs_batches_and_resume_after_kill_9_follows_the_same_pat
     let again = run(sgtune().arg("resume").arg(&folder));
     assert_eq!(steps(&text(&again.stderr)), after);
     assert_eq!(read_rows(&folder.join("results.csv")).len(), rows.len());
+    // decision.md's path is replayed in the batches the tune ran: every step, and its stop.
+    let md = std::fs::read_to_string(folder.join("decision.md")).expect("decision.md");
+    assert!(md.contains(&format!("; {} launched.", after.len())), "{md}");
+    assert!(md.contains("\nStop: "), "{md}");
 }
 
 /// The tune's last launch confirms its leader: the same configuration again, on a fresh server,

@@ -222,18 +222,19 @@ pub fn plan_with_rows(spec: &SweepSpec, plan: &RunPlan, rows: &[Row]) -> RunPlan
 
 /// decision.md's "Tune path": one line per step (the configuration, why it was chosen, what
 /// it measured and its verdict) and why the tune stopped, replayed from the rows.
-pub fn path_section(spec: &SweepSpec, rows: &[Row]) -> String {
-    crate::report::doc::markdown_section(&path_blocks(spec, rows))
+pub fn path_section(spec: &SweepSpec, rows: &[Row], width: usize) -> String {
+    crate::report::doc::markdown_section(&path_blocks(spec, rows, width))
 }
 
 /// The "Tune path" section as document blocks, for decision.md and report.html alike (none
-/// for a sweep without `tune:`).
-pub fn path_blocks(spec: &SweepSpec, rows: &[Row]) -> Vec<Block> {
+/// for a sweep without `tune:`). `width`: the tune's batch width (manifest.json's
+/// `tune_slots`), for the path is replayed in the batches it ran in.
+pub fn path_blocks(spec: &SweepSpec, rows: &[Row], width: usize) -> Vec<Block> {
     let Some(t) = &spec.tune else {
         return Vec::new();
     };
     let space = path::space(t);
-    let p = path::replay(spec, &space, t.launches as usize, rows);
+    let p = path::replay_batched(spec, &space, t.launches as usize, width.max(1), rows).path;
     let steps = p
         .done
         .iter()
@@ -269,14 +270,18 @@ pub fn path_blocks(spec: &SweepSpec, rows: &[Row]) -> Vec<Block> {
 /// The path for report.html's chart: each launched step's name, the objective's value as
 /// measured (not oriented), eligibility and verdict, and how the tune ended; replayed from the
 /// rows as decision.md's section is. None for a sweep without `tune:`.
-pub fn chart_path(spec: &SweepSpec, rows: &[Row]) -> Option<crate::report::html::TunePath> {
+pub fn chart_path(
+    spec: &SweepSpec,
+    rows: &[Row],
+    width: usize,
+) -> Option<crate::report::html::TunePath> {
     use crate::report::html::{TunePath, TuneStep};
     use crate::tune::guide::Outcome;
     let t = spec.tune.as_ref()?;
     let o = spec.objective.as_ref()?;
     let maximize = o.goal == crate::plan::spec::Goal::Maximize;
     let space = path::space(t);
-    let p = path::replay(spec, &space, t.launches as usize, rows);
+    let p = path::replay_batched(spec, &space, t.launches as usize, width.max(1), rows).path;
     let steps = p
         .done
         .iter()
