@@ -203,6 +203,13 @@ async fn drive(
                 a.launches.join(" ")
             ));
         }
+        // A cancel of the wave before, recorded while this one was being submitted, meant
+        // the tune: this wave is cancelled too.
+        if let Some(m) = &last_marker {
+            if cancelled(dir, m)? {
+                super::cancel_latest(dir)?;
+            }
+        }
         last_marker = Some(sub.marker.clone());
         if finish_wave(dir, &sub.marker).await? {
             say(&format!(
