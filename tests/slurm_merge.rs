@@ -258,3 +258,210 @@ fn submit_run_a_task_merge_and_cancel_with_slurms_tools_standing_in() {
         procs_with_tag(&tag)
     );
 }
+
+/// Stand-ins that run what they are given: `sbatch` starts each task of the array's script in
+/// the background (`SLURM_ARRAY_JOB_ID`, `SLURM_ARRAY_TASK_ID` set, as Slurm does), `squeue`
+/// lists the tasks still running, `sacct` the ones that ended (COMPLETED; the tasks of job
+/// `FAKE_SLURM_FAIL_JOB` end FAILED without running, as on a broken node). Enough for a tune's
+/// driver, which waits for each wave's tasks, on every `cargo test`.
+fn running_slurm(root: &Path) -> PathBuf {
+    let bin = root.join("bin");
+    std::fs::create_dir_all(root.join("run")).unwrap();
+    std::fs::create_dir_all(&bin).unwrap();
+    let scripts = [
+        (
+            "sbatch",
+            r#"if [ "$1" = "--version" ]; then echo "slurm 24.11.0"; exit 0; fi
+for a in "$@"; do script="$a"; done
+n=$(cat "$FAKE_SLURM_DIR/next_id" 2>/dev/null || echo 700)
+echo $((n + 1)) > "$FAKE_SLURM_DIR/next_id"
+echo "$*" >> "$FAKE_SLURM_DIR/sbatch.log"
+last=$(sed -n 's/^#SBATCH --array=0-\([0-9]*\).*/\1/p' "$script")
+output=$(sed -n 's/^#SBATCH --output=//p' "$script")
+for i in $(seq 0 "${last:-0}"); do
+  touch "$FAKE_SLURM_DIR/run/${n}_$i"
+  out=$(echo "$output" | sed "s/%A/$n/; s/%a/$i/")
+  if [ "$n" = "$FAKE_SLURM_FAIL_JOB" ]; then
+    ( sleep 0.5; echo "boom: the node lost its disk"
+      echo "${n}_$i|FAILED" >> "$FAKE_SLURM_DIR/done"
+      rm -f "$FAKE_SLURM_DIR/run/${n}_$i" ) > "$out" 2>&1 &
+    continue
+  fi
+  ( SLURM_ARRAY_JOB_ID=$n SLURM_ARRAY_TASK_ID=$i bash "$script"
+    echo "${n}_$i|COMPLETED" >> "$FAKE_SLURM_DIR/done"
+    rm -f "$FAKE_SLURM_DIR/run/${n}_$i" ) > "$out" 2>&1 &
+done
+echo "$n""#,
+        ),
+        (
+            "squeue",
+            r#"for f in "$FAKE_SLURM_DIR"/run/*; do [ -e "$f" ] && echo "$(basename "$f")|RUNNING"; done; exit 0"#,
+        ),
+        ("sacct", r#"cat "$FAKE_SLURM_DIR/done" 2>/dev/null; exit 0"#),
+        ("scancel", r#"echo "$*" >> "$FAKE_SLURM_DIR/scancel.log""#),
+    ];
+    for (name, body) in scripts {
+        let p = bin.join(name);
+        std::fs::write(&p, format!("#!/bin/bash\n{body}\n")).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    bin
+}
+
+/// A guided tune with `--executor slurm` and stand-ins that run the tasks: the driver submits
+/// one array per batch of the path (the second of two tasks), waits for each, merges it, and
+/// ends where the same tune on two local slots ends: the same steps, the same rows, decision.md's
+/// Tune path to its stop.
+fn tune_spec(tag: &str) -> String {
+    spec(tag)
+        .replace(
+            "configs:\n  - {name: a}\n  - {name: b}\n  - {name: c}\n  - {name: d}\n",
+            "objective:\n  maximize: output_tok_s\ntune:\n  knobs:\n    max_total_tokens: [100, 400, 1600]\n    kv_cache_dtype: [auto, fp8_e5m2]\n  start: {max_total_tokens: 100, kv_cache_dtype: auto}\n  launches: 4\n",
+        )
+        .replace("  concurrency: 2\n  requests: 4\n", "  concurrency: 8\n  requests: 16\n")
+        .replace("  input_tokens: 4\n  output_tokens: 10\n", "  input_tokens: 30\n  output_tokens: 20\n")
+        .replace("slurm:\n  partition: debug\n", "slurm:\n  max_running: 2\n")
+}
+
+/// The configuration of each `tune: step` line.
+fn steps(log: &str) -> Vec<String> {
+    log.lines()
+        .filter(|l| l.starts_with("tune: step "))
+        .filter_map(|l| l.rsplit_once(" → ").map(|(_, n)| n.to_string()))
+        .collect()
+}
+
+/// `sgtune run SPEC --executor slurm` with the running stand-ins (`fail_job`: the job whose
+/// tasks fail).
+fn run_on_fake_slurm(
+    tmp: &Path,
+    spec_path: &Path,
+    fail_job: &str,
+) -> (std::process::Output, PathBuf) {
+    let slurm = tmp.join("slurm");
+    let bin = running_slurm(&slurm);
+    let results = tmp.join("results");
+    let out = run(sgtune()
+        .arg("run")
+        .arg(spec_path)
+        .arg("--results-dir")
+        .arg(&results)
+        .args(["--executor", "slurm"])
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                bin.display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        )
+        .env("FAKE_SLURM_DIR", &slurm)
+        .env("FAKE_SLURM_FAIL_JOB", fail_job)
+        .env("SGTUNE_SLURM_POLL_S", "0.2"));
+    (out, results)
+}
+
+/// A guided tune with `--executor slurm` and stand-ins that run the tasks: the driver submits
+/// one array per batch of the path (the second of two tasks), waits for each, merges it, and
+/// ends where the same tune on two local slots ends: the same steps, the same rows, decision.md's
+/// Tune path to its stop.
+#[test]
+fn a_tune_on_slurm_submits_one_array_per_batch_and_ends_as_on_local_slots() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tag = unique_tag("fakeslurm-tune");
+    let spec_path = tmp.path().join("s.yaml");
+    std::fs::write(&spec_path, tune_spec(&tag)).unwrap();
+    let local = tmp.path().join("local");
+    let out = run(sgtune()
+        .arg("run")
+        .arg(&spec_path)
+        .arg("--results-dir")
+        .arg(&local)
+        .args(["--parallel", "2"]));
+    let want = steps(&text(&out.stderr));
+    assert_eq!(want.len(), 4, "{}", text(&out.stderr));
+
+    let (out, results) = run_on_fake_slurm(tmp.path(), &spec_path, "");
+    let slurm = tmp.path().join("slurm");
+    let log = text(&out.stderr);
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{log}");
+    assert_eq!(steps(&log), want, "{log}");
+    let dir = only_results_folder(&results);
+    let subs: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("slurm/submissions.json")).unwrap())
+            .unwrap();
+    let waves: Vec<usize> = subs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["arrays"][0]["launches"].as_array().map_or(0, Vec::len))
+        .collect();
+    assert!(waves.len() >= 2 && waves.contains(&2), "{subs}");
+    assert_eq!(waves.iter().sum::<usize>(), 4, "one task per step: {subs}");
+    let sbatch = std::fs::read_to_string(slurm.join("sbatch.log")).unwrap_or_default();
+    assert!(!sbatch.contains("merge"), "no merge job: {sbatch}");
+    assert!(dir.join("slurm/wave2-gpu1.sbatch").exists());
+    let keys = |d: &Path| {
+        let mut k: Vec<(String, String)> = read_rows(&d.join("results.csv"))
+            .iter()
+            .map(|r| (r["run_name"].clone(), r["status"].clone()))
+            .collect();
+        k.sort();
+        k
+    };
+    assert_eq!(keys(&dir), keys(&only_results_folder(&local)));
+    let md = std::fs::read_to_string(dir.join("decision.md")).unwrap();
+    assert!(
+        md.contains("## Tune path") && md.contains("\nStop: "),
+        "{md}"
+    );
+    assert!(
+        wait_until(std::time::Duration::from_secs(10), || procs_with_tag(&tag)
+            .is_empty()),
+        "servers left behind"
+    );
+}
+
+/// A task that ends without rows (its node broke) is a row with its Slurm state, a failed step
+/// of the path, and the tune goes on to its stop.
+#[test]
+fn a_tune_task_that_left_no_rows_is_a_failed_step_and_the_tune_goes_on() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tag = unique_tag("fakeslurm-tune-fail");
+    let spec_path = tmp.path().join("s.yaml");
+    std::fs::write(&spec_path, tune_spec(&tag)).unwrap();
+    // Job 700 is the first wave: the start.
+    let (out, results) = run_on_fake_slurm(tmp.path(), &spec_path, "700");
+    let log = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "failed runs: {log}");
+    let st = steps(&log);
+    assert!(
+        st.len() >= 2,
+        "the tune went on past the failed start: {log}"
+    );
+    assert!(log.contains("tune: stop: "), "{log}");
+    let dir = only_results_folder(&results);
+    let rows = read_rows(&dir.join("results.csv"));
+    let start = rows
+        .iter()
+        .find(|r| r["run_name"] == "mtt100_kv-auto")
+        .expect("the start's row");
+    assert_eq!(start["status"], "failed");
+    assert_eq!(start["failure_kind"], "slurm_task");
+    assert!(
+        start["failure_message"].contains("ended FAILED without writing its rows")
+            && start["failure_message"].contains("the node lost its disk"),
+        "{start:?}"
+    );
+    assert!(
+        log.contains("mtt100_kv-auto: failed (slurm_task) →"),
+        "the next step was chosen from the failure: {log}"
+    );
+    assert!(rows.len() >= 2, "{rows:?}");
+    assert!(
+        wait_until(std::time::Duration::from_secs(10), || procs_with_tag(&tag)
+            .is_empty()),
+        "servers left behind"
+    );
+}

@@ -10,7 +10,8 @@ use std::path::PathBuf;
 pub enum Executor {
     /// On this machine (one at a time, or in --parallel / --gpus slots).
     Local,
-    /// As a Slurm job array submitted from here.
+    /// As a Slurm job array submitted from here (a guided tune: one array per batch, from a
+    /// driver that runs here until the tune ends).
     Slurm,
 }
 
@@ -29,7 +30,8 @@ pub struct SlurmArgs {
     /// sbatch --qos.
     #[arg(long, value_name = "NAME", help_heading = "Slurm")]
     pub qos: Option<String>,
-    /// At most N tasks of the array at once (--array=...%N).
+    /// At most N tasks of the array at once (--array=...%N); a guided tune's batch width
+    /// (default 4).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), help_heading = "Slurm")]
     pub max_running: Option<u64>,
     /// Another sbatch option, as on its command line (repeatable), e.g. --sbatch-opt=--constraint=h100

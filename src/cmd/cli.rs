@@ -194,7 +194,8 @@ pub enum Command {
         dir: PathBuf,
     },
     /// Cancel a sweep submitted to Slurm (scancel); the merge job still records every run's
-    /// state, and `sgtune resume DIR --executor slurm` submits what is missing.
+    /// state (a tune: its driver merges the wave and stops), and `sgtune resume DIR
+    /// --executor slurm` submits what is missing.
     Cancel {
         /// The results folder of the sweep.
         dir: PathBuf,

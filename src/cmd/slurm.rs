@@ -94,7 +94,17 @@ pub fn status(dir: &Path) -> Result<ExitCode, CmdError> {
 /// scancel the latest submission's arrays; the running tasks record their runs as
 /// interrupted, the merge job (still queued, afterany) turns the others into rows.
 pub fn cancel(dir: &Path) -> Result<ExitCode, CmdError> {
+    let wave = slurm::latest(dir)?.wave;
     let ids = slurm::cancel_latest(dir)?;
+    if let Some(w) = wave {
+        out(&format!(
+            "cancelled tune wave {} (job array(s) {}); the tune's driver, if it runs, merges the wave's rows and stops; `sgtune resume {} --executor slurm` continues the tune",
+            w.index,
+            ids.join(" "),
+            dir.display()
+        ));
+        return Ok(ExitCode::Ok);
+    }
     out(&format!(
         "cancelled job array(s) {}; the merge job records each run's state; `sgtune resume {} --executor slurm` submits what is missing",
         ids.join(" "),

@@ -23,6 +23,11 @@ pub async fn start(
 ) -> Result<ExitCode, CmdError> {
     match slurm {
         None => Ok(prepare::run_here(input, target).await?),
+        // A guided tune chooses each wave from the rows of the waves before: its driver runs
+        // here until the tune ends.
+        Some(o) if input.spec.tune.is_some() => {
+            Ok(crate::run::slurm::wave::start(input, target, &o).await?)
+        }
         Some(o) => {
             let (results, launches) = prepare::folder_for_slurm(input, target)?;
             super::slurm::submit(input, &results, &launches, &o)

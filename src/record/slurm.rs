@@ -32,6 +32,23 @@ pub struct Submission {
     pub merge_job: Option<String>,
     #[serde(default)]
     pub cancelled_at: Option<String>,
+    /// A guided tune's wave (`--executor slurm` with `tune:`): one batch of the path, submitted
+    /// by the tune's driver, which merges it itself (no merge job).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wave: Option<TuneWave>,
+}
+
+/// One wave of a tune on Slurm: which batch of the path it is, each launch's step number, and
+/// whether the driver merged it (a resume that finds it unmerged waits for its tasks, never
+/// resubmits them).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct TuneWave {
+    /// 1 for the tune's first wave in this folder, counting every wave submitted.
+    pub index: usize,
+    /// launch folder name -> the tune step (1-based) it measures.
+    pub steps: std::collections::BTreeMap<String, usize>,
+    #[serde(default)]
+    pub merged_at: Option<String>,
 }
 
 impl Submission {
@@ -149,6 +166,11 @@ mod tests {
             }],
             merge_job: Some("13".into()),
             cancelled_at: Some("2026-12-01T00:05:00Z".into()),
+            wave: Some(TuneWave {
+                index: 2,
+                steps: [("a".to_string(), 3), ("b".to_string(), 4)].into(),
+                merged_at: None,
+            }),
         }];
         write_submissions(tmp.path(), &subs).expect("write");
         assert_eq!(read_submissions(tmp.path()).expect("read"), subs);

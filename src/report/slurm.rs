@@ -19,8 +19,11 @@ pub struct TaskLine {
 pub struct SlurmStatus {
     pub tasks: Vec<TaskLine>,
     pub merge_job: Option<String>,
-    /// results.md is there and no task is still queued or running.
+    /// results.md is there and no task is still queued or running (a tune's wave: its driver
+    /// merged it).
     pub merged: bool,
+    /// A guided tune's wave: its number (its tasks' runs name their steps).
+    pub wave: Option<usize>,
 }
 
 /// The table, one line each, as printed.
@@ -37,12 +40,16 @@ pub fn lines(v: &SlurmStatus) -> Vec<String> {
             t.run, t.state, t.task, t.detail
         ));
     }
-    let merge = match &v.merge_job {
-        Some(m) => format!(
+    let merge = match (&v.merge_job, v.wave) {
+        (_, Some(w)) => format!(
+            "tune wave {w}, merged by the tune's driver{}",
+            if v.merged { " (results merged)" } else { "" }
+        ),
+        (Some(m), None) => format!(
             "merge job {m}{}",
             if v.merged { " (results merged)" } else { "" }
         ),
-        None => "no merge job".to_string(),
+        (None, None) => "no merge job".to_string(),
     };
     let summary: Vec<String> = counts.iter().map(|(k, n)| format!("{n} {k}")).collect();
     out.push(format!("{}; {merge}", summary.join(", ")));
@@ -73,6 +80,7 @@ mod tests {
             ],
             merge_job: Some("8".into()),
             merged: false,
+            wave: None,
         };
         let l = lines(&v);
         assert_eq!(l.len(), 6);
@@ -89,6 +97,7 @@ mod tests {
             tasks: vec![line("a", "ok", "7_0", "")],
             merge_job: Some("8".into()),
             merged: true,
+            wave: None,
         };
         assert_eq!(lines(&done)[2], "1 ok; merge job 8 (results merged)");
         let none = SlurmStatus {
@@ -96,5 +105,14 @@ mod tests {
             ..done
         };
         assert_eq!(lines(&none)[2], "1 ok; no merge job");
+        let wave = SlurmStatus {
+            wave: Some(3),
+            merged: false,
+            ..none.clone()
+        };
+        assert_eq!(
+            lines(&wave)[2],
+            "1 ok; tune wave 3, merged by the tune's driver"
+        );
     }
 }

@@ -373,7 +373,7 @@ fn conclude_loaded(
         let extra = not_measured
             .map(|left| decision_md::deadline_section(left, &results.root))
             .unwrap_or_default()
-            + &crate::run::guided::path_section(spec, &all);
+            + &crate::run::guided::path_section(spec, &all, manifest.tune_slots.unwrap_or(1));
         write_decision(d, &all, &extra, results);
     }
     // The pictures: a report that cannot be written loses nothing (the rows are in

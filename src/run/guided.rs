@@ -91,7 +91,7 @@ fn launches_of(
 
 /// An earlier attempt's folder of a launch about to run again is kept, renamed, as evidence
 /// (as `resume` does for a sweep's launches).
-fn set_aside(results: &ResultsDir, dir_name: &str) -> Result<(), StoreError> {
+pub fn set_aside(results: &ResultsDir, dir_name: &str) -> Result<(), StoreError> {
     let runs = store::runs_dir(&results.root);
     let d = runs.join(dir_name);
     if !d.exists() {
@@ -105,6 +105,76 @@ fn set_aside(results: &ResultsDir, dir_name: &str) -> Result<(), StoreError> {
         path: d.display().to_string(),
         source,
     })
+}
+
+/// The next batch of a tune at `width`, as a Slurm wave submits it: the steps already
+/// measured, and either why the tune stops or the step lines, the launches and each launch's
+/// step number. A pure function of the rows and the width (the tune's driver and each of the
+/// wave's tasks compute the same launches from the same rows).
+pub struct Wave {
+    pub done: Vec<path::Step>,
+    pub stop: Option<String>,
+    pub lines: Vec<String>,
+    pub launches: Vec<work::Launch>,
+    /// launch folder name -> its step (1-based).
+    pub steps: std::collections::BTreeMap<String, usize>,
+}
+
+pub fn wave(spec: &SweepSpec, rows: &[Row], width: usize) -> Wave {
+    let mut w = Wave {
+        done: Vec::new(),
+        stop: None,
+        lines: Vec::new(),
+        launches: Vec::new(),
+        steps: Default::default(),
+    };
+    let Some(t) = &spec.tune else {
+        w.stop = Some("the spec has no `tune:`".into());
+        return w;
+    };
+    let space = path::space(t);
+    let path::Batched {
+        path: Path { done, next },
+        ..
+    } = path::replay_batched(spec, &space, t.launches as usize, width.max(1), rows);
+    match next {
+        Next::Stop { why } => w.stop = Some(why),
+        Next::Launch(proposals) => {
+            for (i, p) in proposals.iter().enumerate() {
+                let n = done.len() + i + 1;
+                let name = guide::name(&space, &p.point);
+                w.lines
+                    .push(batch_step_line(n, proposals.len(), &p.why, &name));
+                for l in launches_of(spec, &space, p, rows, &done) {
+                    w.steps.insert(l.dir_name.clone(), n);
+                    w.launches.push(l);
+                }
+            }
+            if w.launches.is_empty() {
+                w.stop = Some("the strategy's proposals plan no launch".into());
+            }
+        }
+    }
+    w.done = done;
+    w
+}
+
+/// The lines a tune continued in a folder says of the steps its rows already answer.
+pub fn recorded_lines(spec: &SweepSpec, done: &[path::Step]) -> Vec<String> {
+    done.iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let measured = s
+                .outcome
+                .as_ref()
+                .map(|o| path::measured_text(spec, o))
+                .unwrap_or_default();
+            format!(
+                "{} (recorded: {measured})",
+                step_line(i + 1, &s.why, &s.name)
+            )
+        })
+        .collect()
 }
 
 /// Run the tune into `results` until the strategy stops, the budget is spent, or it is
@@ -222,18 +292,19 @@ pub fn plan_with_rows(spec: &SweepSpec, plan: &RunPlan, rows: &[Row]) -> RunPlan
 
 /// decision.md's "Tune path": one line per step (the configuration, why it was chosen, what
 /// it measured and its verdict) and why the tune stopped, replayed from the rows.
-pub fn path_section(spec: &SweepSpec, rows: &[Row]) -> String {
-    crate::report::doc::markdown_section(&path_blocks(spec, rows))
+pub fn path_section(spec: &SweepSpec, rows: &[Row], width: usize) -> String {
+    crate::report::doc::markdown_section(&path_blocks(spec, rows, width))
 }
 
 /// The "Tune path" section as document blocks, for decision.md and report.html alike (none
-/// for a sweep without `tune:`).
-pub fn path_blocks(spec: &SweepSpec, rows: &[Row]) -> Vec<Block> {
+/// for a sweep without `tune:`). `width`: the tune's batch width (manifest.json's
+/// `tune_slots`), for the path is replayed in the batches it ran in.
+pub fn path_blocks(spec: &SweepSpec, rows: &[Row], width: usize) -> Vec<Block> {
     let Some(t) = &spec.tune else {
         return Vec::new();
     };
     let space = path::space(t);
-    let p = path::replay(spec, &space, t.launches as usize, rows);
+    let p = path::replay_batched(spec, &space, t.launches as usize, width.max(1), rows).path;
     let steps = p
         .done
         .iter()
@@ -269,14 +340,18 @@ pub fn path_blocks(spec: &SweepSpec, rows: &[Row]) -> Vec<Block> {
 /// The path for report.html's chart: each launched step's name, the objective's value as
 /// measured (not oriented), eligibility and verdict, and how the tune ended; replayed from the
 /// rows as decision.md's section is. None for a sweep without `tune:`.
-pub fn chart_path(spec: &SweepSpec, rows: &[Row]) -> Option<crate::report::html::TunePath> {
+pub fn chart_path(
+    spec: &SweepSpec,
+    rows: &[Row],
+    width: usize,
+) -> Option<crate::report::html::TunePath> {
     use crate::report::html::{TunePath, TuneStep};
     use crate::tune::guide::Outcome;
     let t = spec.tune.as_ref()?;
     let o = spec.objective.as_ref()?;
     let maximize = o.goal == crate::plan::spec::Goal::Maximize;
     let space = path::space(t);
-    let p = path::replay(spec, &space, t.launches as usize, rows);
+    let p = path::replay_batched(spec, &space, t.launches as usize, width.max(1), rows).path;
     let steps = p
         .done
         .iter()
@@ -331,6 +406,65 @@ pub fn chart_path(spec: &SweepSpec, rows: &[Row]) -> Option<crate::report::html:
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
+
+    /// A Slurm wave is the batch the local tune would launch: the same proposals from the same
+    /// rows at the same width, each launch numbered with its step.
+    #[test]
+    fn a_wave_is_the_next_batch_of_the_path_with_its_step_numbers() {
+        let s = crate::tune::testing::spec(
+            "workload: {concurrency: 8, requests: 8, input_tokens: 4, output_tokens: 4, vocab_size: 10}\nobjective: {maximize: output_tok_s}\ntune:\n  knobs:\n    max_total_tokens: [100, 400, 1600]\n    kv_cache_dtype: [auto, fp8_e5m2]\n  start: {max_total_tokens: 100, kv_cache_dtype: auto}\n  launches: 5\n",
+        );
+        let w = wave(&s, &[], 2);
+        assert_eq!(w.stop, None);
+        assert!(w.done.is_empty());
+        assert_eq!(w.lines, ["tune: step 1: the start → mtt100_kv-auto"]);
+        let names: Vec<&str> = w.launches.iter().map(|l| l.dir_name.as_str()).collect();
+        assert_eq!(names, ["mtt100_kv-auto"]);
+        assert_eq!(w.steps.get("mtt100_kv-auto"), Some(&1));
+
+        // The start failed to start: the next wave is the path's next batch, steps 2 and on.
+        let failed = crate::tune::testing::row(&[
+            ("run_name", "mtt100_kv-auto"),
+            ("status", "failed"),
+            ("failure_kind", "startup_error"),
+            ("concurrency", "8"),
+            ("repeat", "1"),
+            ("phase", "measure"),
+            ("param_max_total_tokens", "100"),
+            ("param_kv_cache_dtype", "auto"),
+        ]);
+        let rows = vec![failed];
+        let w = wave(&s, &rows, 2);
+        assert_eq!(w.done.len(), 1);
+        let t = s.tune.as_ref().unwrap();
+        let space = path::space(t);
+        let want = path::replay_batched(&s, &space, 5, 2, &rows).path.next;
+        match (&w.stop, want) {
+            (None, Next::Launch(props)) => {
+                assert!(!props.is_empty() && props.len() <= 2);
+                assert_eq!(w.lines.len(), props.len());
+                for (i, p) in props.iter().enumerate() {
+                    let name = guide::name(&space, &p.point);
+                    assert_eq!(w.steps.get(&name), Some(&(i + 2)), "{name}");
+                    assert!(w.lines[i].starts_with(&format!("tune: step {}", i + 2)));
+                }
+                assert_eq!(w.launches.len(), props.len());
+            }
+            (Some(why), Next::Stop { why: want }) => assert_eq!(why, &want),
+            (got, want) => panic!("{got:?} vs {want:?}"),
+        }
+        // A tune's task recomputes the same launches from the same rows.
+        let again = wave(&s, &rows, 2);
+        assert_eq!(again.steps, w.steps);
+
+        let sweep = crate::tune::testing::spec(
+            "configs: [{name: a}]\nworkload: {concurrency: 8, requests: 8, input_tokens: 4, output_tokens: 4, vocab_size: 10}\n",
+        );
+        assert!(
+            wave(&sweep, &[], 2).stop.is_some(),
+            "no tune: nothing to wave"
+        );
+    }
 
     #[test]
     fn the_plans_start_is_named_as_the_strategy_names_it() {

@@ -164,8 +164,14 @@ pub fn page_of(loaded: &Loaded, deadline: Deadline) -> Sweep {
     // may name variables of the shell it ran in: then the chart is left out, and said so).
     let spec_path = root.join(store::SPEC_YAML);
     let spec = crate::plan::spec::load(&spec_path).map(|(spec, _)| spec);
+    // A batched tune's path is replayed in its batches (the width its manifest recorded).
+    let width = loaded
+        .manifest
+        .as_ref()
+        .and_then(|m| m.tune_slots)
+        .unwrap_or(1);
     match &spec {
-        Ok(spec) => s.tune = crate::run::guided::chart_path(spec, &s.rows),
+        Ok(spec) => s.tune = crate::run::guided::chart_path(spec, &s.rows, width),
         Err(e) => {
             let text = std::fs::read_to_string(&spec_path).unwrap_or_default();
             if text.lines().any(|l| l.starts_with("tune:")) {
@@ -195,7 +201,7 @@ pub fn page_of(loaded: &Loaded, deadline: Deadline) -> Sweep {
         }
         if let Ok(spec) = &spec {
             s.decision_sections
-                .extend(crate::run::guided::path_blocks(spec, &s.rows));
+                .extend(crate::run::guided::path_blocks(spec, &s.rows, width));
         }
     }
     // Launch order: the plan's, else the rows', then any other folder under runs/.

@@ -67,22 +67,31 @@ fn recorded(results: &ResultsDir) -> Vec<rows::Row> {
 /// verdicts on the launches so far (judged from their quality.jsonl files as at conclusion),
 /// so that a configuration whose outputs fail neither leads the pruning nor runs on.
 fn judged_rows(input: &TuningInput<'_>, results: &ResultsDir) -> Vec<rows::Row> {
-    let mut rows = recorded(results);
-    let mut names: Vec<String> = input.plan.runs.iter().map(|r| r.name.clone()).collect();
+    judged(input.spec, input.plan, &results.root, recorded(results))
+}
+
+/// `rows` of the folder `root` with the quality guard's verdicts on their launches (from
+/// their quality.jsonl files, as at conclusion): what a tune's path is replayed from, here
+/// and by a tune's Slurm driver and tasks alike.
+pub fn judged(
+    spec: &SweepSpec,
+    plan: &RunPlan,
+    root: &std::path::Path,
+    mut rows: Vec<rows::Row>,
+) -> Vec<rows::Row> {
+    let mut names: Vec<String> = plan.runs.iter().map(|r| r.name.clone()).collect();
     // A tune's configurations are the ones its rows name (its plan holds the start only).
     for r in &rows {
         if !names.iter().any(|n| n == r.run_name()) {
             names.push(r.run_name().to_string());
         }
     }
-    let reference = input
-        .spec
+    let reference = spec
         .quality
         .as_ref()
         .and_then(|q| q.reference_dir.as_deref())
         .map(std::path::Path::new);
-    if let Some(report) = super::quality::judge_folder(input.spec, &names, &results.root, reference)
-    {
+    if let Some(report) = super::quality::judge_folder(spec, &names, root, reference) {
         super::quality::annotate(&mut rows, &report);
     }
     rows

@@ -164,12 +164,15 @@ pub fn start_fake_with(token_s: f64) -> (Fake, u16) {
         .stderr(Stdio::null())
         .spawn()
         .expect("start fake");
+    // Owned before the check: a fake that never listens is killed when the test fails,
+    // not left running.
+    let fake = Fake(child);
     let up = wait_until(Duration::from_secs(20), || {
         std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
     });
     assert!(up, "fake server did not listen");
     std::thread::sleep(Duration::from_millis(500)); // past its warmup
-    (Fake(child), port)
+    (fake, port)
 }
 
 /// With `SGTUNE_KEEP_QUALITY` set, copy a test's results folder to `keep` (replacing it) for

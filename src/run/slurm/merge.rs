@@ -25,7 +25,25 @@ pub fn merge(dir: &Path) -> Result<ExitCode, StartError> {
 
 /// The merge, given every task's Slurm state (what squeue, sacct or jobcomp said).
 fn merge_with(dir: &Path, sub: &Submission, states: &States) -> Result<ExitCode, StartError> {
-    let (s, _, plan, _, launches) = submitted_launches(dir)?;
+    let pending = merge_rows(dir, sub, states)?;
+    let (s, _, plan, _) = crate::run::prepare::load_in_folder(&dir.join(store::SPEC_YAML), dir)?;
+    let results = ResultsDir::open(dir, &plan.param_keys);
+    let mut manifest = provenance::read(dir).map_err(|e| StartError::input(e.to_string()))?;
+    let code = crate::run::conclude::conclude(&s, &plan, &results, &mut manifest, pending);
+    provenance::write(dir, &manifest)?;
+    // Failed runs are rows, not a failed merge: the merge job itself ends COMPLETED.
+    Ok(match code {
+        ExitCode::RunsFailed => ExitCode::Ok,
+        c => c,
+    })
+}
+
+/// results.csv rebuilt from base.csv and the submission's tasks (each its rows, or rows with
+/// its Slurm state), and their launch records put into manifest.json: the merge without the
+/// conclusion, which a tune's driver runs after each wave. True when a task is still queued or
+/// running (it has no row yet).
+pub fn merge_rows(dir: &Path, sub: &Submission, states: &States) -> Result<bool, StartError> {
+    let (_, _, plan, _, launches) = submitted_launches(dir)?;
     let results = ResultsDir::open(dir, &plan.param_keys);
     let base = files::read_base(dir).map_err(|e| StartError::input(e.to_string()))?;
     let mut manifest = provenance::read(dir).map_err(|e| StartError::input(e.to_string()))?;
@@ -63,14 +81,8 @@ fn merge_with(dir: &Path, sub: &Submission, states: &States) -> Result<ExitCode,
         }
     }
     results.rewrite_csv(&raw)?;
-    let interrupted = pending;
-    let code = crate::run::conclude::conclude(&s, &plan, &results, &mut manifest, interrupted);
     provenance::write(dir, &manifest)?;
-    // Failed runs are rows, not a failed merge: the merge job itself ends COMPLETED.
-    Ok(match code {
-        ExitCode::RunsFailed => ExitCode::Ok,
-        c => c,
-    })
+    Ok(pending)
 }
 
 /// Per run of the latest submission: ok / failed / pending / running / cancelled, from its
@@ -79,11 +91,16 @@ pub fn status_view(dir: &Path) -> Result<SlurmStatus, StartError> {
     let sub = latest(dir)?;
     let jobs: Vec<String> = sub.arrays.iter().map(|a| a.job_id.clone()).collect();
     let states = task_states(&jobs);
+    Ok(status_view_of(&sub, &states, dir))
+}
+
+/// The status of a submission, given its tasks' Slurm states.
+fn status_view_of(sub: &Submission, states: &States, dir: &Path) -> SlurmStatus {
     let mut tasks = Vec::new();
     for name in sub.launches() {
         let (job, idx) = sub.task_of(name).unwrap_or_default();
         let task = format!("{job}_{idx}");
-        let known = known_state(&sub, &states, &job, idx);
+        let known = known_state(sub, states, &job, idx);
         let slurm_state = (known != "UNKNOWN").then_some(known.as_str());
         let (state, detail) = match files::read_task_rows(&store::launch_dir(dir, name)) {
             Ok(t) if t.rows.iter().all(rows::Row::is_ok) => ("ok".to_string(), String::new()),
@@ -104,20 +121,29 @@ pub fn status_view(dir: &Path) -> Result<SlurmStatus, StartError> {
                 slurm_state.unwrap_or("").to_string(),
             ),
         };
+        let run = match sub.wave.as_ref().and_then(|w| w.steps.get(name)) {
+            Some(n) => format!("{name} (step {n})"),
+            None => name.clone(),
+        };
         tasks.push(TaskLine {
-            run: name.clone(),
+            run,
             state,
             task,
             detail,
         });
     }
-    let merged =
-        sub.merge_job.is_some() && dir.join(store::RESULTS_MD).exists() && !any_live(&states);
-    Ok(SlurmStatus {
+    let merged = match &sub.wave {
+        Some(w) => w.merged_at.is_some(),
+        None => {
+            sub.merge_job.is_some() && dir.join(store::RESULTS_MD).exists() && !any_live(states)
+        }
+    };
+    SlurmStatus {
         tasks,
         merge_job: sub.merge_job.clone(),
         merged,
-    })
+        wave: sub.wave.as_ref().map(|w| w.index),
+    }
 }
 
 /// A task's state; one that left no trace after `sgtune cancel` was cancelled while pending
@@ -179,6 +205,7 @@ mod tests {
             }],
             merge_job: Some("78".into()),
             cancelled_at: cancelled.then(|| "2026-12-01T00:01:00Z".to_string()),
+            wave: None,
         };
         files::write_submissions(dir, std::slice::from_ref(&sub)).expect("submissions");
         let mut ok = missing_rows(&launches[0], &plan.param_keys, "77_0", "COMPLETED", "");
@@ -285,6 +312,66 @@ mod tests {
             ("interrupted", "interrupted")
         );
         assert!(m["e"].2.contains("ended UNKNOWN"), "{m:?}");
+    }
+
+    /// A tune's wave: the launches are the path's next batch from base.csv at the recorded
+    /// width (as the task computed them); a task that left no rows becomes its rows, with its
+    /// Slurm state, which the tune's path then reads (a failed step, or one to run again).
+    #[test]
+    fn a_tunes_wave_merges_its_tasks_and_the_ones_that_left_no_rows() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path();
+        let spec = "name: t\nserver:\n  command: [python3, fake.py]\n  model_path: /nonexistent-model\nworkload:\n  vocab_size: 100\n  concurrency: 2\n  requests: 4\n  input_tokens: 4\n  output_tokens: 4\nobjective: {maximize: output_tok_s}\ntune:\n  knobs:\n    max_total_tokens: [100, 400]\n  launches: 3\n";
+        std::fs::write(dir.join("spec.yaml"), spec).expect("spec");
+        std::fs::create_dir_all(slurm_dir(dir)).expect("mkdir");
+        let (_, _, plan, _) =
+            crate::run::prepare::load_checked(&dir.join("spec.yaml")).expect("spec");
+        let results = ResultsDir::open(dir, &plan.param_keys);
+        results.init_csv().expect("results.csv");
+        let csv = std::fs::read(results.results_csv()).expect("results.csv");
+        files::write_base(dir, &csv).expect("base.csv");
+        let m = provenance::Manifest {
+            tune_slots: Some(2),
+            ..Default::default()
+        };
+        provenance::write(dir, &m).expect("manifest");
+        let (_, _, _, _, launches) = submitted_launches(dir).expect("launches");
+        let names: Vec<String> = launches.iter().map(|l| l.dir_name.clone()).collect();
+        assert_eq!(names, ["mtt100"], "the first wave: the start");
+        let sub = Submission {
+            at: "t".into(),
+            marker: "m".into(),
+            arrays: vec![ArrayJob {
+                job_id: "5".into(),
+                gpus: 1,
+                launches: names,
+            }],
+            merge_job: None,
+            cancelled_at: None,
+            wave: Some(crate::record::slurm::TuneWave {
+                index: 1,
+                steps: [("mtt100".to_string(), 1)].into(),
+                merged_at: None,
+            }),
+        };
+        files::write_submissions(dir, std::slice::from_ref(&sub)).expect("submissions");
+        let running = [(("5".to_string(), 0), "RUNNING".to_string())].into();
+        assert!(
+            merge_rows(dir, &sub, &running).expect("merge"),
+            "still running"
+        );
+        assert!(merged(dir).is_empty());
+        let failed = [(("5".to_string(), 0), "OUT_OF_MEMORY".to_string())].into();
+        assert!(!merge_rows(dir, &sub, &failed).expect("merge"));
+        let m = merged(dir);
+        assert_eq!(
+            (m["mtt100"].0.as_str(), m["mtt100"].1.as_str()),
+            ("failed", "slurm_task")
+        );
+        let view = status_view_of(&sub, &failed, dir);
+        assert_eq!(view.wave, Some(1));
+        assert_eq!(view.tasks[0].run, "mtt100 (step 1)");
+        assert!(!view.merged, "the driver has not recorded its merge");
     }
 
     #[test]

@@ -13,6 +13,9 @@
 //! A task writes only inside its own runs/<launch>/; the merge rebuilds results.csv from
 //! base.csv and those files (or, for a task that left none, a row with its Slurm state), so it
 //! can run any number of times and no two nodes ever append to one file.
+//!
+//! A guided tune is submitted in waves, one per batch of its path, by a driver that merges
+//! each wave itself (`wave`): the same files, the scripts named `waveK-gpuN.sbatch`.
 
 use super::Launch;
 use crate::plan::expand::RunConfig;
@@ -31,10 +34,11 @@ use std::process::Command;
 
 pub mod merge;
 pub mod task;
+pub mod wave;
 
 /// Slurm's files in the folder: named in `record::layout`, read and written by `record::slurm`.
 pub use crate::record::slurm::{
-    ArrayJob, Submission, read_submissions, submissions_path, write_submissions,
+    ArrayJob, Submission, TuneWave, read_submissions, submissions_path, write_submissions,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -65,11 +69,6 @@ pub fn latest(dir: &Path) -> Result<Submission, SlurmError> {
 /// What in the spec a Slurm submission cannot run yet (`run`, `resume` and `validate` with
 /// `--executor slurm` refuse it).
 pub fn refusal(s: &crate::plan::spec::SweepSpec) -> Option<&'static str> {
-    if s.tune.is_some() {
-        return Some(
-            "--executor slurm does not run `tune:` yet (each step's configuration is chosen from the rows of the steps before, and the job array is planned once, at submission): run the tune locally",
-        );
-    }
     if s.search.preflight.is_some() {
         return Some(
             "--executor slurm does not run search.preflight yet (the pre-flight's launches depend on each other and must finish before the array is planned): run the sweep locally, or run the pre-flight locally and write the value it finds in place of `preflight`",
@@ -278,6 +277,19 @@ pub fn submit(
     launches: &[Launch],
     base_rows: &[u8],
 ) -> Result<Submission, SlurmError> {
+    submit_as(dir, sweep, opts, launches, base_rows, None)
+}
+
+/// [`submit`], or with `wave` one wave of a guided tune: its arrays only (the tune's driver
+/// merges the wave itself, and proposes the next from its rows), recorded as that wave.
+pub fn submit_as(
+    dir: &Path,
+    sweep: &str,
+    opts: &SlurmSpec,
+    launches: &[Launch],
+    base_rows: &[u8],
+    wave: Option<TuneWave>,
+) -> Result<Submission, SlurmError> {
     let dir = std::path::absolute(dir)
         .map_err(|e| other(format!("{}: cannot make absolute: {e}", dir.display())))?;
     let sf = slurm_dir(&dir);
@@ -310,9 +322,14 @@ pub fn submit(
         arrays: Vec::new(),
         merge_job: None,
         cancelled_at: None,
+        wave: wave.clone(),
     };
+    // A wave's scripts are kept per wave, as evidence of what each ran.
+    let prefix = wave
+        .as_ref()
+        .map_or("array".to_string(), |w| format!("wave{}", w.index));
     for (gpus, names) in by_gpus {
-        let script = sf.join(format!("array-gpu{gpus}.sbatch"));
+        let script = sf.join(format!("{prefix}-gpu{gpus}.sbatch"));
         store::write_atomic(
             &script,
             array_script(sweep, &dir, &sgtune, opts, gpus, &names, &marker).as_bytes(),
@@ -324,15 +341,17 @@ pub fn submit(
             launches: names,
         });
     }
-    let script = sf.join("merge.sbatch");
-    store::write_atomic(&script, merge_script(sweep, &dir, &sgtune, opts).as_bytes())?;
-    let deps: Vec<&str> = sub.arrays.iter().map(|a| a.job_id.as_str()).collect();
-    let dependency = if deps.is_empty() {
-        Vec::new()
-    } else {
-        vec![format!("--dependency=afterany:{}", deps.join(":"))]
-    };
-    sub.merge_job = Some(sbatch(&script, &dependency)?);
+    if wave.is_none() {
+        let script = sf.join("merge.sbatch");
+        store::write_atomic(&script, merge_script(sweep, &dir, &sgtune, opts).as_bytes())?;
+        let deps: Vec<&str> = sub.arrays.iter().map(|a| a.job_id.as_str()).collect();
+        let dependency = if deps.is_empty() {
+            Vec::new()
+        } else {
+            vec![format!("--dependency=afterany:{}", deps.join(":"))]
+        };
+        sub.merge_job = Some(sbatch(&script, &dependency)?);
+    }
     let mut subs = read_submissions(&dir)?;
     subs.push(sub.clone());
     write_submissions(&dir, &subs)?;
@@ -757,6 +776,7 @@ mod tests {
             ],
             merge_job: None,
             cancelled_at: None,
+            wave: None,
         };
         std::fs::create_dir_all(slurm_dir(tmp.path())).expect("mkdir");
         write_submissions(tmp.path(), &[sub("1"), sub("2")]).expect("write");

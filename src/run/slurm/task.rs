@@ -31,8 +31,19 @@ pub fn submitted_launches(
     let spec_path = dir.join(store::SPEC_YAML);
     let (s, text, plan, prep) = load_in_folder(&spec_path, dir)?;
     let base = files::read_base(dir).map_err(|e| StartError::input(e.to_string()))?;
-    // base.csv holds the rows kept when the sweep was submitted: what is left runs.
-    let launches = crate::tune::work::left_to_run(&s, &plan, &base.rows, false);
+    // base.csv holds the rows kept when the sweep was submitted: what is left runs. A tune's
+    // wave is the next batch of its path replayed from those rows at the recorded width, as
+    // the driver proposed it.
+    let launches = if s.tune.is_some() {
+        let width = crate::record::provenance::read(dir)
+            .map_err(|e| StartError::input(e.to_string()))?
+            .tune_slots
+            .unwrap_or(1);
+        let rows = crate::run::tuning::judged(&s, &plan, dir, base.rows);
+        crate::run::guided::wave(&s, &rows, width).launches
+    } else {
+        crate::tune::work::left_to_run(&s, &plan, &base.rows, false)
+    };
     Ok((s, text, plan, prep, launches))
 }
 
