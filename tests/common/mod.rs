@@ -144,10 +144,11 @@ pub fn start_fake() -> (Fake, u16) {
 
 /// A fake whose every decode step takes `token_s` seconds.
 pub fn start_fake_with(token_s: f64) -> (Fake, u16) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port");
+    // sgtune's own free port: below the kernel's ephemeral range and reserved across
+    // processes. A port the kernel hands out (bind to 0) is free when checked, and in the gap
+    // before the fake binds it any test's outgoing connection can take it (seen under a load
+    // of 6: the fake never listened).
+    let port = sgtune::server::supervise::free_port("127.0.0.1").expect("free port");
     let child = Command::new("python3")
         .arg(fake_server())
         .args([
