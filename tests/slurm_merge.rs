@@ -262,7 +262,8 @@ fn submit_run_a_task_merge_and_cancel_with_slurms_tools_standing_in() {
 /// Stand-ins that run what they are given: `sbatch` starts each task of the array's script in
 /// the background (`SLURM_ARRAY_JOB_ID`, `SLURM_ARRAY_TASK_ID` set, as Slurm does), `squeue`
 /// lists the tasks still running, `sacct` the ones that ended (COMPLETED; the tasks of job
-/// `FAKE_SLURM_FAIL_JOB` end FAILED without running, as on a broken node). Enough for a tune's
+/// `FAKE_SLURM_FAIL_JOB` end `FAKE_SLURM_FAIL_STATE`, else FAILED, without running, as on a
+/// broken node). Enough for a tune's
 /// driver, which waits for each wave's tasks, on every `cargo test`.
 fn running_slurm(root: &Path) -> PathBuf {
     let bin = root.join("bin");
@@ -283,7 +284,7 @@ for i in $(seq 0 "${last:-0}"); do
   out=$(echo "$output" | sed "s/%A/$n/; s/%a/$i/")
   if [ "$n" = "$FAKE_SLURM_FAIL_JOB" ]; then
     ( sleep 0.5; echo "boom: the node lost its disk"
-      echo "${n}_$i|FAILED" >> "$FAKE_SLURM_DIR/done"
+      echo "${n}_$i|${FAKE_SLURM_FAIL_STATE:-FAILED}" >> "$FAKE_SLURM_DIR/done"
       rm -f "$FAKE_SLURM_DIR/run/${n}_$i" ) > "$out" 2>&1 &
     continue
   fi
@@ -339,6 +340,16 @@ fn run_on_fake_slurm(
     spec_path: &Path,
     fail_job: &str,
 ) -> (std::process::Output, PathBuf) {
+    run_on_fake_slurm_ending(tmp, spec_path, fail_job, "FAILED")
+}
+
+/// As [`run_on_fake_slurm`], the failing job's tasks ending in `state`.
+fn run_on_fake_slurm_ending(
+    tmp: &Path,
+    spec_path: &Path,
+    fail_job: &str,
+    state: &str,
+) -> (std::process::Output, PathBuf) {
     let slurm = tmp.join("slurm");
     let bin = running_slurm(&slurm);
     let results = tmp.join("results");
@@ -358,6 +369,7 @@ fn run_on_fake_slurm(
         )
         .env("FAKE_SLURM_DIR", &slurm)
         .env("FAKE_SLURM_FAIL_JOB", fail_job)
+        .env("FAKE_SLURM_FAIL_STATE", state)
         .env("SGTUNE_SLURM_POLL_S", "0.2"));
     (out, results)
 }
@@ -459,6 +471,72 @@ fn a_tune_task_that_left_no_rows_is_a_failed_step_and_the_tune_goes_on() {
         "the next step was chosen from the failure: {log}"
     );
     assert!(rows.len() >= 2, "{rows:?}");
+    assert!(
+        wait_until(std::time::Duration::from_secs(10), || procs_with_tag(&tag)
+            .is_empty()),
+        "servers left behind"
+    );
+}
+
+/// A task whose node failed (NODE_FAIL, no rows) is an interrupted launch, not a failed step:
+/// its row moves to results.superseded.csv, its launch goes into the next wave, and the tune
+/// ends on the same steps and rows as on local slots, with no measurement twice.
+#[test]
+fn a_tune_task_whose_node_failed_runs_again_in_the_next_wave() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tag = unique_tag("fakeslurm-tune-nodefail");
+    let spec_path = tmp.path().join("s.yaml");
+    std::fs::write(&spec_path, tune_spec(&tag)).unwrap();
+    let local = tmp.path().join("local");
+    let out = run(sgtune()
+        .arg("run")
+        .arg(&spec_path)
+        .arg("--results-dir")
+        .arg(&local)
+        .args(["--parallel", "2"]));
+    let want = steps(&text(&out.stderr));
+    // Job 700 is the first wave: the start, on a node that fails.
+    let (out, results) = run_on_fake_slurm_ending(tmp.path(), &spec_path, "700", "NODE_FAIL");
+    let log = text(&out.stderr);
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{log}");
+    let dir = only_results_folder(&results);
+    let rows = read_rows(&dir.join("results.csv"));
+    let mut keys: Vec<(String, String, String)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["run_name"].clone(),
+                r["concurrency"].clone(),
+                r["repeat"].clone(),
+            )
+        })
+        .collect();
+    let n = keys.len();
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), n, "a measurement twice: {rows:?}");
+    let start: Vec<_> = rows
+        .iter()
+        .filter(|r| r["run_name"] == "mtt100_kv-auto" && r["repeat"] == "1")
+        .collect();
+    assert_eq!(start.len(), 1, "{rows:?}");
+    assert_eq!(start[0]["status"], "ok", "measured again: {rows:?}");
+    let superseded = read_rows(&dir.join("results.superseded.csv"));
+    assert!(
+        superseded
+            .iter()
+            .any(|r| r["run_name"] == "mtt100_kv-auto" && r["status"] == "interrupted"),
+        "{superseded:?}"
+    );
+    let mut local_runs: Vec<String> = read_rows(&only_results_folder(&local).join("results.csv"))
+        .iter()
+        .map(|r| r["run_name"].clone())
+        .collect();
+    let mut runs: Vec<String> = rows.iter().map(|r| r["run_name"].clone()).collect();
+    local_runs.sort();
+    runs.sort();
+    assert_eq!(runs, local_runs, "{log}");
+    assert_eq!(steps(&log).last(), want.last(), "{log}");
     assert!(
         wait_until(std::time::Duration::from_secs(10), || procs_with_tag(&tag)
             .is_empty()),
