@@ -72,6 +72,8 @@ fn no_leftovers(tag: &str) {
 const THREE: &str = "  - {name: a}\n  - {name: b, fake_fault: slow_stream}\n  - {name: c}\n";
 const SHORT: &str = "  concurrency: 2\n  requests: 24\n";
 
+/// A resume while the sweep runs is refused (the folder's lock); kill -9 mid-run, then resume:
+/// one ok row per configuration, the killed attempt kept.
 #[test]
 fn kill_9_in_the_second_run_then_resume_gives_one_ok_row_per_config() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -83,13 +85,29 @@ fn kill_9_in_the_second_run_then_resume_gives_one_ok_row_per_config() {
         wait_for_file(&results, "runs/b/requests.csv"),
         "second run never loaded"
     );
+    // While it runs, a resume of its folder is refused, naming the process that writes it,
+    // and touches nothing: no row set aside, no launch.
+    let folder = only_results_folder(&results);
+    let out = run(sgtune().arg("resume").arg(&folder));
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "is being written by another sgtune (pid {} on ",
+            child.id()
+        )),
+        "{err}"
+    );
+    assert!(!folder.join("results.superseded.csv").exists());
+    assert!(!folder.join("runs/b.attempt-1").exists());
+    assert!(child.try_wait().expect("wait").is_none(), "the run goes on");
     child.kill().expect("kill -9");
     let _ = child.wait();
     no_leftovers(&tag);
-    let folder = only_results_folder(&results);
     let rows = read_rows(&folder.join("results.csv"));
     assert_eq!(rows.len(), 1, "only the first run had finished");
 
+    // The lock went with the killed process.
     let out = run(sgtune().arg("resume").arg(&folder));
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let rows = read_rows(&folder.join("results.csv"));

@@ -455,9 +455,9 @@ fn row_keys(dir: &Path) -> Vec<(String, String, String)> {
 /// `--executor slurm` with `tune:`: the driver submits each batch of the path as one job
 /// array (a wave), merges its rows and proposes the next, to the same path as the same tune on
 /// two local slots; the failing FP8 launches are rows and the tune goes on. Then the same tune
-/// with its driver killed (SIGKILL) while a wave runs: `status` shows the wave's step, and
-/// `resume --executor slurm` waits for that wave (not resubmitting it) and ends on the same
-/// path, no row twice.
+/// with its driver killed (SIGKILL) while a wave runs (a resume while it lived was refused):
+/// `status` shows the wave's step, and `resume --executor slurm` waits for that wave (not
+/// resubmitting it) and ends on the same path, no row twice.
 #[test]
 #[ignore = "needs a local Slurm (root: scripts/slurm-local.sh starts one); CI runs it"]
 fn a_tune_runs_in_waves_on_slurm_and_resumes_after_its_driver_is_killed() {
@@ -564,6 +564,23 @@ fn a_tune_runs_in_waves_on_slurm_and_resumes_after_its_driver_is_killed() {
             .is_some_and(|d| submissions(&d).len() >= 3)),
         "the third wave was never submitted: {}",
         std::fs::read_to_string(&log_path).unwrap_or_default()
+    );
+    // While the driver lives, a resume of its folder is refused (the folder's lock) and
+    // submits nothing: one driver per tune.
+    let live = folder().expect("the folder");
+    let out = sgtune()
+        .args(["resume", live.to_str().unwrap(), "--executor", "slurm"])
+        .env("SLURM_CONF", &c.conf)
+        .output()
+        .expect("sgtune resume");
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "is being written by another sgtune (pid {} on ",
+            child.id()
+        )),
+        "{err}"
     );
     // SAFETY: signalling our own child.
     unsafe {

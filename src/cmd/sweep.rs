@@ -5,6 +5,7 @@
 use super::{CmdError, ExitCode};
 use crate::plan::expand::RunPlan;
 use crate::plan::spec::{SlurmSpec, SweepSpec};
+use crate::record::lock::FolderLock;
 use crate::run::finish::Hook;
 use crate::run::prepare::{self, Target};
 use crate::run::slots::SlotSpec;
@@ -21,6 +22,15 @@ pub async fn start(
     target: Target<'_>,
     slurm: Option<SlurmSpec>,
 ) -> Result<ExitCode, CmdError> {
+    // One writer per folder, before anything in it is read or set aside: a resume of a sweep
+    // that is still running (a tune's Slurm driver included) is refused, naming the process.
+    // A new folder is locked by its creation (`record::store::ResultsDir::create`).
+    let _writer = match target {
+        Target::Resume { dir, .. } => {
+            Some(FolderLock::take(dir).map_err(|e| CmdError::input(e.to_string()))?)
+        }
+        Target::New(_) => None,
+    };
     match slurm {
         None => Ok(prepare::run_here(input, target).await?),
         // A guided tune chooses each wave from the rows of the waves before: its driver runs

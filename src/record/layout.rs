@@ -13,6 +13,8 @@ pub const RESULTS_MD: &str = "results.md";
 /// Rows a resume superseded (interrupted, or failed ones retried), kept as evidence.
 pub const SUPERSEDED_CSV: &str = "results.superseded.csv";
 pub const RUNS: &str = "runs";
+/// Held by the one process writing the folder (`record::lock`).
+pub const LOCK_FILE: &str = ".sgtune.lock";
 pub const SPEC_YAML: &str = "spec.yaml";
 pub const PLAN_JSON: &str = "plan.json";
 pub const DECISION_MD: &str = "decision.md";

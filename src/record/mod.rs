@@ -5,6 +5,7 @@ pub mod command;
 pub mod effective;
 pub mod gpu;
 pub mod layout;
+pub mod lock;
 pub mod metrics;
 pub mod outcome;
 pub mod plan_file;

@@ -6,6 +6,7 @@
 //!   runs/<run>/config.json command.txt server.log requests.csv summary.json
 //! ```
 
+use crate::record::lock::FolderLock;
 use crate::record::rows::Row;
 use crate::record::{self, RunRecord};
 use std::fs::{self, File, OpenOptions};
@@ -161,6 +162,9 @@ fn csv_io(e: csv::Error) -> std::io::Error {
 pub struct ResultsDir {
     pub root: PathBuf,
     header: Vec<String>,
+    /// A folder this process created is locked from its creation to its end: a `resume` of
+    /// it meanwhile is refused (`record::lock`). An opened one is locked by its command.
+    _lock: Option<FolderLock>,
 }
 
 /// `kv-cache-tuning-20261130T154200Z`.
@@ -187,17 +191,22 @@ impl ResultsDir {
         }
         let runs = root.join(RUNS);
         fs::create_dir(&runs).map_err(err(&runs))?;
+        // Nobody else knows this new folder's name yet: the lock cannot be held elsewhere.
+        let lock = FolderLock::take(&root).ok();
         Ok(ResultsDir {
             root,
             header: record::header(param_keys),
+            _lock: lock,
         })
     }
 
-    /// An existing results folder (resume), whose results.csv has this header.
+    /// An existing results folder, whose results.csv has this header: for a resume (its
+    /// command holds the folder's lock, `cmd::sweep::start`), a Slurm task or a merge.
     pub fn open(root: &Path, param_keys: &[String]) -> Self {
         ResultsDir {
             root: root.to_path_buf(),
             header: record::header(param_keys),
+            _lock: None,
         }
     }
 
