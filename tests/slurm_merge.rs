@@ -543,3 +543,115 @@ fn a_tune_task_whose_node_failed_runs_again_in_the_next_wave() {
         "servers left behind"
     );
 }
+
+/// One driver per tune, and a local resume of a tune whose driver died mid-wave: while the
+/// driver runs, a resume of its folder is refused (exit 2), naming it; once it is killed
+/// (SIGKILL) after submitting its second wave, a plain `sgtune resume` (no `--executor slurm`)
+/// waits for that wave's tasks, merges them without running their launches again here, and
+/// goes on locally to the same rows and last step as the same tune on two local slots.
+#[test]
+fn a_live_driver_refuses_a_second_resume_and_a_local_resume_waits_for_the_unmerged_wave() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tag = unique_tag("fakeslurm-tune-local-resume");
+    let spec_path = tmp.path().join("s.yaml");
+    std::fs::write(&spec_path, tune_spec(&tag)).unwrap();
+    let local = tmp.path().join("local");
+    let out = run(sgtune()
+        .arg("run")
+        .arg(&spec_path)
+        .arg("--results-dir")
+        .arg(&local)
+        .args(["--parallel", "2"]));
+    let want = steps(&text(&out.stderr));
+    assert_eq!(want.len(), 4, "{}", text(&out.stderr));
+
+    let slurm = tmp.path().join("slurm");
+    let bin = running_slurm(&slurm);
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let results = tmp.path().join("results");
+    let mut driver = sgtune()
+        .arg("run")
+        .arg(&spec_path)
+        .arg("--results-dir")
+        .arg(&results)
+        .args(["--executor", "slurm"])
+        .env("PATH", &path)
+        .env("FAKE_SLURM_DIR", &slurm)
+        .env("SGTUNE_SLURM_POLL_S", "0.2")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let waves = |d: &Path| -> usize {
+        std::fs::read_to_string(d.join("slurm/submissions.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .and_then(|v| v.as_array().map(Vec::len))
+            .unwrap_or(0)
+    };
+    let folder = || {
+        std::fs::read_dir(&results)
+            .ok()
+            .and_then(|mut d| d.next())
+            .and_then(Result::ok)
+            .map(|e| e.path())
+    };
+    assert!(
+        wait_until(std::time::Duration::from_secs(60), || folder()
+            .is_some_and(|d| waves(&d) >= 2)),
+        "the second wave was never submitted"
+    );
+    let dir = folder().unwrap();
+    let out = run(sgtune()
+        .arg("resume")
+        .arg(&dir)
+        .env("PATH", &path)
+        .env("FAKE_SLURM_DIR", &slurm));
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "is being written by another sgtune (pid {} on ",
+            driver.id()
+        )),
+        "{err}"
+    );
+    driver.kill().unwrap();
+    driver.wait().unwrap();
+    assert_eq!(waves(&dir), 2, "killed while its second wave ran");
+
+    let out = run(sgtune()
+        .arg("resume")
+        .arg(&dir)
+        .args(["--parallel", "2"])
+        .env("PATH", &path)
+        .env("FAKE_SLURM_DIR", &slurm)
+        .env("SGTUNE_SLURM_POLL_S", "0.2"));
+    let log = text(&out.stderr);
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{log}");
+    assert!(log.contains("tune: wave 2 was not merged"), "{log}");
+    assert_eq!(waves(&dir), 2, "nothing submitted again: {log}");
+    let rows = read_rows(&dir.join("results.csv"));
+    let mut runs: Vec<String> = rows.iter().map(|r| r["run_name"].clone()).collect();
+    let mut local_runs: Vec<String> = read_rows(&only_results_folder(&local).join("results.csv"))
+        .iter()
+        .map(|r| r["run_name"].clone())
+        .collect();
+    runs.sort();
+    local_runs.sort();
+    assert_eq!(runs, local_runs, "one row per launch, none twice: {log}");
+    assert!(
+        !dir.join("results.superseded.csv").exists(),
+        "the wave's tasks ran to their end and were merged, not redone: {log}"
+    );
+    assert_eq!(steps(&log).last(), want.last(), "{log}");
+    assert!(
+        wait_until(std::time::Duration::from_secs(10), || procs_with_tag(&tag)
+            .is_empty()),
+        "servers left behind"
+    );
+}

@@ -248,8 +248,10 @@ fn find(dir: &Path, marker: &str) -> Result<Submission, StartError> {
 }
 
 /// A resumed tune's latest wave, if its driver stopped before merging it: wait for its tasks
-/// (they are not submitted again) and merge them.
-async fn settle(dir: &Path) -> Result<(), StartError> {
+/// (they are not submitted again) and merge them. A resume on Slurm and a local resume of a
+/// Slurm tune (`cmd::sweep::start`) both do this first; a folder never on Slurm has nothing
+/// to settle.
+pub async fn settle(dir: &Path) -> Result<(), StartError> {
     let Some(sub) = read_submissions(dir)
         .map_err(|e| StartError::input(e.to_string()))?
         .pop()
