@@ -89,15 +89,7 @@ fn kill_9_in_the_second_run_then_resume_gives_one_ok_row_per_config() {
     // and touches nothing: no row set aside, no launch.
     let folder = only_results_folder(&results);
     let out = run(sgtune().arg("resume").arg(&folder));
-    let err = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(
-        err.contains(&format!(
-            "is being written by another sgtune (pid {} on ",
-            child.id()
-        )),
-        "{err}"
-    );
+    assert_refused_by_the_lock_of(&out, child.id());
     assert!(!folder.join("results.superseded.csv").exists());
     assert!(!folder.join("runs/b.attempt-1").exists());
     assert!(child.try_wait().expect("wait").is_none(), "the run goes on");

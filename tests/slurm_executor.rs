@@ -573,15 +573,7 @@ fn a_tune_runs_in_waves_on_slurm_and_resumes_after_its_driver_is_killed() {
         .env("SLURM_CONF", &c.conf)
         .output()
         .expect("sgtune resume");
-    let err = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(
-        err.contains(&format!(
-            "is being written by another sgtune (pid {} on ",
-            child.id()
-        )),
-        "{err}"
-    );
+    assert_refused_by_the_lock_of(&out, child.id());
     // SAFETY: signalling our own child.
     unsafe {
         libc::kill(child.id() as i32, libc::SIGKILL);

@@ -333,6 +333,23 @@ fn steps(log: &str) -> Vec<String> {
         .collect()
 }
 
+/// The reference for a tune on (stand-in) Slurm: the same spec (written to `tmp/s.yaml`) run on
+/// two local slots into `tmp/local`; its four steps.
+fn tune_on_local_slots(tmp: &Path, tag: &str) -> (PathBuf, PathBuf, Vec<String>) {
+    let spec_path = tmp.join("s.yaml");
+    std::fs::write(&spec_path, tune_spec(tag)).unwrap();
+    let local = tmp.join("local");
+    let out = run(sgtune()
+        .arg("run")
+        .arg(&spec_path)
+        .arg("--results-dir")
+        .arg(&local)
+        .args(["--parallel", "2"]));
+    let want = steps(&text(&out.stderr));
+    assert_eq!(want.len(), 4, "{}", text(&out.stderr));
+    (spec_path, local, want)
+}
+
 /// `sgtune run SPEC --executor slurm` with the running stand-ins (`fail_job`: the job whose
 /// tasks fail).
 fn run_on_fake_slurm(
@@ -382,17 +399,7 @@ fn run_on_fake_slurm_ending(
 fn a_tune_on_slurm_submits_one_array_per_batch_and_ends_as_on_local_slots() {
     let tmp = tempfile::tempdir().unwrap();
     let tag = unique_tag("fakeslurm-tune");
-    let spec_path = tmp.path().join("s.yaml");
-    std::fs::write(&spec_path, tune_spec(&tag)).unwrap();
-    let local = tmp.path().join("local");
-    let out = run(sgtune()
-        .arg("run")
-        .arg(&spec_path)
-        .arg("--results-dir")
-        .arg(&local)
-        .args(["--parallel", "2"]));
-    let want = steps(&text(&out.stderr));
-    assert_eq!(want.len(), 4, "{}", text(&out.stderr));
+    let (spec_path, local, want) = tune_on_local_slots(tmp.path(), &tag);
 
     let (out, results) = run_on_fake_slurm(tmp.path(), &spec_path, "");
     let slurm = tmp.path().join("slurm");
@@ -485,16 +492,7 @@ fn a_tune_task_that_left_no_rows_is_a_failed_step_and_the_tune_goes_on() {
 fn a_tune_task_whose_node_failed_runs_again_in_the_next_wave() {
     let tmp = tempfile::tempdir().unwrap();
     let tag = unique_tag("fakeslurm-tune-nodefail");
-    let spec_path = tmp.path().join("s.yaml");
-    std::fs::write(&spec_path, tune_spec(&tag)).unwrap();
-    let local = tmp.path().join("local");
-    let out = run(sgtune()
-        .arg("run")
-        .arg(&spec_path)
-        .arg("--results-dir")
-        .arg(&local)
-        .args(["--parallel", "2"]));
-    let want = steps(&text(&out.stderr));
+    let (spec_path, local, want) = tune_on_local_slots(tmp.path(), &tag);
     // Job 700 is the first wave: the start, on a node that fails.
     let (out, results) = run_on_fake_slurm_ending(tmp.path(), &spec_path, "700", "NODE_FAIL");
     let log = text(&out.stderr);
@@ -553,17 +551,7 @@ fn a_tune_task_whose_node_failed_runs_again_in_the_next_wave() {
 fn a_live_driver_refuses_a_second_resume_and_a_local_resume_waits_for_the_unmerged_wave() {
     let tmp = tempfile::tempdir().unwrap();
     let tag = unique_tag("fakeslurm-tune-local-resume");
-    let spec_path = tmp.path().join("s.yaml");
-    std::fs::write(&spec_path, tune_spec(&tag)).unwrap();
-    let local = tmp.path().join("local");
-    let out = run(sgtune()
-        .arg("run")
-        .arg(&spec_path)
-        .arg("--results-dir")
-        .arg(&local)
-        .args(["--parallel", "2"]));
-    let want = steps(&text(&out.stderr));
-    assert_eq!(want.len(), 4, "{}", text(&out.stderr));
+    let (spec_path, local, want) = tune_on_local_slots(tmp.path(), &tag);
 
     let slurm = tmp.path().join("slurm");
     let bin = running_slurm(&slurm);
@@ -611,15 +599,7 @@ fn a_live_driver_refuses_a_second_resume_and_a_local_resume_waits_for_the_unmerg
         .arg(&dir)
         .env("PATH", &path)
         .env("FAKE_SLURM_DIR", &slurm));
-    let err = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(
-        err.contains(&format!(
-            "is being written by another sgtune (pid {} on ",
-            driver.id()
-        )),
-        "{err}"
-    );
+    assert_refused_by_the_lock_of(&out, driver.id());
     driver.kill().unwrap();
     driver.wait().unwrap();
     assert_eq!(waves(&dir), 2, "killed while its second wave ran");

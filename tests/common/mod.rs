@@ -201,3 +201,15 @@ pub fn debug_formatting(text: &str) -> Vec<String> {
         .map(str::to_string)
         .collect()
 }
+
+/// A resume refused because process `pid` holds the results folder's lock: exit 2, naming it.
+pub fn assert_refused_by_the_lock_of(out: &Output, pid: u32) {
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "is being written by another sgtune (pid {pid} on "
+        )),
+        "{err}"
+    );
+}
