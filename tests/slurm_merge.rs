@@ -499,20 +499,7 @@ fn a_tune_task_whose_node_failed_runs_again_in_the_next_wave() {
     assert!(matches!(out.status.code(), Some(0 | 1)), "{log}");
     let dir = only_results_folder(&results);
     let rows = read_rows(&dir.join("results.csv"));
-    let mut keys: Vec<(String, String, String)> = rows
-        .iter()
-        .map(|r| {
-            (
-                r["run_name"].clone(),
-                r["concurrency"].clone(),
-                r["repeat"].clone(),
-            )
-        })
-        .collect();
-    let n = keys.len();
-    keys.sort();
-    keys.dedup();
-    assert_eq!(keys.len(), n, "a measurement twice: {rows:?}");
+    assert_each_measured_once(&rows);
     let start: Vec<_> = rows
         .iter()
         .filter(|r| r["run_name"] == "mtt100_kv-auto" && r["repeat"] == "1")
@@ -616,6 +603,7 @@ fn a_live_driver_refuses_a_second_resume_and_a_local_resume_waits_for_the_unmerg
     assert!(log.contains("tune: wave 2 was not merged"), "{log}");
     assert_eq!(waves(&dir), 2, "nothing submitted again: {log}");
     let rows = read_rows(&dir.join("results.csv"));
+    assert_each_measured_once(&rows);
     let mut runs: Vec<String> = rows.iter().map(|r| r["run_name"].clone()).collect();
     let mut local_runs: Vec<String> = read_rows(&only_results_folder(&local).join("results.csv"))
         .iter()

@@ -213,3 +213,19 @@ pub fn assert_refused_by_the_lock_of(out: &Output, pid: u32) {
         "{err}"
     );
 }
+
+/// No measurement has two rows: each (run_name, concurrency, repeat) once in results.csv's
+/// `rows` (a resume or a rerun wave must not measure a launch again).
+pub fn assert_each_measured_once(rows: &[HashMap<String, String>]) {
+    let mut keys: Vec<(&str, &str, &str)> = rows
+        .iter()
+        .map(|r| {
+            let cell = |c: &str| r.get(c).map_or("", String::as_str);
+            (cell("run_name"), cell("concurrency"), cell("repeat"))
+        })
+        .collect();
+    let n = keys.len();
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), n, "a measurement twice: {rows:?}");
+}
