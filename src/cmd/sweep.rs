@@ -31,18 +31,16 @@ pub async fn start(
         }
         Target::New(_) => None,
     };
+    // A tune whose Slurm driver stopped mid-wave: that wave's tasks may still be queued or
+    // running. Wait for them and merge their rows first, whether the tune goes on on Slurm or
+    // here, so that none of their launches is submitted or run a second time.
+    if let Target::Resume { dir, .. } = target
+        && input.spec.tune.is_some()
+    {
+        crate::run::slurm::wave::settle(dir).await?;
+    }
     match slurm {
-        None => {
-            // A tune whose Slurm driver stopped mid-wave: that wave's tasks may still be
-            // queued or running. Wait for them and merge their rows first, as a resume on
-            // Slurm does, so that none of their launches runs a second time here.
-            if let Target::Resume { dir, .. } = target
-                && input.spec.tune.is_some()
-            {
-                crate::run::slurm::wave::settle(dir).await?;
-            }
-            Ok(prepare::run_here(input, target).await?)
-        }
+        None => Ok(prepare::run_here(input, target).await?),
         // A guided tune chooses each wave from the rows of the waves before: its driver runs
         // here until the tune ends.
         Some(o) if input.spec.tune.is_some() => {

@@ -74,7 +74,7 @@ pub async fn start(
             retry_failed,
             force,
         } => {
-            settle(dir).await?;
+            // Its last wave is settled already (`settle`, by `cmd::sweep::start`).
             let (results, _, m) =
                 crate::run::prepare::prepare_resume(input, dir, retry_failed, force)?;
             (results, m)
@@ -248,9 +248,8 @@ fn find(dir: &Path, marker: &str) -> Result<Submission, StartError> {
 }
 
 /// A resumed tune's latest wave, if its driver stopped before merging it: wait for its tasks
-/// (they are not submitted again) and merge them. A resume on Slurm and a local resume of a
-/// Slurm tune (`cmd::sweep::start`) both do this first; a folder never on Slurm has nothing
-/// to settle.
+/// (they are not submitted again) and merge them. Every resume of a tune does this first
+/// (`cmd::sweep::start`), on Slurm or here; a folder never on Slurm has nothing to settle.
 pub async fn settle(dir: &Path) -> Result<(), StartError> {
     let Some(sub) = read_submissions(dir)
         .map_err(|e| StartError::input(e.to_string()))?
