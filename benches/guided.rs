@@ -245,6 +245,7 @@ impl Surface for OldSurface {
                 queue_mean: Some(queue),
                 offered: Some(self.offered),
                 retractions: Some(retractions),
+                ..Default::default()
             },
         }
     }
@@ -472,6 +473,7 @@ impl HardSurface {
                 queue_mean: Some(queue),
                 offered: Some(self.offered),
                 retractions: Some(0),
+                ..Default::default()
             },
         ))
     }

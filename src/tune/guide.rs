@@ -67,6 +67,41 @@ pub struct Evidence {
     /// The concurrency the client offered.
     pub offered: Option<f64>,
     pub retractions: Option<u64>,
+    /// The server's decode steps by running batch (results.csv `decode_steps`, from every
+    /// `Decode batch` line of the window): what the response model fits step time on.
+    pub steps: Vec<StepSample>,
+    /// The KV pool's size in tokens (`max_total_num_tokens`): what a knob does to capacity is
+    /// learned from it, not assumed.
+    pub pool_tokens: Option<f64>,
+    /// The objective's SLO bounds with what this launch measured (the decision's medians).
+    pub bounds: Vec<SloSeen>,
+}
+
+/// The decode steps the server logged with one running batch size (one bucket of
+/// results.csv's `decode_steps`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepSample {
+    /// `#running-req` of the bucket's Decode lines (their mean when a bucket merges sizes).
+    pub running: f64,
+    /// The mean time of one decode step (ms): running ÷ gen throughput, since each running
+    /// request gains one token a step.
+    pub step_ms: f64,
+    /// Whether CUDA graphs ran the bucket's steps; None where the log does not say (vLLM).
+    pub graph: Option<bool>,
+    /// How many Decode lines the bucket holds: the fit's weight.
+    pub lines: u32,
+}
+
+/// One bound of the objective's SLO, and what a launch measured of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SloSeen {
+    /// The column bounded, as the spec names it (`tpot_ms_p99`, `ttft_ms_p99`, ...).
+    pub column: String,
+    /// An upper bound (`at most`); false: a lower bound.
+    pub at_most: bool,
+    pub limit: f64,
+    /// The median over the launch's repeats; None when no repeat has a value.
+    pub measured: Option<f64>,
 }
 
 /// What the launches of one point gave.

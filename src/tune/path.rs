@@ -211,6 +211,21 @@ pub fn observe(
             .iter()
             .filter_map(|r| r.count(&Col::RETRACTIONS))
             .max(),
+        steps: Vec::new(),
+        pool_tokens: max(Col::MAX_TOTAL_NUM_TOKENS),
+        bounds: c
+            .map(|c| {
+                c.slo
+                    .iter()
+                    .map(|s| guide::SloSeen {
+                        column: s.column.clone(),
+                        at_most: s.bound == crate::plan::spec::Bound::AtMost,
+                        limit: s.limit,
+                        measured: s.median,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
     };
     let not_in_effect: Vec<String> = space
         .knobs
