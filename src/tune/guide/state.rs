@@ -36,6 +36,12 @@ pub struct State {
     /// Per knob, the highest index that failed going down: that index and below are a cliff.
     pub floor: Vec<Option<usize>>,
     pub dropped: Vec<Option<Dropped>>,
+    /// Per knob: a KV knob whose change left the pool's size the same (`model::kv_effect`):
+    /// no move for more KV turns it.
+    pub kv_flat: Vec<bool>,
+    /// The most running requests the response model says the TPOT bound allows at the base's
+    /// load (`model::Model::ceiling`): no move lifts the running cap past it.
+    pub run_ceiling: Option<f64>,
 }
 
 /// The one knob where `a` and `b` differ, if exactly one does.
@@ -71,6 +77,47 @@ pub fn parent(space: &Space, seen: &[Observation], i: usize) -> Option<(usize, u
         .rev()
         .filter(|(_, o)| matches!(o.outcome, Outcome::Measured { .. }))
         .find_map(|(j, o)| single_change(&o.point, me).map(|k| (j, k)))
+}
+
+/// For a launch that failed, or that the quality guard failed, and that changed several knobs
+/// from the base before it (a composed move, issue 42): that base and the knob to blame. A
+/// failure is memory's (an OOM, a graph capture that does not fit): the first changed knob of
+/// the pool's, then the graphs', then the cap's; a quality failure is the KV dtype's when it
+/// changed. None for a measured launch: a response is only read from a single change.
+pub fn blamed(space: &Space, seen: &[Observation], i: usize) -> Option<(usize, usize)> {
+    let me = seen.get(i)?;
+    let quality = match &me.outcome {
+        Outcome::Failed { .. } => false,
+        Outcome::Measured {
+            eligible: false,
+            slo_excess: None,
+            ..
+        } => true,
+        Outcome::Measured { .. } => return None,
+    };
+    let before = &seen[..i];
+    if before.is_empty() {
+        return None;
+    }
+    let b = super::base(space, before, noise_of(before));
+    let from = &before[b].point;
+    let changed = |key: &str| {
+        space
+            .knobs
+            .iter()
+            .position(|kn| kn.key == key)
+            .filter(|&k| from.get(k) != me.point.get(k))
+    };
+    let order: Vec<&str> = if quality {
+        vec!["kv_cache_dtype"]
+    } else {
+        super::rules::KV_KNOBS
+            .iter()
+            .copied()
+            .chain(["cuda_graph_max_bs", "max_running_requests"])
+            .collect()
+    };
+    order.into_iter().find_map(changed).map(|k| (b, k))
 }
 
 /// Relative noise: 2 × the pooled (root-mean-square) cv of the launches that reported one,
@@ -125,6 +172,8 @@ impl State {
             ceiling: vec![None; n],
             floor: vec![None; n],
             dropped: vec![None; n],
+            kv_flat: super::model::kv_effect(space, seen),
+            run_ceiling: None,
         };
         // Per knob: (changes within noise, changes beyond noise).
         let mut response = vec![(0usize, 0usize); n];
@@ -136,7 +185,7 @@ impl State {
                     }
                 }
             }
-            let Some((p, k)) = parent(space, seen, i) else {
+            let Some((p, k)) = parent(space, seen, i).or_else(|| blamed(space, seen, i)) else {
                 continue;
             };
             let (from, to) = (seen[p].point[k], o.point[k]);
@@ -172,6 +221,10 @@ impl State {
                 }
             }
         }
+        if !seen.is_empty() {
+            let b = super::base(space, seen, noise);
+            st.run_ceiling = super::model::Model::read(space, seen).ceiling(seen, b);
+        }
         for (k, (flat, moved)) in response.into_iter().enumerate() {
             if st.dropped[k].is_none() && flat > 0 && moved == 0 {
                 st.dropped[k] = Some(Dropped::NoResponse);
@@ -183,6 +236,21 @@ impl State {
     /// Whether value `idx` of knob `k` may be launched: not banned, not over a cliff.
     pub fn allowed(&self, k: usize, idx: usize) -> bool {
         !self.banned[k].contains(&idx) && self.allowed_side(k, idx)
+    }
+
+    /// Whether value `idx` of knob `k` is a running cap above what the TPOT bound allows.
+    pub fn over_ceiling(&self, space: &Space, k: usize, idx: usize) -> bool {
+        let Some(c) = self.run_ceiling else {
+            return false;
+        };
+        space.knobs.get(k).is_some_and(|kn| {
+            kn.key == "max_running_requests"
+                && kn
+                    .values
+                    .get(idx)
+                    .and_then(|v| v.as_f64())
+                    .is_some_and(|x| x > c)
+        })
     }
 
     /// Whether value `idx` of knob `k` is on this side of its cliffs (a banned value is a hole,

@@ -50,6 +50,8 @@ mod tests {
             ceiling: vec![ceiling],
             floor: vec![floor],
             dropped: vec![None],
+            kv_flat: vec![false],
+            run_ceiling: None,
         }
     }
 

@@ -1,0 +1,519 @@
+//! The response model (issue 42): what the server's own evidence says a point of the space will
+//! do, rebuilt from every launch so far on each call (pure, so `resume` replays it).
+//!
+//! - **Step time by running batch.** Each launch's `Decode batch` lines, bucketed by
+//!   `#running-req` (results.csv `decode_steps`), give the decode step's time at several batch
+//!   sizes: the ramp and the drain of one launch already span a few, and each launch adds
+//!   more. A weighted least-squares line `step = a + b × running` per graph mode (captured
+//!   graphs, eager) is the fit; a launch's TPOT bound is then its step time times the launch's
+//!   own ratio of measured TPOT to fitted step (the tail of the step, the prefill stalls).
+//! - **Queue wait.** In a closed loop of `C` clients with `R` running, a request waits for
+//!   `(C − R) ÷ R` services (Little's law), each `output tokens × step(R)`: TTFT ≈
+//!   `T0 + k × (C − R) ÷ R × step(R)`, with `k` calibrated from a launch that had a queue.
+//! - **KV capacity.** The pool's size in tokens is logged per launch; a KV knob whose change
+//!   left it the same holds no running request more (HiCache on SGLang extends the prefix
+//!   cache into host memory, not the pool).
+//!
+//! From these, [`Band`]: the running batches the SLO allows, TPOT bounding it from above and
+//! TTFT from below, at the load offered. The strategy sizes its moves to it both ways and
+//! stops, saying so with numbers, when it is empty.
+
+use super::{Evidence, Observation, Outcome, Point, Space, StepSample};
+
+/// Share of an SLO limit a move aims at: the fit's line is a mean, and a launch's p99 lands on
+/// either side of it, so the move keeps this much room.
+pub const AIM: f64 = 0.95;
+
+/// The fewest distinct batch sizes a fit must span to have a slope of its own.
+const MIN_SIZES: usize = 2;
+
+/// `step = a + b × running` (ms), fitted over decode buckets.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StepFit {
+    pub a: f64,
+    pub b: f64,
+    /// Decode lines the fit rests on.
+    pub lines: u32,
+    /// Distinct batch sizes among them.
+    pub sizes: usize,
+}
+
+impl StepFit {
+    /// The fitted step at `running` (ms).
+    pub fn at(&self, running: f64) -> f64 {
+        (self.a + self.b * running).max(f64::MIN_POSITIVE)
+    }
+
+    /// Whether the fit has a slope of its own (enough sizes), not the prior's.
+    pub fn measured_slope(&self) -> bool {
+        self.sizes >= MIN_SIZES
+    }
+
+    /// The largest running batch whose step times `ratio` is at most `limit`; None when no
+    /// batch of one meets it; infinite when the step does not grow with the batch.
+    pub fn max_running(&self, ratio: f64, limit: f64) -> Option<f64> {
+        let per = limit / ratio.max(f64::MIN_POSITIVE);
+        if self.a + self.b > per {
+            return None;
+        }
+        if self.b <= 0.0 {
+            return Some(f64::INFINITY);
+        }
+        Some((per - self.a) / self.b)
+    }
+}
+
+/// Weighted least squares over `(running, step_ms, lines)`. With fewer than [`MIN_SIZES`]
+/// sizes the slope cannot be told from the data: the prior is that half the step at the one
+/// size seen grows with the batch (a decode step reads the weights once and each request's
+/// KV), which a second size replaces.
+pub fn fit(samples: &[&StepSample]) -> Option<StepFit> {
+    let usable: Vec<(f64, f64, f64)> = samples
+        .iter()
+        .filter(|s| s.running >= 1.0 && s.step_ms.is_finite() && s.step_ms > 0.0 && s.lines > 0)
+        .map(|s| (s.running, s.step_ms, f64::from(s.lines)))
+        .collect();
+    let w: f64 = usable.iter().map(|s| s.2).sum();
+    if usable.is_empty() || w <= 0.0 {
+        return None;
+    }
+    let lines = usable.iter().map(|s| s.2 as u32).sum();
+    let mut sizes: Vec<f64> = usable.iter().map(|s| s.0.round()).collect();
+    sizes.sort_by(f64::total_cmp);
+    sizes.dedup();
+    let mx = usable.iter().map(|s| s.0 * s.2).sum::<f64>() / w;
+    let my = usable.iter().map(|s| s.1 * s.2).sum::<f64>() / w;
+    let sxx: f64 = usable.iter().map(|s| s.2 * (s.0 - mx).powi(2)).sum();
+    let sxy: f64 = usable.iter().map(|s| s.2 * (s.0 - mx) * (s.1 - my)).sum();
+    let (a, b) = if sizes.len() >= MIN_SIZES && sxx > 0.0 {
+        // A step never shrinks as the batch grows: a falling line is noise, read as flat.
+        let b = (sxy / sxx).max(0.0);
+        (my - b * mx, b)
+    } else {
+        (my / 2.0, my / 2.0 / mx.max(1.0))
+    };
+    // A line below zero at one request is an extrapolation past the data: hold it at the
+    // smallest step seen, the slope through the mean.
+    let (a, b) = if a + b <= 0.0 {
+        let least = usable.iter().map(|s| s.1).fold(f64::INFINITY, f64::min);
+        let b = ((my - least) / (mx - 1.0).max(1.0)).max(0.0);
+        (my - b * mx, b)
+    } else {
+        (a, b)
+    };
+    Some(StepFit {
+        a,
+        b,
+        lines,
+        sizes: sizes.len(),
+    })
+}
+
+/// What kind of bound a column is, for the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Latency {
+    /// Time per output token: the decode step's tail.
+    Tpot,
+    /// Time to the first token: prefill and the queue.
+    Ttft,
+}
+
+/// The kind of an SLO column, by the name every engine's rows give it.
+pub fn latency_of(column: &str) -> Option<Latency> {
+    if column.starts_with("tpot_") || column.starts_with("itl_") {
+        Some(Latency::Tpot)
+    } else if column.starts_with("ttft_") {
+        Some(Latency::Ttft)
+    } else {
+        None
+    }
+}
+
+/// One upper bound of the SLO on a latency the model predicts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LatencyBound {
+    pub column: String,
+    pub limit: f64,
+}
+
+/// The model, read from every launch so far.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Model {
+    /// Steps with graphs (or where the log does not say), and eager steps.
+    pub graphs: Option<StepFit>,
+    pub eager: Option<StepFit>,
+    pub tpot: Option<LatencyBound>,
+    pub ttft: Option<LatencyBound>,
+    /// Per launch (index into `seen`): the measured TPOT bound over the fitted step at its
+    /// running mean, when it has both.
+    tpot_ratio: Vec<Option<f64>>,
+    /// TTFT with no queue (the least measured at a launch without one), and the queue's
+    /// factor `k`, from the launch with a queue nearest to the base.
+    ttft0: Option<f64>,
+    ttft_k: Vec<Option<f64>>,
+    /// Per knob: a KV knob whose change left the pool's size the same (within 1%).
+    pub no_kv_effect: Vec<bool>,
+}
+
+fn evidence(o: &Observation) -> Option<&Evidence> {
+    match &o.outcome {
+        Outcome::Measured { evidence, .. } => Some(evidence),
+        Outcome::Failed { .. } => None,
+    }
+}
+
+/// The upper SLO bound of one kind in an evidence, with its measured value.
+fn bound_of(e: &Evidence, kind: Latency) -> Option<(&str, f64, Option<f64>)> {
+    e.bounds
+        .iter()
+        .filter(|b| b.at_most && latency_of(&b.column) == Some(kind))
+        .map(|b| (b.column.as_str(), b.limit, b.measured))
+        // The tightest relative to what was measured: the one that binds.
+        .max_by(|x, y| {
+            let r = |b: &(&str, f64, Option<f64>)| b.2.unwrap_or(0.0) / b.1.max(f64::MIN_POSITIVE);
+            r(x).total_cmp(&r(y))
+        })
+}
+
+/// Whether most of a launch's decode lines ran with graphs (None: the log did not say).
+pub fn ran_with_graphs(e: &Evidence) -> Option<bool> {
+    let (mut on, mut off) = (0u64, 0u64);
+    for s in &e.steps {
+        match s.graph {
+            Some(true) => on += u64::from(s.lines),
+            Some(false) => off += u64::from(s.lines),
+            None => {}
+        }
+    }
+    (on + off > 0).then_some(on >= off)
+}
+
+impl Model {
+    pub fn read(space: &Space, seen: &[Observation]) -> Model {
+        let all: Vec<&StepSample> = seen
+            .iter()
+            .filter_map(evidence)
+            .flat_map(|e| e.steps.iter())
+            .collect();
+        let graphs = fit(&all
+            .iter()
+            .copied()
+            .filter(|s| s.graph != Some(false))
+            .collect::<Vec<_>>());
+        let eager = fit(&all
+            .iter()
+            .copied()
+            .filter(|s| s.graph == Some(false))
+            .collect::<Vec<_>>());
+        let first = |kind| {
+            seen.iter()
+                .filter_map(evidence)
+                .find_map(|e| bound_of(e, kind))
+                .map(|(c, l, _)| LatencyBound {
+                    column: c.to_string(),
+                    limit: l,
+                })
+        };
+        let mut m = Model {
+            graphs,
+            eager,
+            tpot: first(Latency::Tpot),
+            ttft: first(Latency::Ttft),
+            tpot_ratio: Vec::new(),
+            ttft0: None,
+            ttft_k: Vec::new(),
+            no_kv_effect: vec![false; space.knobs.len()],
+        };
+        m.tpot_ratio = seen
+            .iter()
+            .map(|o| {
+                let e = evidence(o)?;
+                let (_, _, measured) = bound_of(e, Latency::Tpot)?;
+                let r = e.running_mean?;
+                let step = m.step(ran_with_graphs(e) != Some(false), r)?;
+                measured
+                    .map(|x| x / step)
+                    .filter(|x| x.is_finite() && *x > 0.0)
+            })
+            .collect();
+        m.ttft0 = seen
+            .iter()
+            .filter_map(evidence)
+            .filter(|e| queue_share(e) == Some(0.0))
+            .filter_map(|e| bound_of(e, Latency::Ttft).and_then(|b| b.2))
+            .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.min(x))));
+        m.ttft_k = seen
+            .iter()
+            .map(|o| {
+                let e = evidence(o)?;
+                let (_, _, measured) = bound_of(e, Latency::Ttft)?;
+                let (r, c) = (e.running_mean?, e.offered?);
+                if r < 1.0 || c <= r + 0.5 {
+                    return None;
+                }
+                let step = m.step(ran_with_graphs(e) != Some(false), r)?;
+                let wait = measured? - m.ttft0.unwrap_or(0.0);
+                let k = wait / ((c - r) / r * step);
+                (k.is_finite() && k > 0.0).then_some(k)
+            })
+            .collect();
+        m.no_kv_effect = kv_effect(space, seen);
+        m
+    }
+
+    /// The fitted step at `running`, with graphs or without; the other mode's fit where this
+    /// one has no data.
+    pub fn step(&self, graphs: bool, running: f64) -> Option<f64> {
+        let f = if graphs {
+            self.graphs.or(self.eager)
+        } else {
+            self.eager.or(self.graphs)
+        }?;
+        Some(f.at(running))
+    }
+
+    fn fit_for(&self, graphs: bool) -> Option<StepFit> {
+        if graphs {
+            self.graphs.or(self.eager)
+        } else {
+            self.eager.or(self.graphs)
+        }
+    }
+
+    /// The TPOT ratio for a prediction from launch `i`: its own, else the median of all.
+    fn tpot_ratio_at(&self, i: usize) -> Option<f64> {
+        self.tpot_ratio
+            .get(i)
+            .copied()
+            .flatten()
+            .or_else(|| median(self.tpot_ratio.iter().flatten().copied().collect()))
+    }
+
+    fn ttft_k_at(&self, i: usize) -> Option<f64> {
+        self.ttft_k
+            .get(i)
+            .copied()
+            .flatten()
+            .or_else(|| median(self.ttft_k.iter().flatten().copied().collect()))
+    }
+
+    /// Predicted TPOT (the bound's column) at `running`, calibrated on launch `i`.
+    pub fn tpot_at(&self, i: usize, graphs: bool, running: f64) -> Option<f64> {
+        Some(self.tpot_ratio_at(i)? * self.step(graphs, running)?)
+    }
+
+    /// Predicted TTFT (the bound's column) with `running` of `offered`, calibrated on launch
+    /// `i`; None before any launch had a queue.
+    pub fn ttft_at(&self, i: usize, graphs: bool, running: f64, offered: f64) -> Option<f64> {
+        let k = self.ttft_k_at(i)?;
+        let r = running.max(1.0);
+        let q = (offered - r).max(0.0);
+        Some(self.ttft0.unwrap_or(0.0) + k * q / r * self.step(graphs, r)?)
+    }
+
+    /// The running batches the SLO allows at `offered`, predicted from launch `i`, each bound
+    /// taken at `aim` of its limit.
+    pub fn band(&self, i: usize, graphs: bool, offered: f64, aim: f64) -> Band {
+        let hi = match (&self.tpot, self.fit_for(graphs), self.tpot_ratio_at(i)) {
+            (Some(b), Some(f), Some(r)) => f.max_running(r, b.limit * aim).map(|x| x.floor()),
+            _ => Some(f64::INFINITY),
+        };
+        // The least running whose predicted TTFT meets its bound: the prediction falls as the
+        // running batch grows (the queue empties faster than the step slows), so scan up.
+        let lo = match (&self.ttft, self.ttft_k_at(i)) {
+            (Some(b), Some(_)) => {
+                let top = offered.max(1.0).ceil() as u64;
+                (1..=top)
+                    .map(|r| r as f64)
+                    .find(|&r| {
+                        self.ttft_at(i, graphs, r, offered)
+                            .is_some_and(|t| t <= b.limit * aim)
+                    })
+                    .or(Some(f64::INFINITY))
+            }
+            _ => Some(1.0),
+        };
+        let known = self.fit_for(graphs).is_some_and(|f| f.measured_slope())
+            && (self.ttft.is_none() || self.ttft_k_at(i).is_some());
+        Band {
+            lo: lo.unwrap_or(1.0),
+            hi,
+            known,
+        }
+    }
+}
+
+impl Model {
+    /// The most running requests the TPOT bound allows at launch `i`'s load, by the fit at
+    /// the limit itself (no room kept): a move that raises the running cap past it is one the
+    /// model already knows breaks the bound. None without a bound, a measured slope, or a load.
+    pub fn ceiling(&self, seen: &[Observation], i: usize) -> Option<f64> {
+        self.tpot.as_ref()?;
+        let e = evidence(seen.get(i)?)?;
+        let offered = e.offered?;
+        let graphs = self.graphs.is_some();
+        let f = self.fit_for(graphs)?;
+        if !f.measured_slope() {
+            return None;
+        }
+        self.band(i, graphs, offered, 1.0)
+            .hi
+            .filter(|h| h.is_finite())
+    }
+}
+
+/// The running batches an SLO allows at one load.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Band {
+    /// The least running that drains the queue fast enough for the TTFT bound (1: no bound
+    /// or nothing known; infinite: no batch does).
+    pub lo: f64,
+    /// The most running whose step meets the TPOT bound (None: not even one request does;
+    /// infinite: no bound, or the step does not grow).
+    pub hi: Option<f64>,
+    /// The fit measured its slope and, with a TTFT bound, a queue calibrated it: an empty band
+    /// is then a finding, not a guess.
+    pub known: bool,
+}
+
+impl Band {
+    pub fn empty(&self) -> bool {
+        self.hi.is_none_or(|h| h < self.lo)
+    }
+}
+
+/// The queue's share of the offered load at a launch (None without the numbers).
+fn queue_share(e: &Evidence) -> Option<f64> {
+    let (r, c) = (e.running_mean?, e.offered?);
+    (c > 0.0)
+        .then(|| ((c - r) / c).max(0.0))
+        .map(|x| if x < 0.02 { 0.0 } else { x })
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
+/// Per knob: whether some launch changed only this KV knob from another launch and the pool's
+/// size stayed within 1% (a knob that adds no room for running requests: HiCache's host tier
+/// holds prefixes, not the running batch).
+pub fn kv_effect(space: &Space, seen: &[Observation]) -> Vec<bool> {
+    let pool = |o: &Observation| evidence(o).and_then(|e| e.pool_tokens);
+    let mut flat = vec![false; space.knobs.len()];
+    let mut moved = vec![false; space.knobs.len()];
+    for (i, a) in seen.iter().enumerate() {
+        for b in &seen[..i] {
+            let Some(k) = super::state::single_change(&a.point, &b.point) else {
+                continue;
+            };
+            if let (Some(x), Some(y)) = (pool(a), pool(b)) {
+                if (x - y).abs() <= 0.01 * y.abs().max(1.0) {
+                    flat[k] = true;
+                } else {
+                    moved[k] = true;
+                }
+            }
+        }
+    }
+    flat.iter().zip(&moved).map(|(&f, &m)| f && !m).collect()
+}
+
+/// The running batch a point gets at `offered`: the cap, the pool (in requests), the load.
+pub fn running_at(cap: Option<f64>, pool_requests: Option<f64>, offered: f64) -> f64 {
+    let mut r = offered;
+    if let Some(c) = cap {
+        r = r.min(c);
+    }
+    if let Some(p) = pool_requests {
+        r = r.min(p.floor());
+    }
+    r.max(1.0)
+}
+
+/// The number a knob holds at a point, if numeric.
+pub fn value(space: &Space, p: &Point, key: &str) -> Option<f64> {
+    let k = space.knobs.iter().position(|kn| kn.key == key)?;
+    space.knobs[k].values.get(*p.get(k)?)?.as_f64()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+
+    fn s(running: f64, step_ms: f64, lines: u32, graph: Option<bool>) -> StepSample {
+        StepSample {
+            running,
+            step_ms,
+            graph,
+            lines,
+        }
+    }
+
+    #[test]
+    fn the_fit_recovers_a_line_from_buckets_of_one_launch() {
+        let v = [
+            s(4.0, 12.0, 5, None),
+            s(16.0, 18.0, 10, None),
+            s(32.0, 26.0, 40, None),
+        ];
+        let f = fit(&v.iter().collect::<Vec<_>>()).unwrap();
+        assert!(
+            (f.a - 10.0).abs() < 1e-9 && (f.b - 0.5).abs() < 1e-9,
+            "{f:?}"
+        );
+        assert_eq!((f.lines, f.sizes), (55, 3));
+        assert!(f.measured_slope());
+        assert!((f.at(20.0) - 20.0).abs() < 1e-9);
+        // ratio 1.5 under 33 ms: step ≤ 22 → running ≤ 24.
+        assert_eq!(f.max_running(1.5, 33.0), Some(24.0));
+        assert_eq!(f.max_running(1.5, 15.0), None);
+    }
+
+    #[test]
+    fn one_size_takes_the_prior_and_a_falling_line_is_flat() {
+        let one = [s(10.0, 20.0, 8, None)];
+        let f = fit(&one.iter().collect::<Vec<_>>()).unwrap();
+        assert!(!f.measured_slope());
+        assert!(
+            (f.a - 10.0).abs() < 1e-9 && (f.b - 1.0).abs() < 1e-9,
+            "{f:?}"
+        );
+        let falling = [s(2.0, 30.0, 4, None), s(20.0, 10.0, 4, None)];
+        let f = fit(&falling.iter().collect::<Vec<_>>()).unwrap();
+        assert_eq!(f.b, 0.0);
+        assert_eq!(f.max_running(1.0, 100.0), Some(f64::INFINITY));
+        assert!(fit(&[]).is_none());
+        let junk = [
+            s(0.0, 5.0, 3, None),
+            s(3.0, f64::NAN, 3, None),
+            s(3.0, 4.0, 0, None),
+        ];
+        assert!(fit(&junk.iter().collect::<Vec<_>>()).is_none());
+    }
+
+    #[test]
+    fn columns_are_read_as_the_latency_they_bound() {
+        assert_eq!(latency_of("tpot_ms_p99"), Some(Latency::Tpot));
+        assert_eq!(latency_of("itl_ms_p50"), Some(Latency::Tpot));
+        assert_eq!(latency_of("ttft_ms_p99"), Some(Latency::Ttft));
+        assert_eq!(latency_of("e2e_ms_p50"), None);
+    }
+
+    #[test]
+    fn the_running_batch_is_the_least_of_cap_pool_and_load() {
+        assert_eq!(running_at(Some(32.0), Some(40.7), 64.0), 32.0);
+        assert_eq!(running_at(Some(64.0), Some(40.7), 64.0), 40.0);
+        assert_eq!(running_at(None, None, 24.0), 24.0);
+        assert_eq!(running_at(Some(0.0), None, 24.0), 1.0);
+    }
+}

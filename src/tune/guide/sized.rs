@@ -1,0 +1,508 @@
+//! Moves sized to the SLO (issue 42), both ways: the running batch the response model
+//! (`model`) says the SLO allows at the offered load, and the knobs that give it, turned at
+//! once from the base: the running cap down to trade throughput for a TPOT bound, or up (with
+//! the pool and the CUDA graphs behind it) to drain a queue for a TTFT bound or to take the
+//! throughput the bounds leave. When no batch meets both bounds, the exploration ends saying
+//! so, with the model's numbers and the best trade-off measured.
+
+use super::model::{self, AIM, Band, Model};
+use super::rules::{self, Dir};
+use super::state::{Dropped, State};
+use super::{Observation, Point, Space, evidence_of, name, said};
+
+/// The knob that caps the running batch, and the one that sizes the CUDA graphs.
+const CAP: &str = "max_running_requests";
+const GRAPHS: &str = "cuda_graph_max_bs";
+
+/// What the model says from the base.
+pub enum Sized {
+    /// Launch this point, for this reason.
+    Launch(Point, String),
+    /// No running batch meets every bound: the exploration is over, for this reason.
+    Empty(String),
+}
+
+fn knob(space: &Space, st: &State, key: &str) -> Option<usize> {
+    let k = space.knobs.iter().position(|kn| kn.key == key)?;
+    (st.dropped[k] != Some(Dropped::NotInEffect)).then_some(k)
+}
+
+/// The numeric values of knob `k` with their indices, those the state allows, ascending.
+fn values(space: &Space, st: &State, k: usize) -> Vec<(usize, f64)> {
+    let mut v: Vec<(usize, f64)> = space.knobs[k]
+        .values
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| st.allowed(k, i))
+        .filter_map(|(i, v)| v.as_f64().map(|x| (i, x)))
+        .collect();
+    v.sort_by(|a, b| a.1.total_cmp(&b.1));
+    v
+}
+
+fn num(x: f64) -> String {
+    if x.is_infinite() {
+        "any".to_string()
+    } else if (x - x.round()).abs() < 1e-9 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.1}")
+    }
+}
+
+/// The band in words: each bound and the running batch it asks for.
+fn band_words(m: &Model, band: &Band, offered: f64, fit: Option<model::StepFit>) -> String {
+    let mut parts = Vec::new();
+    if let Some(t) = &m.tpot {
+        match band.hi {
+            Some(h) if h.is_finite() => parts.push(format!(
+                "{} ≤ {} needs ≤ {} running",
+                t.column,
+                num(t.limit),
+                num(h)
+            )),
+            Some(_) => parts.push(format!(
+                "{} ≤ {} holds at any batch",
+                t.column,
+                num(t.limit)
+            )),
+            None => parts.push(format!(
+                "{} ≤ {} is not met even by one running request",
+                t.column,
+                num(t.limit)
+            )),
+        }
+    }
+    if let Some(t) = &m.ttft {
+        if band.lo.is_finite() && band.lo > 1.0 {
+            parts.push(format!(
+                "{} ≤ {} needs ≥ {} running at this load ({} offered)",
+                t.column,
+                num(t.limit),
+                num(band.lo),
+                num(offered)
+            ));
+        } else if band.lo.is_infinite() {
+            parts.push(format!(
+                "{} ≤ {} is not met by any batch at this load ({} offered)",
+                t.column,
+                num(t.limit),
+                num(offered)
+            ));
+        }
+    }
+    if let Some(f) = fit {
+        parts.push(format!(
+            "decode step {:.2} + {:.3} × running ms over {} Decode lines at {} batch sizes",
+            f.a, f.b, f.lines, f.sizes
+        ));
+    }
+    parts.join("; ")
+}
+
+/// The SLO-sized move from `seen[base_i]`, if the model has a bound to size for and the
+/// numbers to size it: None leaves the move to the verdict's rules.
+pub fn from_base(space: &Space, seen: &[Observation], st: &State, base_i: usize) -> Option<Sized> {
+    let m = Model::read(space, seen);
+    if m.tpot.is_none() && m.ttft.is_none() {
+        return None;
+    }
+    let b = seen.get(base_i)?;
+    let e = evidence_of(b)?;
+    let offered = e.offered.filter(|o| *o >= 1.0)?;
+    let running = e.running_mean?;
+    let cap_k = knob(space, st, CAP);
+    let graph_k = knob(space, st, GRAPHS);
+    // The mode the target runs in: with a graph knob to turn, graphs (they are lifted with the
+    // batch); else the base's own.
+    let base_graphs = model::ran_with_graphs(e) != Some(false);
+    let graphs = if graph_k.is_some() && m.graphs.is_some() {
+        true
+    } else {
+        base_graphs
+    };
+    let fit = if graphs {
+        m.graphs.or(m.eager)
+    } else {
+        m.eager.or(m.graphs)
+    };
+    // The stop is judged on the bounds themselves; the moves keep `AIM`'s room.
+    let strict = m.band(base_i, graphs, offered, 1.0);
+    if strict.empty() {
+        if strict.known {
+            return Some(Sized::Empty(format!(
+                "{}: no point of this space meets the SLO at this load: {}; the best trade-off measured is {}: {}",
+                name(space, &b.point),
+                band_words(&m, &strict, offered, fit),
+                name(space, &b.point),
+                said(&b.outcome)
+            )));
+        }
+        return None;
+    }
+    let band = m.band(base_i, graphs, offered, AIM);
+    let hi = band.hi.unwrap_or(0.0).min(offered);
+    let lo = band.lo.min(hi.max(1.0));
+    // The pool, in requests, at the base: what ran over the share of it they used.
+    let pool_requests = match (e.running_max.or(e.running_mean), e.kv_usage_max) {
+        (Some(r), Some(u)) if u > 0.05 => Some(r / u),
+        _ => None,
+    };
+    let cap_now = cap_k.and_then(|k| model::value(space, &b.point, &space.knobs[k].key));
+    let down = running > hi + 0.5;
+    let up = running + 0.5 < lo || (running + 0.5 < hi && (e.queue_mean.unwrap_or(0.0) > 0.5));
+    if !down && !up {
+        return None;
+    }
+    let words = band_words(&m, &band, offered, fit);
+    let head = format!("{}: {}", name(space, &b.point), said(&b.outcome));
+    // The caps to try, best first: going down, the largest within the band (those below the
+    // band's floor last); going up, the smallest that lets the target run.
+    let target = hi;
+    let mut caps: Vec<Option<usize>> = Vec::new();
+    if let Some(k) = cap_k {
+        let vals = values(space, st, k);
+        if down {
+            let mut inside: Vec<(usize, f64)> = vals
+                .iter()
+                .copied()
+                .filter(|&(_, x)| x <= hi && x >= lo)
+                .collect();
+            inside.sort_by(|a, b| b.1.total_cmp(&a.1));
+            caps.extend(inside.iter().map(|&(i, _)| Some(i)));
+        } else {
+            // Up: the cap that covers the target (the load itself when the band reaches it),
+            // else the largest below it.
+            let cover = vals.iter().copied().find(|&(_, x)| x >= target);
+            let below: Vec<(usize, f64)> = vals
+                .iter()
+                .copied()
+                .filter(|&(_, x)| x < target && x >= lo && cap_now.is_none_or(|c| x > c))
+                .rev()
+                .collect();
+            if let Some((i, x)) = cover {
+                // A cap above the band's top lets the batch past the TPOT bound when the load
+                // reaches it.
+                if x <= hi || offered <= hi {
+                    caps.push(Some(i));
+                }
+            }
+            caps.extend(below.iter().map(|&(i, _)| Some(i)));
+            if cap_now.is_none_or(|c| c >= target) {
+                // The cap is not what holds the batch: the pool or the graphs are.
+                caps.push(None);
+            }
+        }
+    } else if up {
+        caps.push(None);
+    }
+    for cap in caps {
+        let mut p = b.point.clone();
+        let cap_value = match (cap_k, cap) {
+            (Some(k), Some(i)) => {
+                p[k] = i;
+                space.knobs[k].values.get(i)?.as_f64()
+            }
+            _ => cap_now,
+        };
+        let want = model::running_at(cap_value, None, offered);
+        // The pool must hold the batch: more KV, on the knobs that move the pool.
+        if pool_requests.is_some_and(|pr| pr + 0.5 < want) {
+            lift_kv(space, st, &mut p, &b.point);
+        }
+        // The graphs must cover it.
+        if let Some(gk) = graph_k {
+            let now = model::value(space, &p, GRAPHS).unwrap_or(f64::INFINITY);
+            if now < want {
+                if let Some(&(i, _)) = values(space, st, gk).iter().find(|&&(_, x)| x >= want) {
+                    p[gk] = i;
+                }
+            }
+        }
+        if p == b.point {
+            continue;
+        }
+        if let Some(o) = seen.iter().find(|o| o.point == p) {
+            // Measured: going down, a launch that met the TPOT bound ends the walk (lower only
+            // costs throughput); going up, one that broke it does.
+            let tpot_ok = evidence_of(o).and_then(|e| {
+                e.bounds
+                    .iter()
+                    .find(|x| Some(&x.column) == m.tpot.as_ref().map(|t| &t.column))
+                    .and_then(|x| x.measured.map(|v| v <= x.limit))
+            });
+            match (down, tpot_ok) {
+                (true, Some(true)) | (false, Some(false)) => return None,
+                _ => continue,
+            }
+        }
+        let changes = changes(space, &b.point, &p);
+        let dir = if down { "trade" } else { "lift" };
+        return Some(Sized::Launch(
+            p,
+            format!("{head} → {dir} to the SLO's band ({words}): {changes}"),
+        ));
+    }
+    None
+}
+
+/// The first long move up on a KV knob that moves the pool (not one learned to leave it the
+/// same, not one already moved from the base).
+fn lift_kv(space: &Space, st: &State, p: &mut Point, from: &Point) {
+    let moved = space
+        .knobs
+        .iter()
+        .enumerate()
+        .any(|(k, kn)| rules::KV_KNOBS.contains(&kn.key.as_str()) && p.get(k) != from.get(k));
+    if moved {
+        return;
+    }
+    for mv in rules::moves(crate::observe::diagnose::VerdictKind::KvCacheBound, None) {
+        if !mv.long {
+            continue;
+        }
+        let Some(k) = space.knobs.iter().position(|kn| kn.key == mv.key) else {
+            continue;
+        };
+        if st.dropped[k] == Some(Dropped::NotInEffect) || st.kv_flat[k] {
+            continue;
+        }
+        let len = space.knobs[k].values.len();
+        if let Some(&to) = super::step::order(st, k, len, p[k], Dir::Up, true).first() {
+            p[k] = to;
+            return;
+        }
+    }
+}
+
+/// "k a → b, k2 c → d" for the knobs `to` changes from `from`.
+pub fn changes(space: &Space, from: &Point, to: &Point) -> String {
+    space
+        .knobs
+        .iter()
+        .zip(from.iter().zip(to))
+        .filter(|(_, (a, b))| a != b)
+        .filter_map(|(k, (&a, &b))| {
+            Some(format!(
+                "{} {} → {}",
+                k.key,
+                k.values.get(a)?,
+                k.values.get(b)?
+            ))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::super::{Evidence, Knob, Next, Outcome, SloSeen, StepSample, next};
+    use super::*;
+    use crate::observe::diagnose::VerdictKind;
+    use crate::plan::flags::ParamValue;
+
+    const MRR: usize = 0;
+    const HICACHE: usize = 1;
+    const MFS: usize = 2;
+
+    fn space() -> Space {
+        let ints = |v: &[i64]| v.iter().map(|&x| ParamValue::Int(x)).collect();
+        Space {
+            knobs: vec![
+                Knob {
+                    key: CAP.into(),
+                    values: ints(&[8, 16, 24, 32, 48, 64]),
+                },
+                Knob {
+                    key: "hicache_size".into(),
+                    values: ints(&[0, 16, 32, 48]),
+                },
+                Knob {
+                    key: "mem_fraction_static".into(),
+                    values: [0.80, 0.84, 0.88, 0.92]
+                        .iter()
+                        .map(|&x| ParamValue::Float(x))
+                        .collect(),
+                },
+            ],
+            start: vec![5, 0, 1],
+            confirm: 0,
+        }
+    }
+
+    /// step = 10 + 0.5 × running ms; the ramp's sizes and the settled one.
+    fn steps(running: f64) -> Vec<StepSample> {
+        [0.25, 0.5, 0.75, 1.0]
+            .iter()
+            .map(|f| {
+                let r = (running * f).round().max(1.0);
+                StepSample {
+                    running: r,
+                    step_ms: 10.0 + 0.5 * r,
+                    graph: Some(false),
+                    lines: if *f == 1.0 { 40 } else { 4 },
+                }
+            })
+            .collect()
+    }
+
+    /// A launch with `running` of 64 offered: TPOT p99 1.2 × the step, TTFT p99 from the queue.
+    fn launch(point: Point, running: f64, tpot_limit: f64, ttft_limit: f64) -> Observation {
+        let step = 10.0 + 0.5 * running;
+        let tpot = 1.2 * step;
+        let queue = 64.0 - running;
+        let ttft = 200.0 + 256.0 * queue / running * step;
+        let bounds = vec![
+            SloSeen {
+                column: "tpot_ms_p99".into(),
+                at_most: true,
+                limit: tpot_limit,
+                measured: Some(tpot),
+            },
+            SloSeen {
+                column: "ttft_ms_p99".into(),
+                at_most: true,
+                limit: ttft_limit,
+                measured: Some(ttft),
+            },
+        ];
+        let excess = (tpot / tpot_limit).max(ttft / ttft_limit);
+        Observation::once(
+            point,
+            Outcome::Measured {
+                score: running / step * 1000.0,
+                cv: Some(0.02),
+                eligible: excess <= 1.0,
+                why_not: String::new(),
+                slo_excess: (excess > 1.0).then_some(excess),
+                evidence: Evidence {
+                    verdict: Some(if queue > 0.0 {
+                        VerdictKind::QueueWithSpareKv
+                    } else {
+                        VerdictKind::ComputeBound
+                    }),
+                    kv_usage_max: Some(running / 100.0),
+                    running_mean: Some(running),
+                    running_max: Some(running),
+                    queue_mean: Some(queue),
+                    offered: Some(64.0),
+                    steps: steps(running),
+                    pool_tokens: Some(100_000.0),
+                    bounds,
+                    ..Default::default()
+                },
+                not_in_effect: vec![],
+            },
+        )
+    }
+
+    fn proposal(n: Next) -> (Point, String) {
+        match n {
+            Next::Launch(v) => (v[0].point.clone(), v[0].why.clone()),
+            Next::Stop { why } => panic!("stopped: {why}"),
+        }
+    }
+
+    #[test]
+    fn a_tpot_bound_the_whole_batch_breaks_trades_the_cap_down_to_the_fit() {
+        let sp = space();
+        // Every request runs at once (compute bound, no queue); TPOT p99 50.4 over 40.
+        let seen = vec![launch(sp.start.clone(), 64.0, 40.0, 100_000.0)];
+        let (p, why) = proposal(next(&sp, &seen, 10));
+        // 1.2 × (10 + 0.5 R) ≤ 0.95 × 40 → R ≤ 43: the largest cap under it is 32.
+        assert_eq!(p, vec![3, 0, 1], "{why}");
+        assert!(why.contains("trade"), "{why}");
+        assert!(why.contains("tpot_ms_p99 ≤ 40 needs ≤ 43 running"), "{why}");
+        assert!(why.contains("max_running_requests 64 → 32"), "{why}");
+        // Measured there and eligible: no cap above the fit's ceiling is tried next (48
+        // would run 1.2 × 34 = 40.8 ms), whatever the queue's rule asks.
+        let mut seen = seen;
+        seen.push(launch(p, 32.0, 40.0, 100_000.0));
+        for _ in 0..4 {
+            match next(&sp, &seen, 10) {
+                Next::Launch(v) => {
+                    let q = v[0].point.clone();
+                    assert!(q[MRR] <= 3, "{:?}: {}", q, v[0].why);
+                    let r = [8.0, 16.0, 24.0, 32.0, 48.0, 64.0][q[MRR]];
+                    seen.push(launch(q, r, 40.0, 100_000.0));
+                }
+                Next::Stop { .. } => break,
+            }
+        }
+    }
+
+    #[test]
+    fn a_tpot_bound_met_below_the_start_is_reached_when_the_fit_misses_by_a_value() {
+        let sp = space();
+        // The p99 tail is 1.5 × the step at the cap the fit first names: one value lower.
+        let mut seen = vec![launch(sp.start.clone(), 64.0, 40.0, 100_000.0)];
+        let (p, _) = proposal(next(&sp, &seen, 10));
+        assert_eq!(p[MRR], 3);
+        let mut o = launch(p, 32.0, 40.0, 100_000.0);
+        if let Outcome::Measured {
+            evidence,
+            eligible,
+            slo_excess,
+            ..
+        } = &mut o.outcome
+        {
+            evidence.bounds[0].measured = Some(1.6 * 26.0);
+            *eligible = false;
+            *slo_excess = Some(1.6 * 26.0 / 40.0);
+        }
+        seen.push(o);
+        let (p, why) = proposal(next(&sp, &seen, 10));
+        assert_eq!(p[MRR], 2, "{why}");
+    }
+
+    #[test]
+    fn no_batch_meets_both_bounds_and_the_exploration_stops_with_the_numbers() {
+        let sp = space();
+        // TPOT ≤ 25 needs ≤ 21 running; TTFT ≤ 3000 needs most of the 64 to run.
+        let seen = vec![
+            launch(sp.start.clone(), 64.0, 25.0, 3000.0),
+            launch(vec![3, 0, 1], 32.0, 25.0, 3000.0),
+        ];
+        let why = match next(&sp, &seen, 10) {
+            Next::Stop { why } => why,
+            Next::Launch(v) => panic!("launched {:?}: {}", v[0].point, v[0].why),
+        };
+        assert!(
+            why.contains("no point of this space meets the SLO"),
+            "{why}"
+        );
+        assert!(why.contains("tpot_ms_p99 ≤ 25 needs ≤"), "{why}");
+        assert!(why.contains("ttft_ms_p99 ≤ 3000 needs ≥"), "{why}");
+        assert!(why.contains("the best trade-off measured is"), "{why}");
+        assert!(why.contains("Decode lines"), "{why}");
+    }
+
+    #[test]
+    fn a_band_that_is_empty_before_the_queue_is_measured_is_no_finding() {
+        let sp = space();
+        // Only the start: TTFT has no queue to calibrate on, so nothing is known to stop on.
+        let seen = vec![launch(sp.start.clone(), 64.0, 25.0, 3000.0)];
+        assert!(matches!(next(&sp, &seen, 10), Next::Launch(_)));
+    }
+
+    #[test]
+    fn a_kv_knob_that_leaves_the_pool_the_same_is_no_more_kv() {
+        let sp = space();
+        let mut a = launch(vec![5, 0, 1], 20.0, 1000.0, 100_000.0);
+        let mut b = launch(vec![5, 2, 1], 20.0, 1000.0, 100_000.0);
+        for o in [&mut a, &mut b] {
+            if let Outcome::Measured { evidence, .. } = &mut o.outcome {
+                evidence.verdict = Some(VerdictKind::KvCacheBound);
+                evidence.kv_usage_max = Some(0.97);
+                evidence.bounds.clear();
+            }
+        }
+        let seen = vec![a, b];
+        let st = State::read(&sp, &seen);
+        assert!(st.kv_flat[HICACHE] && !st.kv_flat[MFS]);
+        // More KV goes to the memory fraction, never the host cache again.
+        let (p, why) = proposal(next(&sp, &seen, 10));
+        assert!(p[MFS] > 1 && p[HICACHE] == 0, "{p:?}: {why}");
+    }
+}
