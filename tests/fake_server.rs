@@ -332,7 +332,9 @@ fn kill_9_of_sgtune_kills_the_whole_server_group() {
 fn metrics_endpoint_is_scraped_as_a_second_source() {
     let dir = tempfile::tempdir().expect("tempdir");
     let tag = unique_tag("metrics");
-    let body = "configs:\n  - {name: with-metrics, enable_metrics: true}\n  - {name: without}\nworkload:\n  concurrency: 4\n  duration_s: 3\n  input_tokens: 8\n  output_tokens: 200\n  vocab_size: 100\n";
+    // Outputs of 50 to 200 tokens and a Decode line every 10 steps: requests finish apart, so
+    // the batch the lines log shrinks as the last requests drain.
+    let body = "configs:\n  - {name: with-metrics, enable_metrics: true, decode_log_interval: 10}\n  - {name: without, decode_log_interval: 10}\nworkload:\n  concurrency: 4\n  duration_s: 3\n  input_tokens: 8\n  output_tokens: {dist: uniform, mean: 200, range_ratio: 0.25}\n  vocab_size: 100\n";
     let spec_path = write_spec(dir.path(), &spec(&tag, "", body));
     let results = dir.path().join("results");
     let out = run_sweep(&spec_path, &results);
@@ -357,6 +359,18 @@ fn metrics_endpoint_is_scraped_as_a_second_source() {
         csv.starts_with("t_s,metric,labels,value")
             && csv.contains("sglang:generation_tokens_total")
     );
+    // The log's decode steps by running batch: the closed loop's ramp and drain (requests of
+    // different lengths finishing apart) log more than one batch size, each step timed.
+    for r in rows.values() {
+        let steps = sgtune::record::decode_steps::parse(&r["decode_steps"]);
+        assert!(steps.len() > 1, "{:?}", r["decode_steps"]);
+        assert!(
+            steps
+                .iter()
+                .all(|s| s.running > 0.0 && s.step_ms > 0.0 && s.lines > 0),
+            "{steps:?}"
+        );
+    }
     // Without --enable-metrics there is no second source, and no file.
     assert_eq!(rows["without"]["metrics_gen_tput"], "");
     assert!(!folder.join("runs/without/metrics.csv").exists());

@@ -213,6 +213,76 @@ fn a_folder_recorded_with_the_earlier_run_ids_still_resumes_under_them() {
     no_leftovers(&tag);
 }
 
+/// A folder written before the `decode_steps` column resumes: its rows are written again
+/// under today's header (their cells kept, the new one empty), the new run's row fills it, and
+/// results.superseded.csv, from before the column too, keeps one header.
+#[test]
+fn a_folder_from_before_a_new_column_resumes_under_todays_header() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tag = unique_tag("oldcols");
+    let configs = "  - {name: a}\n  - {name: b}\n";
+    let spec_path = write(
+        dir.path(),
+        "s.yaml",
+        &spec(&tag, "", configs, "  concurrency: 2\n  requests: 4\n"),
+    );
+    let results = dir.path().join("results");
+    let out = run_sweep(&spec_path, &results);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let folder = only_results_folder(&results);
+    let csv_path = folder.join("results.csv");
+    let today = sgtune::record::rows::read(&csv_path).expect("read");
+    // The earlier sgtune's files: no decode_steps column, b interrupted, and an earlier
+    // attempt of b set aside.
+    let old_header: Vec<String> = today
+        .header
+        .iter()
+        .filter(|h| *h != "decode_steps")
+        .cloned()
+        .collect();
+    assert!(old_header.len() + 1 == today.header.len());
+    let a = today.rows.iter().find(|r| r.run_name() == "a").expect("a");
+    let b = today.rows.iter().find(|r| r.run_name() == "b").expect("b");
+    let b_cut = b.clone().with("status", "interrupted");
+    sgtune::record::store::rewrite_table(&folder, &old_header, &[a.clone(), b_cut.clone()])
+        .expect("rewrite");
+    let superseded = folder.join("results.superseded.csv");
+    let mut w = csv::Writer::from_path(&superseded).expect("superseded");
+    w.write_record(&old_header).expect("header");
+    w.write_record(b_cut.cells_under(&old_header)).expect("row");
+    w.flush().expect("flush");
+    drop(w);
+    let a_cells = a.cells_under(&old_header);
+
+    let out = run(sgtune().arg("resume").arg(&folder));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("written before the column(s) decode_steps"),
+        "{}",
+        text(&out.stderr)
+    );
+    let t = sgtune::record::rows::read(&csv_path).expect("results.csv reads");
+    assert_eq!(t.header, today.header);
+    let names: Vec<&str> = t.rows.iter().map(|r| r.run_name()).collect();
+    assert_eq!(names, ["a", "b"]);
+    assert_eq!(
+        t.rows[0].cells_under(&old_header),
+        a_cells,
+        "a's cells kept"
+    );
+    assert!(t.rows[0].decode_steps().is_empty());
+    assert!(!t.rows[1].decode_steps().is_empty(), "{:?}", t.rows[1]);
+    let s = sgtune::record::rows::read(&superseded).expect("superseded reads");
+    assert_eq!(s.header, today.header);
+    let set_aside: Vec<(&str, &str)> = s
+        .rows
+        .iter()
+        .map(|r| (r.run_name(), r.status().map_or("", |s| s.as_str())))
+        .collect();
+    assert_eq!(set_aside, [("b", "interrupted"), ("b", "interrupted")]);
+    no_leftovers(&tag);
+}
+
 #[test]
 fn resume_is_refused_when_the_sweep_changed_and_force_records_it() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -220,6 +220,20 @@ fn idle_gaps_and_warmup_are_left_out() {
     assert_eq!(s.stats_lines, 3);
     assert!(close(s.gen_throughput_mean, 200.0));
     assert_eq!(s.running_req_max, Some(6));
+    // The decode steps come from the same kept lines: Running ÷ throughput, graph unknown.
+    let steps: Vec<(f64, f64, u32, Option<bool>)> = s
+        .decode_steps
+        .iter()
+        .map(|b| (b.running, b.step_ms, b.lines, b.graph))
+        .collect();
+    assert_eq!(
+        steps,
+        vec![
+            (2.0, 20.0, 1, None),
+            (4.0, 20.0, 1, None),
+            (6.0, 20.0, 1, None)
+        ]
+    );
 }
 
 /// Data parallelism 2 (real lines, vllm-project/vllm PR #30738): each engine prints its own

@@ -3,7 +3,8 @@
 //! drawn from both (`diagnose`). `timeline` is a launch's server timeline from either
 //! engine's log, for report.html. `quantiles` is the one bounded percentile structure that
 //! `client` and `sglang_log` share; `window` the one accumulator of a window's stats that
-//! `sglang_log` and `vllm_log` both feed.
+//! `sglang_log` and `vllm_log` both feed, `steps` the decode steps by running batch they both
+//! bucket.
 pub mod client;
 pub mod diagnose;
 pub mod effective;
@@ -12,6 +13,7 @@ pub mod log_scope;
 pub mod prom;
 pub mod quantiles;
 pub mod sglang_log;
+pub mod steps;
 pub mod timeline;
 pub mod vllm_log;
 pub mod window;

@@ -1,7 +1,8 @@
 //! Record: the one row per run (`run_record`, with the one column list), the results folder
-//! (`store`), results.csv read back (`rows`), the provenance manifest and the GPU checks it
+//! (`store`), results.csv read back (`rows`; the `decode_steps` cell in `decode_steps`), the provenance manifest and the GPU checks it
 //! records, and whether a spec's objective names those columns the right way (`objective`).
 pub mod command;
+pub mod decode_steps;
 pub mod effective;
 pub mod gpu;
 pub mod layout;

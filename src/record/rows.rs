@@ -97,6 +97,7 @@ const EFFECTIVE_ARGS_ID: &str = "effective_args_id";
 const QUALITY_VERDICT: &str = "quality_verdict";
 const QUALITY_EVIDENCE: &str = "quality_evidence";
 const REQUEST_RATE: &str = "request_rate";
+const DECODE_STEPS: &str = "decode_steps";
 
 /// The quality guard's cells of a configuration's rows (`tune::quality` fills them in).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -214,6 +215,12 @@ impl Row {
     /// A column's whole number; None when empty or not one.
     pub fn count(&self, col: &Col) -> Option<u64> {
         self.cell(col).parse::<u64>().ok()
+    }
+
+    /// The server's decode steps by running batch (`decode_steps`), as far as the cell reads:
+    /// none in a row without server stats or a file from before the column.
+    pub fn decode_steps(&self) -> Vec<crate::observe::steps::DecodeSteps> {
+        super::decode_steps::parse(self.text(DECODE_STEPS))
     }
 
     /// A swept key's value as written (`param_<key>`); empty when the row has none.
@@ -356,6 +363,34 @@ pub struct Table {
     pub partial_tail: bool,
 }
 
+impl Table {
+    /// The listed columns of `header` this file lacks, when its rows can be written under
+    /// `header` without losing a cell or a swept value: every column of the file is one of
+    /// `header`'s, and `header`'s swept keys are the file's. Some(empty): the same columns.
+    /// None: another sweep's or another sgtune's file, not to be written under `header`.
+    pub fn columns_added_by(&self, header: &[String]) -> Option<Vec<String>> {
+        if !self.header.iter().all(|h| header.contains(h)) {
+            return None;
+        }
+        let added: Vec<String> = header
+            .iter()
+            .filter(|h| !self.header.contains(h))
+            .cloned()
+            .collect();
+        (!added.iter().any(|h| h.starts_with("param_"))).then_some(added)
+    }
+
+    /// The rows' fields under `header`: as read when the file has that header, else each cell
+    /// by its column's name, a column the file lacks empty (a file written before a column was
+    /// added, written again under today's header).
+    pub fn fields_under(&self, header: &[String]) -> Vec<Vec<String>> {
+        if self.header == header {
+            return self.raw.clone();
+        }
+        self.rows.iter().map(|r| r.cells_under(header)).collect()
+    }
+}
+
 /// `DIR` (a results folder) or `DIR/results.csv` → the CSV path.
 pub fn csv_path(p: &Path) -> PathBuf {
     if p.is_dir() {
@@ -448,6 +483,24 @@ mod tests {
             assert_eq!(row(&[("failure_kind", k.as_str())]).failure_kind(), Some(k));
         }
         assert_eq!(row(&[]).failure_kind(), None);
+    }
+
+    /// `decode_steps` reads what the writer wrote, skips what it cannot read, and is empty in a
+    /// file from before the column; the name is the list's.
+    #[test]
+    fn decode_steps_read_as_far_as_the_cell_goes() {
+        assert!(Col::named(DECODE_STEPS).is_some());
+        assert!(row(&[]).decode_steps().is_empty());
+        assert!(row(&[(DECODE_STEPS, "")]).decode_steps().is_empty());
+        let got = row(&[(DECODE_STEPS, "2:9.50:3:g bad 6.5:14.25:8:e")]).decode_steps();
+        let got: Vec<(f64, f64, u32, Option<bool>)> = got
+            .iter()
+            .map(|s| (s.running, s.step_ms, s.lines, s.graph))
+            .collect();
+        assert_eq!(
+            got,
+            vec![(2.0, 9.5, 3, Some(true)), (6.5, 14.25, 8, Some(false))]
+        );
     }
 
     /// Every column the code reads by a constant is one of the list's; a name the list does

@@ -552,6 +552,12 @@ pub fn trailing() -> Vec<Column> {
         Column { name: "token_usage_max", better: Better::Neither, doc: "Server KV `token usage`, max", get: |r| f(server(r, |s| s.token_usage_max)) },
         Column { name: "server_stats_lines", better: Better::Neither, doc: "Decode lines (vLLM: stats lines) the server stats rest on (0: no stats; the columns above are then empty)", get: |r| r.server.as_ref().map(|s| s.stats_lines.to_string()).unwrap_or_default() },
         Column {
+            name: "decode_steps",
+            better: Better::Neither,
+            doc: "The server's decode steps by running batch size, from the same Decode lines (vLLM: stats lines), each line's step `#running-req` ÷ `gen throughput` (ms): space-separated buckets `running:step_ms:lines[:g|:e]` (mean step of the bucket's lines; `g`: CUDA graphs by the lines' majority, `e`: eager, nothing: the log does not say), at most 24 (more batch sizes are merged into geometric bins, running then their mean), e.g. `4:11.20:12:g 8:12.05:30:e`",
+            get: |r| r.server.as_ref().map(|s| super::decode_steps::cell(&s.decode_steps)).unwrap_or_default(),
+        },
+        Column {
             name: "metrics_gen_tput",
             better: Better::Higher,
             doc: "Server generated tokens/s from a `/metrics` counter's delta over the window: `sglang:realtime_tokens_total{mode=\"decode\"}` where exported, else `sglang:generation_tokens_total` (empty without `--enable-metrics`); vLLM: `vllm:generation_tokens_total`",
@@ -849,6 +855,20 @@ mod tests {
                 offered_estimate: Some(9018),
                 token_usage_p90: Some(0.9019),
                 cached_token_share: Some(0.3125),
+                decode_steps: vec![
+                    crate::observe::steps::DecodeSteps {
+                        running: 4.0,
+                        step_ms: 11.2,
+                        lines: 12,
+                        graph: Some(true),
+                    },
+                    crate::observe::steps::DecodeSteps {
+                        running: 8.5,
+                        step_ms: 12.054,
+                        lines: 30,
+                        graph: None,
+                    },
+                ],
                 ..Default::default()
             }),
             verdict: Some(Verdict {
@@ -950,6 +970,7 @@ mod tests {
             ("token_usage_mean", "0.61"),
             ("token_usage_max", "0.97"),
             ("server_stats_lines", "41"),
+            ("decode_steps", "4:11.20:12:g 8.5:12.05:30"),
             ("metrics_gen_tput", "951.25"),
             ("metrics_running_mean", "35.5"),
             ("metrics_queue_mean", "36.5"),

@@ -220,19 +220,27 @@ impl ResultsDir {
         rewrite_results(&self.root, &self.header, rows)
     }
 
-    /// Keep superseded rows (interrupted, or failed ones being retried) as evidence.
-    pub fn append_superseded(
-        &self,
-        header: &[String],
-        rows: &[Vec<String>],
-    ) -> Result<(), StoreError> {
+    /// Keep superseded rows (interrupted, or failed ones being retried), their fields under
+    /// this folder's header, as evidence. A results.superseded.csv written before a column was
+    /// added is first written again under today's header (its rows' new cells empty), so the
+    /// file keeps one header.
+    pub fn append_superseded(&self, rows: &[Vec<String>]) -> Result<(), StoreError> {
         if rows.is_empty() {
             return Ok(());
         }
         let path = self.root.join(SUPERSEDED_CSV);
-        let head: Vec<String> = header.to_vec();
-        let records = std::iter::once(&head)
-            .filter(|_| !path.exists())
+        let exists = path.exists();
+        if exists {
+            if let Ok(old) = super::rows::read(&path) {
+                if old.header != self.header && old.columns_added_by(&self.header).is_some() {
+                    let fields = old.fields_under(&self.header);
+                    let all = std::iter::once(&self.header).chain(&fields);
+                    write_atomic(&path, &csv_bytes(&path, all)?)?;
+                }
+            }
+        }
+        let records = std::iter::once(&self.header)
+            .filter(|_| !exists)
             .chain(rows);
         append_synced(&path, &csv_bytes(&path, records)?, true)
     }

@@ -51,12 +51,21 @@ pub fn prepare_resume(
     let csv_path = dir.join(store::RESULTS_CSV);
     let table = rows::read(&csv_path).map_err(|e| format!("cannot resume: {e}"))?;
     let results = ResultsDir::open(dir, &input.plan.param_keys);
-    if table.header != results.header() {
+    // A file from an sgtune before a column was added is resumed, its rows written again under
+    // today's header with the new cells empty; any other difference is another sweep's file.
+    let Some(added) = table.columns_added_by(results.header()) else {
         return Err(format!(
             "cannot resume: {} has other columns than this sweep writes (was it written by another sgtune version?)",
             csv_path.display()
         ));
+    };
+    if !added.is_empty() {
+        say(&format!(
+            "resume: results.csv was written before the column(s) {}: its rows keep their cells, those empty",
+            added.join(", ")
+        ));
     }
+    let fields = table.fields_under(results.header());
     if table.partial_tail {
         say(
             "resume: results.csv ended in a partial row (sgtune was killed while writing it); that row is dropped and its run redone",
@@ -67,7 +76,7 @@ pub fn prepare_resume(
     let mut redo_raw = Vec::new();
     let mut kept: Vec<RowKey> = Vec::new();
     let mut kept_rows: Vec<rows::Row> = Vec::new();
-    for (row, raw) in table.rows.iter().zip(&table.raw) {
+    for (row, raw) in table.rows.iter().zip(&fields) {
         if work::is_finished(row, retry_failed) && !kept.contains(&row.key()) {
             kept.push(row.key());
             kept_rows.push(row.clone());
@@ -77,7 +86,7 @@ pub fn prepare_resume(
         }
     }
     results
-        .append_superseded(&table.header, &redo_raw)
+        .append_superseded(&redo_raw)
         .and_then(|_| results.rewrite_csv(&keep_raw))
         .map_err(|e| format!("cannot update the results folder: {e}"))?;
     // What is left: the kept rows are finished, and a search continues from their probes.

@@ -211,7 +211,17 @@ pub fn observe(
             .iter()
             .filter_map(|r| r.count(&Col::RETRACTIONS))
             .max(),
-        steps: Vec::new(),
+        // Every bucket of every row at the judged load: the fit weighs them by their lines.
+        steps: measured
+            .iter()
+            .flat_map(|r| r.decode_steps())
+            .map(|s| guide::StepSample {
+                running: s.running,
+                step_ms: s.step_ms,
+                graph: s.graph,
+                lines: s.lines,
+            })
+            .collect(),
         pool_tokens: max(Col::MAX_TOTAL_NUM_TOKENS),
         bounds: c
             .map(|c| {
@@ -481,6 +491,7 @@ mod tests {
             ("verdict", "kv_cache_bound"),
             ("token_usage_max", "0.97"),
             ("queue_req_mean", "12.5"),
+            ("decode_steps", "2:10.00:5:g 7.5:14.50:20:e"),
             (
                 "not_in_effect",
                 "`schedule_conservativeness` asked 1, in effect 0.3 (log)",
@@ -510,6 +521,19 @@ mod tests {
                 assert_eq!(evidence.kv_usage_max, Some(0.97));
                 assert_eq!(evidence.queue_mean, Some(12.5));
                 assert_eq!(evidence.offered, Some(8.0));
+                let step = |running, step_ms, graph, lines| guide::StepSample {
+                    running,
+                    step_ms,
+                    graph,
+                    lines,
+                };
+                assert_eq!(
+                    evidence.steps,
+                    vec![
+                        step(2.0, 10.0, Some(true), 5),
+                        step(7.5, 14.5, Some(false), 20)
+                    ]
+                );
                 assert_eq!(not_in_effect, vec!["schedule_conservativeness".to_string()]);
             }
             other => panic!("{other:?}"),
@@ -527,7 +551,7 @@ mod tests {
             "workload: {concurrency: 2, duration_s: 1, input_tokens: 4, output_tokens: 4, vocab_size: 10}\nobjective: {maximize: output_tok_s, slo: {ttft_ms_p99: 1000}}\nsearch: {max_load: {concurrency: {from: 2, to: 8}}}\ntune:\n  knobs:\n    max_total_tokens: [2048, 8192]\n  launches: 2\n",
         );
         let sp = space(s.tune.as_ref().unwrap());
-        let probe = |c: &str, pass: &str, ttft: &str, verdict: &str, queue: &str| {
+        let probe = |c: &str, pass: &str, ttft: &str, verdict: &str, queue: &str, steps: &str| {
             row(&[
                 ("run_name", "mtt2048"),
                 ("status", "ok"),
@@ -540,10 +564,18 @@ mod tests {
                 ("ttft_ms_p99", ttft),
                 ("verdict", verdict),
                 ("queue_req_mean", queue),
+                ("decode_steps", steps),
             ])
         };
-        let low = probe("2", "pass", "200", "compute_bound", "0");
-        let high = probe("4", "fail", "3000", "kv_cache_bound", "3");
+        let low = probe(
+            "2",
+            "pass",
+            "200",
+            "compute_bound",
+            "0",
+            "1:9.00:4:g 2:9.50:6:g",
+        );
+        let high = probe("4", "fail", "3000", "kv_cache_bound", "3", "4:12.00:9:g");
         match observe(&s, &sp, &[0], 1, &[&low, &high]) {
             Some(Outcome::Measured {
                 eligible, evidence, ..
@@ -552,6 +584,13 @@ mod tests {
                 assert_eq!(evidence.verdict, Some(VerdictKind::ComputeBound));
                 assert_eq!(evidence.offered, Some(2.0));
                 assert_eq!(evidence.queue_mean, Some(0.0));
+                // The steps too are the judged load's: the failing probe's are not among them.
+                let runs: Vec<(f64, u32)> = evidence
+                    .steps
+                    .iter()
+                    .map(|s| (s.running, s.lines))
+                    .collect();
+                assert_eq!(runs, vec![(1.0, 4), (2.0, 6)]);
             }
             other => panic!("{other:?}"),
         }

@@ -11,6 +11,7 @@ use std::path::Path;
 use memchr::memchr_iter;
 use serde::{Deserialize, Serialize};
 
+use crate::observe::steps::{DecodeSteps, StepBuckets};
 use crate::observe::window::WindowFigures;
 use crate::plan::engine::Engine;
 
@@ -116,6 +117,11 @@ pub struct ServerSummary {
     pub graph_off_running_min: Option<u64>,
     pub graph_off_running_mean: Option<f64>,
     pub graph_off_running_max: Option<u64>,
+    /// The decode steps by running batch size, from the kept Decode lines (per line, per DP
+    /// rank: `#running-req` ÷ `gen throughput`), at most [`crate::observe::steps::MAX_BUCKETS`]
+    /// buckets (vLLM: its stats lines', graph unknown). Empty in a summary from before it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub decode_steps: Vec<DecodeSteps>,
     /// Largest captured batch size (`Capture cuda graph bs [...]`, else the server arg).
     pub cuda_graph_max_bs: Option<u64>,
     /// The log says CUDA graphs are off (`Cuda graph is disabled`, `disable_cuda_graph=True`).
@@ -278,6 +284,7 @@ pub struct Acc {
     graph_off_run_max: Option<u64>,
     graph_off_run_sum: f64,
     graph_off_run_n: usize,
+    steps: StepBuckets,
 
     input_sum: f64,
     input_n: usize,
@@ -309,6 +316,7 @@ impl Window<Sglang> {
             self.stats.usage(u);
         }
         let a = &mut self.acc;
+        a.steps.line(s.running_req, s.gen_throughput, s.graph);
         if let Some(g) = s.graph {
             a.graph_lines += 1;
             if a.graph_label.is_none() {
@@ -558,6 +566,7 @@ impl Summarizer {
             graph_off_running_min: a.graph_off_run_min,
             graph_off_running_mean: ratio(a.graph_off_run_sum, a.graph_off_run_n),
             graph_off_running_max: a.graph_off_run_max,
+            decode_steps: a.steps.buckets(),
             cuda_graph_max_bs: self.capture_bs.or(self.graph_bs_arg),
             graphs_disabled: self.graphs_disabled,
             prefill_input_throughput_mean: ratio(a.input_sum, a.input_n),
@@ -788,6 +797,59 @@ mod tests {
         assert_eq!(sum.hicache_host_gb, None);
         assert_eq!(sum.retractions, 1);
         assert_eq!(sum.retracted_requests, 2);
+    }
+
+    /// The decode steps come from the kept Decode lines only (not warm-up, not a rank's first
+    /// line, not after an idle gap, not a garbled one), bucketed by `#running-req` with the
+    /// majority graph flag of either graph field (`cuda graph`, `cpu graph`; none: unknown).
+    #[test]
+    fn decode_steps_by_running_batch() {
+        let line = |t: &str, run: u64, thr: f64, graph: &str| {
+            format!(
+                "[2026-11-30 {t}] Decode batch, #running-req: {run}, #token: 100, token usage: 0.10, {graph}gen throughput (token/s): {thr:.2}, #queue-req: 0\n"
+            )
+        };
+        let mut s = STARTUP.to_string(); // warm-up Decode line (running 1) before ready: left out
+        s += &line("15:46:01", 9, 100.0, "cuda graph: True, "); // first: left out
+        s += &line("15:46:02", 4, 400.0, "cuda graph: True, "); // 10 ms
+        s += &line("15:46:03", 4, 200.0, "cuda graph: True, "); // 20 ms
+        s += &line("15:46:04", 8, 500.0, "cuda graph: False, "); // 16 ms
+        s += &line("15:46:05", 8, 400.0, "cuda graph: False, "); // 20 ms
+        s += &line("15:46:06", 8, 800.0, "cuda graph: True, "); // 10 ms
+        s += "[2026-11-30 15:46:07] Decode batch,\n"; // garbled: left out
+        s += &line("15:46:40", 16, 1.0, "cpu graph: False, "); // after an idle gap: left out
+        s += &line("15:46:41", 16, 800.0, "cpu graph: False, "); // 20 ms
+        s += &line("15:46:42", 0, 0.0, "cpu graph: False, "); // nothing running: no step
+        s += &line("15:46:43", 2, 100.0, ""); // 20 ms, no graph field
+        let sum = summarize_text(&s, None);
+        assert_eq!(sum.garbled_stats_lines, 1);
+        let got: Vec<(f64, f64, u32, Option<bool>)> = sum
+            .decode_steps
+            .iter()
+            .map(|b| {
+                (
+                    b.running,
+                    (b.step_ms * 1000.0).round() / 1000.0,
+                    b.lines,
+                    b.graph,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (2.0, 20.0, 1, None),
+                (4.0, 15.0, 2, Some(true)),
+                (8.0, 15.333, 3, Some(false)),
+                (16.0, 20.0, 1, Some(false)),
+            ]
+        );
+        // Written to summary.json and read back; a summary from before the field has none.
+        let json = serde_json::to_string(&sum).unwrap_or_else(|e| panic!("{e}"));
+        let back: ServerSummary = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(back.decode_steps, sum.decode_steps);
+        let none = serde_json::to_value(ServerSummary::default()).unwrap_or_else(|e| panic!("{e}"));
+        assert!(none.get("decode_steps").is_none(), "{none}");
     }
 
     #[test]

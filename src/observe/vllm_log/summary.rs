@@ -8,8 +8,10 @@
 //! length → `context_len`; V1's `Preemptions` (requests preempted in the interval) → both
 //! retraction counts (vLLM preempts one request at a time); the last `Prefix cache hit rate` of
 //! the window → `cached_token_share`; `max_num_seqs` and `max_num_batched_tokens` from the
-//! `non-default args` line → `max_running_requests` and `chunked_prefill_size`. Fields vLLM's
-//! log has no counterpart for (graph lines, prefill batches, KV dtype) stay empty.
+//! `non-default args` line → `max_running_requests` and `chunked_prefill_size`; per kept line
+//! `Running` ÷ `Avg generation throughput` → a decode step of `decode_steps`. Fields vLLM's log
+//! has no counterpart for (graph lines and `decode_steps`' graph flag, prefill batches, KV
+//! dtype) stay empty.
 //!
 //! Which lines count: like SGLang's, stats lines before the ready line are warmup; in the
 //! window, the first stats line of each engine is left out (its interval began before the
@@ -20,6 +22,7 @@
 use crate::observe::sglang_log::line::error_message;
 use crate::observe::sglang_log::skeleton::{Rules, Skeleton, Window};
 use crate::observe::sglang_log::{LogWindow, Scope, ServerSummary, Timestamp};
+use crate::observe::steps::StepBuckets;
 
 use super::line::{Event, Stats, StatsFormat, parse_line};
 
@@ -48,6 +51,7 @@ pub struct Acc {
     /// Kept lines of the V0 engine, whose stats lines carry no preemption count.
     v0_lines: usize,
     hit_rate: Option<f64>,
+    steps: StepBuckets,
 }
 
 impl Window<Vllm> {
@@ -72,6 +76,8 @@ impl Window<Vllm> {
             self.stats.usage(u);
         }
         let a = &mut self.acc;
+        // Per line (each engine's own batch), graph unknown: vLLM's line does not say.
+        a.steps.line(s.running, s.generation_throughput, None);
         if let Some(p) = s.preemptions {
             a.preempted = a.preempted.saturating_add(p);
         }
@@ -268,6 +274,7 @@ impl Summarizer {
                 0
             },
             cached_token_share: a.hit_rate,
+            decode_steps: a.steps.buckets(),
             chunked_prefill_size: self
                 .arg("max_num_batched_tokens")
                 .and_then(|v| v.trim().parse::<i64>().ok()),

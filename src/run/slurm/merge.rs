@@ -47,7 +47,8 @@ pub fn merge_rows(dir: &Path, sub: &Submission, states: &States) -> Result<bool,
     let results = ResultsDir::open(dir, &plan.param_keys);
     let base = files::read_base(dir).map_err(|e| StartError::input(e.to_string()))?;
     let mut manifest = provenance::read(dir).map_err(|e| StartError::input(e.to_string()))?;
-    let mut raw = base.raw.clone();
+    // Every file's rows by column name under the folder's header (as read when it is theirs).
+    let mut raw = base.fields_under(results.header());
     let mut pending = false;
     for name in sub.launches() {
         let Some(launch) = launches.iter().find(|l| &l.dir_name == name) else {
@@ -55,7 +56,7 @@ pub fn merge_rows(dir: &Path, sub: &Submission, states: &States) -> Result<bool,
         };
         let ldir = store::launch_dir(dir, name);
         match files::read_task_rows(&ldir) {
-            Ok(t) => raw.extend(t.raw),
+            Ok(t) => raw.extend(t.fields_under(results.header())),
             Err(_) => {
                 let (job, idx) = sub.task_of(name).unwrap_or_default();
                 let state = known_state(sub, states, &job, idx);

@@ -339,7 +339,7 @@ fn wave_over(
 /// and no measurement has two rows.
 fn set_aside_interrupted(results: &ResultsDir) -> Result<(), StartError> {
     let table = rows::read(&results.results_csv()).map_err(|e| StartError::input(e.to_string()))?;
-    let (keep, redo) = split_finished(&table);
+    let (keep, redo) = split_finished(&table, results.header());
     if redo.is_empty() {
         return Ok(());
     }
@@ -347,17 +347,18 @@ fn set_aside_interrupted(results: &ResultsDir) -> Result<(), StartError> {
         "tune: {} interrupted row(s) set aside in results.superseded.csv: their launches run again",
         redo.len()
     ));
-    results.append_superseded(&table.header, &redo)?;
+    results.append_superseded(&redo)?;
     results.rewrite_csv(&keep)?;
     Ok(())
 }
 
-/// The raw rows to keep (finished, the first of each measurement) and those to redo.
-fn split_finished(table: &rows::Table) -> (Vec<Vec<String>>, Vec<Vec<String>>) {
+/// The rows to keep (finished, the first of each measurement) and those to redo, their fields
+/// under `header` (the folder's: as read, unless the file predates a column).
+fn split_finished(table: &rows::Table, header: &[String]) -> (Vec<Vec<String>>, Vec<Vec<String>>) {
     let mut keep = Vec::new();
     let mut redo = Vec::new();
     let mut kept = Vec::new();
-    for (row, raw) in table.rows.iter().zip(&table.raw) {
+    for (row, raw) in table.rows.iter().zip(&table.fields_under(header)) {
         if work::is_finished(row, false) && !kept.contains(&row.key()) {
             kept.push(row.key());
             keep.push(raw.clone());
@@ -472,7 +473,7 @@ mod tests {
         let p = tmp.path().join("r.csv");
         std::fs::write(&p, csv).expect("write");
         let t = rows::read(&p).expect("read");
-        let (keep, redo) = split_finished(&t);
+        let (keep, redo) = split_finished(&t, &t.header);
         let names = |v: &[Vec<String>]| v.iter().map(|r| r[0].clone()).collect::<Vec<_>>();
         assert_eq!(names(&keep), ["a", "c"]);
         assert_eq!(names(&redo), ["b", "a"]);
