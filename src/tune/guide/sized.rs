@@ -236,7 +236,27 @@ pub fn from_base(space: &Space, seen: &[Observation], st: &State, base_i: usize)
                 _ => continue,
             }
         }
-        let changes = changes(space, &b.point, &p);
+        // The KV part of the move named as the rules name it.
+        let kv: Vec<usize> = (0..space.knobs.len())
+            .filter(|&k| {
+                p[k] != b.point[k] && rules::KV_KNOBS.contains(&space.knobs[k].key.as_str())
+            })
+            .collect();
+        let mut kv_only = b.point.clone();
+        let mut rest = p.clone();
+        for &k in &kv {
+            kv_only[k] = p[k];
+            rest[k] = b.point[k];
+        }
+        let changes = match (kv.is_empty(), rest == b.point) {
+            (true, _) => changes(space, &b.point, &p),
+            (false, true) => format!("more KV: {}", changes(space, &b.point, &kv_only)),
+            (false, false) => format!(
+                "{}, more KV: {}",
+                changes(space, &b.point, &rest),
+                changes(space, &b.point, &kv_only)
+            ),
+        };
         let dir = if down { "trade" } else { "lift" };
         return Some(Sized::Launch(
             p,
