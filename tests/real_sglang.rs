@@ -600,6 +600,108 @@ fn the_guided_tune_composes_the_pool_and_the_cap_to_an_eligible_confirmed_leader
     assert!(md.contains("Chosen: confirm the leader"), "{md}");
 }
 
+/// A guided tune where the SLO asks for a trade (issue 42), on real SGLang: the start runs all
+/// 32 requests at once (compute bound, no queue) and the TPOT bound is one that only a smaller
+/// running batch meets. CPU speed varies by machine, so the test measures the start first (the
+/// tune with one launch) and sets the bound where its own fit of the server's decode steps puts
+/// a batch of 10: a cap of 8 meets it, 12 does not, by the fit. The tune must trade the cap
+/// down (not stop with nothing eligible, as before issue 42) and launch an eligible point within
+/// its 6 launches.
+#[test]
+#[ignore = "needs real SGLang on CPU: run scripts/test.sh"]
+fn a_tpot_bound_only_a_smaller_batch_meets_is_traded_for_within_six_launches() {
+    use sgtune::tune::guide::StepSample;
+    use sgtune::tune::guide::model;
+    let _env = real_env();
+    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let text_of = std::fs::read_to_string(repo().join("experiments/cpu-tune-tpot.yaml"))
+        .expect("the experiment");
+    // The start alone.
+    let one = text_of.replace("  launches: 6\n  confirm: 1", "  launches: 1\n  confirm: 0");
+    assert_ne!(one, text_of, "the experiment's budget lines moved");
+    let spec = dir.path().join("start.yaml");
+    std::fs::write(&spec, one).expect("spec");
+    let out = run_sweep(&spec, &dir.path().join("start"));
+    assert!(
+        matches!(out.status.code(), Some(0) | Some(1)),
+        "{}",
+        text(&out.stderr)
+    );
+    let rows = read_rows(&only_results_folder(&dir.path().join("start")).join("results.csv"));
+    let start = &rows[0];
+    assert_eq!(start["status"], "ok", "{start:?}");
+    let steps: Vec<StepSample> = start["decode_steps"]
+        .split_whitespace()
+        .filter_map(|b| {
+            let f: Vec<&str> = b.split(':').collect();
+            Some(StepSample {
+                running: f.first()?.parse().ok()?,
+                step_ms: f.get(1)?.parse().ok()?,
+                lines: f.get(2)?.parse().ok()?,
+                graph: None,
+            })
+        })
+        .collect();
+    let fit = model::fit(&steps.iter().collect::<Vec<_>>()).expect("a fit of the start's steps");
+    assert!(
+        fit.measured_slope() && fit.b > 0.0,
+        "{fit:?} from {}",
+        start["decode_steps"]
+    );
+    let ratio = num(start, "tpot_ms_p99") / fit.at(num(start, "running_req_mean"));
+    let bound = ratio * fit.at(10.0);
+    eprintln!(
+        "start: tpot_ms_p99 {} at {} running; fit {fit:?}; bound {bound:.2} ms",
+        start["tpot_ms_p99"], start["running_req_mean"]
+    );
+    // The tune, with that bound.
+    let tuned = text_of.replace(
+        "slo: {tpot_ms_p99: 30}",
+        &format!("slo: {{tpot_ms_p99: {bound:.2}}}"),
+    );
+    assert_ne!(tuned, text_of, "the experiment's SLO line moved");
+    let spec = dir.path().join("tune.yaml");
+    std::fs::write(&spec, tuned).expect("spec");
+    let out = run_sweep(&spec, &dir.path().join("tune"));
+    let log = text(&out.stderr);
+    assert!(matches!(out.status.code(), Some(0) | Some(1)), "{log}");
+    let folder = only_results_folder(&dir.path().join("tune"));
+    let rows = read_rows(&folder.join("results.csv"));
+    assert!(rows.len() <= 6, "{rows:?}");
+    let steps: Vec<&str> = log
+        .lines()
+        .filter(|l| l.starts_with("tune: step "))
+        .collect();
+    // Step 2 trades: the running cap down to what the fit names, with the numbers.
+    assert!(
+        steps
+            .get(1)
+            .is_some_and(|l| l.contains("trade to the SLO's band")
+                && l.contains("tpot_ms_p99 ≤")
+                && l.contains("max_running_requests 32 → ")),
+        "{steps:#?}"
+    );
+    // An eligible launch: the decision names a leader within the SLO.
+    let d: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(folder.join("decision.json")).unwrap())
+            .unwrap();
+    let leader = d["points"][0]["leader"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        !leader.is_empty() && leader != "mrr32_cps2048",
+        "{d}\n{log}"
+    );
+    let lead_row = rows
+        .iter()
+        .find(|r| r["run_name"] == leader)
+        .expect("the leader's row");
+    assert!(num(lead_row, "tpot_ms_p99") <= bound, "{lead_row:?}");
+    assert!(!log.contains("no step from the leader is left"), "{log}");
+}
+
 /// The guided tune on two slots (`--parallel 2`) on real SGLang: the start alone, then a batch
 /// of two launches at once, each on its own port, both measured while the other ran; every
 /// launch a row, the width recorded, and a decision from the three. (What the batch holds is

@@ -20,9 +20,11 @@
 
 use super::{Evidence, Observation, Outcome, Point, Space, StepSample};
 
-/// Share of an SLO limit a move aims at: the fit's line is a mean, and a launch's p99 lands on
-/// either side of it, so the move keeps this much room.
-pub const AIM: f64 = 0.95;
+/// Share of an SLO limit a move aims at. At the limit itself: a move that overshoots costs one
+/// launch (its own evidence, refitted, names the next value down), while one that keeps room
+/// below the limit can stop a value short of the best point and never see it (the best point
+/// of a trade sits just under its bound).
+pub const AIM: f64 = 1.0;
 
 /// The fewest distinct batch sizes a fit must span to have a slope of its own.
 const MIN_SIZES: usize = 2;
@@ -145,7 +147,7 @@ pub struct Model {
     pub tpot: Option<LatencyBound>,
     pub ttft: Option<LatencyBound>,
     /// Per launch (index into `seen`): the measured TPOT bound over the fitted step at its
-    /// running mean, when it has both.
+    /// peak running batch, when it has both.
     tpot_ratio: Vec<Option<f64>>,
     /// TTFT with no queue (the least measured at a launch without one), and the queue's
     /// factor `k`, from the launch with a queue nearest to the base.
@@ -229,7 +231,9 @@ impl Model {
             .map(|o| {
                 let e = evidence(o)?;
                 let (_, _, measured) = bound_of(e, Latency::Tpot)?;
-                let r = e.running_mean?;
+                // A TPOT tail is the steps at the peak batch, not the mean's: the ramp and
+                // the drain run smaller (faster) batches.
+                let r = e.running_max.or(e.running_mean)?;
                 let step = m.step(ran_with_graphs(e) != Some(false), r)?;
                 measured
                     .map(|x| x / step)
