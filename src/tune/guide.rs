@@ -292,8 +292,15 @@ fn explore(space: &Space, seen: &[Observation], st: &State, compose: bool) -> Ex
     // within noise of it (ordered by standing), since the strategy cannot tell those from the
     // base and their evidence may name the next limit (a larger running cap that measured
     // within noise of the leader, but whose pool is now full, asks for more KV).
-    if let Some(n) = rule_moves(space, st, base, compose) {
-        return Explored::Launch(n);
+    // A queue the TPOT bound keeps (the running cap at the model's ceiling) is the SLO's price,
+    // not a limit: the queue's moves (lift the cap, admit more, a larger chunked prefill) are
+    // moot there.
+    let priced =
+        verdict == Some(VerdictKind::QueueWithSpareKv) && sized::cap_at_ceiling(space, st, base);
+    if !priced {
+        if let Some(n) = rule_moves(space, st, base, compose) {
+            return Explored::Launch(n);
+        }
     }
     for tie in near_ties(seen, st, base_i) {
         if let Some(n) = rule_moves(space, st, &seen[tie], compose) {
@@ -314,6 +321,9 @@ fn explore(space: &Space, seen: &[Observation], st: &State, compose: bool) -> Ex
                 continue;
             }
             for dir in [Dir::Up, Dir::Down] {
+                if sized::moot(space, seen, st, base_i, k, dir) {
+                    continue;
+                }
                 if rules::against(verdict, usage, &knob.key, dir) != against {
                     continue;
                 }

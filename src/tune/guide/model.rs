@@ -337,7 +337,11 @@ impl Model {
             }
             _ => Some(1.0),
         };
+        // Two launches measured the TPOT tail (one p99 is one draw of a heavy tail) and, with
+        // a TTFT bound, one had a queue to calibrate the wait on.
+        let tails = self.tpot_ratio.iter().flatten().count();
         let known = self.fit_for(graphs).is_some_and(|f| f.measured_slope())
+            && (self.tpot.is_none() || tails >= 2)
             && (self.ttft.is_none() || self.ttft_k_at(i).is_some());
         Band {
             lo: lo.unwrap_or(1.0),

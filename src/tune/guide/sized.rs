@@ -14,6 +14,10 @@ use super::{Observation, Point, Space, evidence_of, name, said};
 const CAP: &str = "max_running_requests";
 const GRAPHS: &str = "cuda_graph_max_bs";
 
+/// How far apart the band's edges must be for an empty band to end the exploration: the
+/// TTFT floor above the TPOT top by this factor.
+const EMPTY_BY: f64 = 1.15;
+
 /// What the model says from the base.
 pub enum Sized {
     /// Launch this point, for this reason.
@@ -128,8 +132,14 @@ pub fn from_base(space: &Space, seen: &[Observation], st: &State, base_i: usize)
     };
     // The stop is judged on the bounds themselves; the moves keep `AIM`'s room.
     let strict = m.band(base_i, graphs, offered, 1.0);
+    // An empty band is a finding once the model knows enough, and when its edges are apart by
+    // more than a fit's extrapolation misses by (a line through batches of 30 and 48 read at 64
+    // was 15% off on the trade bench's noisy worlds).
+    let apart = strict
+        .hi
+        .is_none_or(|h| strict.lo > (h * EMPTY_BY).max(h + 1.0));
     if strict.empty() {
-        if strict.known {
+        if strict.known && apart {
             return Some(Sized::Empty(format!(
                 "{}: no point of this space meets the SLO at this load: {}; the best trade-off measured is {}: {}",
                 name(space, &b.point),
@@ -138,11 +148,29 @@ pub fn from_base(space: &Space, seen: &[Observation], st: &State, base_i: usize)
                 said(&b.outcome)
             )));
         }
-        return None;
     }
     let band = m.band(base_i, graphs, offered, AIM);
-    let hi = band.hi.unwrap_or(0.0).min(offered);
-    let lo = band.lo.min(hi.max(1.0));
+    // A band that looks empty before the model knows enough is tested, not believed: a launch
+    // between its edges either meets the SLO (a noisy tail misled the fit) or measures the
+    // numbers that make the finding.
+    let probe = strict.empty();
+    let (hi, lo) = if probe {
+        // The TPOT edge tested from just above: the smallest cap at least the band's top (it
+        // meets the TTFT floor where anything does), else the load.
+        let top = band.hi.unwrap_or(1.0).max(1.0);
+        let above = cap_k
+            .and_then(|k| {
+                values(space, st, k)
+                    .into_iter()
+                    .map(|(_, x)| x)
+                    .find(|&x| x >= top)
+            })
+            .unwrap_or(offered);
+        (above.min(offered), 1.0)
+    } else {
+        let hi = band.hi.unwrap_or(0.0).min(offered);
+        (hi, band.lo.min(hi.max(1.0)))
+    };
     // The pool, in requests, at the base: what ran over the share of it they used.
     let pool_requests = match (e.running_max.or(e.running_mean), e.kv_usage_max) {
         (Some(r), Some(u)) if u > 0.05 => Some(r / u),
@@ -260,13 +288,73 @@ pub fn from_base(space: &Space, seen: &[Observation], st: &State, base_i: usize)
                 changes(space, &b.point, &kv_only)
             ),
         };
-        let dir = if down { "trade" } else { "lift" };
+        let dir = match (probe, down) {
+            (true, _) => "test the band, which looks empty, between its edges",
+            (false, true) => "trade to the SLO's band",
+            (false, false) => "lift to the SLO's band",
+        };
         return Some(Sized::Launch(
             p,
-            format!("{head} → {dir} to the SLO's band ({words}): {changes}"),
+            format!("{head} → {dir} ({words}): {changes}"),
         ));
     }
     None
+}
+
+/// Whether the base's running cap sits at the response model's TPOT ceiling: no value above
+/// it is allowed (a queue waiting on it is what the bound costs).
+pub fn cap_at_ceiling(space: &Space, st: &State, base: &Observation) -> bool {
+    let (Some(c), Some(k)) = (st.run_ceiling, knob(space, st, CAP)) else {
+        return false;
+    };
+    let Some(&at) = base.point.get(k) else {
+        return false;
+    };
+    space.knobs[k]
+        .values
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| i > at && st.allowed(k, i))
+        .filter_map(|(_, v)| v.as_f64())
+        .all(|x| x > c)
+}
+
+/// Whether the generic search's move of knob `k` in `dir` from the base is one the response
+/// model already answers, so no launch: the running cap (the model sizes it: up is over the
+/// TPOT ceiling or covered by the load, down only gives throughput away), the CUDA graphs
+/// while they cover the peak batch (larger captures change nothing, smaller ones drop
+/// graphs), and a KV knob while the pool is not what binds (usage under 0.9: more changes
+/// nothing, less only risks binding it). Only with an SLO the model sizes and the server's
+/// decode steps to fit.
+pub fn moot(
+    space: &Space,
+    seen: &[Observation],
+    st: &State,
+    base_i: usize,
+    k: usize,
+    dir: Dir,
+) -> bool {
+    let Some(b) = seen.get(base_i) else {
+        return false;
+    };
+    let Some(e) = evidence_of(b) else {
+        return false;
+    };
+    if e.steps.is_empty() || e.bounds.is_empty() {
+        return false;
+    }
+    let key = space.knobs[k].key.as_str();
+    let peak = e.running_max.or(e.running_mean).unwrap_or(0.0);
+    match key {
+        CAP => true,
+        GRAPHS => {
+            model::value(space, &b.point, GRAPHS).is_some_and(|g| g >= peak) || dir == Dir::Down
+        }
+        _ if rules::KV_KNOBS.contains(&key) => {
+            e.kv_usage_max.is_some_and(|u| u < rules::FULL_KV) && !st.kv_flat[k]
+        }
+        _ => false,
+    }
 }
 
 /// The first long move up on a KV knob that moves the pool (not one learned to leave it the
