@@ -318,7 +318,31 @@ impl Model {
     /// The running batches the SLO allows at `offered`, predicted from launch `i`, each bound
     /// taken at `aim` of its limit.
     pub fn band(&self, i: usize, graphs: bool, offered: f64, aim: f64) -> Band {
-        let hi = match (&self.tpot, self.fit_for(graphs), self.tpot_ratio_at(i)) {
+        self.band_with(i, graphs, offered, aim, self.tpot_ratio_at(i))
+    }
+
+    /// [`Model::band`] with the kindest TPOT tail the launches measured: the least of launch
+    /// `i`'s ratio and the median of all (one p99 is one draw of a heavy tail, and an outlier
+    /// launch's must not end a tune).
+    pub fn band_kind(&self, i: usize, graphs: bool, offered: f64, aim: f64) -> Band {
+        let median = median(self.tpot_ratio.iter().flatten().copied().collect());
+        let own = self.tpot_ratio.get(i).copied().flatten();
+        let least = match (own, median) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.band_with(i, graphs, offered, aim, least)
+    }
+
+    fn band_with(
+        &self,
+        i: usize,
+        graphs: bool,
+        offered: f64,
+        aim: f64,
+        ratio: Option<f64>,
+    ) -> Band {
+        let hi = match (&self.tpot, self.fit_for(graphs), ratio) {
             (Some(b), Some(f), Some(r)) => f.max_running(r, b.limit * aim).map(|x| x.floor()),
             _ => Some(f64::INFINITY),
         };

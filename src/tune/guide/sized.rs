@@ -131,7 +131,7 @@ pub fn from_base(space: &Space, seen: &[Observation], st: &State, base_i: usize)
         m.eager.or(m.graphs)
     };
     // The stop is judged on the bounds themselves; the moves keep `AIM`'s room.
-    let strict = m.band(base_i, graphs, offered, 1.0);
+    let strict = m.band_kind(base_i, graphs, offered, 1.0);
     // An empty band is a finding once the model knows enough, and when its edges are apart by
     // more than a fit's extrapolation misses by (a line through batches of 30 and 48 read at 64
     // was 15% off on the trade bench's noisy worlds).
@@ -187,43 +187,36 @@ pub fn from_base(space: &Space, seen: &[Observation], st: &State, base_i: usize)
     }
     let words = band_words(&m, &band, offered, fit);
     let head = format!("{}: {}", name(space, &b.point), said(&b.outcome));
-    // The caps to try, best first: going down, the largest within the band (those below the
-    // band's floor last); going up, the smallest that lets the target run.
-    let target = hi;
+    // The caps to try, best first. Where the band reaches the load, the smallest cap that
+    // covers the load (every request runs), then those below it; else the largest inside the
+    // band, then smaller ones down to its floor. The base's own cap is "no change" (the pool
+    // or the graphs are what hold the batch then).
     let mut caps: Vec<Option<usize>> = Vec::new();
     if let Some(k) = cap_k {
         let vals = values(space, st, k);
-        if down {
-            let mut inside: Vec<(usize, f64)> = vals
-                .iter()
-                .copied()
-                .filter(|&(_, x)| x <= hi && x >= lo)
-                .collect();
-            inside.sort_by(|a, b| b.1.total_cmp(&a.1));
-            caps.extend(inside.iter().map(|&(i, _)| Some(i)));
+        let mut order: Vec<(usize, f64)> = Vec::new();
+        if hi >= offered {
+            order.extend(vals.iter().copied().find(|&(_, x)| x >= offered));
+            order.extend(
+                vals.iter()
+                    .copied()
+                    .filter(|&(_, x)| x < offered && x >= lo)
+                    .rev(),
+            );
         } else {
-            // Up: the cap that covers the target (the load itself when the band reaches it),
-            // else the largest below it.
-            let cover = vals.iter().copied().find(|&(_, x)| x >= target);
-            let below: Vec<(usize, f64)> = vals
-                .iter()
-                .copied()
-                .filter(|&(_, x)| x < target && x >= lo && cap_now.is_none_or(|c| x > c))
-                .rev()
-                .collect();
-            if let Some((i, x)) = cover {
-                // A cap above the band's top lets the batch past the TPOT bound when the load
-                // reaches it.
-                if x <= hi || offered <= hi {
-                    caps.push(Some(i));
-                }
-            }
-            caps.extend(below.iter().map(|&(i, _)| Some(i)));
-            if cap_now.is_none_or(|c| c >= target) {
-                // The cap is not what holds the batch: the pool or the graphs are.
-                caps.push(None);
-            }
+            order.extend(
+                vals.iter()
+                    .copied()
+                    .filter(|&(_, x)| x <= hi && x >= lo)
+                    .rev(),
+            );
         }
+        let now_i = b.point.get(k).copied();
+        caps.extend(
+            order
+                .into_iter()
+                .map(|(i, _)| (Some(i) != now_i).then_some(i)),
+        );
     } else if up {
         caps.push(None);
     }
@@ -253,6 +246,7 @@ pub fn from_base(space: &Space, seen: &[Observation], st: &State, base_i: usize)
         if p == b.point {
             continue;
         }
+        let down = cap_value.is_some_and(|c| cap_now.is_some_and(|n| c < n));
         if let Some(o) = seen.iter().find(|o| o.point == p) {
             // Measured: going down, a launch that met the TPOT bound ends the walk (lower only
             // costs throughput); going up, one that broke it does.
