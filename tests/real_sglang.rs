@@ -506,9 +506,9 @@ fn a_setting_sglang_overrides_on_cpu_is_a_warning_and_its_runs_are_one_server() 
 /// The guided tune in experiments/cpu-tune.yaml, as a user runs it: a start that breaks the
 /// TTFT SLO for two reasons at once (a 2,048-token pool holds 6 of 32 concurrent requests of
 /// 64 + 256 tokens, and a running cap of 16 would hold half even with a larger pool). The moves
-/// compose: more KV from the start, then, from that launch's evidence (pinned at the cap with
-/// room in the pool), the cap; the last launch confirms the leader on a fresh server, and the
-/// decision names an eligible leader that is neither limit's.
+/// compose in one launch (issue 42): more KV from the start's evidence, with the cap behind it
+/// lifted too; the last launch confirms the leader on a fresh server, and the decision names
+/// an eligible leader that is neither limit's.
 #[test]
 #[ignore = "needs real SGLang on CPU: run scripts/test.sh"]
 fn the_guided_tune_composes_the_pool_and_the_cap_to_an_eligible_confirmed_leader() {
@@ -534,8 +534,8 @@ fn the_guided_tune_composes_the_pool_and_the_cap_to_an_eligible_confirmed_leader
             names.push(r["run_name"].clone());
         }
     }
-    // Within the budget of 4 launches, every launch a row.
-    assert!(steps.len() <= 4, "{steps:#?}");
+    // Within the budget of 3 launches, every launch a row.
+    assert!(steps.len() <= 3, "{steps:#?}");
     assert_eq!(rows.len(), steps.len(), "{log}");
     assert_eq!(names[0], "mtt2048_mrr16_cps2048", "the start first");
     let row_of = |name: &str| {
@@ -545,54 +545,47 @@ fn the_guided_tune_composes_the_pool_and_the_cap_to_an_eligible_confirmed_leader
     };
     let start = row_of(&names[0]);
     assert_eq!(start["verdict"], "kv_cache_bound", "{start:?}");
-    // Step 2: more KV, from the start's evidence.
+    // Step 2: from the start's evidence, more KV with the cap behind it lifted in the same
+    // launch (issue 42: the response model sizes the lift to the TTFT bound, and the pool's
+    // usage says the pool holds 6 of the 32 offered).
     assert!(
         steps
             .get(1)
             .is_some_and(|l| l.contains(": kv_cache_bound (usage ")
-                && l.contains("→ more KV: max_total_tokens 2048 → 12288")
-                && l.ends_with("→ mtt12288_mrr16_cps2048")),
+                && l.contains("max_running_requests 16 → 32")
+                && l.contains("more KV: max_total_tokens 2048 → 12288")
+                && l.ends_with("→ mtt12288_mrr32_cps2048")),
         "{steps:#?}"
     );
-    // There the cap binds, with room in the pool: the server's log says so.
-    let pooled = row_of("mtt12288_mrr16_cps2048");
-    assert_eq!(pooled["verdict"], "queue_with_spare_kv", "{pooled:?}");
-    assert!(
-        pooled["verdict_evidence"].contains("pinned at max_running_requests 16"),
-        "{pooled:?}"
-    );
-    // Step 3 is chosen from that launch, not from the start: the cap to the offered 32.
-    assert!(
-        steps.get(2).is_some_and(|l| l
-            .starts_with("tune: step 3: mtt12288_mrr16_cps2048: queue_with_spare_kv")
-            && l.contains("→ lift the scheduler cap: max_running_requests 16 → 32")
-            && l.ends_with("→ mtt12288_mrr32_cps2048")),
-        "{steps:#?}"
-    );
+    // There neither limit binds: the server's log says so.
     let both = row_of("mtt12288_mrr32_cps2048");
     assert_ne!(both["verdict"], "kv_cache_bound", "{both:?}");
     assert_ne!(both["verdict"], "queue_with_spare_kv", "{both:?}");
-    // Step 4 confirms the leader: the same configuration on a fresh server, repeat 2.
+    // The last step confirms the leader: the same configuration on a fresh server, repeat 2.
+    let last = steps.last().copied().unwrap_or_default();
     assert!(
-        steps
-            .get(3)
-            .is_some_and(|l| l.contains(": confirm the leader mtt12288_mrr32_cps2048")),
+        last.contains(": confirm the leader mtt12288_mrr32_cps"),
         "{steps:#?}"
     );
+    let leader = last
+        .rsplit_once(" → ")
+        .map(|(_, n)| n.split(" (").next().unwrap_or(n).to_string())
+        .unwrap_or_default();
     let repeats: Vec<&str> = rows
         .iter()
-        .filter(|r| r["run_name"] == "mtt12288_mrr32_cps2048")
+        .filter(|r| r["run_name"] == leader)
         .map(|r| r["repeat"].as_str())
         .collect();
-    assert_eq!(repeats, vec!["1", "2"], "{rows:?}");
+    assert_eq!(repeats, vec!["1", "2"], "{leader}: {rows:?}");
     assert!(log.contains("tune: stop: "), "{log}");
     // The decision: that configuration leads, eligible, from both its launches.
     let d: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(folder.join("decision.json")).unwrap())
             .unwrap();
-    assert_eq!(
-        d["points"][0]["leader"].as_str(),
-        Some("mtt12288_mrr32_cps2048"),
+    assert!(
+        d["points"][0]["leader"]
+            .as_str()
+            .is_some_and(|l| l.starts_with("mtt12288_mrr32_cps")),
         "{d}"
     );
     let md = std::fs::read_to_string(folder.join("decision.md")).expect("decision.md");
@@ -606,10 +599,12 @@ fn the_guided_tune_composes_the_pool_and_the_cap_to_an_eligible_confirmed_leader
 /// tune with one launch) and sets the bound where its own fit of the server's decode steps puts
 /// a batch of 10: a cap of 8 meets it, 12 does not, by the fit. The tune must trade the cap
 /// down (not stop with nothing eligible, as before issue 42) and launch an eligible point within
-/// its 6 launches.
+/// its 5 launches (issue 42 asks for 6). Seen here (2026-12-06): the start's TPOT p99 41 ms at
+/// 32 running against a bound of 25.5; 16 (25.7 ms), 12 (28.5 ms: the machine's noise), 8
+/// (22.2 ms, eligible) at the fourth launch.
 #[test]
 #[ignore = "needs real SGLang on CPU: run scripts/test.sh"]
-fn a_tpot_bound_only_a_smaller_batch_meets_is_traded_for_within_six_launches() {
+fn a_tpot_bound_only_a_smaller_batch_meets_is_traded_for_within_five_launches() {
     use sgtune::tune::guide::StepSample;
     use sgtune::tune::guide::model;
     let _env = real_env();
@@ -618,7 +613,7 @@ fn a_tpot_bound_only_a_smaller_batch_meets_is_traded_for_within_six_launches() {
     let text_of = std::fs::read_to_string(repo().join("experiments/cpu-tune-tpot.yaml"))
         .expect("the experiment");
     // The start alone.
-    let one = text_of.replace("  launches: 6\n  confirm: 1", "  launches: 1\n  confirm: 0");
+    let one = text_of.replace("  launches: 5\n  confirm: 1", "  launches: 1\n  confirm: 0");
     assert_ne!(one, text_of, "the experiment's budget lines moved");
     let spec = dir.path().join("start.yaml");
     std::fs::write(&spec, one).expect("spec");
@@ -668,7 +663,7 @@ fn a_tpot_bound_only_a_smaller_batch_meets_is_traded_for_within_six_launches() {
     assert!(matches!(out.status.code(), Some(0) | Some(1)), "{log}");
     let folder = only_results_folder(&dir.path().join("tune"));
     let rows = read_rows(&folder.join("results.csv"));
-    assert!(rows.len() <= 6, "{rows:?}");
+    assert!(rows.len() <= 5, "{rows:?}");
     let steps: Vec<&str> = log
         .lines()
         .filter(|l| l.starts_with("tune: step "))
@@ -680,7 +675,7 @@ fn a_tpot_bound_only_a_smaller_batch_meets_is_traded_for_within_six_launches() {
             .is_some_and(|l| l.contains("trade to the SLO's band")
                 && l.contains("tpot_ms_p99 ≤")
                 && l.contains("max_running_requests 32 → ")),
-        "{steps:#?}"
+        "{steps:#?}\n{log}"
     );
     // An eligible launch: the decision names a leader within the SLO.
     let d: serde_json::Value =
@@ -715,8 +710,8 @@ fn a_guided_tune_on_two_slots_runs_its_batch_at_once() {
     let text_of = std::fs::read_to_string(repo().join("experiments/cpu-tune.yaml"))
         .expect("experiments/cpu-tune.yaml");
     // Three launches, no confirmation: the start, then one batch of two.
+    // (experiments/cpu-tune.yaml's own budget is 3.)
     let body = text_of
-        .replace("  launches: 4\n", "  launches: 3\n")
         .replace("  confirm: 1\n", "  confirm: 0\n")
         .replace("  requests: 64\n", "  requests: 32\n");
     let spec_path = dir.path().join("cpu-tune-2.yaml");

@@ -275,16 +275,21 @@ fn explore(space: &Space, seen: &[Observation], st: &State, compose: bool) -> Ex
     // The client is the limit: no server knob can show more. The confirmation still follows:
     // the limit falls on every configuration alike, and the decision between them still
     // wants repeats.
+    // The SLO sized by the response model, both ways: a TPOT bound that only a smaller batch
+    // meets, a TTFT bound that needs the queue drained, the throughput the bounds leave; or
+    // no batch meets them all, and the exploration is over. A trade for a latency bound still
+    // counts when the client limits throughput: the batch the client keeps is too large.
+    let sized = sized::from_base(space, seen, st, base_i);
+    if let Some(sized::Sized::Launch(p, why, true)) = &sized {
+        return Explored::Launch(launch(p.clone(), why.clone(), false));
+    }
     if verdict == Some(VerdictKind::ClientBound) {
         return Explored::Spent(format!(
             "{head}: the client is the limit (the server had room it did not fill): raise the load's concurrency or rate, not the server's knobs"
         ));
     }
-    // The SLO sized by the response model, both ways: a TPOT bound that only a smaller batch
-    // meets, a TTFT bound that needs the queue drained, the throughput the bounds leave; or
-    // no batch meets them all, and the exploration is over.
-    match sized::from_base(space, seen, st, base_i) {
-        Some(sized::Sized::Launch(p, why)) => return Explored::Launch(launch(p, why, false)),
+    match sized {
+        Some(sized::Sized::Launch(p, why, _)) => return Explored::Launch(launch(p, why, false)),
         Some(sized::Sized::Empty(why)) => return Explored::Spent(why),
         None => {}
     }

@@ -20,8 +20,9 @@ const EMPTY_BY: f64 = 1.15;
 
 /// What the model says from the base.
 pub enum Sized {
-    /// Launch this point, for this reason.
-    Launch(Point, String),
+    /// Launch this point, for this reason; `trade`: it lowers the running batch for a latency
+    /// bound (a move that still counts when the client is what limits throughput).
+    Launch(Point, String, bool),
     /// No running batch meets every bound: the exploration is over, for this reason.
     Empty(String),
 }
@@ -290,6 +291,7 @@ pub fn from_base(space: &Space, seen: &[Observation], st: &State, base_i: usize)
         return Some(Sized::Launch(
             p,
             format!("{head} → {dir} ({words}): {changes}"),
+            down && !probe,
         ));
     }
     None
@@ -535,6 +537,24 @@ mod tests {
                 Next::Stop { .. } => break,
             }
         }
+    }
+
+    #[test]
+    fn a_trade_goes_on_when_the_client_is_what_limits_throughput() {
+        let sp = space();
+        // The drain of a short load reads as client bound (running mean under 0.9 of the
+        // offered); the batch the client keeps still breaks the TPOT bound.
+        let mut o = launch(sp.start.clone(), 64.0, 40.0, 100_000.0);
+        if let Outcome::Measured { evidence, .. } = &mut o.outcome {
+            evidence.verdict = Some(VerdictKind::ClientBound);
+        }
+        let (p, why) = proposal(next(&sp, &[o.clone()], 10));
+        assert_eq!(p[MRR], 3, "{why}");
+        // Within the bound, the client's limit still ends the exploration: no lift.
+        if let Outcome::Measured { evidence, .. } = &mut o.outcome {
+            evidence.bounds[0].limit = 1000.0;
+        }
+        assert!(matches!(next(&sp, &[o], 10), Next::Stop { .. }));
     }
 
     #[test]
