@@ -33,6 +33,9 @@ ALONE=(
   agrees_with_sglang_bench_serving                                   # tests/real_sglang.rs
   the_tuning_sweep_finds_more_load_within_the_slo_for_a_larger_kv_pool # tests/real_sglang.rs
   a_12_launch_plan_is_estimated_within_20_percent_before_and_after_the_first_launch # tests/estimate.rs
+  # It sets its TPOT bound from a first launch's measurement and compares the tune's launches
+  # with it: beside other servers the two ran at 3x each other's speed.
+  a_tpot_bound_only_a_smaller_batch_meets_is_traded_for_within_five_launches # tests/real_sglang.rs
   a_deadline_stops_in_time_and_resume_reaches_the_unbudgeted_decision # tests/deadline.rs
   a_launch_running_at_the_cutoff_is_stopped_before_the_deadline      # tests/deadline.rs
   a_preflight_cut_by_the_deadline_is_said_and_resume_finishes_it     # tests/deadline.rs

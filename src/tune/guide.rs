@@ -205,8 +205,9 @@ pub fn next(space: &Space, seen: &[Observation], launches_left: usize) -> Next {
     next_with(space, seen, launches_left, true)
 }
 
-/// [`next`], with a rule's move `compose`d with the limits behind it (the one-slot tune), or
-/// plain (the first of a batch's hedges, `batch`, whose slots lift those limits separately).
+/// [`next`], with a rule's move `compose`d with the limits behind it and the response model's
+/// sized moves first (the one-slot tune), or plain: the verdict's rules alone (the first of a
+/// batch's hedges, `batch`, whose slots lift those limits separately).
 fn next_with(space: &Space, seen: &[Observation], launches_left: usize, compose: bool) -> Next {
     if launches_left == 0 {
         return Next::Stop {
@@ -279,7 +280,12 @@ fn explore(space: &Space, seen: &[Observation], st: &State, compose: bool) -> Ex
     // meets, a TTFT bound that needs the queue drained, the throughput the bounds leave; or
     // no batch meets them all, and the exploration is over. A trade for a latency bound still
     // counts when the client limits throughput: the batch the client keeps is too large.
-    let sized = sized::from_base(space, seen, st, base_i);
+    // (The plain path is the batch's hedges: the rules' own moves, beside the model's.)
+    let sized = if compose {
+        sized::from_base(space, seen, st, base_i)
+    } else {
+        None
+    };
     if let Some(sized::Sized::Launch(p, why, true)) = &sized {
         return Explored::Launch(launch(p.clone(), why.clone(), false));
     }

@@ -455,28 +455,8 @@ impl Lift {
                 p[k] = want;
             }
         }
-        let kv_moved = space.knobs.iter().enumerate().any(|(k, kn)| {
-            rules::KV_KNOBS.contains(&kn.key.as_str()) && p.get(k) != self.from.get(k)
-        });
-        if self.kv_short && !kv_moved {
-            for mv in rules::moves(VerdictKind::KvCacheBound, None) {
-                if !mv.long {
-                    continue;
-                }
-                let Some(k) = space.knobs.iter().position(|kn| kn.key == mv.key) else {
-                    continue;
-                };
-                if st.dropped[k] == Some(Dropped::NotInEffect) || st.kv_flat[k] {
-                    continue;
-                }
-                let len = space.knobs[k].values.len();
-                if let Some(&to) = super::step::order(st, k, len, p[k], Dir::Up, true).first() {
-                    p[k] = to;
-                    if !all {
-                        break;
-                    }
-                }
-            }
+        if self.kv_short {
+            super::sized::more_kv(space, st, &mut p, &self.from, all);
         }
         Some(p)
     }

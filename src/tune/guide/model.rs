@@ -480,6 +480,7 @@ pub fn value(space: &Space, p: &Point, key: &str) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::super::SloSeen;
     use super::*;
 
     fn s(running: f64, step_ms: f64, lines: u32, graph: Option<bool>) -> StepSample {
@@ -547,5 +548,258 @@ mod tests {
         assert_eq!(running_at(Some(64.0), Some(40.7), 64.0), 40.0);
         assert_eq!(running_at(None, None, 24.0), 24.0);
         assert_eq!(running_at(Some(0.0), None, 24.0), 1.0);
+    }
+
+    #[test]
+    fn a_line_below_zero_at_one_request_is_held_at_the_least_step_seen() {
+        // Through (10, 1) and (20, 11): a = -9, so one request would take -8 ms.
+        let v = [s(10.0, 1.0, 5, None), s(20.0, 11.0, 5, None)];
+        let f = fit(&v.iter().collect::<Vec<_>>()).unwrap();
+        assert!(f.at(1.0) > 0.0, "{f:?}");
+        // The slope from the least step (1) to the mean (6 at 15): 5 / 14.
+        assert!((f.b - 5.0 / 14.0).abs() < 1e-9, "{f:?}");
+        assert!((f.a + f.b * 15.0 - 6.0).abs() < 1e-9, "{f:?}");
+    }
+
+    fn ev(running: f64, offered: f64, bounds: Vec<SloSeen>, steps: Vec<StepSample>) -> Evidence {
+        Evidence {
+            running_mean: Some(running),
+            running_max: Some(running),
+            offered: Some(offered),
+            steps,
+            bounds,
+            ..Default::default()
+        }
+    }
+
+    fn bound(column: &str, limit: f64, measured: f64) -> SloSeen {
+        SloSeen {
+            column: column.into(),
+            at_most: true,
+            limit,
+            measured: Some(measured),
+        }
+    }
+
+    fn obs(point: Point, e: Evidence) -> Observation {
+        Observation::once(
+            point,
+            Outcome::Measured {
+                score: 1.0,
+                cv: None,
+                eligible: false,
+                why_not: String::new(),
+                slo_excess: Some(1.5),
+                evidence: e,
+                not_in_effect: vec![],
+            },
+        )
+    }
+
+    fn line(running: f64, graph: Option<bool>) -> Vec<StepSample> {
+        [0.5, 1.0]
+            .iter()
+            .map(|f| s(running * f, 10.0 + 0.5 * running * f, 10, graph))
+            .collect()
+    }
+
+    fn space1() -> Space {
+        Space {
+            knobs: vec![super::super::Knob {
+                key: "max_running_requests".into(),
+                values: (1..=4)
+                    .map(|i| crate::plan::flags::ParamValue::Int(i * 16))
+                    .collect(),
+            }],
+            start: vec![3],
+            confirm: 0,
+        }
+    }
+
+    #[test]
+    fn the_binding_bound_of_a_kind_is_the_one_nearest_its_limit() {
+        let e = ev(
+            8.0,
+            8.0,
+            vec![
+                bound("tpot_ms_p50", 100.0, 50.0),
+                bound("tpot_ms_p99", 60.0, 90.0),
+                bound("ttft_ms_p99", 10.0, 1.0),
+            ],
+            vec![],
+        );
+        assert_eq!(
+            bound_of(&e, Latency::Tpot).map(|b| b.0),
+            Some("tpot_ms_p99")
+        );
+        assert_eq!(
+            bound_of(&e, Latency::Ttft).map(|b| b.0),
+            Some("ttft_ms_p99")
+        );
+        let mut lower = e.clone();
+        lower.bounds = vec![SloSeen {
+            at_most: false,
+            ..bound("tpot_ms_p99", 60.0, 90.0)
+        }];
+        assert!(bound_of(&lower, Latency::Tpot).is_none());
+    }
+
+    #[test]
+    fn graphs_are_the_majority_of_the_lines_that_say() {
+        let mut e = ev(
+            8.0,
+            8.0,
+            vec![],
+            vec![s(4.0, 1.0, 3, Some(true)), s(8.0, 1.0, 2, Some(false))],
+        );
+        assert_eq!(ran_with_graphs(&e), Some(true));
+        e.steps.push(s(8.0, 1.0, 2, Some(false)));
+        assert_eq!(ran_with_graphs(&e), Some(false));
+        e.steps = vec![s(8.0, 1.0, 2, Some(false)), s(8.0, 1.0, 2, Some(true))];
+        assert_eq!(ran_with_graphs(&e), Some(true), "a tie is graphs");
+        e.steps = vec![s(8.0, 1.0, 9, None)];
+        assert_eq!(ran_with_graphs(&e), None);
+    }
+
+    #[test]
+    fn tpot_is_calibrated_at_the_peak_batch_and_ttft_on_a_queue() {
+        let sp = space1();
+        // step = 10 + 0.5 R. A: 64 of 64 running, no queue, TPOT p99 1.2 × step(64) = 50.4,
+        // TTFT 300. B: 32 of 64 running, TTFT 300 + 2 × (32/32) × step(32) = 352.
+        let mut a = ev(
+            63.5,
+            64.0,
+            vec![
+                bound("tpot_ms_p99", 40.0, 50.4),
+                bound("ttft_ms_p99", 1000.0, 300.0),
+            ],
+            line(64.0, None),
+        );
+        a.running_max = Some(64.0);
+        let b = ev(
+            32.0,
+            64.0,
+            vec![
+                bound("tpot_ms_p99", 40.0, 31.2),
+                bound("ttft_ms_p99", 1000.0, 352.0),
+            ],
+            line(32.0, None),
+        );
+        let seen = vec![obs(vec![3], a), obs(vec![1], b)];
+        let m = Model::read(&sp, &seen);
+        let f = m.graphs.unwrap();
+        assert!(
+            (f.a - 10.0).abs() < 1e-9 && (f.b - 0.5).abs() < 1e-9,
+            "{f:?}"
+        );
+        // At the peak (64), not the mean (63.5).
+        assert!(
+            (m.tpot_ratio[0].unwrap() - 1.2).abs() < 1e-9,
+            "{:?}",
+            m.tpot_ratio
+        );
+        assert!((m.tpot_at(0, true, 32.0).unwrap() - 31.2).abs() < 1e-9);
+        assert_eq!(m.ttft0, Some(300.0));
+        assert!(m.ttft_k[0].is_none(), "no queue, no k");
+        assert!((m.ttft_k[1].unwrap() - 2.0).abs() < 1e-9, "{:?}", m.ttft_k);
+        // A launch without a k of its own takes the median of those with one.
+        assert!((m.ttft_at(0, true, 32.0, 64.0).unwrap() - 352.0).abs() < 1e-9);
+        assert!((m.ttft_at(0, true, 64.0, 64.0).unwrap() - 300.0).abs() < 1e-9);
+        // The band at the limits: TPOT 1.2 × (10 + 0.5 R) ≤ 40 → R ≤ 46; TTFT 300 + 2 ×
+        // (64 − R)/R × (10 + 0.5 R) ≤ 1000 → the least R is 2.
+        let band = m.band(0, true, 64.0, 1.0);
+        assert_eq!(band.hi, Some(46.0));
+        assert_eq!(band.lo, 2.0);
+        assert!(band.known && !band.empty());
+        assert_eq!(m.ceiling(&seen, 0), Some(46.0));
+        // A tighter TTFT: the floor rises past the top, and the band is empty.
+        let tight = m.clone();
+        let tight = Model {
+            ttft: Some(LatencyBound {
+                column: "ttft_ms_p99".into(),
+                limit: 310.0,
+            }),
+            ..tight
+        };
+        let band = tight.band(0, true, 64.0, 1.0);
+        assert!(band.lo > 46.0 && band.empty(), "{band:?}");
+    }
+
+    #[test]
+    fn one_tail_is_no_finding_and_the_kind_band_takes_the_least_tail() {
+        let sp = space1();
+        let a = ev(
+            64.0,
+            64.0,
+            vec![bound("tpot_ms_p99", 40.0, 84.0)],
+            line(64.0, None),
+        );
+        let seen = vec![obs(vec![3], a.clone())];
+        let m = Model::read(&sp, &seen);
+        assert!(!m.band(0, true, 64.0, 1.0).known, "one launch's tail");
+        // A second launch with a kinder tail (1.2 against 2.0): the kind band is the wider.
+        let b = ev(
+            32.0,
+            64.0,
+            vec![bound("tpot_ms_p99", 40.0, 31.2)],
+            line(32.0, None),
+        );
+        let seen = vec![obs(vec![3], a), obs(vec![1], b)];
+        let m = Model::read(&sp, &seen);
+        let own = m.band(0, true, 64.0, 1.0);
+        let kind = m.band_kind(0, true, 64.0, 1.0);
+        assert!(own.known);
+        assert!(kind.hi.unwrap() > own.hi.unwrap(), "{own:?} {kind:?}");
+        // The least of its own (2.0) and the median (1.6): 1.6 × (10 + 0.5 R) ≤ 40.
+        assert_eq!(kind.hi, Some(30.0));
+    }
+
+    #[test]
+    fn the_queue_share_ignores_a_rounding_of_the_running_mean() {
+        assert_eq!(queue_share(&ev(63.0, 64.0, vec![], vec![])), Some(0.0));
+        assert_eq!(queue_share(&ev(32.0, 64.0, vec![], vec![])), Some(0.5));
+        assert_eq!(queue_share(&ev(70.0, 64.0, vec![], vec![])), Some(0.0));
+        assert_eq!(queue_share(&ev(1.0, 0.0, vec![], vec![])), None);
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), Some(2.5));
+        assert_eq!(median(vec![]), None);
+    }
+
+    #[test]
+    fn a_pool_that_moved_by_a_percent_or_less_is_no_kv_effect() {
+        let sp = Space {
+            knobs: vec![
+                super::super::Knob {
+                    key: "hicache_size".into(),
+                    values: (0..3).map(crate::plan::flags::ParamValue::Int).collect(),
+                },
+                super::super::Knob {
+                    key: "mem_fraction_static".into(),
+                    values: (0..3).map(crate::plan::flags::ParamValue::Int).collect(),
+                },
+            ],
+            start: vec![0, 0],
+            confirm: 0,
+        };
+        let p = |point: Point, pool: f64| {
+            let mut e = ev(8.0, 8.0, vec![], vec![]);
+            e.pool_tokens = Some(pool);
+            obs(point, e)
+        };
+        let seen = vec![
+            p(vec![0, 0], 10_000.0),
+            p(vec![1, 0], 10_100.0),
+            p(vec![1, 1], 12_000.0),
+        ];
+        assert_eq!(kv_effect(&sp, &seen), vec![true, false]);
+        // Once a change of it moved the pool, it is a KV knob after all.
+        let seen = vec![
+            p(vec![0, 0], 10_000.0),
+            p(vec![1, 0], 10_000.0),
+            p(vec![2, 0], 11_000.0),
+        ];
+        assert_eq!(kv_effect(&sp, &seen), vec![false, false]);
+        assert_eq!(value(&sp, &vec![2, 1], "mem_fraction_static"), Some(1.0));
+        assert_eq!(value(&sp, &vec![2, 1], "nope"), None);
     }
 }

@@ -233,7 +233,7 @@ pub fn from_base(space: &Space, seen: &[Observation], st: &State, base_i: usize)
         let want = model::running_at(cap_value, None, offered);
         // The pool must hold the batch: more KV, on the knobs that move the pool.
         if pool_requests.is_some_and(|pr| pr + 0.5 < want) {
-            lift_kv(space, st, &mut p, &b.point);
+            more_kv(space, st, &mut p, &b.point, false);
         }
         // The graphs must cover it.
         if let Some(gk) = graph_k {
@@ -353,9 +353,10 @@ pub fn moot(
     }
 }
 
-/// The first long move up on a KV knob that moves the pool (not one learned to leave it the
-/// same, not one already moved from the base).
-fn lift_kv(space: &Space, st: &State, p: &mut Point, from: &Point) {
+/// More KV in `p`, unless a KV knob of it already moved from `from`: the first long move up on
+/// a KV knob that moves the pool (not one not in effect, not one learned to leave the pool the
+/// same), or with `all` one on every such knob.
+pub(super) fn more_kv(space: &Space, st: &State, p: &mut Point, from: &Point, all: bool) {
     let moved = space
         .knobs
         .iter()
@@ -377,7 +378,9 @@ fn lift_kv(space: &Space, st: &State, p: &mut Point, from: &Point) {
         let len = space.knobs[k].values.len();
         if let Some(&to) = super::step::order(st, k, len, p[k], Dir::Up, true).first() {
             p[k] = to;
-            return;
+            if !all {
+                return;
+            }
         }
     }
 }
@@ -629,5 +632,173 @@ mod tests {
         // More KV goes to the memory fraction, never the host cache again.
         let (p, why) = proposal(next(&sp, &seen, 10));
         assert!(p[MFS] > 1 && p[HICACHE] == 0, "{p:?}: {why}");
+    }
+
+    /// A space with the cap, the graphs and the memory fraction.
+    fn lifted() -> Space {
+        let ints = |v: &[i64]| v.iter().map(|&x| ParamValue::Int(x)).collect();
+        Space {
+            knobs: vec![
+                Knob {
+                    key: CAP.into(),
+                    values: ints(&[8, 16, 24, 32, 48, 64]),
+                },
+                Knob {
+                    key: GRAPHS.into(),
+                    values: ints(&[16, 32, 64]),
+                },
+                Knob {
+                    key: "mem_fraction_static".into(),
+                    values: [0.80, 0.84, 0.88, 0.92]
+                        .iter()
+                        .map(|&x| ParamValue::Float(x))
+                        .collect(),
+                },
+            ],
+            start: vec![1, 0, 0],
+            confirm: 0,
+        }
+    }
+
+    #[test]
+    fn a_ttft_bound_lifts_the_cap_with_the_pool_and_the_graphs_it_needs() {
+        let sp = lifted();
+        // 16 of 64 run (the cap), the pool 16 / 0.8 = 20 requests, graphs to 16; TTFT broken by
+        // the queue, TPOT far under its bound (the band's top above the load).
+        let mut o = launch(sp.start.clone(), 16.0, 1000.0, 1000.0);
+        if let Outcome::Measured { evidence, .. } = &mut o.outcome {
+            evidence.kv_usage_max = Some(0.8);
+            for st in &mut evidence.steps {
+                st.graph = Some(true);
+            }
+        }
+        let (p, why) = proposal(next(&sp, &[o], 10));
+        // The cap to the load (64), the graphs to cover it (64), more KV half way.
+        assert_eq!(p, vec![5, 2, 2], "{why}");
+        assert!(why.contains("lift to the SLO's band"), "{why}");
+        assert!(
+            why.contains("more KV: mem_fraction_static 0.8 → 0.88"),
+            "{why}"
+        );
+        assert!(why.contains("ttft_ms_p99 ≤ 1000 needs ≥"), "{why}");
+    }
+
+    #[test]
+    fn a_lift_stops_below_a_cap_the_tpot_bound_breaks() {
+        let sp = Space {
+            start: vec![1, 2, 3],
+            ..lifted()
+        };
+        // TPOT ≤ 40 allows 46; a queue waits at 16: the largest cap in the band is 32.
+        let mut o = launch(vec![1, 2, 3], 16.0, 40.0, 100_000.0);
+        if let Outcome::Measured { evidence, .. } = &mut o.outcome {
+            evidence.kv_usage_max = Some(0.2);
+        }
+        let (p, why) = proposal(next(&sp, &[o], 10));
+        assert_eq!(p, vec![3, 2, 3], "{why}");
+    }
+
+    #[test]
+    fn the_walk_up_ends_at_a_measured_cap_that_broke_the_bound() {
+        let sp = space();
+        // The fit allows 46, but 32 measured over the bound: no lift to it again, and none
+        // past it.
+        let start = launch(vec![1, 0, 1], 16.0, 40.0, 100_000.0);
+        let mut over = launch(vec![3, 0, 1], 32.0, 40.0, 100_000.0);
+        if let Outcome::Measured {
+            evidence,
+            eligible,
+            slo_excess,
+            ..
+        } = &mut over.outcome
+        {
+            evidence.bounds[0].measured = Some(41.0);
+            *eligible = false;
+            *slo_excess = Some(41.0 / 40.0);
+        }
+        let seen = vec![start, over];
+        let st = State::read(&sp, &seen);
+        assert!(
+            !matches!(
+                from_base(&sp, &seen, &st, 0),
+                Some(Sized::Launch(ref p, _, _)) if p[MRR] >= 3
+            ),
+            "lifted past a cap measured over its bound"
+        );
+    }
+
+    #[test]
+    fn a_cap_at_the_ceiling_prices_the_queue_and_the_model_answers_the_neighbours() {
+        let sp = lifted();
+        let mut o = launch(vec![3, 2, 1], 32.0, 40.0, 100_000.0);
+        if let Outcome::Measured { evidence, .. } = &mut o.outcome {
+            evidence.kv_usage_max = Some(0.5);
+            evidence.running_max = Some(32.0);
+        }
+        let seen = vec![o];
+        let st = State::read(&sp, &seen);
+        // TPOT ≤ 40: 46 at most; the next cap (48) is over it.
+        assert_eq!(st.run_ceiling, Some(46.0));
+        assert!(cap_at_ceiling(&sp, &st, &seen[0]));
+        let mut below = seen[0].clone();
+        below.point = vec![2, 2, 1];
+        assert!(!cap_at_ceiling(&sp, &st, &below), "32 is under the ceiling");
+        // The cap, graphs that cover the peak (64 ≥ 32) and an unbound pool: moot both ways.
+        for dir in [Dir::Up, Dir::Down] {
+            assert!(moot(&sp, &seen, &st, 0, 0, dir));
+            assert!(moot(&sp, &seen, &st, 0, 1, dir));
+            assert!(moot(&sp, &seen, &st, 0, 2, dir));
+        }
+        // Graphs below the peak: up is a move, down is moot.
+        let mut short = seen.clone();
+        short[0].point = vec![3, 0, 1];
+        assert!(!moot(&sp, &short, &st, 0, 1, Dir::Up));
+        assert!(moot(&sp, &short, &st, 0, 1, Dir::Down));
+        // A full pool: the memory fraction is a move.
+        let mut full = seen.clone();
+        if let Outcome::Measured { evidence, .. } = &mut full[0].outcome {
+            evidence.kv_usage_max = Some(0.95);
+        }
+        assert!(!moot(&sp, &full, &st, 0, 2, Dir::Up));
+        // Without the server's steps the model answers nothing.
+        let mut bare = seen.clone();
+        if let Outcome::Measured { evidence, .. } = &mut bare[0].outcome {
+            evidence.steps.clear();
+        }
+        assert!(!moot(&sp, &bare, &st, 0, 0, Dir::Up));
+    }
+
+    #[test]
+    fn a_band_that_looks_empty_is_tested_from_just_above_its_tpot_edge() {
+        let sp = space();
+        // One launch: TPOT ≤ 25 allows 25 running (1.2 × (10 + 0.5 R) ≤ 25: R ≤ 21.7, 21);
+        // TTFT ≤ 3000 needs most of the 64 offered. Not known yet: the probe is the smallest
+        // cap at least 21, 24.
+        let sp = Space {
+            start: vec![3, 0, 1],
+            ..sp
+        };
+        let seen = vec![launch(vec![3, 0, 1], 32.0, 25.0, 3000.0)];
+        let (p, why) = proposal(next(&sp, &seen, 10));
+        assert_eq!(p[MRR], 2, "{why}");
+        assert!(why.contains("test the band, which looks empty"), "{why}");
+    }
+
+    #[test]
+    fn a_batch_beside_the_models_launch_takes_the_rules_own_moves() {
+        let sp = lifted();
+        let mut o = launch(sp.start.clone(), 16.0, 1000.0, 1000.0);
+        if let Outcome::Measured { evidence, .. } = &mut o.outcome {
+            evidence.kv_usage_max = Some(0.8);
+            evidence.verdict = Some(VerdictKind::KvCacheBound);
+        }
+        let seen = [o];
+        let one = proposal(next(&sp, &seen, 10)).0;
+        let Next::Launch(v) = super::super::next_batch(&sp, &seen, 10, 2) else {
+            panic!("a batch")
+        };
+        assert_eq!(v.len(), 2, "{v:?}");
+        assert_eq!(v[0].point, one);
+        assert_ne!(v[1].point, one);
     }
 }
