@@ -551,6 +551,43 @@ mod tests {
     }
 
     #[test]
+    fn the_edges_of_the_fit_a_bound_met_exactly_and_sizes_that_round_to_one() {
+        let v = [s(4.0, 12.0, 5, None), s(16.0, 18.0, 10, None)];
+        let f = fit(&v.iter().collect::<Vec<_>>()).unwrap();
+        // One request meets a bound of exactly its step: a batch of one, not none.
+        assert_eq!(f.max_running(1.0, f.a + f.b), Some(1.0));
+        // 10.0 and 10.3 are one batch size: the prior, not a slope from the 0.3.
+        let v = [s(10.0, 20.0, 5, None), s(10.3, 26.0, 5, None)];
+        let f = fit(&v.iter().collect::<Vec<_>>()).unwrap();
+        assert!(!f.measured_slope());
+        // The prior: half the mean step (23 at 10.15) grows with the batch.
+        assert!(
+            (f.a - 11.5).abs() < 1e-9 && (f.b - 11.5 / 10.15).abs() < 1e-9,
+            "{f:?}"
+        );
+        // A small intercept under a steep slope is a line, not one below zero.
+        let v = [s(10.0, 10.5, 5, None), s(20.0, 20.5, 5, None)];
+        let f = fit(&v.iter().collect::<Vec<_>>()).unwrap();
+        assert!(
+            (f.a - 0.5).abs() < 1e-9 && (f.b - 1.0).abs() < 1e-9,
+            "{f:?}"
+        );
+    }
+
+    #[test]
+    fn a_band_of_one_batch_size_is_not_empty() {
+        let b = |lo: f64, hi: Option<f64>| Band {
+            lo,
+            hi,
+            known: true,
+        };
+        assert!(!b(5.0, Some(5.0)).empty());
+        assert!(b(6.0, Some(5.0)).empty());
+        assert!(b(1.0, None).empty());
+        assert!(!b(1.0, Some(f64::INFINITY)).empty());
+    }
+
+    #[test]
     fn a_line_below_zero_at_one_request_is_held_at_the_least_step_seen() {
         // Through (10, 1) and (20, 11): a = -9, so one request would take -8 ms.
         let v = [s(10.0, 1.0, 5, None), s(20.0, 11.0, 5, None)];
