@@ -138,8 +138,8 @@ pub struct LatencyBound {
     pub limit: f64,
 }
 
-/// The model, read from every launch so far.
-#[derive(Debug, Clone, PartialEq)]
+/// The model, read from every launch so far (once per call of the strategy: `State` holds it).
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Model {
     /// Steps with graphs (or where the log does not say), and eager steps.
     pub graphs: Option<StepFit>,

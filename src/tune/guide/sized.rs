@@ -108,7 +108,7 @@ fn band_words(m: &Model, band: &Band, offered: f64, fit: Option<model::StepFit>)
 /// The SLO-sized move from `seen[base_i]`, if the model has a bound to size for and the
 /// numbers to size it: None leaves the move to the verdict's rules.
 pub fn from_base(space: &Space, seen: &[Observation], st: &State, base_i: usize) -> Option<Sized> {
-    let m = Model::read(space, seen);
+    let m = &st.model;
     if m.tpot.is_none() && m.ttft.is_none() {
         return None;
     }
@@ -144,7 +144,7 @@ pub fn from_base(space: &Space, seen: &[Observation], st: &State, base_i: usize)
             return Some(Sized::Empty(format!(
                 "{}: no point of this space meets the SLO at this load: {}; the best trade-off measured is {}: {}",
                 name(space, &b.point),
-                band_words(&m, &strict, offered, fit),
+                band_words(m, &strict, offered, fit),
                 name(space, &b.point),
                 said(&b.outcome)
             )));
@@ -186,7 +186,7 @@ pub fn from_base(space: &Space, seen: &[Observation], st: &State, base_i: usize)
     if !down && !up {
         return None;
     }
-    let words = band_words(&m, &band, offered, fit);
+    let words = band_words(m, &band, offered, fit);
     let head = format!("{}: {}", name(space, &b.point), said(&b.outcome));
     // The caps to try, best first. Where the band reaches the load, the smallest cap that
     // covers the load (every request runs), then those below it; else the largest inside the

@@ -42,6 +42,8 @@ pub struct State {
     /// The most running requests the response model says the TPOT bound allows at the base's
     /// load (`model::Model::ceiling`): no move lifts the running cap past it.
     pub run_ceiling: Option<f64>,
+    /// The response model those two come from, read once per call (`sized` moves from it).
+    pub model: super::model::Model,
 }
 
 /// The one knob where `a` and `b` differ, if exactly one does.
@@ -172,9 +174,11 @@ impl State {
             ceiling: vec![None; n],
             floor: vec![None; n],
             dropped: vec![None; n],
-            kv_flat: super::model::kv_effect(space, seen),
+            kv_flat: Vec::new(),
             run_ceiling: None,
+            model: super::model::Model::read(space, seen),
         };
+        st.kv_flat = st.model.no_kv_effect.clone();
         // Per knob: (changes within noise, changes beyond noise).
         let mut response = vec![(0usize, 0usize); n];
         for (i, o) in seen.iter().enumerate() {
@@ -223,7 +227,7 @@ impl State {
         }
         if !seen.is_empty() {
             let b = super::base(space, seen, noise);
-            st.run_ceiling = super::model::Model::read(space, seen).ceiling(seen, b);
+            st.run_ceiling = st.model.ceiling(seen, b);
         }
         for (k, (flat, moved)) in response.into_iter().enumerate() {
             if st.dropped[k].is_none() && flat > 0 && moved == 0 {

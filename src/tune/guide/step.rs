@@ -52,6 +52,7 @@ mod tests {
             dropped: vec![None],
             kv_flat: vec![false],
             run_ceiling: None,
+            model: Default::default(),
         }
     }
 
