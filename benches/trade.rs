@@ -670,12 +670,20 @@ impl World {
                 v => v,
             };
         }
+        // The diagnosis names every limit it sees (issue 42): decode past the graphs beside
+        // the verdict's own limit.
+        let also = if r > c.cgbs && verdict != VerdictKind::CudaGraphLimited {
+            vec![VerdictKind::CudaGraphLimited]
+        } else {
+            Vec::new()
+        };
         Some(Launch {
             score,
             tpot,
             ttft,
             evidence: Evidence {
                 verdict: Some(verdict),
+                also,
                 text: String::new(),
                 kv_usage_max: Some((x.usage * (1.0 - 0.02 * unit(rng))).min(1.0)),
                 running_mean: Some(running_mean),

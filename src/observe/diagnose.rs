@@ -58,6 +58,11 @@ pub struct Verdict {
     pub evidence: String,
     /// What to try next.
     pub hint: String,
+    /// The other limits the same launch shows, after the one `kind` names (a queue on the cap
+    /// and decode without graphs at once): lifting only the first unmasks the next. Their
+    /// numbers follow in `evidence`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub also: Vec<VerdictKind>,
 }
 
 /// Share of the offered concurrency below which running requests count as "plateaued".
@@ -127,6 +132,7 @@ fn diagnose_sglang_terms(
         kind: VerdictKind::Unknown,
         evidence: why.to_string(),
         hint: String::new(),
+        also: Vec::new(),
     };
     let Some(s) = server.filter(|s| s.has_stats()) else {
         return unknown(match server {
@@ -177,42 +183,53 @@ fn diagnose_sglang_terms(
             Some(r) => r > CHURN_PER_MIN,
             None => s.retractions.saturating_mul(20) >= s.stats_lines as u64,
         };
+    // Every limit the launch shows, in the order that names the primary one: a queue on the
+    // cap and graphs off at once are two limits (issue 42), and the tune lifts them together.
+    let mut found: Vec<Verdict> = Vec::new();
     if churn {
         let rate = match (per_min, s.window.seconds) {
             (Some(r), Some(secs)) => format!(" in {secs:.0} s ({r:.1}/min)"),
             _ => format!(" over {} Decode lines", s.stats_lines),
         };
-        return Verdict {
+        found.push(Verdict {
             kind: VerdictKind::RetractionChurn,
             evidence: format!(
                 "{} retractions ({} requests){rate}; token usage max {usage_max:.2}; #running-req max {run_max} of {offered_text}, #queue-req mean {q_mean:.1}{ratio_text}",
                 s.retractions, s.retracted_requests
             ),
             hint: "the scheduler admits more than the KV pool holds, then retracts: raise schedule_conservativeness (e.g. 1.3) to admit fewer, or add KV capacity (mem_fraction_static, hicache_size, a smaller kv_cache_dtype)".into(),
-        };
+            also: Vec::new(),
+        });
     }
 
     // The cap, not the pool: running requests pinned at max_running_requests while the pool
     // has room for at least one more request of the workload's size, whatever the usage (a
     // launch at usage 0.91 with room for two more, its running requests exactly at the cap,
     // was once called KV-bound, and the tune then added KV that could not help).
-    if persistent_queue {
+    // Churn is the pool's own limit and its moves include more KV: no queue verdict is named
+    // beside it (the queue is what the retractions leave behind).
+    let mut queue_named = churn;
+    if persistent_queue && !queue_named {
         if let Some((m, room)) = cap_with_room(s, tokens_per_request, run_max, usage_max) {
-            return Verdict {
+            queue_named = true;
+            found.push(Verdict {
                 kind: VerdictKind::QueueWithSpareKv,
                 evidence: format!(
                     "#queue-req mean {q_mean:.1}{share_text}; #running-req max {run_max} of {offered_text}, pinned at max_running_requests {m} with room in the pool for {room} more (token usage max {usage_max:.2}){ratio_text}"
                 ),
                 hint: "the running cap is the limit, not the KV pool: raise max_running_requests"
                     .into(),
-            };
+                also: Vec::new(),
+            });
         }
     }
     if persistent_queue
+        && !queue_named
         && (usage_max >= KV_FULL || s.retractions > 0)
         && (plateau || usage_max >= KV_ROOM)
     {
-        return Verdict {
+        queue_named = true;
+        found.push(Verdict {
             kind: VerdictKind::KvCacheBound,
             evidence: format!(
                 "#running-req max {run_max} of {offered_text}, #queue-req mean {q_mean:.1}{share_text}, token usage max {usage_max:.2}, retractions {}{}{ratio_text}",
@@ -224,9 +241,10 @@ fn diagnose_sglang_terms(
                 capacity_arithmetic(s, tokens_per_request, run_max)
             ),
             hint: "more KV capacity: raise mem_fraction_static, enable hierarchical cache (hicache_size), a smaller kv_cache_dtype, or lower the concurrency".into(),
-        };
+            also: Vec::new(),
+        });
     }
-    if persistent_queue {
+    if persistent_queue && !queue_named {
         let cap = s
             .max_running_requests
             .map(|m| {
@@ -237,15 +255,17 @@ fn diagnose_sglang_terms(
                 }
             })
             .unwrap_or_default();
-        return Verdict {
+        found.push(Verdict {
             kind: VerdictKind::QueueWithSpareKv,
             evidence: format!(
                 "#queue-req mean {q_mean:.1}{share_text} while token usage max is {usage_max:.2}; #running-req max {run_max} of {offered_text}{cap}{ratio_text}"
             ),
             hint: "a scheduler-side limit: check max_running_requests, lower schedule_conservativeness (e.g. 0.3), chunked_prefill_size".into(),
-        };
+            also: Vec::new(),
+        });
     }
-    if let Some(v) = graph_limited(s) {
+    found.extend(graph_limited(s));
+    if let Some(v) = named_with_the_rest(found) {
         return v;
     }
     if (offered_known && run_mean < PLATEAU * offered as f64)
@@ -257,6 +277,7 @@ fn diagnose_sglang_terms(
                 "no queue, #running-req mean {run_mean:.1} of {offered_text}, token usage max {usage_max:.2}{ratio_text}"
             ),
             hint: "the server had room: the client did not keep the offered concurrency busy (check the client machine, or raise the concurrency)".into(),
+            also: Vec::new(),
         };
     }
     Verdict {
@@ -265,7 +286,21 @@ fn diagnose_sglang_terms(
             "#running-req mean {run_mean:.1} of {offered_text}, no queue, token usage max {usage_max:.2}{ratio_text}"
         ),
         hint: "healthy: everything offered runs and the KV cache is not the limit; for more throughput raise the concurrency or the compute (tp_size, cuda graphs)".into(),
+        also: Vec::new(),
     }
+}
+
+/// The first limit found is the verdict; the others are named after it, each with its own
+/// numbers, so one launch's evidence shows every limit the tune must lift at once. None when
+/// no limit was found.
+fn named_with_the_rest(found: Vec<Verdict>) -> Option<Verdict> {
+    let mut it = found.into_iter();
+    let mut v = it.next()?;
+    for o in it {
+        v.evidence = format!("{}; also {}: {}", v.evidence, o.kind.as_str(), o.evidence);
+        v.also.push(o.kind);
+    }
+    Some(v)
 }
 
 /// When `#running-req` is pinned at `max_running_requests` (its max at the cap) and the pool
@@ -362,6 +397,7 @@ fn graph_limited(s: &ServerSummary) -> Option<Verdict> {
         hint: format!(
             "decode runs without graphs at this batch size: raise cuda_graph_max_bs to about {target} (memory permitting; lower mem_fraction_static a little if capture runs out), or cap max_running_requests at the captured size"
         ),
+        also: Vec::new(),
     })
 }
 
@@ -843,6 +879,84 @@ mod tests {
             "{}",
             v.evidence
         );
+    }
+
+    /// Issue 42: a launch whose requests queue on the running cap while decode runs without
+    /// graphs shows two limits; the verdict names the first and the evidence both, so the tune
+    /// lifts them in one launch instead of unmasking the second a launch later.
+    #[test]
+    fn every_limit_a_launch_shows_is_named() {
+        let graphs_off = ServerSummary {
+            graph_label: Some("cuda graph".into()),
+            graph_lines: 100,
+            graph_on_lines: 10,
+            graph_on_running_max: Some(16),
+            graph_off_running_min: Some(24),
+            graph_off_running_mean: Some(31.0),
+            graph_off_running_max: Some(32),
+            cuda_graph_max_bs: Some(16),
+            ..server()
+        };
+        let on_the_cap = ServerSummary {
+            running_req_max: Some(32),
+            running_req_mean: Some(31.0),
+            queue_req_mean: Some(30.0),
+            queue_req_max: Some(32),
+            queue_nonzero_share: Some(1.0),
+            token_usage_max: Some(0.4),
+            offered_estimate: Some(64),
+            max_running_requests: Some(32),
+            ..graphs_off.clone()
+        };
+        let v = diagnose(64, 320, None, Some(&on_the_cap));
+        assert_eq!(v.kind, VerdictKind::QueueWithSpareKv, "{}", v.evidence);
+        assert_eq!(v.also, vec![VerdictKind::CudaGraphLimited]);
+        assert!(
+            v.evidence.contains("pinned at max_running_requests 32"),
+            "{}",
+            v.evidence
+        );
+        assert!(
+            v.evidence
+                .contains("; also cuda_graph_limited: cuda graph: False in 90% of Decode lines"),
+            "{}",
+            v.evidence
+        );
+        // The pool full behind the queue: KV first, graphs after it.
+        let full = ServerSummary {
+            token_usage_max: Some(0.97),
+            max_running_requests: Some(256),
+            ..on_the_cap.clone()
+        };
+        let v = diagnose(64, 320, None, Some(&full));
+        assert_eq!(v.kind, VerdictKind::KvCacheBound, "{}", v.evidence);
+        assert_eq!(v.also, vec![VerdictKind::CudaGraphLimited]);
+        // Churn with the queue on a full pool: churn is the pool's own limit (its moves add
+        // KV), so the full pool is not named again; the graphs are.
+        let churning = ServerSummary {
+            retractions: 30,
+            retracted_requests: 30,
+            ..full.clone()
+        };
+        let v = diagnose(64, 320, None, Some(&churning));
+        assert_eq!(v.kind, VerdictKind::RetractionChurn, "{}", v.evidence);
+        assert_eq!(v.also, vec![VerdictKind::CudaGraphLimited]);
+        // One limit alone names nothing else, and the verdicts that are no limit never do.
+        let graphs_only = diagnose(32, 320, None, Some(&graphs_off));
+        assert_eq!(graphs_only.kind, VerdictKind::CudaGraphLimited);
+        assert!(graphs_only.also.is_empty());
+        assert!(diagnose(32, 320, None, Some(&server())).also.is_empty());
+        // A queue named once: the cap with room is not also a scheduler-side queue.
+        let v = diagnose(
+            64,
+            320,
+            None,
+            Some(&ServerSummary {
+                graph_label: None,
+                ..on_the_cap
+            }),
+        );
+        assert!(v.also.is_empty(), "{:?}", v.also);
     }
 
     #[test]

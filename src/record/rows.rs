@@ -92,6 +92,7 @@ impl Col {
 /// The text columns the code reads, by name in one place.
 const FAILURE_MESSAGE: &str = "failure_message";
 const VERDICT_EVIDENCE: &str = "verdict_evidence";
+const VERDICT_ALSO: &str = "verdict_also";
 const NOT_IN_EFFECT: &str = "not_in_effect";
 const EFFECTIVE_ARGS_ID: &str = "effective_args_id";
 const QUALITY_VERDICT: &str = "quality_verdict";
@@ -305,6 +306,14 @@ impl Row {
     /// The numbers the verdict rests on.
     pub fn verdict_evidence(&self) -> &str {
         self.text(VERDICT_EVIDENCE)
+    }
+    /// The other limits the launch showed beside the verdict's (empty in a file from before
+    /// the column); an unknown name is skipped.
+    pub fn verdict_also(&self) -> Vec<VerdictKind> {
+        self.text(VERDICT_ALSO)
+            .split('+')
+            .filter_map(|n| VerdictKind::ALL.into_iter().find(|k| k.as_str() == n))
+            .collect()
     }
     /// The asked keys the server did not put in effect, as a sentence per key (`; `-joined).
     pub fn not_in_effect(&self) -> impl Iterator<Item = &str> {

@@ -584,7 +584,8 @@ pub fn trailing() -> Vec<Column> {
         Column { name: "retractions", better: Better::Lower, doc: "KV-pool-full retraction events in the window (vLLM: `Preemptions`, requests preempted)", get: |r| u(r.server.as_ref().filter(|s| !s.retractions_not_logged).map(|s| s.retractions)) },
         Column { name: "time_to_ready_s", better: Better::Lower, doc: "Launch → ready line and HTTP answer (s)", get: |r| f(r.time_to_ready_s) },
         Column { name: "verdict", better: Better::Neither, doc: "What limited the run: `kv_cache_bound`, `retraction_churn`, `cuda_graph_limited`, `queue_with_spare_kv`, `client_bound`, `compute_bound`, `unknown`", get: |r| r.verdict.as_ref().map(|v| v.kind.as_str().to_string()).unwrap_or_default() },
-        Column { name: "verdict_evidence", better: Better::Neither, doc: "The numbers behind the verdict", get: |r| r.verdict.as_ref().map(|v| v.evidence.clone()).unwrap_or_default() },
+        Column { name: "verdict_evidence", better: Better::Neither, doc: "The numbers behind the verdict (and behind each of `verdict_also`)", get: |r| r.verdict.as_ref().map(|v| v.evidence.clone()).unwrap_or_default() },
+        Column { name: "verdict_also", better: Better::Neither, doc: "The other limits the same launch showed, `+`-joined verdict names (`kv_cache_bound+cuda_graph_limited`): lifting only the verdict's would unmask them", get: |r| r.verdict.as_ref().map(|v| v.also.iter().map(|k| k.as_str()).collect::<Vec<_>>().join("+")).unwrap_or_default() },
         Column {
             name: "not_in_effect",
             better: Better::Neither,
@@ -875,6 +876,7 @@ mod tests {
                 kind: VerdictKind::QueueWithSpareKv,
                 evidence: "evidence of verdict".into(),
                 hint: "hint of verdict".into(),
+                also: vec![VerdictKind::CudaGraphLimited, VerdictKind::KvCacheBound],
             }),
             time_to_ready_s: Some(42.25),
             metrics: Some(MetricsSummary {
@@ -984,6 +986,7 @@ mod tests {
             ("time_to_ready_s", "42.25"),
             ("verdict", "queue_with_spare_kv"),
             ("verdict_evidence", "evidence of verdict"),
+            ("verdict_also", "cuda_graph_limited+kv_cache_bound"),
             (
                 "not_in_effect",
                 "`key` asked asked, in effect effect (evidence)",

@@ -60,6 +60,9 @@ pub type Point = Vec<usize>;
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Evidence {
     pub verdict: Option<VerdictKind>,
+    /// The other limits the launch showed (results.csv `verdict_also`): their rules' moves
+    /// follow the verdict's once those are spent.
+    pub also: Vec<VerdictKind>,
     /// The verdict's evidence sentence, as results.csv's `verdict_evidence` holds it.
     pub text: String,
     pub kv_usage_max: Option<f64>,
@@ -559,9 +562,17 @@ fn near_leader(seen: &[Observation], st: &State, lead: usize) -> Vec<usize> {
 
 /// The first unlaunched move that `base`'s verdict asks for, if any.
 fn rule_moves(space: &Space, st: &State, base: &Observation, compose: bool) -> Option<Next> {
-    let verdict = verdict_of(base)?;
+    let first = verdict_of(base)?;
     let usage = evidence_of(base).and_then(|e| e.kv_usage_max);
-    for mv in rules::moves(verdict, usage) {
+    // The verdict's moves first, then those of every other limit the launch showed: a move
+    // the first limit's rules have spent leaves the next limit still to lift.
+    let also = evidence_of(base)
+        .map(|e| e.also.clone())
+        .unwrap_or_default();
+    let asked = std::iter::once(first)
+        .chain(also)
+        .flat_map(|v| rules::moves(v, usage).into_iter().map(move |mv| (v, mv)));
+    for (verdict, mv) in asked {
         let Some(k) = space.knobs.iter().position(|kn| kn.key == mv.key) else {
             continue;
         };
@@ -708,7 +719,13 @@ fn said(outcome: &Outcome) -> String {
     if !eligible {
         nums.push(format!("ineligible: {why_not}"));
     }
-    let verdict = evidence.verdict.map_or("no verdict", VerdictKind::as_str);
+    let mut verdict = evidence
+        .verdict
+        .map_or("no verdict", VerdictKind::as_str)
+        .to_string();
+    for v in &evidence.also {
+        verdict = format!("{verdict} + {}", v.as_str());
+    }
     if nums.is_empty() {
         verdict.to_string()
     } else {
@@ -924,6 +941,33 @@ mod tests {
             p.why,
             "mfs0.82_kv-auto_hicache0_mrr32_sc1_ps1: kv_cache_bound (usage 0.93, 18.8 queued, 5.8 running of 32) → more KV: mem_fraction_static 0.82 → 0.88"
         );
+    }
+
+    /// Issue 42: the diagnosis names every limit a launch shows; once the verdict's own moves
+    /// are spent, the next limit's rules move, and the step log names both.
+    #[test]
+    fn a_limit_named_beside_the_verdict_moves_once_the_verdicts_moves_are_spent() {
+        let mut sp = space();
+        // The running cap at its largest, admission at its least conservative: the queue's
+        // rules have nothing left.
+        sp.start = vec![1, 0, 0, 4, 0, 0];
+        let mut o = measured(sp.start.clone(), 100.0, VerdictKind::QueueWithSpareKv);
+        if let Outcome::Measured { evidence, .. } = &mut o.outcome {
+            evidence.also = vec![VerdictKind::KvCacheBound];
+        }
+        let p = one(next(&sp, &[o], 5));
+        assert!(p.point[MFS] > 1, "{:?}: {}", p.point, p.why);
+        assert!(
+            p.why.contains(
+                "queue_with_spare_kv + kv_cache_bound (usage 0.93, 18.8 queued, 5.8 running of 32) → more KV: mem_fraction_static 0.82 →"
+            ),
+            "{}",
+            p.why
+        );
+        // Without the second limit named, no rule moves: the generic search does, and says so.
+        let plain = measured(sp.start.clone(), 100.0, VerdictKind::QueueWithSpareKv);
+        let q = one(next(&sp, &[plain], 5));
+        assert!(!q.why.contains("more KV"), "{}", q.why);
     }
 
     #[test]

@@ -201,6 +201,7 @@ pub fn observe(
     };
     let evidence = Evidence {
         verdict,
+        also: last.verdict_also(),
         text: last.verdict_evidence().to_string(),
         kv_usage_max: max(Col::TOKEN_USAGE_MAX),
         running_mean: mean(Col::RUNNING_REQ_MEAN),
@@ -489,6 +490,7 @@ mod tests {
             ("output_tok_s", "120"),
             ("ttft_ms_p99", "4000"),
             ("verdict", "kv_cache_bound"),
+            ("verdict_also", "cuda_graph_limited+no_such_limit"),
             ("token_usage_max", "0.97"),
             ("queue_req_mean", "12.5"),
             ("decode_steps", "2:10.00:5:g 7.5:14.50:20:e"),
@@ -518,6 +520,7 @@ mod tests {
                 assert!(!eligible);
                 assert!(why_not.contains("ttft_ms_p99"), "{why_not}");
                 assert_eq!(evidence.verdict, Some(VerdictKind::KvCacheBound));
+                assert_eq!(evidence.also, vec![VerdictKind::CudaGraphLimited]);
                 assert_eq!(evidence.kv_usage_max, Some(0.97));
                 assert_eq!(evidence.queue_mean, Some(12.5));
                 assert_eq!(evidence.offered, Some(8.0));
