@@ -53,13 +53,17 @@ fn batch_width(
 
 /// A proposal as the launches of its configuration (one per repeat unless the server is
 /// reused; a max-load search continues from the probes its rows hold). A confirmation is one
-/// launch of the next repeat, `done` telling how many confirmations the point had.
+/// launch of the next repeat, `done` telling how many confirmations the point had and
+/// `batch` the proposals before this one in its batch (a batch may confirm one point twice:
+/// each its own repeat, or both would be one launch folder, one row, and the next batch
+/// would propose, and number, the same steps again).
 fn launches_of(
     spec: &SweepSpec,
     space: &Space,
     p: &Proposal,
     rows: &[Row],
     done: &[path::Step],
+    batch: &[Proposal],
 ) -> Vec<work::Launch> {
     let Some(run) = expand::tune_config(spec, &p.point, guide::name(space, &p.point)) else {
         return Vec::new();
@@ -68,7 +72,11 @@ fn launches_of(
         let before = done
             .iter()
             .filter(|s| s.confirm && s.point == p.point)
-            .count();
+            .count()
+            + batch
+                .iter()
+                .filter(|q| q.confirm && q.point == p.point)
+                .count();
         return vec![work::repeat_launch(
             spec,
             run,
@@ -145,7 +153,7 @@ pub fn wave(spec: &SweepSpec, rows: &[Row], width: usize) -> Wave {
                 let name = guide::name(&space, &p.point);
                 w.lines
                     .push(batch_step_line(n, proposals.len(), &p.why, &name));
-                for l in launches_of(spec, &space, p, rows, &done) {
+                for l in launches_of(spec, &space, p, rows, &done, &proposals[..i]) {
                     w.steps.insert(l.dir_name.clone(), n);
                     w.launches.push(l);
                 }
@@ -244,7 +252,7 @@ pub async fn run(
                 &p.why,
                 &name,
             ));
-            for l in launches_of(spec, &space, p, &now, &done) {
+            for l in launches_of(spec, &space, p, &now, &done, &proposals[..i]) {
                 set_aside(results, &l.dir_name)?;
                 launches.push(l);
             }
@@ -466,6 +474,75 @@ mod tests {
         );
     }
 
+    /// Issue 44: a 4-wide tune whose confirmation batch confirms two configurations twice
+    /// each. Driven wave by wave from made-up rows (two configurations within noise of each
+    /// other), every step is numbered once, every launch is its own repeat, and the rows
+    /// answer every step: before, the two confirmations of one point in one batch were one
+    /// launch folder, and the next wave proposed and numbered the same steps again.
+    #[test]
+    fn a_wide_confirmation_batch_numbers_each_step_once_and_each_is_its_own_repeat() {
+        let s = crate::tune::testing::spec(
+            "workload: {concurrency: 8, requests: 8, input_tokens: 4, output_tokens: 4, vocab_size: 10}\nobjective: {maximize: output_tok_s}\ntune:\n  knobs:\n    max_total_tokens: [100, 400, 1600]\n    max_running_requests: [4, 8]\n  start: {max_total_tokens: 100, max_running_requests: 8}\n  launches: 8\n  confirm: 4\n",
+        );
+        // Two configurations within 1% of each other lead; the rest are well behind.
+        let score = |mtt: &str, mrr: &str| match (mtt, mrr) {
+            ("400", "8") => 200.0,
+            ("1600", "8") => 201.0,
+            ("100", _) => 100.0,
+            _ => 150.0,
+        };
+        let mut rows: Vec<Row> = Vec::new();
+        let mut numbers: Vec<usize> = Vec::new();
+        let mut confirmed_twice = false;
+        for _ in 0..12 {
+            let w = wave(&s, &rows, 4);
+            if w.stop.is_some() {
+                break;
+            }
+            let mut in_wave: Vec<usize> = w.steps.values().copied().collect();
+            in_wave.sort_unstable();
+            in_wave.dedup();
+            numbers.extend(in_wave);
+            let mut names: Vec<&str> = w.launches.iter().map(|l| l.run.name.as_str()).collect();
+            let n = names.len();
+            names.sort_unstable();
+            names.dedup();
+            confirmed_twice |= names.len() < n;
+            for l in &w.launches {
+                let mtt = l.run.param("max_total_tokens").map(|v| v.to_string());
+                let mrr = l.run.param("max_running_requests").map(|v| v.to_string());
+                let (mtt, mrr) = (mtt.unwrap_or_default(), mrr.unwrap_or_default());
+                for m in &l.measurements {
+                    let repeat = m.repeat.to_string();
+                    let tok = format!("{}", score(&mtt, &mrr) * (1.0 + 0.001 * m.repeat as f64));
+                    rows.push(crate::tune::testing::row(&[
+                        ("run_name", l.run.name.as_str()),
+                        ("status", "ok"),
+                        ("phase", "measure"),
+                        ("concurrency", "8"),
+                        ("repeat", repeat.as_str()),
+                        ("param_max_total_tokens", mtt.as_str()),
+                        ("param_max_running_requests", mrr.as_str()),
+                        ("output_tok_s", tok.as_str()),
+                        ("verdict", "compute_bound"),
+                    ]));
+                }
+            }
+        }
+        assert!(confirmed_twice, "no wave confirmed one configuration twice");
+        assert_eq!(numbers, (1..=numbers.len()).collect::<Vec<_>>());
+        assert!(numbers.len() <= 8, "{numbers:?}");
+        let mut keys: Vec<(String, Option<u64>)> = rows
+            .iter()
+            .map(|r| (r.run_name().to_string(), r.repeat()))
+            .collect();
+        let n = keys.len();
+        keys.sort();
+        keys.dedup();
+        assert_eq!(keys.len(), n, "a launch folder twice: {keys:?}");
+        assert_eq!(n, numbers.len());
+    }
+
     #[test]
     fn the_plans_start_is_named_as_the_strategy_names_it() {
         let s = crate::tune::testing::spec(
@@ -492,7 +569,7 @@ mod tests {
             why: "test".into(),
             confirm: false,
         };
-        let l = launches_of(&s, &space, &p, &[], &[]);
+        let l = launches_of(&s, &space, &p, &[], &[], &[]);
         assert_eq!(l.len(), 1);
         assert_eq!(l[0].run.name, "mfs0.92_kv-fp8_e5m2_hicache48");
         assert_eq!(
@@ -511,12 +588,17 @@ mod tests {
             confirm: true,
             outcome: None,
         };
-        let first = launches_of(&s, &space, &c, &[], &[]);
+        let first = launches_of(&s, &space, &c, &[], &[], &[]);
         assert_eq!(first.len(), 1);
         assert_eq!(first[0].dir_name, "mfs0.92_kv-fp8_e5m2_hicache48.r2");
         assert!(first[0].measurements.iter().all(|m| m.repeat == 2));
         assert_eq!(first[0].measurements.len(), s.workload.load_points.len());
-        let second = launches_of(&s, &space, &c, &[], &[step]);
+        let second = launches_of(&s, &space, &c, &[], &[step.clone()], &[]);
         assert_eq!(second[0].dir_name, "mfs0.92_kv-fp8_e5m2_hicache48.r3");
+        // Two confirmations of one point in one batch: the second is the repeat after the
+        // first's, not the same launch folder again (issue 44: the steps were numbered twice).
+        let in_batch = launches_of(&s, &space, &c, &[], &[step], &[p.clone(), c.clone()]);
+        assert_eq!(in_batch[0].dir_name, "mfs0.92_kv-fp8_e5m2_hicache48.r4");
+        assert!(in_batch[0].measurements.iter().all(|m| m.repeat == 4));
     }
 }
