@@ -344,7 +344,8 @@ fn explore(space: &Space, seen: &[Observation], st: &State, compose: bool) -> Ex
                 let first = step::order(st, k, knob.values.len(), base.point[k], dir, false)
                     .first()
                     .copied()
-                    .filter(|&to| !st.over_ceiling(space, k, to));
+                    .filter(|&to| !st.over_ceiling(space, k, to))
+                    .filter(|&to| !st.into_flat(k, base.point[k], to));
                 let what = if against {
                     "the rules are spent, against the verdict"
                 } else {
@@ -748,7 +749,13 @@ fn stop_reason(space: &Space, st: &State, head: &str) -> String {
         "{head}: no step from the leader is left to beat it beyond the noise (±{:.0}%): every rule's move and every neighbour is launched, banned or over a cliff",
         st.noise * 100.0
     );
-    let flat = keys(Dropped::NoResponse);
+    let flat: Vec<&str> = space
+        .knobs
+        .iter()
+        .enumerate()
+        .filter(|&(k, _)| st.without_response(k))
+        .map(|(_, kn)| kn.key.as_str())
+        .collect();
     if !flat.is_empty() {
         why.push_str(&format!("; no response within noise: {}", flat.join(", ")));
     }
@@ -1091,15 +1098,41 @@ mod tests {
         ];
         let st = State::read(&sp, &seen);
         assert!((st.noise - 0.02).abs() < 1e-12);
-        assert_eq!(st.dropped[MRR], Some(Dropped::NoResponse));
-        // The leader (101) keeps its running cap: the next step turns another knob.
+        // Flat one way: the other way is still to try (a knob's best may be in its middle),
+        // but not back into the interval measured flat.
+        assert_eq!(st.dropped[MRR], None);
+        assert_eq!(st.flat[MRR], vec![(1, 2)]);
         let p = one(next(&sp, &seen, 5));
-        assert_eq!(p.point[MRR], 2, "{}", p.why);
+        assert_eq!(p.point[MRR], 3, "{}", p.why);
+        // Flat on the next value too: the leader (101) sits between two flat intervals, and
+        // the next step turns another knob.
+        let mut both = seen.clone();
+        both.push(measured(with(&s, MRR, 3), 100.5, VerdictKind::ComputeBound));
+        let st = State::read(&sp, &both);
+        assert_eq!(st.flat[MRR], vec![(1, 2), (2, 3)]);
+        let p = one(next(&sp, &both, 5));
         assert!(p.why.contains("schedule_conservativeness"), "{}", p.why);
+        // Measured flat going up and going down: dropped.
+        let mut down = both.clone();
+        down.push(measured(with(&s, MRR, 0), 100.0, VerdictKind::ComputeBound));
+        assert_eq!(
+            State::read(&sp, &down).dropped[MRR],
+            Some(Dropped::NoResponse)
+        );
+        // From below: the start (1) stepped up to 2, flat; down from the start is the other
+        // way, and it is tried.
+        let below = vec![
+            measured(s.clone(), 101.0, VerdictKind::ComputeBound),
+            measured(with(&s, MRR, 2), 100.0, VerdictKind::ComputeBound),
+        ];
+        let p = one(next(&sp, &below, 5));
+        assert_eq!(p.point[MRR], 0, "{}", p.why);
         // A response beyond noise keeps a knob in, even after a flat one.
         let mut seen = seen;
         seen.push(measured(with(&s, MRR, 0), 50.0, VerdictKind::ComputeBound));
-        assert_eq!(State::read(&sp, &seen).dropped[MRR], None);
+        let st = State::read(&sp, &seen);
+        assert_eq!(st.dropped[MRR], None);
+        assert!(st.flat[MRR].is_empty());
     }
 
     #[test]
@@ -1565,15 +1598,16 @@ mod tests {
         assert_eq!(st.banned[1].iter().copied().collect::<Vec<_>>(), vec![1]);
         // The SLO miss moved the excess beyond noise: a response, the knob stays.
         assert_eq!(st.dropped[MFS], None);
-        // The same excess and score: no response, the generic search drops the knob.
+        // The same excess and score: no response that way (and the other way from 4 on).
         let flat = vec![
             slo(vec![1, 0, 0], 600.0, 3.0, e()),
             slo(vec![4, 0, 0], 600.0, 3.0, e()),
         ];
-        assert_eq!(
-            State::read(&sp, &flat).dropped[MFS],
-            Some(Dropped::NoResponse)
-        );
+        let st = State::read(&sp, &flat);
+        assert_eq!(st.dropped[MFS], None);
+        assert_eq!(st.flat[MFS], vec![(1, 4)]);
+        assert!(st.into_flat(MFS, 4, 3) && st.into_flat(MFS, 1, 2));
+        assert!(!st.into_flat(MFS, 4, 5) && !st.into_flat(MFS, 1, 0));
         // Only the excess moved (the score did not): a response.
         let moved = vec![
             slo(vec![1, 0, 0], 600.0, 3.0, e()),
@@ -1826,8 +1860,13 @@ mod tests {
             "{why}"
         );
         assert!(why.contains("; confirmed: "), "{why}");
-        // A flat surface: the exploration ends by itself after three launches, and the rest of
-        // the budget confirms the three, interleaved: fewest launches first, the leader first.
+        // A flat surface: the exploration ends by itself after three launches (from a start
+        // at the top of the graphs' range, each knob has one way to go), and the rest of the
+        // budget confirms the three, interleaved: fewest launches first, the leader first.
+        let sp = Space {
+            start: vec![1, 0, 3],
+            ..sp
+        };
         let flat = |p: &Point| 1000.0 + 10.0 * p[2] as f64;
         let (log, seen, why) = drive(&sp, 10, &flat, &[0.0]);
         assert_eq!(log.iter().filter(|p| !p.confirm).count(), 3, "{log:#?}");

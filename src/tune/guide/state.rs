@@ -15,10 +15,13 @@ pub enum Dropped {
     /// The effective-arguments check found it not in effect: the server ignores it, so no
     /// rule and no search turns it.
     NotInEffect,
-    /// Changing it alone moved the score by no more than the noise, and no change of it ever
-    /// moved it beyond: the generic search leaves it (a rule still may, when the evidence names
-    /// it as the limit, because a knob flat under one limit can matter under another: a larger
-    /// `max_running_requests` does nothing while the KV pool is full).
+    /// Changing it alone moved the score by no more than the noise, up and down, and no change
+    /// of it ever moved it beyond: the generic search leaves it (a rule still may, when the
+    /// evidence names it as the limit, because a knob flat under one limit can matter under
+    /// another: a larger `max_running_requests` does nothing while the KV pool is full). Flat
+    /// one way only, the other way is still tried ([`State::flat`]): a knob whose best value
+    /// is in the middle (a chunked prefill too large one way, too small the other) is flat or
+    /// worse on one side of it.
     NoResponse,
 }
 
@@ -36,6 +39,10 @@ pub struct State {
     /// Per knob, the highest index that failed going down: that index and below are a cliff.
     pub floor: Vec<Option<usize>>,
     pub dropped: Vec<Option<Dropped>>,
+    /// Per knob whose changes never moved anything beyond the noise: the value intervals
+    /// (lower index, higher index) a single change measured flat. The generic search does not
+    /// step from a value into a flat interval it bounds.
+    pub flat: Vec<Vec<(usize, usize)>>,
     /// Per knob: a KV knob whose change left the pool's size the same (`model::kv_effect`):
     /// no move for more KV turns it.
     pub kv_flat: Vec<bool>,
@@ -174,13 +181,14 @@ impl State {
             ceiling: vec![None; n],
             floor: vec![None; n],
             dropped: vec![None; n],
+            flat: vec![Vec::new(); n],
             kv_flat: Vec::new(),
             run_ceiling: None,
             model: super::model::Model::read(space, seen),
         };
         st.kv_flat = st.model.no_kv_effect.clone();
-        // Per knob: (changes within noise, changes beyond noise).
-        let mut response = vec![(0usize, 0usize); n];
+        // Per knob: the intervals changed within noise (up or down), changes beyond noise.
+        let mut response: Vec<(Vec<(usize, usize, bool)>, usize)> = vec![(Vec::new(), 0); n];
         for (i, o) in seen.iter().enumerate() {
             if let Outcome::Measured { not_in_effect, .. } = &o.outcome {
                 for key in not_in_effect {
@@ -219,7 +227,7 @@ impl State {
                         if a.0 != b.0 || differs(a.1, b.1, noise) || differs(a.2, b.2, noise) {
                             response[k].1 += 1;
                         } else {
-                            response[k].0 += 1;
+                            response[k].0.push((from.min(to), from.max(to), to > from));
                         }
                     }
                 }
@@ -230,11 +238,33 @@ impl State {
             st.run_ceiling = st.model.ceiling(seen, b);
         }
         for (k, (flat, moved)) in response.into_iter().enumerate() {
-            if st.dropped[k].is_none() && flat > 0 && moved == 0 {
+            if moved > 0 || flat.is_empty() {
+                continue;
+            }
+            let up = flat.iter().any(|f| f.2);
+            let down = flat.iter().any(|f| !f.2);
+            if st.dropped[k].is_none() && up && down {
                 st.dropped[k] = Some(Dropped::NoResponse);
             }
+            st.flat[k] = flat.into_iter().map(|(lo, hi, _)| (lo, hi)).collect();
         }
         st
+    }
+
+    /// Whether stepping knob `k` from value `from` toward `to` enters an interval measured
+    /// flat that `from` bounds: the generic search has its answer there already.
+    pub fn into_flat(&self, k: usize, from: usize, to: usize) -> bool {
+        self.flat.get(k).is_some_and(|f| {
+            f.iter()
+                .any(|&(lo, hi)| (to > from && lo == from) || (to < from && hi == from))
+        })
+    }
+
+    /// Whether knob `k` was measured flat and never moved anything beyond the noise (the stop
+    /// line names it), dropped or flat one way.
+    pub fn without_response(&self, k: usize) -> bool {
+        self.dropped.get(k) == Some(&Some(Dropped::NoResponse))
+            || self.flat.get(k).is_some_and(|f| !f.is_empty())
     }
 
     /// Whether value `idx` of knob `k` may be launched: not banned, not over a cliff.

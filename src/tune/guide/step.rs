@@ -50,6 +50,7 @@ mod tests {
             ceiling: vec![ceiling],
             floor: vec![floor],
             dropped: vec![None],
+            flat: vec![Vec::new()],
             kv_flat: vec![false],
             run_ceiling: None,
             model: Default::default(),
