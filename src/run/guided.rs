@@ -593,7 +593,7 @@ mod tests {
         assert_eq!(first[0].dir_name, "mfs0.92_kv-fp8_e5m2_hicache48.r2");
         assert!(first[0].measurements.iter().all(|m| m.repeat == 2));
         assert_eq!(first[0].measurements.len(), s.workload.load_points.len());
-        let second = launches_of(&s, &space, &c, &[], &[step.clone()], &[]);
+        let second = launches_of(&s, &space, &c, &[], std::slice::from_ref(&step), &[]);
         assert_eq!(second[0].dir_name, "mfs0.92_kv-fp8_e5m2_hicache48.r3");
         // Two confirmations of one point in one batch: the second is the repeat after the
         // first's, not the same launch folder again (issue 44: the steps were numbered twice).

@@ -345,7 +345,7 @@ fn explore(space: &Space, seen: &[Observation], st: &State, compose: bool) -> Ex
                     .first()
                     .copied()
                     .filter(|&to| !st.over_ceiling(space, k, to))
-                    .filter(|&to| !st.into_flat(k, base.point[k], to));
+                    .filter(|&to| !st.enters_flat(k, base.point[k], to));
                 let what = if against {
                     "the rules are spent, against the verdict"
                 } else {
@@ -1606,8 +1606,8 @@ mod tests {
         let st = State::read(&sp, &flat);
         assert_eq!(st.dropped[MFS], None);
         assert_eq!(st.flat[MFS], vec![(1, 4)]);
-        assert!(st.into_flat(MFS, 4, 3) && st.into_flat(MFS, 1, 2));
-        assert!(!st.into_flat(MFS, 4, 5) && !st.into_flat(MFS, 1, 0));
+        assert!(st.enters_flat(MFS, 4, 3) && st.enters_flat(MFS, 1, 2));
+        assert!(!st.enters_flat(MFS, 4, 5) && !st.enters_flat(MFS, 1, 0));
         // Only the excess moved (the score did not): a response.
         let moved = vec![
             slo(vec![1, 0, 0], 600.0, 3.0, e()),

@@ -187,8 +187,10 @@ impl State {
             model: super::model::Model::read(space, seen),
         };
         st.kv_flat = st.model.no_kv_effect.clone();
-        // Per knob: the intervals changed within noise (up or down), changes beyond noise.
-        let mut response: Vec<(Vec<(usize, usize, bool)>, usize)> = vec![(Vec::new(), 0); n];
+        // Per knob: the intervals changed within noise (low, high, went up), and how many
+        // changes moved something beyond it.
+        type Flat = Vec<(usize, usize, bool)>;
+        let mut response: Vec<(Flat, usize)> = vec![(Vec::new(), 0); n];
         for (i, o) in seen.iter().enumerate() {
             if let Outcome::Measured { not_in_effect, .. } = &o.outcome {
                 for key in not_in_effect {
@@ -253,7 +255,7 @@ impl State {
 
     /// Whether stepping knob `k` from value `from` toward `to` enters an interval measured
     /// flat that `from` bounds: the generic search has its answer there already.
-    pub fn into_flat(&self, k: usize, from: usize, to: usize) -> bool {
+    pub fn enters_flat(&self, k: usize, from: usize, to: usize) -> bool {
         self.flat.get(k).is_some_and(|f| {
             f.iter()
                 .any(|&(lo, hi)| (to > from && lo == from) || (to < from && hi == from))
