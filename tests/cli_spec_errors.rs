@@ -720,3 +720,65 @@ fn a_missing_server_program_launches_nothing_and_exits_6() {
     );
     assert!(!results.exists(), "a results folder was created");
 }
+
+/// `workload.sessions` (issue 43): a bad block launches nothing, and the message names the
+/// place and the fix.
+const SESSIONS: &str = "workload:\n  concurrency: 2\n  requests: 4\n  vocab_size: 100\n";
+
+#[test]
+fn a_session_of_zero_turns_is_refused() {
+    check_rejected(
+        &format!("{SESSIONS}  sessions: {{turns: 0, user_tokens: 8, reply_tokens: 8}}\n"),
+        9,
+        "workload.sessions.turns must be >= 1",
+    );
+}
+
+#[test]
+fn sessions_in_open_loop_are_refused_with_the_way_out() {
+    check_rejected(
+        &format!(
+            "{SESSIONS}  request_rate: 2\n  sessions: {{turns: 2, user_tokens: 8, reply_tokens: 8}}\n"
+        ),
+        10,
+        "open loop (`request_rate`) is not supported with sessions",
+    );
+}
+
+#[test]
+fn a_session_longer_than_the_context_is_refused_before_launch() {
+    // 3 turns of 40 user and 20 reply tokens: the last turn needs 40·3 + 20·3 = 180 tokens.
+    check_rejected(
+        &format!(
+            "  args:\n    context_length: 100\n{SESSIONS}  sessions: {{turns: 3, user_tokens: 40, reply_tokens: 20}}\n"
+        ),
+        11,
+        "needs 180 tokens",
+    );
+}
+
+#[test]
+fn a_dataset_conversation_that_is_empty_or_malformed_is_refused() {
+    let data = tempfile::tempdir().expect("tempdir");
+    for (lines, want) in [
+        (
+            "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}\n{\"messages\": []}\n",
+            ":2: is an empty conversation",
+        ),
+        (
+            "{\"messages\": [{\"role\": \"user\"}]}\n",
+            ":1: turn 1 is malformed",
+        ),
+    ] {
+        let path = data.path().join("convs.jsonl");
+        std::fs::write(&path, lines).expect("write dataset");
+        check_rejected_at(
+            &format!(
+                "workload:\n  endpoint: chat\n  concurrency: 1\n  requests: 2\n  output_tokens: 8\n  dataset: {}\n  sessions: {{from_dataset: true}}\n",
+                path.display()
+            ),
+            " ",
+            want,
+        );
+    }
+}

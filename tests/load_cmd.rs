@@ -447,3 +447,76 @@ fn a_first_ctrl_c_waits_for_requests_in_flight_and_a_second_quits_now() {
         "a second Ctrl-C must exit at once; exited after {secs:.1} s: {err}"
     );
 }
+
+/// `sessions:` (issue 43) against the fake: the second turn's prompt is the first turn's
+/// prompt, the server's own reply and the next user message, on both endpoints; chat sends
+/// the reply's text back, completions a stand-in of its length (they return no token ids).
+#[test]
+fn a_sessions_second_turn_sends_the_first_reply_back() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("prompts.log");
+    let log_s = log.display().to_string();
+    let (_fake, port) = start_fake_env(
+        0.002,
+        &[
+            ("FAKE_SGLANG_PROMPT_LOG", log_s.as_str()),
+            ("FAKE_SGLANG_PROMPT_FULL", "1"),
+        ],
+    );
+    let url = format!("http://127.0.0.1:{port}");
+    let prompts = |endpoint: &str| -> Vec<serde_json::Value> {
+        let _ = std::fs::remove_file(&log);
+        let out = run(sgtune()
+            .args(["load", "--url", &url, "-w", &format!("endpoint={endpoint}")])
+            .args([
+                "-w",
+                "concurrency=1",
+                "-w",
+                "requests=2",
+                "-w",
+                "warmup_requests=0",
+            ])
+            .args(["-w", "vocab_size=1000"])
+            .args(["-w", "sessions={turns: 2, user_tokens: 5, reply_tokens: 3}"]));
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        assert!(
+            text(&out.stdout).contains("2 completed, 0 failed"),
+            "{}",
+            text(&out.stdout)
+        );
+        std::fs::read_to_string(&log)
+            .expect("prompt log")
+            .lines()
+            .filter_map(|l| l.strip_prefix("prompt-json "))
+            .map(|j| serde_json::from_str(j).expect("json"))
+            .collect()
+    };
+    let chat = prompts("chat");
+    assert_eq!(chat.len(), 2, "{chat:?}");
+    let (first, second) = (&chat[0], &chat[1]);
+    let roles: Vec<&str> = second
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter_map(|m| m["role"].as_str())
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "user"], "{second}");
+    assert_eq!(second[0], first[0], "the first user message again");
+    // The fake's reply: three " tokN" pieces, as it streamed them.
+    let reply = second[1]["content"].as_str().expect("reply text");
+    assert_eq!(reply.matches(" tok").count(), 3, "{reply:?}");
+    assert_ne!(second[2], first[0], "a new user message");
+    let comp = prompts("completions");
+    assert_eq!(comp.len(), 2, "{comp:?}");
+    let (a, b) = (
+        comp[0].as_array().expect("ids"),
+        comp[1].as_array().expect("ids"),
+    );
+    assert_eq!(a.len(), 5);
+    assert_eq!(
+        b.len(),
+        5 + 3 + 5,
+        "prompt, a 3-token reply stand-in, a new message"
+    );
+    assert_eq!(b[..5], a[..], "the history starts the second prompt");
+}

@@ -340,6 +340,9 @@ mod tests {
             scheduled_s: Some(1.125),
             sched_lag_ms: Some(125.0),
             max_tokens: 256,
+            turn: None,
+            reusable_tokens: None,
+            reply: None,
         }
     }
 
@@ -369,6 +372,9 @@ mod tests {
             scheduled_s: None,
             sched_lag_ms: None,
             max_tokens: 16,
+            turn: None,
+            reusable_tokens: None,
+            reply: None,
         }
     }
 

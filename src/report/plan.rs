@@ -26,6 +26,9 @@ pub fn lines(s: &SweepSpec, plan: &RunPlan) -> Vec<String> {
         w.output_tokens,
         w.seed
     ));
+    if let Some(ss) = &w.sessions {
+        out(&sessions_line(w, ss));
+    }
     if let Some(o) = &s.objective {
         let rule = if let Some(a) = s.auto_repeats {
             format!(
@@ -135,6 +138,60 @@ pub fn lines(s: &SweepSpec, plan: &RunPlan) -> Vec<String> {
 
 /// What `validate` says about the guard: the rule and what it adds to the sweep, in generated
 /// tokens (the quality pass is greedy decoding like the load, so tokens are its cost's unit).
+/// The sessions' shape: how many, their turns, the tokens per turn and the reusable share
+/// the workload allows (the prefix-cache hit rate a cache that kept everything would reach).
+fn sessions_line(
+    w: &crate::plan::spec::WorkloadSpec,
+    ss: &crate::plan::spec::SessionsSpec,
+) -> String {
+    use crate::plan::spec::SessionSource;
+    let think = if ss.think_time_s > 0.0 {
+        format!(", {} s think time between turns", ss.think_time_s)
+    } else {
+        String::new()
+    };
+    let SessionSource::Synthetic {
+        turns,
+        user_tokens,
+        system_tokens,
+        sessions,
+        ..
+    } = &ss.source
+    else {
+        return format!(
+            "sessions: the dataset's conversations, every user turn in order with the server's own replies in the history{think}; the reusable share is counted per run (prefix_reusable_share)"
+        );
+    };
+    let count = match (sessions, w.requests) {
+        (Some(n), _) => format!("{n} distinct sessions (then they cycle)"),
+        (None, Some(r)) => format!("{} sessions", r.div_ceil((*turns).max(1))),
+        (None, None) => "new sessions until the duration ends".to_string(),
+    };
+    let nominal = ss
+        .nominal_turns(w.endpoint, w.output_tokens, w.output_tokens, false)
+        .unwrap_or_default();
+    let prompts: Vec<String> = nominal.iter().map(|t| t.prompt.to_string()).collect();
+    let share = crate::plan::spec::reusable_share(&nominal)
+        .map(|x| format!("{:.0}%", x * 100.0))
+        .unwrap_or_default();
+    let system = if *system_tokens > 0 {
+        format!(", a {system_tokens}-token system prompt every session shares")
+    } else {
+        String::new()
+    };
+    let reply = match w.endpoint {
+        crate::plan::spec::Endpoint::Chat => "the server's reply goes back into the history",
+        crate::plan::spec::Endpoint::Completions => {
+            "a seeded stand-in of the reply's length goes back into the history (completions return no token ids)"
+        }
+    };
+    format!(
+        "sessions: {count} of {turns} turns, {user_tokens} user + {} reply tokens per turn{system}{think}; prompt tokens by turn {}; {reply}; reusable share {share} (the prefix-cache hit rate the workload allows)",
+        w.output_tokens,
+        prompts.join(", ")
+    )
+}
+
 pub fn quality_line(s: &SweepSpec, q: &crate::plan::quality::Quality, plan: &RunPlan) -> String {
     let per = q.tokens_per_pass();
     let launches = if s.reuse_server {
