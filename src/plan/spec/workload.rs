@@ -405,4 +405,64 @@ mod tests {
         ));
         assert!(e.message.contains("shared_prefix"), "{e}");
     }
+
+    #[test]
+    fn sessions_are_checked_against_the_rest_of_the_workload() {
+        let with =
+            |block: &str| GOOD.replace("  input_tokens: 2000\n  output_tokens: 2000\n", block);
+        let s = parse(
+            &with("  sessions: {turns: 3, user_tokens: 50, reply_tokens: 20, think_time_s: 1.5}\n"),
+            "s.yaml",
+        )
+        .expect("parses");
+        let ss = s.workload.sessions.expect("sessions");
+        assert_eq!(ss.think_time_s, 1.5);
+        assert_eq!(
+            (s.workload.output_tokens, s.workload.input_tokens),
+            (20, 50)
+        );
+        for (block, want) in [
+            (
+                "  output_tokens: 9\n  sessions: {turns: 3, user_tokens: 5, reply_tokens: 2}\n",
+                "not both",
+            ),
+            (
+                "  sessions: {turns: 3, user_tokens: 5}\n",
+                "missing `sessions.reply_tokens`",
+            ),
+            (
+                "  sessions: {user_tokens: 5, reply_tokens: 2}\n",
+                "missing `turns`",
+            ),
+            (
+                "  output_tokens: 9\n  sessions: {from_dataset: true}\n",
+                "give `dataset:`",
+            ),
+            (
+                "  output_tokens: 9\n  dataset: d.jsonl\n  sessions: {turns: 2, user_tokens: 5}\n",
+                "add `from_dataset: true`",
+            ),
+            (
+                "  output_tokens: 9\n  shared_prefix: {groups: 2, prefix_tokens: 8}\n  sessions: {turns: 2, user_tokens: 5}\n",
+                "cannot be combined",
+            ),
+            (
+                "  input_tokens: 9\n  sessions: {turns: 2, user_tokens: 5, reply_tokens: 2}\n",
+                "drop `input_tokens`",
+            ),
+            (
+                "  sessions: {turns: 2, user_tokens: 5, reply_tokens: 2, think_time_s: -1}\n",
+                "think_time_s",
+            ),
+        ] {
+            let e = err_of(&with(block));
+            assert!(e.message.contains(want), "{block}: {e}");
+        }
+        // An open-loop search cannot drive sessions.
+        let e = err_of(&format!(
+            "{}objective: {{maximize: output_tok_s, slo: {{ttft_ms_p99: 500}}}}\nsearch:\n  max_load: {{request_rate: {{from: 1, to: 8}}}}\n",
+            with("  sessions: {turns: 2, user_tokens: 5, reply_tokens: 2}\n")
+        ));
+        assert!(e.message.contains("sessions do not support"), "{e}");
+    }
 }
