@@ -464,7 +464,7 @@ fn a_sessions_second_turn_sends_the_first_reply_back() {
         ],
     );
     let url = format!("http://127.0.0.1:{port}");
-    let prompts = |endpoint: &str| -> Vec<serde_json::Value> {
+    let prompts = |endpoint: &str| -> (Vec<serde_json::Value>, String) {
         let _ = std::fs::remove_file(&log);
         let out = run(sgtune()
             .args(["load", "--url", &url, "-w", &format!("endpoint={endpoint}")])
@@ -484,14 +484,16 @@ fn a_sessions_second_turn_sends_the_first_reply_back() {
             "{}",
             text(&out.stdout)
         );
-        std::fs::read_to_string(&log)
+        let sent = std::fs::read_to_string(&log)
             .expect("prompt log")
             .lines()
             .filter_map(|l| l.strip_prefix("prompt-json "))
             .map(|j| serde_json::from_str(j).expect("json"))
-            .collect()
+            .collect();
+        (sent, text(&out.stdout))
     };
-    let chat = prompts("chat");
+    let (chat, stdout) = prompts("chat");
+    assert!(stdout.contains("TTFT p50 ms by turn  1: "), "{stdout}");
     assert_eq!(chat.len(), 2, "{chat:?}");
     let (first, second) = (&chat[0], &chat[1]);
     let roles: Vec<&str> = second
@@ -506,7 +508,12 @@ fn a_sessions_second_turn_sends_the_first_reply_back() {
     let reply = second[1]["content"].as_str().expect("reply text");
     assert_eq!(reply.matches(" tok").count(), 3, "{reply:?}");
     assert_ne!(second[2], first[0], "a new user message");
-    let comp = prompts("completions");
+    let (comp, stdout) = prompts("completions");
+    // Turn 2 of 13 tokens repeats turn 1's 5: 5 / (5 + 13), exact with token ids.
+    assert!(
+        stdout.contains("reusable       27.8% of prompt tokens"),
+        "{stdout}"
+    );
     assert_eq!(comp.len(), 2, "{comp:?}");
     let (a, b) = (
         comp[0].as_array().expect("ids"),
