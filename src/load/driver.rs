@@ -914,6 +914,30 @@ mod tests {
     use super::*;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+    #[test]
+    fn a_shared_prefix_is_reusable_after_its_groups_first_request() {
+        let text = "name: t\nserver: {model_path: /m}\nworkload: {concurrency: 1, requests: 4, input_tokens: 8, output_tokens: 2, vocab_size: 100, shared_prefix: {groups: 2, prefix_tokens: 32}}\n";
+        let w = crate::plan::spec::parse(text, "t").map(|s| s.workload);
+        let w = w.unwrap_or_else(|e| panic!("{e}"));
+        let target = LoadTarget {
+            base_url: String::new(),
+            model: "m".into(),
+            vocab_size: 100,
+            dataset: None,
+        };
+        let reusable: Vec<Option<u64>> = (0..4)
+            .map(|i| request_for(&w, &target, Phase::Measured, i).2)
+            .collect();
+        // Requests 0 and 1 send their groups' prefixes first; 2 and 3 find them sent.
+        assert_eq!(reusable, vec![Some(0), Some(0), Some(32), Some(32)]);
+        let plain = w.clone();
+        let plain = WorkloadSpec {
+            shared_prefix: None,
+            ..plain
+        };
+        assert_eq!(request_for(&plain, &target, Phase::Measured, 3).2, None);
+    }
+
     #[tokio::test]
     async fn a_retried_request_is_timed_from_the_attempt_that_got_the_response() {
         const STALL: Duration = Duration::from_millis(400);
