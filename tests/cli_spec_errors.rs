@@ -782,3 +782,24 @@ fn a_dataset_conversation_that_is_empty_or_malformed_is_refused() {
         );
     }
 }
+
+#[test]
+fn validate_prints_the_sessions_shape_and_reusable_share() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let marker = dir.path().join("launched");
+    let spec = dir.path().join("ok.yaml");
+    let body = format!(
+        "{SESSIONS}  sessions: {{turns: 3, user_tokens: 10, reply_tokens: 5, system_tokens: 20}}\n"
+    );
+    std::fs::write(&spec, spec_with_marker(&marker, &body)).expect("write");
+    let out = run(sgtune().arg("validate").arg(&spec).current_dir(dir.path()));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let plan = text(&out.stdout);
+    // Prompts 30, 45, 60; reusable 20, 30, 45 (completions: the previous prompt): 95 / 135.
+    assert!(
+        plan.contains("sessions: 2 sessions of 3 turns, 10 user + 5 reply tokens per turn, a 20-token system prompt every session shares; prompt tokens by turn 30, 45, 60;"),
+        "{plan}"
+    );
+    assert!(plan.contains("reusable share 70%"), "{plan}");
+    assert!(!marker.exists());
+}

@@ -527,3 +527,62 @@ fn a_sessions_second_turn_sends_the_first_reply_back() {
     );
     assert_eq!(b[..5], a[..], "the history starts the second prompt");
 }
+
+/// `sessions: {from_dataset: true}`: a file's conversation replayed turn by turn, its own
+/// assistant turns replaced by the server's replies, its system prompt kept.
+#[test]
+fn a_dataset_conversation_is_replayed_with_the_servers_replies() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("prompts.log");
+    let log_s = log.display().to_string();
+    let (_fake, port) = start_fake_env(
+        0.002,
+        &[
+            ("FAKE_SGLANG_PROMPT_LOG", log_s.as_str()),
+            ("FAKE_SGLANG_PROMPT_FULL", "1"),
+        ],
+    );
+    let data = dir.path().join("convs.json");
+    std::fs::write(
+        &data,
+        r#"[{"conversations": [{"from": "system", "value": "be brief"}, {"from": "human", "value": "first question"}, {"from": "gpt", "value": "the file's answer"}, {"from": "human", "value": "second question"}]}]"#,
+    )
+    .expect("write");
+    let out = run(sgtune()
+        .args(["load", "--url", &format!("http://127.0.0.1:{port}")])
+        .args([
+            "-w",
+            "endpoint=chat",
+            "-w",
+            "concurrency=1",
+            "-w",
+            "requests=2",
+        ])
+        .args(["-w", "warmup_requests=0", "-w", "output_tokens=3"])
+        .args(["-w", &format!("dataset={}", data.display())])
+        .args(["-w", "sessions={from_dataset: true}"]));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let sent: Vec<serde_json::Value> = std::fs::read_to_string(&log)
+        .expect("prompt log")
+        .lines()
+        .filter_map(|l| l.strip_prefix("prompt-json "))
+        .map(|j| serde_json::from_str(j).expect("json"))
+        .collect();
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    let contents: Vec<&str> = sent[1]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert_eq!(contents.len(), 4, "{contents:?}");
+    assert_eq!(
+        (contents[0], contents[1], contents[3]),
+        ("be brief", "first question", "second question")
+    );
+    assert_ne!(
+        contents[2], "the file's answer",
+        "the server's reply, not the file's"
+    );
+    assert_eq!(contents[2].matches(" tok").count(), 3, "{contents:?}");
+}
