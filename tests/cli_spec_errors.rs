@@ -735,17 +735,6 @@ fn a_session_of_zero_turns_is_refused() {
 }
 
 #[test]
-fn sessions_in_open_loop_are_refused_with_the_way_out() {
-    check_rejected(
-        &format!(
-            "{SESSIONS}  request_rate: 2\n  sessions: {{turns: 2, user_tokens: 8, reply_tokens: 8}}\n"
-        ),
-        10,
-        "open loop (`request_rate`) is not supported with sessions",
-    );
-}
-
-#[test]
 fn a_session_longer_than_the_context_is_refused_before_launch() {
     // 3 turns of 40 user and 20 reply tokens: the last turn needs 40·3 + 20·3 = 180 tokens.
     check_rejected(

@@ -586,3 +586,50 @@ fn a_dataset_conversation_is_replayed_with_the_servers_replies() {
     );
     assert_eq!(contents[2].matches(" tok").count(), 3, "{contents:?}");
 }
+
+/// Open loop with `sessions:`: sessions arrive at the rate, each sends its turns in order,
+/// every turn after the first due when its previous reply came back (no think time here).
+#[test]
+fn open_loop_sessions_arrive_at_the_rate_and_keep_their_turns_in_order() {
+    let (_fake, port) = start_fake();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out_dir = dir.path().join("out");
+    let out = run(sgtune()
+        .args(["load", "--url", &format!("http://127.0.0.1:{port}")])
+        .args([
+            "-w",
+            "request_rate=20",
+            "-w",
+            "concurrency=4",
+            "-w",
+            "requests=9",
+        ])
+        .args(["-w", "warmup_requests=0", "-w", "vocab_size=1000"])
+        .args(["-w", "sessions={turns: 3, user_tokens: 5, reply_tokens: 2}"])
+        .arg("--output")
+        .arg(&out_dir));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let reqs = read_rows(&out_dir.join("requests.csv"));
+    let measured: Vec<_> = reqs.iter().filter(|r| r["phase"] == "measured").collect();
+    assert_eq!(measured.len(), 9, "{reqs:?}");
+    let mut sessions = std::collections::BTreeMap::<u64, Vec<(f64, u64, u64)>>::new();
+    for r in &measured {
+        assert!(!r["scheduled_s"].is_empty(), "open loop: a due time {r:?}");
+        let num = |c: &str| {
+            r[c].parse::<f64>()
+                .unwrap_or_else(|_| panic!("{c} in {r:?}"))
+        };
+        sessions.entry(num("session") as u64).or_default().push((
+            num("send_s"),
+            num("turn") as u64,
+            num("prompt_tokens") as u64,
+        ));
+    }
+    for (k, mut turns) in sessions {
+        turns.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let got: Vec<(u64, u64)> = turns.iter().map(|t| (t.1, t.2)).collect();
+        // Each turn's prompt: the history (previous prompt + a 2-token reply) + 5 new tokens.
+        let want: Vec<(u64, u64)> = [(1, 5), (2, 12), (3, 19)][..got.len()].to_vec();
+        assert_eq!(got, want, "session {k}");
+    }
+}

@@ -597,6 +597,137 @@ struct Turn {
     reusable: Option<u64>,
 }
 
+/// Send session `k`'s next turn as request `index` (`scheduled`: when it was due, open loop)
+/// and take the reply into its history. Returns the sample and whether the turn failed (which
+/// ends the session: its history has no reply to go on with); None when aborted or the
+/// session has no turn left.
+async fn send_turn(
+    ctx: &PhaseCtx,
+    index: u64,
+    worker: u64,
+    k: u64,
+    conv: &mut sessions::Conversation,
+    scheduled: Option<Instant>,
+) -> Option<(RequestSample, bool)> {
+    // The first request of the phase sends the shared system prompt.
+    let t = conv.next_turn(index > 0)?;
+    let place = SessionTurn {
+        session: k,
+        turn: t.turn,
+        last: t.last,
+    };
+    let turn = Turn {
+        place: Some(place),
+        reusable: t.reusable,
+    };
+    let mut s = ctx
+        .send_prompt(index, worker, scheduled, t.prompt, t.max_tokens, turn)
+        .await?;
+    let reply = s.reply.take().unwrap_or_default();
+    if s.ok() {
+        conv.record_reply(&reply, s.prompt_tokens, Some(s.output_tokens()));
+        return Some((s, false));
+    }
+    if s.http_status == Some(400) && place.turn > 0 {
+        // The likeliest cause past the first turn: the history outgrew the model's context.
+        let e = s.error.take().unwrap_or_default();
+        s.error = Some(format!(
+            "{e} [session turn {}: a history the server refused may exceed the model's context: fewer `sessions.turns` or shorter messages]",
+            place.turn + 1
+        ));
+    }
+    Some((s, true))
+}
+
+/// Open loop with `sessions:`: sessions arrive at `rate` per second (gamma gaps of shape
+/// `burstiness`, seeded as single requests' arrivals are), and each runs its turns in order,
+/// the next one due `think_time_s` after the previous reply. At most `cap` requests are in
+/// flight: a due turn waits for a slot, and that wait shows as its scheduling lag. Until
+/// `count` requests (turns) or the `deadline`.
+fn spawn_open_sessions(
+    ctx: &Arc<PhaseCtx>,
+    rate: f64,
+    burstiness: f64,
+    cap: u64,
+    count: Option<u64>,
+    deadline: Option<Instant>,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    let ctx = ctx.clone();
+    let dispatcher = tokio::spawn(async move {
+        let slots = Arc::new(tokio::sync::Semaphore::new(cap.max(1) as usize));
+        let next = Arc::new(AtomicU64::new(0));
+        let mut rng = prompts::SplitMix64::new(ctx.w.seed ^ 0xA5A5_5A5A_0F0F_F0F0);
+        let think = ctx
+            .w
+            .sessions
+            .as_ref()
+            .map_or(0.0, |s| s.think_time_s.max(0.0));
+        let think = Duration::from_secs_f64(think);
+        let stream = stream_of(ctx.phase);
+        let mut at = ctx.window_start;
+        let mut tasks = Vec::new();
+        for k in 0.. {
+            let sent = next.load(Ordering::Relaxed);
+            if count.is_some_and(|c| sent >= c)
+                || deadline.is_some_and(|d| at >= d)
+                || ctx.stop.is_cancelled()
+            {
+                break;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep_until(at.into()) => {}
+                _ = ctx.stop.cancelled() => break,
+            }
+            let dataset = ctx.target.dataset.as_deref().map(Vec::as_slice);
+            let Some(mut conv) =
+                sessions::conversation(&ctx.w, ctx.target.vocab_size, dataset, stream, k)
+            else {
+                break;
+            };
+            let (ctx2, slots, next) = (ctx.clone(), slots.clone(), next.clone());
+            let arrival = at;
+            tasks.push(tokio::spawn(async move {
+                let mut due = arrival;
+                while !conv.is_done() {
+                    if ctx2.stop.is_cancelled() || deadline.is_some_and(|d| Instant::now() >= d) {
+                        break;
+                    }
+                    let permit = tokio::select! {
+                        p = slots.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break },
+                        _ = ctx2.stop.cancelled() => break,
+                    };
+                    // Numbered when sent, so `count` is the turns sent.
+                    let index = next.fetch_add(1, Ordering::Relaxed);
+                    if count.is_some_and(|c| index >= c) {
+                        break;
+                    }
+                    let Some((s, failed)) =
+                        send_turn(&ctx2, index, k, k, &mut conv, Some(due)).await
+                    else {
+                        break;
+                    };
+                    drop(permit);
+                    if ctx2.tx.send(s).is_err() || failed {
+                        break;
+                    }
+                    due = Instant::now() + think;
+                    if !conv.is_done() && !think.is_zero() {
+                        tokio::select! {
+                            _ = tokio::time::sleep_until(due.into()) => {}
+                            _ = ctx2.stop.cancelled() => break,
+                        }
+                    }
+                }
+            }));
+            at += Duration::from_secs_f64(prompts::gamma_gap(&mut rng, rate, burstiness));
+        }
+        for t in tasks {
+            let _ = t.await;
+        }
+    });
+    vec![dispatcher]
+}
+
 /// Closed loop with `sessions:`: `workers` clients, each holding one conversation and sending
 /// its turns in order (each prompt the history so far plus the next user message, waiting
 /// `think_time_s` after a reply), then taking the next session, until `count` requests or the
@@ -646,38 +777,11 @@ fn spawn_sessions(
                     let Some((k, conv)) = held.as_mut() else {
                         break;
                     };
-                    // The first request of the phase sends the shared system prompt.
-                    let Some(t) = conv.next_turn(index > 0) else {
-                        break;
-                    };
-                    let place = SessionTurn {
-                        session: *k,
-                        turn: t.turn,
-                        last: t.last,
-                    };
-                    let turn = Turn {
-                        place: Some(place),
-                        reusable: t.reusable,
-                    };
-                    let Some(mut s) = ctx
-                        .send_prompt(index, worker, None, t.prompt, t.max_tokens, turn)
-                        .await
+                    let Some((s, failed)) = send_turn(&ctx, index, worker, *k, conv, None).await
                     else {
                         break;
                     };
-                    let reply = s.reply.take().unwrap_or_default();
-                    if s.ok() {
-                        conv.record_reply(&reply, s.prompt_tokens, Some(s.output_tokens()));
-                    } else {
-                        if s.http_status == Some(400) && place.turn > 0 {
-                            // The likeliest cause past the first turn: the history outgrew the
-                            // model's context.
-                            let e = s.error.take().unwrap_or_default();
-                            s.error = Some(format!(
-                                "{e} [session turn {}: a history the server refused may exceed the model's context: fewer `sessions.turns` or shorter messages]",
-                                place.turn + 1
-                            ));
-                        }
+                    if failed {
                         held = None;
                     }
                     let more = held.as_ref().is_some_and(|(_, c)| !c.is_done());
@@ -864,6 +968,9 @@ pub async fn drive(
     let (tx, mut rx) = mpsc::unbounded_channel();
     let ctx = phase_ctx(Phase::Measured, start, tx);
     let handles = match w.request_rate {
+        Some(rate) if w.sessions.is_some() => {
+            spawn_open_sessions(&ctx, rate, w.burstiness, n, w.requests, deadline)
+        }
         Some(rate) => spawn_open(&ctx, rate, w.burstiness, n, w.requests, deadline),
         None if w.sessions.is_some() => spawn_sessions(&ctx, n, w.requests, deadline),
         None => spawn_closed(&ctx, n, w.requests, deadline),

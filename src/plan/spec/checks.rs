@@ -284,17 +284,6 @@ fn check_search(
                 "search.max_load chooses the load points itself: give workload.concurrency (and request_rate) a single value, not a list".into(),
             ));
         }
-        let by_rate = spec
-            .search
-            .max_load
-            .as_ref()
-            .is_some_and(|m| m.axis == crate::plan::search::Axis::RequestRate);
-        if by_rate && spec.workload.sessions.is_some() {
-            return Err(err(
-                "max_load",
-                "search.max_load over `request_rate` is open loop, which sessions do not support yet: search over `concurrency` (the number of conversations at once)".into(),
-            ));
-        }
         if spec.repeats > 1 {
             return Err(err(
                 "repeats",

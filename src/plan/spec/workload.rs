@@ -298,11 +298,6 @@ impl TryFrom<RawWorkload> for WorkloadSpec {
                         "workload.sessions: the user messages' length is `sessions.user_tokens`: drop `input_tokens`",
                     ));
                 }
-                if r.request_rate.is_some() {
-                    return Err(at_sessions(
-                        "workload.sessions: open loop (`request_rate`) is not supported with sessions yet: drop `request_rate` and give `concurrency` (one client, and one conversation at a time, per slot)",
-                    ));
-                }
                 Some(
                     raw.resolve(r.dataset.is_some())
                         .map_err(|e| at_sessions(&e))?,
@@ -458,11 +453,12 @@ mod tests {
             let e = err_of(&with(block));
             assert!(e.message.contains(want), "{block}: {e}");
         }
-        // An open-loop search cannot drive sessions.
-        let e = err_of(&format!(
-            "{}objective: {{maximize: output_tok_s, slo: {{ttft_ms_p99: 500}}}}\nsearch:\n  max_load: {{request_rate: {{from: 1, to: 8}}}}\n",
-            with("  sessions: {turns: 2, user_tokens: 5, reply_tokens: 2}\n")
-        ));
-        assert!(e.message.contains("sessions do not support"), "{e}");
+        // Open loop: sessions arrive at the rate.
+        let s = parse(
+            &with("  request_rate: 2\n  sessions: {turns: 2, user_tokens: 5, reply_tokens: 2}\n"),
+            "s.yaml",
+        )
+        .expect("open loop with sessions");
+        assert_eq!(s.workload.request_rate, Some(2.0));
     }
 }
