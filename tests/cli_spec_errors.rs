@@ -792,3 +792,29 @@ fn validate_prints_the_sessions_shape_and_reusable_share() {
     assert!(plan.contains("reusable share 70%"), "{plan}");
     assert!(!marker.exists());
 }
+
+#[test]
+fn validate_counts_a_datasets_conversations() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let marker = dir.path().join("launched");
+    let data = dir.path().join("c.jsonl");
+    std::fs::write(
+        &data,
+        "{\"messages\": [{\"role\": \"user\", \"content\": \"one two\"}, {\"role\": \"assistant\", \"content\": \"r\"}, {\"role\": \"user\", \"content\": \"three\"}]}\n",
+    )
+    .expect("write");
+    let spec = dir.path().join("ok.yaml");
+    let body = format!(
+        "workload:\n  endpoint: chat\n  concurrency: 1\n  requests: 2\n  output_tokens: 8\n  dataset: {}\n  sessions: {{from_dataset: true}}\n",
+        data.display()
+    );
+    std::fs::write(&spec, spec_with_marker(&marker, &body)).expect("write");
+    let out = run(sgtune().arg("validate").arg(&spec).current_dir(dir.path()));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let plan = text(&out.stdout);
+    assert!(
+        plan.contains("sessions in the dataset: 1 conversations (0 with a system prompt), 2 to 2 turns (mean 2.0)"),
+        "{plan}"
+    );
+    assert!(!marker.exists());
+}

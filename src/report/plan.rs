@@ -192,6 +192,48 @@ fn sessions_line(
     )
 }
 
+/// A dataset's conversations as `sessions: {from_dataset: true}` replays them: how many, their
+/// turns and the user messages' length in words (the tokens depend on the tokenizer and the
+/// replies on the server, so the share is counted per run). None: not conversations.
+pub fn dataset_sessions_line(d: &[crate::load::dataset::DatasetPrompt]) -> Option<String> {
+    use crate::load::dataset::DatasetPrompt;
+    let turns: Vec<&Vec<String>> = d
+        .iter()
+        .filter_map(|p| match p {
+            DatasetPrompt::Conversation { turns, .. } => Some(turns),
+            _ => None,
+        })
+        .collect();
+    let (min, max) = (
+        turns.iter().map(|t| t.len()).min()?,
+        turns.iter().map(|t| t.len()).max()?,
+    );
+    let all: usize = turns.iter().map(|t| t.len()).sum();
+    let words: usize = turns
+        .iter()
+        .flat_map(|t| t.iter())
+        .map(|m| m.split_whitespace().count())
+        .sum();
+    let with_system = d
+        .iter()
+        .filter(|p| {
+            matches!(
+                p,
+                DatasetPrompt::Conversation {
+                    system: Some(_),
+                    ..
+                }
+            )
+        })
+        .count();
+    Some(format!(
+        "sessions in the dataset: {} conversations ({with_system} with a system prompt), {min} to {max} turns (mean {:.1}), {:.0} words per user message on average",
+        turns.len(),
+        all as f64 / turns.len() as f64,
+        words as f64 / all.max(1) as f64
+    ))
+}
+
 pub fn quality_line(s: &SweepSpec, q: &crate::plan::quality::Quality, plan: &RunPlan) -> String {
     let per = q.tokens_per_pass();
     let launches = if s.reuse_server {
@@ -236,4 +278,28 @@ pub fn quality_line(s: &SweepSpec, q: &crate::plan::quality::Quality, plan: &Run
         launches,
         q.confidence * 100.0
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::load::dataset::DatasetPrompt;
+
+    #[test]
+    fn a_datasets_conversations_are_counted() {
+        let c = |system: bool, turns: &[&str]| DatasetPrompt::Conversation {
+            system: system.then(|| "s".to_string()),
+            turns: turns.iter().map(|t| t.to_string()).collect(),
+        };
+        let line = super::dataset_sessions_line(&[c(true, &["a b", "c"]), c(false, &["d e f"])]);
+        assert_eq!(
+            line.as_deref(),
+            Some(
+                "sessions in the dataset: 2 conversations (1 with a system prompt), 1 to 2 turns (mean 1.5), 2 words per user message on average"
+            )
+        );
+        assert_eq!(
+            super::dataset_sessions_line(&[DatasetPrompt::Text("x".into())]),
+            None
+        );
+    }
 }
