@@ -720,3 +720,101 @@ fn a_missing_server_program_launches_nothing_and_exits_6() {
     );
     assert!(!results.exists(), "a results folder was created");
 }
+
+/// `workload.sessions` (issue 43): a bad block launches nothing, and the message names the
+/// place and the fix.
+const SESSIONS: &str = "workload:\n  concurrency: 2\n  requests: 4\n  vocab_size: 100\n";
+
+#[test]
+fn a_session_of_zero_turns_is_refused() {
+    check_rejected(
+        &format!("{SESSIONS}  sessions: {{turns: 0, user_tokens: 8, reply_tokens: 8}}\n"),
+        9,
+        "workload.sessions.turns must be >= 1",
+    );
+}
+
+#[test]
+fn a_session_longer_than_the_context_is_refused_before_launch() {
+    // 3 turns of 40 user and 20 reply tokens: the last turn needs 40·3 + 20·3 = 180 tokens.
+    check_rejected(
+        &format!(
+            "  args:\n    context_length: 100\n{SESSIONS}  sessions: {{turns: 3, user_tokens: 40, reply_tokens: 20}}\n"
+        ),
+        11,
+        "needs 180 tokens",
+    );
+}
+
+#[test]
+fn a_dataset_conversation_that_is_empty_or_malformed_is_refused() {
+    let data = tempfile::tempdir().expect("tempdir");
+    for (lines, want) in [
+        (
+            "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}\n{\"messages\": []}\n",
+            ":2: is an empty conversation",
+        ),
+        (
+            "{\"messages\": [{\"role\": \"user\"}]}\n",
+            ":1: turn 1 is malformed",
+        ),
+    ] {
+        let path = data.path().join("convs.jsonl");
+        std::fs::write(&path, lines).expect("write dataset");
+        check_rejected_at(
+            &format!(
+                "workload:\n  endpoint: chat\n  concurrency: 1\n  requests: 2\n  output_tokens: 8\n  dataset: {}\n  sessions: {{from_dataset: true}}\n",
+                path.display()
+            ),
+            " ",
+            want,
+        );
+    }
+}
+
+#[test]
+fn validate_prints_the_sessions_shape_and_reusable_share() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let marker = dir.path().join("launched");
+    let spec = dir.path().join("ok.yaml");
+    let body = format!(
+        "{SESSIONS}  sessions: {{turns: 3, user_tokens: 10, reply_tokens: 5, system_tokens: 20}}\n"
+    );
+    std::fs::write(&spec, spec_with_marker(&marker, &body)).expect("write");
+    let out = run(sgtune().arg("validate").arg(&spec).current_dir(dir.path()));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let plan = text(&out.stdout);
+    // Prompts 30, 45, 60; reusable 20, 30, 45 (completions: the previous prompt): 95 / 135.
+    assert!(
+        plan.contains("sessions: 2 sessions of 3 turns, 10 user + 5 reply tokens per turn, a 20-token system prompt every session shares; prompt tokens by turn 30, 45, 60;"),
+        "{plan}"
+    );
+    assert!(plan.contains("reusable share 70%"), "{plan}");
+    assert!(!marker.exists());
+}
+
+#[test]
+fn validate_counts_a_datasets_conversations() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let marker = dir.path().join("launched");
+    let data = dir.path().join("c.jsonl");
+    std::fs::write(
+        &data,
+        "{\"messages\": [{\"role\": \"user\", \"content\": \"one two\"}, {\"role\": \"assistant\", \"content\": \"r\"}, {\"role\": \"user\", \"content\": \"three\"}]}\n",
+    )
+    .expect("write");
+    let spec = dir.path().join("ok.yaml");
+    let body = format!(
+        "workload:\n  endpoint: chat\n  concurrency: 1\n  requests: 2\n  output_tokens: 8\n  dataset: {}\n  sessions: {{from_dataset: true}}\n",
+        data.display()
+    );
+    std::fs::write(&spec, spec_with_marker(&marker, &body)).expect("write");
+    let out = run(sgtune().arg("validate").arg(&spec).current_dir(dir.path()));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let plan = text(&out.stdout);
+    assert!(
+        plan.contains("sessions in the dataset: 1 conversations (0 with a system prompt), 2 to 2 turns (mean 2.0)"),
+        "{plan}"
+    );
+    assert!(!marker.exists());
+}

@@ -447,3 +447,189 @@ fn a_first_ctrl_c_waits_for_requests_in_flight_and_a_second_quits_now() {
         "a second Ctrl-C must exit at once; exited after {secs:.1} s: {err}"
     );
 }
+
+/// `sessions:` (issue 43) against the fake: the second turn's prompt is the first turn's
+/// prompt, the server's own reply and the next user message, on both endpoints; chat sends
+/// the reply's text back, completions a stand-in of its length (they return no token ids).
+#[test]
+fn a_sessions_second_turn_sends_the_first_reply_back() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("prompts.log");
+    let log_s = log.display().to_string();
+    let (_fake, port) = start_fake_env(
+        0.002,
+        &[
+            ("FAKE_SGLANG_PROMPT_LOG", log_s.as_str()),
+            ("FAKE_SGLANG_PROMPT_FULL", "1"),
+        ],
+    );
+    let url = format!("http://127.0.0.1:{port}");
+    let prompts = |endpoint: &str| -> (Vec<serde_json::Value>, String) {
+        let _ = std::fs::remove_file(&log);
+        let out = run(sgtune()
+            .args(["load", "--url", &url, "-w", &format!("endpoint={endpoint}")])
+            .args([
+                "-w",
+                "concurrency=1",
+                "-w",
+                "requests=2",
+                "-w",
+                "warmup_requests=0",
+            ])
+            .args(["-w", "vocab_size=1000"])
+            .args(["-w", "sessions={turns: 2, user_tokens: 5, reply_tokens: 3}"]));
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        assert!(
+            text(&out.stdout).contains("2 completed, 0 failed"),
+            "{}",
+            text(&out.stdout)
+        );
+        let sent = std::fs::read_to_string(&log)
+            .expect("prompt log")
+            .lines()
+            .filter_map(|l| l.strip_prefix("prompt-json "))
+            .map(|j| serde_json::from_str(j).expect("json"))
+            .collect();
+        (sent, text(&out.stdout))
+    };
+    let (chat, stdout) = prompts("chat");
+    assert!(stdout.contains("TTFT p50 ms by turn  1: "), "{stdout}");
+    assert_eq!(chat.len(), 2, "{chat:?}");
+    let (first, second) = (&chat[0], &chat[1]);
+    let roles: Vec<&str> = second
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter_map(|m| m["role"].as_str())
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "user"], "{second}");
+    assert_eq!(second[0], first[0], "the first user message again");
+    // The fake's reply: three " tokN" pieces, as it streamed them.
+    let reply = second[1]["content"].as_str().expect("reply text");
+    assert_eq!(reply.matches(" tok").count(), 3, "{reply:?}");
+    assert_ne!(second[2], first[0], "a new user message");
+    let (comp, stdout) = prompts("completions");
+    // Turn 2 of 13 tokens repeats turn 1's 5: 5 / (5 + 13), exact with token ids.
+    assert!(
+        stdout.contains("reusable       27.8% of prompt tokens"),
+        "{stdout}"
+    );
+    assert_eq!(comp.len(), 2, "{comp:?}");
+    let (a, b) = (
+        comp[0].as_array().expect("ids"),
+        comp[1].as_array().expect("ids"),
+    );
+    assert_eq!(a.len(), 5);
+    assert_eq!(
+        b.len(),
+        5 + 3 + 5,
+        "prompt, a 3-token reply stand-in, a new message"
+    );
+    assert_eq!(b[..5], a[..], "the history starts the second prompt");
+}
+
+/// `sessions: {from_dataset: true}`: a file's conversation replayed turn by turn, its own
+/// assistant turns replaced by the server's replies, its system prompt kept.
+#[test]
+fn a_dataset_conversation_is_replayed_with_the_servers_replies() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("prompts.log");
+    let log_s = log.display().to_string();
+    let (_fake, port) = start_fake_env(
+        0.002,
+        &[
+            ("FAKE_SGLANG_PROMPT_LOG", log_s.as_str()),
+            ("FAKE_SGLANG_PROMPT_FULL", "1"),
+        ],
+    );
+    let data = dir.path().join("convs.json");
+    std::fs::write(
+        &data,
+        r#"[{"conversations": [{"from": "system", "value": "be brief"}, {"from": "human", "value": "first question"}, {"from": "gpt", "value": "the file's answer"}, {"from": "human", "value": "second question"}]}]"#,
+    )
+    .expect("write");
+    let out = run(sgtune()
+        .args(["load", "--url", &format!("http://127.0.0.1:{port}")])
+        .args([
+            "-w",
+            "endpoint=chat",
+            "-w",
+            "concurrency=1",
+            "-w",
+            "requests=2",
+        ])
+        .args(["-w", "warmup_requests=0", "-w", "output_tokens=3"])
+        .args(["-w", &format!("dataset={}", data.display())])
+        .args(["-w", "sessions={from_dataset: true}"]));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let sent: Vec<serde_json::Value> = std::fs::read_to_string(&log)
+        .expect("prompt log")
+        .lines()
+        .filter_map(|l| l.strip_prefix("prompt-json "))
+        .map(|j| serde_json::from_str(j).expect("json"))
+        .collect();
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    let contents: Vec<&str> = sent[1]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert_eq!(contents.len(), 4, "{contents:?}");
+    assert_eq!(
+        (contents[0], contents[1], contents[3]),
+        ("be brief", "first question", "second question")
+    );
+    assert_ne!(
+        contents[2], "the file's answer",
+        "the server's reply, not the file's"
+    );
+    assert_eq!(contents[2].matches(" tok").count(), 3, "{contents:?}");
+}
+
+/// Open loop with `sessions:`: sessions arrive at the rate, each sends its turns in order,
+/// every turn after the first due when its previous reply came back (no think time here).
+#[test]
+fn open_loop_sessions_arrive_at_the_rate_and_keep_their_turns_in_order() {
+    let (_fake, port) = start_fake();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out_dir = dir.path().join("out");
+    let out = run(sgtune()
+        .args(["load", "--url", &format!("http://127.0.0.1:{port}")])
+        .args([
+            "-w",
+            "request_rate=20",
+            "-w",
+            "concurrency=4",
+            "-w",
+            "requests=9",
+        ])
+        .args(["-w", "warmup_requests=0", "-w", "vocab_size=1000"])
+        .args(["-w", "sessions={turns: 3, user_tokens: 5, reply_tokens: 2}"])
+        .arg("--output")
+        .arg(&out_dir));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let reqs = read_rows(&out_dir.join("requests.csv"));
+    let measured: Vec<_> = reqs.iter().filter(|r| r["phase"] == "measured").collect();
+    assert_eq!(measured.len(), 9, "{reqs:?}");
+    let mut sessions = std::collections::BTreeMap::<u64, Vec<(f64, u64, u64)>>::new();
+    for r in &measured {
+        assert!(!r["scheduled_s"].is_empty(), "open loop: a due time {r:?}");
+        let num = |c: &str| {
+            r[c].parse::<f64>()
+                .unwrap_or_else(|_| panic!("{c} in {r:?}"))
+        };
+        sessions.entry(num("session") as u64).or_default().push((
+            num("send_s"),
+            num("turn") as u64,
+            num("prompt_tokens") as u64,
+        ));
+    }
+    for (k, mut turns) in sessions {
+        turns.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let got: Vec<(u64, u64)> = turns.iter().map(|t| (t.1, t.2)).collect();
+        // Each turn's prompt: the history (previous prompt + a 2-token reply) + 5 new tokens.
+        let want: Vec<(u64, u64)> = [(1, 5), (2, 12), (3, 19)][..got.len()].to_vec();
+        assert_eq!(got, want, "session {k}");
+    }
+}

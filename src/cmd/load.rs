@@ -85,10 +85,8 @@ pub async fn run(
     // One client for every load point: a bad URL is refused before anything is sent.
     let client =
         driver::http_client(&base_url).map_err(|e| CmdError::input(format!("--url {e}")))?;
-    let dataset = match &workload.dataset {
-        Some(d) => Some(Arc::new(
-            crate::load::dataset::load(Path::new(d)).map_err(|e| CmdError::input(e.to_string()))?,
-        )),
+    let dataset = match crate::load::dataset::load_for(&workload) {
+        Some(d) => Some(Arc::new(d.map_err(CmdError::input)?)),
         None => None,
     };
     if workload.endpoint == Endpoint::Completions

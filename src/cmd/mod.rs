@@ -130,7 +130,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
             budget,
             executor,
         } => {
-            let (s, text, plan, _) = sweep::load_checked(&spec)?;
+            let (s, text, plan, prep) = sweep::load_checked(&spec)?;
             let slurm = executor == cli::Executor::Slurm;
             if slurm {
                 if let Some(why) = crate::run::slurm::refusal(&s) {
@@ -145,6 +145,13 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
             };
             let at = sweep::local_deadline(&s, &end, false, slurm)?;
             for l in crate::run::estimate::validate_lines(&s, &plan, &results_dir, at) {
+                out(&l);
+            }
+            if let Some(l) = prep
+                .dataset
+                .as_deref()
+                .and_then(|d| crate::report::plan::dataset_sessions_line(d))
+            {
                 out(&l);
             }
             for l in crate::run::flags::validate_lines(&s, &text, &spec) {

@@ -2,6 +2,11 @@
 //! `{"conversations": [{"from": "human", "value": ...}, ...]}`: the first human turn is the
 //! prompt) or JSONL with one object per line carrying `prompt` (text) or `messages` (an
 //! OpenAI chat list). Loaded once, before anything is launched.
+//!
+//! With `sessions: {from_dataset: true}` the same files are read as conversations
+//! (`parse_conversations`): every user turn in order, the file's assistant turns dropped (the
+//! server's own replies take their place), strictly: a conversation without a user turn or a
+//! turn that is not a role and a text is an error naming the entry, not a skipped line.
 
 use super::openai::Prompt;
 use crate::plan::spec::Endpoint;
@@ -12,6 +17,11 @@ use std::path::Path;
 pub enum DatasetPrompt {
     Text(String),
     Messages(Value),
+    /// A conversation for `sessions:`: its system prompt and every user turn, in order.
+    Conversation {
+        system: Option<String>,
+        turns: Vec<String>,
+    },
 }
 
 impl DatasetPrompt {
@@ -19,6 +29,10 @@ impl DatasetPrompt {
         match (self, endpoint) {
             (DatasetPrompt::Text(t), _) => Prompt::Text(t.clone()),
             (DatasetPrompt::Messages(m), _) => Prompt::Messages(m.clone()),
+            // Only sessions read conversations; a single request gets the first turn.
+            (DatasetPrompt::Conversation { turns, .. }, _) => {
+                Prompt::Text(turns.first().cloned().unwrap_or_default())
+            }
         }
     }
 }
@@ -77,6 +91,98 @@ pub fn parse(text: &str, origin: &str) -> Result<Vec<DatasetPrompt>, String> {
     Ok(prompts)
 }
 
+/// One entry as a conversation: ShareGPT `conversations` (`from`/`value`) or OpenAI
+/// `messages` (`role`/`content`). Err: what is wrong with it.
+fn conversation_of(v: &Value) -> Result<DatasetPrompt, String> {
+    let (list, role_key, text_key) = if let Some(c) = v.get("conversations") {
+        (c, "from", "value")
+    } else if let Some(m) = v.get("messages") {
+        (m, "role", "content")
+    } else {
+        return Err("has neither `conversations` (ShareGPT) nor `messages` (OpenAI)".into());
+    };
+    let list = list
+        .as_array()
+        .ok_or_else(|| format!("`{role_key}` list expected, got {list}"))?;
+    let (mut system, mut turns) = (None, Vec::new());
+    for (i, t) in list.iter().enumerate() {
+        let role = t.get(role_key).and_then(Value::as_str);
+        let text = t.get(text_key).and_then(Value::as_str);
+        let (Some(role), Some(text)) = (role, text) else {
+            return Err(format!(
+                "turn {} is malformed: it needs a `{role_key}` and a text `{text_key}`",
+                i + 1
+            ));
+        };
+        match role {
+            "human" | "user" => turns.push(text.to_string()),
+            "system" if turns.is_empty() => system = Some(text.to_string()),
+            // The file's replies are replaced by the server's own.
+            "gpt" | "assistant" | "chatgpt" | "bing" | "bard" | "model" => {}
+            other => {
+                return Err(format!(
+                    "turn {} has the unknown role `{other}` (expected user/human, assistant/gpt or a leading system)",
+                    i + 1
+                ));
+            }
+        }
+    }
+    if turns.is_empty() {
+        return Err("is an empty conversation: no user turn".into());
+    }
+    Ok(DatasetPrompt::Conversation { system, turns })
+}
+
+/// A dataset's text read as conversations (`sessions: {from_dataset: true}`). Every entry
+/// must be a conversation with at least one user turn: a bad one is an error naming it.
+pub fn parse_conversations(text: &str, origin: &str) -> Result<Vec<DatasetPrompt>, String> {
+    let trimmed = text.trim_start();
+    let mut out = Vec::new();
+    if trimmed.starts_with('[') {
+        let v: Value =
+            serde_json::from_str(text).map_err(|e| format!("{origin}: not valid JSON ({e})"))?;
+        for (i, e) in v.as_array().into_iter().flatten().enumerate() {
+            out.push(conversation_of(e).map_err(|m| format!("{origin}: entry {}: {m}", i + 1))?);
+        }
+    } else {
+        for (i, line) in text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+        {
+            let v: Value = serde_json::from_str(line)
+                .map_err(|e| format!("{origin}:{}: not a JSON object ({e})", i + 1))?;
+            out.push(conversation_of(&v).map_err(|m| format!("{origin}:{}: {m}", i + 1))?);
+        }
+    }
+    if out.is_empty() {
+        return Err(format!("{origin}: no conversations found"));
+    }
+    Ok(out)
+}
+
+/// [`load`] as conversations, for `sessions: {from_dataset: true}`.
+pub fn load_conversations(path: &Path) -> Result<Vec<DatasetPrompt>, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("workload.dataset {}: {e}", path.display()))?;
+    parse_conversations(&text, &format!("workload.dataset {}", path.display()))
+}
+
+/// The workload's `dataset:`, read the way it uses it: conversations for
+/// `sessions: {from_dataset: true}`, prompts otherwise (None: no dataset).
+pub fn load_for(w: &crate::plan::spec::WorkloadSpec) -> Option<Result<Vec<DatasetPrompt>, String>> {
+    let path = Path::new(w.dataset.as_deref()?);
+    let sessions = w
+        .sessions
+        .as_ref()
+        .is_some_and(|s| s.source == crate::plan::spec::SessionSource::Dataset);
+    Some(if sessions {
+        load_conversations(path)
+    } else {
+        load(path)
+    })
+}
+
 pub fn load(path: &Path) -> Result<Vec<DatasetPrompt>, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("workload.dataset {}: {e}", path.display()))?;
@@ -102,5 +208,37 @@ mod tests {
         let e = parse("{\"prompt\": \"x\"}\nnot json\n", "d.jsonl").expect_err("bad line");
         assert!(e.starts_with("d.jsonl:2:"), "{e}");
         assert!(parse("[]", "e.json").is_err());
+    }
+
+    #[test]
+    fn conversations_keep_every_user_turn_and_refuse_bad_ones() {
+        let sg = r#"[{"conversations": [{"from": "human", "value": "a"}, {"from": "gpt", "value": "r"}, {"from": "human", "value": "b"}]}]"#;
+        assert_eq!(
+            parse_conversations(sg, "sg.json"),
+            Ok(vec![DatasetPrompt::Conversation {
+                system: None,
+                turns: vec!["a".into(), "b".into()]
+            }])
+        );
+        let jl = r#"{"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "q"}]}"#;
+        assert_eq!(
+            parse_conversations(jl, "d.jsonl"),
+            Ok(vec![DatasetPrompt::Conversation {
+                system: Some("s".into()),
+                turns: vec!["q".into()]
+            }])
+        );
+        let empty =
+            "{\"messages\": [{\"role\": \"user\", \"content\": \"q\"}]}\n{\"messages\": []}\n";
+        let e = parse_conversations(empty, "d.jsonl").expect_err("empty");
+        assert!(
+            e.starts_with("d.jsonl:2:") && e.contains("empty conversation"),
+            "{e}"
+        );
+        let bad = r#"{"messages": [{"role": "user", "content": 3}]}"#;
+        let e = parse_conversations(bad, "d.jsonl").expect_err("malformed");
+        assert!(e.contains("turn 1 is malformed"), "{e}");
+        let e = parse_conversations(r#"[{"prompt": "x"}]"#, "p.json").expect_err("no turns");
+        assert!(e.starts_with("p.json: entry 1:"), "{e}");
     }
 }

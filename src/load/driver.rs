@@ -6,6 +6,7 @@
 use super::http1;
 use super::openai::{self, Prompt};
 use super::prompts;
+use super::sessions;
 use crate::plan::spec::{Endpoint, WorkloadSpec};
 use serde::Serialize;
 use std::sync::Arc;
@@ -109,6 +110,26 @@ pub struct RequestSample {
     pub sched_lag_ms: Option<f64>,
     /// The output length asked of the server (`max_tokens`).
     pub max_tokens: u64,
+    /// `sessions:`: which turn of which session this request was.
+    pub turn: Option<SessionTurn>,
+    /// Prompt tokens an earlier request already sent (a session's history, the shared system
+    /// prompt, a `shared_prefix` group's prefix): what the prefix cache could serve. None: not
+    /// known for this workload.
+    pub reusable_tokens: Option<u64>,
+    /// `sessions:`: the streamed reply's text, kept to go back into the history (None: not
+    /// collected, as for single requests).
+    #[serde(skip)]
+    pub reply: Option<String>,
+}
+
+/// A request's place in its session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct SessionTurn {
+    pub session: u64,
+    /// 0-based.
+    pub turn: u32,
+    /// The session's last turn.
+    pub last: bool,
 }
 
 impl RequestSample {
@@ -203,7 +224,14 @@ fn stream_of(phase: Phase) -> u64 {
 
 /// Request `index`'s prompt and output length (seeded per request: the same whichever worker
 /// sends it, open or closed loop).
-fn request_for(w: &WorkloadSpec, target: &LoadTarget, phase: Phase, index: u64) -> (Prompt, u64) {
+/// The third value is the prompt's reusable tokens where the workload knows them: a
+/// `shared_prefix` group's prefix for every request after the group's first (None otherwise).
+fn request_for(
+    w: &WorkloadSpec,
+    target: &LoadTarget,
+    phase: Phase,
+    index: u64,
+) -> (Prompt, u64, Option<u64>) {
     let stream = stream_of(phase);
     let input = prompts::length(
         w.input_dist.as_ref(),
@@ -221,11 +249,19 @@ fn request_for(w: &WorkloadSpec, target: &LoadTarget, phase: Phase, index: u64) 
     );
     if let Some(d) = target.dataset.as_ref().filter(|d| !d.is_empty()) {
         let p = &d[(index as usize) % d.len()];
-        return (p.to_prompt(w.endpoint), output);
+        return (p.to_prompt(w.endpoint), output, None);
     }
     let prefix = w.shared_prefix.as_ref();
     // groups is ≥ 1 once a working set is sized; max(1) keeps an unsized one from dividing by 0.
     let group = prefix.map(|sp| index % sp.groups.max(1));
+    // The group's first request sends its prefix; every later one can find it cached.
+    let reusable = prefix.map(|sp| {
+        if index >= sp.groups.max(1) {
+            sp.prefix_tokens
+        } else {
+            0
+        }
+    });
     let prompt = match w.endpoint {
         Endpoint::Completions => {
             let mut ids = match (prefix, group) {
@@ -252,7 +288,7 @@ fn request_for(w: &WorkloadSpec, target: &LoadTarget, phase: Phase, index: u64) 
             Prompt::Text(text)
         }
     };
-    (prompt, output)
+    (prompt, output, reusable)
 }
 
 fn blank_sample(
@@ -285,6 +321,9 @@ fn blank_sample(
         scheduled_s: None,
         sched_lag_ms: None,
         max_tokens,
+        turn: None,
+        reusable_tokens: None,
+        reply: None,
     }
 }
 
@@ -447,7 +486,7 @@ fn on_event(
         *done = true;
         return;
     }
-    let info = match openai::parse_chunk(data) {
+    let info = match openai::parse_chunk_text(data, sample.reply.as_mut()) {
         Ok(i) => i,
         Err(msg) => {
             *problem = Some((ErrorKind::MalformedSse, msg));
@@ -505,7 +544,25 @@ impl PhaseCtx {
         worker: u64,
         scheduled: Option<Instant>,
     ) -> Option<RequestSample> {
-        let (prompt, max_tokens) = request_for(&self.w, &self.target, self.phase, index);
+        let (prompt, max_tokens, reusable) = request_for(&self.w, &self.target, self.phase, index);
+        let turn = Turn {
+            place: None,
+            reusable,
+        };
+        self.send_prompt(index, worker, scheduled, prompt, max_tokens, turn)
+            .await
+    }
+
+    /// Send `prompt` as request `index` now; None when aborted.
+    async fn send_prompt(
+        &self,
+        index: u64,
+        worker: u64,
+        scheduled: Option<Instant>,
+        prompt: Prompt,
+        max_tokens: u64,
+        turn: Turn,
+    ) -> Option<RequestSample> {
         let body = openai::request_body(&self.w, &self.target.model, prompt, max_tokens);
         // Serialized before the send instant: building the body is not the server's time.
         let body = serde_json::to_vec(&body).unwrap_or_default();
@@ -517,6 +574,10 @@ impl PhaseCtx {
             offset_s(now, self.window_start),
             max_tokens,
         );
+        sample.turn = turn.place;
+        sample.reusable_tokens = turn.reusable;
+        // A session's reply goes back into its history: keep the streamed text.
+        sample.reply = turn.place.map(|_| String::new());
         sample.scheduled_s = scheduled.map(|t| offset_s(t, self.window_start));
         sample.sched_lag_ms =
             scheduled.map(|t| now.saturating_duration_since(t).as_secs_f64() * 1000.0);
@@ -528,6 +589,215 @@ impl PhaseCtx {
         self.in_flight.fetch_sub(1, Ordering::SeqCst);
         out
     }
+}
+
+/// What a request is in its workload beyond its prompt.
+struct Turn {
+    place: Option<SessionTurn>,
+    reusable: Option<u64>,
+}
+
+/// Send session `k`'s next turn as request `index` (`scheduled`: when it was due, open loop)
+/// and take the reply into its history. Returns the sample and whether the turn failed (which
+/// ends the session: its history has no reply to go on with); None when aborted or the
+/// session has no turn left.
+async fn send_turn(
+    ctx: &PhaseCtx,
+    index: u64,
+    worker: u64,
+    k: u64,
+    conv: &mut sessions::Conversation,
+    scheduled: Option<Instant>,
+) -> Option<(RequestSample, bool)> {
+    // The first request of the phase sends the shared system prompt.
+    let t = conv.next_turn(index > 0)?;
+    let place = SessionTurn {
+        session: k,
+        turn: t.turn,
+        last: t.last,
+    };
+    let turn = Turn {
+        place: Some(place),
+        reusable: t.reusable,
+    };
+    let mut s = ctx
+        .send_prompt(index, worker, scheduled, t.prompt, t.max_tokens, turn)
+        .await?;
+    let reply = s.reply.take().unwrap_or_default();
+    if s.ok() {
+        conv.record_reply(&reply, s.prompt_tokens, Some(s.output_tokens()));
+        return Some((s, false));
+    }
+    if s.http_status == Some(400) && place.turn > 0 {
+        // The likeliest cause past the first turn: the history outgrew the model's context.
+        let e = s.error.take().unwrap_or_default();
+        s.error = Some(format!(
+            "{e} [session turn {}: a history the server refused may exceed the model's context: fewer `sessions.turns` or shorter messages]",
+            place.turn + 1
+        ));
+    }
+    Some((s, true))
+}
+
+/// Open loop with `sessions:`: sessions arrive at `rate` per second (gamma gaps of shape
+/// `burstiness`, seeded as single requests' arrivals are), and each runs its turns in order,
+/// the next one due `think_time_s` after the previous reply. At most `cap` requests are in
+/// flight: a due turn waits for a slot, and that wait shows as its scheduling lag. Until
+/// `count` requests (turns) or the `deadline`.
+fn spawn_open_sessions(
+    ctx: &Arc<PhaseCtx>,
+    rate: f64,
+    burstiness: f64,
+    cap: u64,
+    count: Option<u64>,
+    deadline: Option<Instant>,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    let ctx = ctx.clone();
+    let dispatcher = tokio::spawn(async move {
+        let slots = Arc::new(tokio::sync::Semaphore::new(cap.max(1) as usize));
+        let next = Arc::new(AtomicU64::new(0));
+        let mut rng = prompts::SplitMix64::new(ctx.w.seed ^ 0xA5A5_5A5A_0F0F_F0F0);
+        let think = ctx
+            .w
+            .sessions
+            .as_ref()
+            .map_or(0.0, |s| s.think_time_s.max(0.0));
+        let think = Duration::from_secs_f64(think);
+        let stream = stream_of(ctx.phase);
+        let mut at = ctx.window_start;
+        let mut tasks = Vec::new();
+        for k in 0.. {
+            let sent = next.load(Ordering::Relaxed);
+            if count.is_some_and(|c| sent >= c)
+                || deadline.is_some_and(|d| at >= d)
+                || ctx.stop.is_cancelled()
+            {
+                break;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep_until(at.into()) => {}
+                _ = ctx.stop.cancelled() => break,
+            }
+            let dataset = ctx.target.dataset.as_deref().map(Vec::as_slice);
+            let Some(mut conv) =
+                sessions::conversation(&ctx.w, ctx.target.vocab_size, dataset, stream, k)
+            else {
+                break;
+            };
+            let (ctx2, slots, next) = (ctx.clone(), slots.clone(), next.clone());
+            let arrival = at;
+            tasks.push(tokio::spawn(async move {
+                let mut due = arrival;
+                while !conv.is_done() {
+                    if ctx2.stop.is_cancelled() || deadline.is_some_and(|d| Instant::now() >= d) {
+                        break;
+                    }
+                    let permit = tokio::select! {
+                        p = slots.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break },
+                        _ = ctx2.stop.cancelled() => break,
+                    };
+                    // Numbered when sent, so `count` is the turns sent.
+                    let index = next.fetch_add(1, Ordering::Relaxed);
+                    if count.is_some_and(|c| index >= c) {
+                        break;
+                    }
+                    let Some((s, failed)) =
+                        send_turn(&ctx2, index, k, k, &mut conv, Some(due)).await
+                    else {
+                        break;
+                    };
+                    drop(permit);
+                    if ctx2.tx.send(s).is_err() || failed {
+                        break;
+                    }
+                    due = Instant::now() + think;
+                    if !conv.is_done() && !think.is_zero() {
+                        tokio::select! {
+                            _ = tokio::time::sleep_until(due.into()) => {}
+                            _ = ctx2.stop.cancelled() => break,
+                        }
+                    }
+                }
+            }));
+            at += Duration::from_secs_f64(prompts::gamma_gap(&mut rng, rate, burstiness));
+        }
+        for t in tasks {
+            let _ = t.await;
+        }
+    });
+    vec![dispatcher]
+}
+
+/// Closed loop with `sessions:`: `workers` clients, each holding one conversation and sending
+/// its turns in order (each prompt the history so far plus the next user message, waiting
+/// `think_time_s` after a reply), then taking the next session, until `count` requests or the
+/// `deadline`. Sessions are numbered as clients take them; session k is the same whoever takes
+/// it (`load::sessions`). A failed turn ends its session: its history has no reply to go on
+/// with.
+fn spawn_sessions(
+    ctx: &Arc<PhaseCtx>,
+    workers: u64,
+    count: Option<u64>,
+    deadline: Option<Instant>,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    let next = Arc::new(AtomicU64::new(0));
+    let next_session = Arc::new(AtomicU64::new(0));
+    let think = ctx
+        .w
+        .sessions
+        .as_ref()
+        .map_or(0.0, |s| s.think_time_s.max(0.0));
+    let think = Duration::from_secs_f64(think);
+    (0..workers)
+        .map(|worker| {
+            let (ctx, next, next_session) = (ctx.clone(), next.clone(), next_session.clone());
+            tokio::spawn(async move {
+                let stream = stream_of(ctx.phase);
+                let mut held: Option<(u64, sessions::Conversation)> = None;
+                loop {
+                    if ctx.stop.is_cancelled() || deadline.is_some_and(|d| Instant::now() >= d) {
+                        break;
+                    }
+                    let index = next.fetch_add(1, Ordering::Relaxed);
+                    if count.is_some_and(|c| index >= c) {
+                        break;
+                    }
+                    if held.as_ref().is_none_or(|(_, c)| c.is_done()) {
+                        let k = next_session.fetch_add(1, Ordering::Relaxed);
+                        let dataset = ctx.target.dataset.as_deref().map(Vec::as_slice);
+                        held = sessions::conversation(
+                            &ctx.w,
+                            ctx.target.vocab_size,
+                            dataset,
+                            stream,
+                            k,
+                        )
+                        .map(|c| (k, c));
+                    }
+                    let Some((k, conv)) = held.as_mut() else {
+                        break;
+                    };
+                    let Some((s, failed)) = send_turn(&ctx, index, worker, *k, conv, None).await
+                    else {
+                        break;
+                    };
+                    if failed {
+                        held = None;
+                    }
+                    let more = held.as_ref().is_some_and(|(_, c)| !c.is_done());
+                    if ctx.tx.send(s).is_err() {
+                        break;
+                    }
+                    if more && !think.is_zero() {
+                        tokio::select! {
+                            _ = tokio::time::sleep(think) => {}
+                            _ = ctx.stop.cancelled() => break,
+                        }
+                    }
+                }
+            })
+        })
+        .collect()
 }
 
 /// Closed loop: `workers` workers, each sending its next request when its previous one ends,
@@ -664,12 +934,14 @@ pub async fn drive(
         let (tx, mut rx) = mpsc::unbounded_channel();
         let far = Instant::now() + Duration::from_secs(86_400 * 365);
         // Warmup is always closed loop: it only has to warm the server.
-        let handles = spawn_closed(
-            &phase_ctx(Phase::Warmup, far, tx),
-            n.min(w.warmup_requests),
-            Some(w.warmup_requests),
-            None,
-        );
+        let warm = phase_ctx(Phase::Warmup, far, tx);
+        let (workers, count) = (n.min(w.warmup_requests), Some(w.warmup_requests));
+        let handles = if w.sessions.is_some() {
+            spawn_sessions(&warm, workers, count, None)
+        } else {
+            spawn_closed(&warm, workers, count, None)
+        };
+        drop(warm);
         while let Some(mut s) = rx.recv().await {
             // Warmup happens before the measured window: no offset in it (empty in the CSV).
             s.send_s = f64::NAN;
@@ -696,7 +968,11 @@ pub async fn drive(
     let (tx, mut rx) = mpsc::unbounded_channel();
     let ctx = phase_ctx(Phase::Measured, start, tx);
     let handles = match w.request_rate {
+        Some(rate) if w.sessions.is_some() => {
+            spawn_open_sessions(&ctx, rate, w.burstiness, n, w.requests, deadline)
+        }
         Some(rate) => spawn_open(&ctx, rate, w.burstiness, n, w.requests, deadline),
+        None if w.sessions.is_some() => spawn_sessions(&ctx, n, w.requests, deadline),
         None => spawn_closed(&ctx, n, w.requests, deadline),
     };
     drop(ctx);
@@ -744,6 +1020,30 @@ pub async fn drive(
 mod tests {
     use super::*;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    #[test]
+    fn a_shared_prefix_is_reusable_after_its_groups_first_request() {
+        let text = "name: t\nserver: {model_path: /m}\nworkload: {concurrency: 1, requests: 4, input_tokens: 8, output_tokens: 2, vocab_size: 100, shared_prefix: {groups: 2, prefix_tokens: 32}}\n";
+        let w = crate::plan::spec::parse(text, "t").map(|s| s.workload);
+        let w = w.unwrap_or_else(|e| panic!("{e}"));
+        let target = LoadTarget {
+            base_url: String::new(),
+            model: "m".into(),
+            vocab_size: 100,
+            dataset: None,
+        };
+        let reusable: Vec<Option<u64>> = (0..4)
+            .map(|i| request_for(&w, &target, Phase::Measured, i).2)
+            .collect();
+        // Requests 0 and 1 send their groups' prefixes first; 2 and 3 find them sent.
+        assert_eq!(reusable, vec![Some(0), Some(0), Some(32), Some(32)]);
+        let plain = w.clone();
+        let plain = WorkloadSpec {
+            shared_prefix: None,
+            ..plain
+        };
+        assert_eq!(request_for(&plain, &target, Phase::Measured, 3).2, None);
+    }
 
     #[tokio::test]
     async fn a_retried_request_is_timed_from_the_attempt_that_got_the_response() {

@@ -6,4 +6,5 @@ pub mod http1;
 pub mod openai;
 pub mod prompts;
 pub mod quality;
+pub mod sessions;
 pub mod sse;

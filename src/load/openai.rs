@@ -4,6 +4,7 @@ use crate::plan::spec::{Endpoint, WorkloadSpec};
 use serde_json::{Value, json};
 
 /// What a prompt is made of.
+#[derive(Debug, Clone, PartialEq)]
 pub enum Prompt {
     TokenIds(Vec<u64>),
     Text(String),
@@ -108,6 +109,12 @@ struct RawUsage {
 
 /// Read one `data:` payload (not `[DONE]`). Err: not JSON (malformed SSE).
 pub fn parse_chunk(data: &str) -> Result<ChunkInfo, String> {
+    parse_chunk_text(data, None)
+}
+
+/// [`parse_chunk`], also appending the chunk's content to `text` when given (a session keeps
+/// its replies; single requests pass None and copy nothing on this per-token path).
+pub fn parse_chunk_text(data: &str, mut text: Option<&mut String>) -> Result<ChunkInfo, String> {
     let c: RawChunk<'_> = serde_json::from_str(data).map_err(|e| {
         let shown: String = data.chars().take(80).collect();
         format!("malformed SSE data ({e}): {shown}")
@@ -132,12 +139,15 @@ pub fn parse_chunk(data: &str) -> Result<ChunkInfo, String> {
     if let Some(choices) = &c.choices {
         info.choices = choices.len();
         for ch in choices {
-            let text = ch
+            let content = ch
                 .text
                 .as_deref()
                 .or_else(|| ch.delta.as_ref().and_then(|d| d.content.as_deref()))
                 .unwrap_or("");
-            info.content_chars += text.chars().count();
+            info.content_chars += content.chars().count();
+            if let Some(t) = text.as_deref_mut() {
+                t.push_str(content);
+            }
             if let Some(fr) = &ch.finish_reason {
                 info.finish_reason = Some(fr.to_string());
             }

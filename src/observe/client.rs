@@ -85,6 +85,30 @@ pub struct Accumulator {
     /// Output tokens by second of the measured window, each request's tokens spread over its
     /// content chunks' arrivals: the series MSER-5 trims.
     tok_bins: Vec<f64>,
+    /// `sessions:`: TTFT and TPOT by turn bucket (0-based, the last bucket holding every later
+    /// turn), and TTFT of sessions' first and last turns.
+    turn_ttft: BTreeMap<u32, Quantiles>,
+    turn_tpot: BTreeMap<u32, Quantiles>,
+    first_turn_ttft: Quantiles,
+    last_turn_ttft: Quantiles,
+    /// Σ reusable and Σ prompt tokens over the successful requests whose reusable part the
+    /// workload knows and whose prompt length the server reported.
+    reusable_tokens: u64,
+    reusable_of: u64,
+}
+
+/// Turns past this many share the last bucket of `ClientSummary::turns`, so a long session
+/// cannot grow the results cell without bound.
+pub const TURN_BUCKETS: u32 = 24;
+
+/// One turn bucket's latencies (`sessions:`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TurnStats {
+    /// 1-based turn; the last bucket ([`TURN_BUCKETS`]) holds that turn and every later one.
+    pub turn: u32,
+    pub ttft_ms: Stats,
+    pub tpot_ms: Stats,
 }
 
 /// The longest window binned for MSER-5 (a day): a bad timestamp cannot grow the bins.
@@ -174,6 +198,23 @@ impl Accumulator {
         for gap in r.itl_ms() {
             self.itl.push(gap);
         }
+        if let (Some(reusable), Some(prompt)) = (r.reusable_tokens, r.prompt_tokens) {
+            // What the server counted bounds what could repeat (a chat template's tokens
+            // around a reply may differ from the reply's own count).
+            self.reusable_tokens += reusable.min(prompt);
+            self.reusable_of += prompt;
+        }
+        if let Some(t) = r.turn {
+            let bucket = t.turn.min(TURN_BUCKETS - 1);
+            push(self.turn_ttft.entry(bucket).or_default(), r.ttft_ms);
+            push(self.turn_tpot.entry(bucket).or_default(), r.tpot_ms());
+            if t.turn == 0 {
+                push(&mut self.first_turn_ttft, r.ttft_ms);
+            }
+            if t.last {
+                push(&mut self.last_turn_ttft, r.ttft_ms);
+            }
+        }
         if !r.chunk_ms.is_empty() && r.send_s.is_finite() {
             let per = r.output_tokens() as f64 / r.chunk_ms.len() as f64;
             for &c in &r.chunk_ms {
@@ -212,6 +253,23 @@ impl Accumulator {
         s.itl_ms = Stats::from_quantiles(&self.itl);
         s.tpot_ms = Stats::from_quantiles(&self.tpot);
         s.e2e_ms = Stats::from_quantiles(&self.e2e);
+        s.reusable_prompt_share =
+            (self.reusable_of > 0).then(|| self.reusable_tokens as f64 / self.reusable_of as f64);
+        s.turns = self
+            .turn_ttft
+            .iter()
+            .map(|(&b, ttft)| TurnStats {
+                turn: b + 1,
+                ttft_ms: Stats::from_quantiles(ttft),
+                tpot_ms: self
+                    .turn_tpot
+                    .get(&b)
+                    .map(Stats::from_quantiles)
+                    .unwrap_or_default(),
+            })
+            .collect();
+        s.ttft_first_turn_ms = Stats::from_quantiles(&self.first_turn_ttft);
+        s.ttft_last_turn_ms = Stats::from_quantiles(&self.last_turn_ttft);
         // Steady state: MSER-5 over the whole seconds of the window (the last, partial one
         // is left out: its bin is not a full second).
         let whole = (duration_s.max(0.0) as usize).min(self.tok_bins.len());
@@ -275,6 +333,18 @@ pub struct ClientSummary {
     pub errors: BTreeMap<String, u64>,
     /// One example error message (the first seen).
     pub first_error: Option<String>,
+    /// The prefix-cache hit rate the workload allows: Σ reusable ÷ Σ prompt tokens over the
+    /// successful requests, where the reusable part of a prompt is what an earlier request
+    /// already sent (a session's history, the shared system prompt, a `shared_prefix` group's
+    /// prefix after the group's first request). sgtune built the prompts, so it knows this
+    /// exactly. None: the workload does not say (single synthetic or dataset prompts).
+    pub reusable_prompt_share: Option<f64>,
+    /// `sessions:`: latencies by turn (empty otherwise).
+    pub turns: Vec<TurnStats>,
+    /// `sessions:`: TTFT of the sessions' first turns (no history).
+    pub ttft_first_turn_ms: Stats,
+    /// `sessions:`: TTFT of the sessions' last turns (the longest history).
+    pub ttft_last_turn_ms: Stats,
 }
 
 /// Scheduling or read lag p99 above which the client counts as late.
@@ -386,6 +456,9 @@ mod tests {
             scheduled_s: None,
             sched_lag_ms: None,
             max_tokens: 4,
+            turn: None,
+            reusable_tokens: None,
+            reply: None,
         }
     }
 
@@ -512,6 +585,60 @@ mod tests {
             Stats::from_quantiles(&Quantiles::default()),
             Stats::default()
         );
+    }
+
+    #[test]
+    fn turns_and_the_reusable_share_are_summed_over_the_successful_requests() {
+        use crate::load::driver::SessionTurn;
+        let turn = |t: u32, last: bool, ttft: f64, prompt: u64, reusable: u64| {
+            let mut r = sample(ttft, &[ttft, ttft + 10.0], ttft + 10.0, Some(2));
+            r.turn = Some(SessionTurn {
+                session: 0,
+                turn: t,
+                last,
+            });
+            r.prompt_tokens = Some(prompt);
+            r.reusable_tokens = Some(reusable);
+            r
+        };
+        let mut bad = turn(1, true, 0.0, 50, 40);
+        bad.error_kind = Some(ErrorKind::HttpStatus);
+        // Turn reusables above the server's prompt count are bounded by it.
+        let mut far = turn(30, true, 300.0, 100, 150);
+        far.turn = far.turn.map(|t| SessionTurn { last: true, ..t });
+        let s = summarize(
+            &[
+                turn(0, false, 100.0, 20, 0),
+                turn(1, true, 200.0, 40, 30),
+                turn(0, false, 110.0, 20, 5),
+                bad,
+                far,
+            ],
+            1.0,
+            10,
+            None,
+        );
+        // (0 + 30 + 5 + 100) / (20 + 40 + 20 + 100); the failed request is not counted.
+        assert_eq!(s.reusable_prompt_share, Some(135.0 / 180.0));
+        let got: Vec<(u32, usize, Option<f64>)> = s
+            .turns
+            .iter()
+            .map(|t| (t.turn, t.ttft_ms.count, t.ttft_ms.p50))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (1, 2, Some(105.0)),
+                (2, 1, Some(200.0)),
+                (TURN_BUCKETS, 1, Some(300.0))
+            ]
+        );
+        assert_eq!(s.ttft_first_turn_ms.p50, Some(105.0));
+        assert_eq!(s.ttft_last_turn_ms.p50, Some(250.0));
+        assert_eq!(s.turns[0].tpot_ms.p50, Some(10.0));
+        // Without sessions or a known reusable part: nothing claimed.
+        let plain = summarize(&[sample(5.0, &[5.0], 6.0, Some(1))], 1.0, 10, None);
+        assert_eq!((plain.reusable_prompt_share, plain.turns.len()), (None, 0));
     }
 
     #[test]

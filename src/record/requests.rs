@@ -29,6 +29,9 @@ pub const HEADER: &[&str] = &[
     "http_status",
     "retried",
     "max_tokens",
+    "session",
+    "turn",
+    "reusable_tokens",
     "sched_lag_ms",
     "read_lag_max_ms",
     "error_kind",
@@ -61,6 +64,11 @@ pub struct Request {
     pub http_status: Option<u16>,
     pub retried: bool,
     pub max_tokens: u64,
+    /// `sessions:`: the session's number in its phase, and the turn (1-based).
+    pub session: Option<u64>,
+    pub turn: Option<u32>,
+    /// Prompt tokens an earlier request already sent (the sample's `reusable_tokens`).
+    pub reusable_tokens: Option<u64>,
     pub sched_lag_ms: Option<f64>,
     /// The longest a read's data waited in the socket (the sample keeps every read's).
     pub read_lag_max_ms: Option<f64>,
@@ -94,6 +102,9 @@ impl Request {
             http_status: s.http_status,
             retried: s.retried,
             max_tokens: s.max_tokens,
+            session: s.turn.map(|t| t.session),
+            turn: s.turn.map(|t| t.turn + 1),
+            reusable_tokens: s.reusable_tokens,
             sched_lag_ms: finite(s.sched_lag_ms),
             read_lag_max_ms: finite(s.read_lag_ms.iter().copied().reduce(f64::max)),
             error_kind: s.error_kind,
@@ -133,7 +144,7 @@ fn opt_f(v: Option<f64>) -> String {
 }
 
 /// A sample's cells, in [`HEADER`]'s order.
-fn cells(s: &RequestSample) -> [String; 23] {
+fn cells(s: &RequestSample) -> [String; 26] {
     [
         match s.phase {
             Phase::Warmup => "warmup".into(),
@@ -157,6 +168,9 @@ fn cells(s: &RequestSample) -> [String; 23] {
         s.http_status.map(|v| v.to_string()).unwrap_or_default(),
         s.retried.to_string(),
         s.max_tokens.to_string(),
+        s.turn.map(|t| t.session.to_string()).unwrap_or_default(),
+        s.turn.map(|t| (t.turn + 1).to_string()).unwrap_or_default(),
+        s.reusable_tokens.map(|v| v.to_string()).unwrap_or_default(),
         opt_f(s.sched_lag_ms),
         opt_f(s.read_lag_ms.iter().copied().reduce(f64::max)),
         s.error_kind
@@ -282,6 +296,9 @@ fn parse_row<'r>(cell: &dyn Fn(&str) -> &'r str) -> Option<Request> {
         http_status: cell("http_status").trim().parse().ok(),
         retried: cell("retried") == "true",
         max_tokens: u("max_tokens").unwrap_or(0),
+        session: u("session"),
+        turn: cell("turn").trim().parse().ok(),
+        reusable_tokens: u("reusable_tokens"),
         sched_lag_ms: f("sched_lag_ms"),
         read_lag_max_ms: f("read_lag_max_ms"),
         error_kind: ErrorKind::parse(cell("error_kind")),
@@ -340,6 +357,13 @@ mod tests {
             scheduled_s: Some(1.125),
             sched_lag_ms: Some(125.0),
             max_tokens: 256,
+            turn: Some(crate::load::driver::SessionTurn {
+                session: 5,
+                turn: 1,
+                last: false,
+            }),
+            reusable_tokens: Some(48),
+            reply: Some("not written".into()),
         }
     }
 
@@ -369,6 +393,9 @@ mod tests {
             scheduled_s: None,
             sched_lag_ms: None,
             max_tokens: 16,
+            turn: None,
+            reusable_tokens: None,
+            reply: None,
         }
     }
 
@@ -390,6 +417,11 @@ mod tests {
         assert_eq!(back, want);
         assert_eq!(back[0].send_s, None, "a warm-up has no send time");
         assert_eq!(back[1].read_lag_max_ms, Some(2.25));
+        // A session's place, its turn written 1-based.
+        assert_eq!(
+            (back[1].session, back[1].turn, back[1].reusable_tokens),
+            (Some(5), Some(2), Some(48))
+        );
         assert_eq!(read(&dir.path().join("none.csv")).ok(), Some(None));
     }
 

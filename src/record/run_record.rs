@@ -314,6 +314,21 @@ fn f(v: Option<f64>) -> String {
         _ => String::new(),
     }
 }
+/// `turn_latency`'s cell (empty without sessions).
+fn turn_cell(turns: &[crate::observe::client::TurnStats]) -> String {
+    let last = crate::observe::client::TURN_BUCKETS;
+    turns
+        .iter()
+        .map(|t| {
+            let plus = if t.turn >= last { "+" } else { "" };
+            let ttft = t.ttft_ms.p50.map(|v| format!("{v:.1}")).unwrap_or_default();
+            let tpot = t.tpot_ms.p50.map(|v| format!("{v:.2}")).unwrap_or_default();
+            format!("{}{plus}:{ttft}:{tpot}:{}", t.turn, t.ttft_ms.count)
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 fn u(v: Option<u64>) -> String {
     v.map(|x| x.to_string()).unwrap_or_default()
 }
@@ -501,6 +516,24 @@ pub fn trailing() -> Vec<Column> {
             get: |r| stat(r, |c| &c.e2e_last_content_ms, |s| s.p50),
         },
         Column {
+            name: "ttft_first_turn_ms_p50",
+            better: Better::Lower,
+            doc: "`sessions:` TTFT of the sessions' first turns (no history yet), median (ms); empty without sessions",
+            get: |r| stat(r, |c| &c.ttft_first_turn_ms, |s| s.p50),
+        },
+        Column {
+            name: "ttft_last_turn_ms_p50",
+            better: Better::Lower,
+            doc: "`sessions:` TTFT of the sessions' last turns (the longest history), median (ms); against the first turn's, what the history costs or the prefix cache saves",
+            get: |r| stat(r, |c| &c.ttft_last_turn_ms, |s| s.p50),
+        },
+        Column {
+            name: "turn_latency",
+            better: Better::Neither,
+            doc: "`sessions:` latency by turn, space-separated buckets `turn:ttft_p50_ms:tpot_p50_ms:requests` (turn 1-based; the 24th bucket, written `24+`, holds every later turn; a TPOT the bucket has no data for is empty), e.g. `1:120.5:11.20:40 2:95.0:11.31:40`",
+            get: |r| r.client.as_ref().map(|c| turn_cell(&c.turns)).unwrap_or_default(),
+        },
+        Column {
             name: "goodput_share",
             better: Better::Higher,
             doc: "Share of measured requests meeting every `workload.slo` limit (empty: no SLO)",
@@ -580,6 +613,7 @@ pub fn trailing() -> Vec<Column> {
         Column { name: "kv_cache_dtype", better: Better::Neither, doc: "KV cache dtype (`KV Cache is allocated` line)", get: |r| server(r, |s| s.kv_cache_dtype.clone()).unwrap_or_default() },
         Column { name: "kv_cache_gb", better: Better::Neither, doc: "KV cache size, K + V (GB; vLLM: its `GiB for KV cache` / `Available KV cache memory` line)", get: |r| f(server(r, |s| s.kv_cache_gb)) },
         Column { name: "cache_hit_rate", better: Better::Neither, doc: "Prefix-cache hit rate in the window: Σ `#cached-token` / Σ (`#new-token` + `#cached-token`) over Prefill lines (vLLM: the window's last `Prefix cache hit rate`, vLLM's rolling rate)", get: |r| f(server(r, |s| s.cached_token_share)) },
+        Column { name: "prefix_reusable_share", better: Better::Neither, doc: "The prefix-cache hit rate the workload allows, beside the server's `cache_hit_rate`: Σ reusable ÷ Σ prompt tokens (server `usage`) of the successful requests, the reusable part of a prompt being what an earlier request already sent: a session's history (`sessions:`), the shared system prompt, a `shared_prefix` group's prefix after the group's first request. sgtune built the prompts, so it knows this exactly; a server hit rate well below it is history the cache dropped (empty: single synthetic or dataset prompts)", get: |r| f(r.client.as_ref().and_then(|c| c.reusable_prompt_share)) },
         Column { name: "metrics_cache_hit_rate", better: Better::Neither, doc: "Same from `/metrics`: Δ `sglang:cached_tokens_total` / Δ `sglang:prompt_tokens_total` over the window (vLLM: Δ `vllm:prefix_cache_hits_total` / Δ `vllm:prefix_cache_queries_total`)", get: |r| f(r.metrics.as_ref().and_then(|m| m.cache_hit_rate)) },
         Column { name: "retractions", better: Better::Lower, doc: "KV-pool-full retraction events in the window (vLLM: `Preemptions`, requests preempted)", get: |r| u(r.server.as_ref().filter(|s| !s.retractions_not_logged).map(|s| s.retractions)) },
         Column { name: "time_to_ready_s", better: Better::Lower, doc: "Launch → ready line and HTTP answer (s)", get: |r| f(r.time_to_ready_s) },
@@ -830,6 +864,32 @@ mod tests {
                 retries: 9004,
                 errors: [("timeout".to_string(), 9005)].into_iter().collect(),
                 first_error: Some("first error 9006".into()),
+                reusable_prompt_share: Some(0.8125),
+                turns: vec![
+                    crate::observe::client::TurnStats {
+                        turn: 1,
+                        ttft_ms: Stats {
+                            count: 40,
+                            p50: Some(120.54),
+                            ..Default::default()
+                        },
+                        tpot_ms: Stats {
+                            p50: Some(11.204),
+                            ..Default::default()
+                        },
+                    },
+                    crate::observe::client::TurnStats {
+                        turn: 24,
+                        ttft_ms: Stats {
+                            count: 3,
+                            p50: Some(95.0),
+                            ..Default::default()
+                        },
+                        tpot_ms: Stats::default(),
+                    },
+                ],
+                ttft_first_turn_ms: stats(1101.0, 1102.0, 1103.0, 1104.0, 1105.0, 1109.0),
+                ttft_last_turn_ms: stats(1201.0, 1202.0, 1203.0, 1204.0, 1205.0, 1209.0),
             }),
             server: Some(ServerSummary {
                 stats_lines: 41,
@@ -956,6 +1016,9 @@ mod tests {
             ("ttft_vllm_ms_p50", "502"),
             ("e2e_vllm_ms_mean", "601"),
             ("e2e_vllm_ms_p50", "602"),
+            ("ttft_first_turn_ms_p50", "1102"),
+            ("ttft_last_turn_ms_p50", "1202"),
+            ("turn_latency", "1:120.5:11.20:40 24+:95.0::3"),
             ("goodput_share", "0.0625"),
             ("goodput_req_s", "19.5"),
             ("sched_lag_ms_p99", "705"),
@@ -981,6 +1044,7 @@ mod tests {
             ("kv_cache_dtype", "fp8_e5m2"),
             ("kv_cache_gb", "7.5"),
             ("cache_hit_rate", "0.3125"),
+            ("prefix_reusable_share", "0.8125"),
             ("metrics_cache_hit_rate", "0.4375"),
             ("retractions", "5"),
             ("time_to_ready_s", "42.25"),

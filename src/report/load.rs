@@ -88,6 +88,20 @@ pub fn render(point: LoadPoint, c: &ClientSummary) -> String {
             c.cut_off
         ));
     }
+    if let Some(r) = c.reusable_prompt_share {
+        out.push(format!(
+            "  reusable       {:.1}% of prompt tokens repeat what an earlier request sent (the prefix-cache hit rate the workload allows)",
+            r * 100.0
+        ));
+    }
+    if !c.turns.is_empty() {
+        let by_turn: Vec<String> = c
+            .turns
+            .iter()
+            .map(|t| format!("{}: {}", t.turn, f(t.ttft_ms.p50)))
+            .collect();
+        out.push(format!("  TTFT p50 ms by turn  {}", by_turn.join(", ")));
+    }
     out.push(format!("  client CPU     {} cores", f(c.client_cpu_cores)));
     if let Some(why) = &c.client_bound {
         out.push(format!(

@@ -26,6 +26,9 @@ pub fn lines(s: &SweepSpec, plan: &RunPlan) -> Vec<String> {
         w.output_tokens,
         w.seed
     ));
+    if let Some(ss) = &w.sessions {
+        out(&sessions_line(w, ss));
+    }
     if let Some(o) = &s.objective {
         let rule = if let Some(a) = s.auto_repeats {
             format!(
@@ -135,6 +138,102 @@ pub fn lines(s: &SweepSpec, plan: &RunPlan) -> Vec<String> {
 
 /// What `validate` says about the guard: the rule and what it adds to the sweep, in generated
 /// tokens (the quality pass is greedy decoding like the load, so tokens are its cost's unit).
+/// The sessions' shape: how many, their turns, the tokens per turn and the reusable share
+/// the workload allows (the prefix-cache hit rate a cache that kept everything would reach).
+fn sessions_line(
+    w: &crate::plan::spec::WorkloadSpec,
+    ss: &crate::plan::spec::SessionsSpec,
+) -> String {
+    use crate::plan::spec::SessionSource;
+    let think = if ss.think_time_s > 0.0 {
+        format!(", {} s think time between turns", ss.think_time_s)
+    } else {
+        String::new()
+    };
+    let SessionSource::Synthetic {
+        turns,
+        user_tokens,
+        system_tokens,
+        sessions,
+        ..
+    } = &ss.source
+    else {
+        return format!(
+            "sessions: the dataset's conversations, every user turn in order with the server's own replies in the history{think}; the reusable share is counted per run (prefix_reusable_share)"
+        );
+    };
+    let count = match (sessions, w.requests) {
+        (Some(n), _) => format!("{n} distinct sessions (then they cycle)"),
+        (None, Some(r)) => format!("{} sessions", r.div_ceil((*turns).max(1))),
+        (None, None) => "new sessions until the duration ends".to_string(),
+    };
+    let nominal = ss
+        .nominal_turns(w.endpoint, w.output_tokens, w.output_tokens, false)
+        .unwrap_or_default();
+    let prompts: Vec<String> = nominal.iter().map(|t| t.prompt.to_string()).collect();
+    let share = crate::plan::spec::reusable_share(&nominal)
+        .map(|x| format!("{:.0}%", x * 100.0))
+        .unwrap_or_default();
+    let system = if *system_tokens > 0 {
+        format!(", a {system_tokens}-token system prompt every session shares")
+    } else {
+        String::new()
+    };
+    let reply = match w.endpoint {
+        crate::plan::spec::Endpoint::Chat => "the server's reply goes back into the history",
+        crate::plan::spec::Endpoint::Completions => {
+            "a seeded stand-in of the reply's length goes back into the history (completions return no token ids)"
+        }
+    };
+    format!(
+        "sessions: {count} of {turns} turns, {user_tokens} user + {} reply tokens per turn{system}{think}; prompt tokens by turn {}; {reply}; reusable share {share} (the prefix-cache hit rate the workload allows)",
+        w.output_tokens,
+        prompts.join(", ")
+    )
+}
+
+/// A dataset's conversations as `sessions: {from_dataset: true}` replays them: how many, their
+/// turns and the user messages' length in words (the tokens depend on the tokenizer and the
+/// replies on the server, so the share is counted per run). None: not conversations.
+pub fn dataset_sessions_line(d: &[crate::load::dataset::DatasetPrompt]) -> Option<String> {
+    use crate::load::dataset::DatasetPrompt;
+    let turns: Vec<&Vec<String>> = d
+        .iter()
+        .filter_map(|p| match p {
+            DatasetPrompt::Conversation { turns, .. } => Some(turns),
+            _ => None,
+        })
+        .collect();
+    let (min, max) = (
+        turns.iter().map(|t| t.len()).min()?,
+        turns.iter().map(|t| t.len()).max()?,
+    );
+    let all: usize = turns.iter().map(|t| t.len()).sum();
+    let words: usize = turns
+        .iter()
+        .flat_map(|t| t.iter())
+        .map(|m| m.split_whitespace().count())
+        .sum();
+    let with_system = d
+        .iter()
+        .filter(|p| {
+            matches!(
+                p,
+                DatasetPrompt::Conversation {
+                    system: Some(_),
+                    ..
+                }
+            )
+        })
+        .count();
+    Some(format!(
+        "sessions in the dataset: {} conversations ({with_system} with a system prompt), {min} to {max} turns (mean {:.1}), {:.0} words per user message on average",
+        turns.len(),
+        all as f64 / turns.len() as f64,
+        words as f64 / all.max(1) as f64
+    ))
+}
+
 pub fn quality_line(s: &SweepSpec, q: &crate::plan::quality::Quality, plan: &RunPlan) -> String {
     let per = q.tokens_per_pass();
     let launches = if s.reuse_server {
@@ -179,4 +278,28 @@ pub fn quality_line(s: &SweepSpec, q: &crate::plan::quality::Quality, plan: &Run
         launches,
         q.confidence * 100.0
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::load::dataset::DatasetPrompt;
+
+    #[test]
+    fn a_datasets_conversations_are_counted() {
+        let c = |system: bool, turns: &[&str]| DatasetPrompt::Conversation {
+            system: system.then(|| "s".to_string()),
+            turns: turns.iter().map(|t| t.to_string()).collect(),
+        };
+        let line = super::dataset_sessions_line(&[c(true, &["a b", "c"]), c(false, &["d e f"])]);
+        assert_eq!(
+            line.as_deref(),
+            Some(
+                "sessions in the dataset: 2 conversations (1 with a system prompt), 1 to 2 turns (mean 1.5), 2 words per user message on average"
+            )
+        );
+        assert_eq!(
+            super::dataset_sessions_line(&[DatasetPrompt::Text("x".into())]),
+            None
+        );
+    }
 }

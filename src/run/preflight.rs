@@ -35,7 +35,18 @@ pub async fn run(
             interrupted: false,
         });
     };
-    let burst = burst_spec(spec, p);
+    let mut burst = burst_spec(spec, p);
+    // The burst is single requests at the longest lengths (and no dataset): a sessions
+    // workload's longest prompt is its last turn, history and all.
+    if let Some(ss) = burst.workload.sessions.take() {
+        let w = &mut burst.workload;
+        let last = ss
+            .nominal_turns(w.endpoint, w.output_tokens, w.output_tokens, true)
+            .and_then(|t| t.last().copied());
+        if let Some(last) = last {
+            w.input_tokens = last.prompt;
+        }
+    }
     let bctx = RunContext {
         spec: &burst,
         param_keys: ctx.param_keys,

@@ -106,14 +106,66 @@ pub fn load_checked(path: &Path) -> Result<Checked, StartError> {
     }
     let vocab = crate::run::execute::resolve_vocab(&s)
         .map_err(|e| StartError::input(format!("{}: {e}", path.display())))?;
-    let dataset = match &s.workload.dataset {
-        Some(d) => Some(Arc::new(
-            crate::load::dataset::load(Path::new(d))
-                .map_err(|e| StartError::input(format!("{}: {e}", path.display())))?,
-        )),
+    let dataset = match crate::load::dataset::load_for(&s.workload) {
+        Some(d) => {
+            Some(Arc::new(d.map_err(|e| {
+                StartError::input(format!("{}: {e}", path.display()))
+            })?))
+        }
         None => None,
     };
+    if let Some(message) = sessions_past_context(&s) {
+        let (line, column) = spec::locate_key_in(&text, "sessions").unwrap_or((1, 1));
+        return Err(SpecError {
+            file: path.display().to_string(),
+            line,
+            column,
+            message,
+        }
+        .into());
+    }
     Ok((s, text, plan, Prepared { vocab, dataset }))
+}
+
+/// The model's context length where it is known before launch: `context_length` in
+/// `server.args`, else `max_position_embeddings` in the model's config.json.
+fn known_context(s: &SweepSpec) -> Option<u64> {
+    use crate::plan::flags::ParamValue;
+    let asked = s.server.args.0.iter().find_map(|(k, v)| match v {
+        ParamValue::Int(n) if k == "context_length" => u64::try_from(*n).ok(),
+        _ => None,
+    });
+    asked.or_else(|| {
+        let text =
+            std::fs::read_to_string(Path::new(&s.server.model_path.0).join("config.json")).ok()?;
+        let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+        v.get("max_position_embeddings")
+            .or_else(|| v.get("text_config")?.get("max_position_embeddings"))
+            .and_then(serde_json::Value::as_u64)
+    })
+}
+
+/// A synthetic session whose last turn (history, message and reply at their longest) would
+/// not fit the model's context: the message, or None (fits, not synthetic, or the context is
+/// not known before launch; the server then refuses the turn and the row's first error says
+/// so).
+fn sessions_past_context(s: &SweepSpec) -> Option<String> {
+    let w = &s.workload;
+    let ss = w.sessions.as_ref()?;
+    let reply_max = w
+        .output_dist
+        .as_ref()
+        .map_or(w.output_tokens, |d| d.bounds().1);
+    let turns = ss.nominal_turns(w.endpoint, w.output_tokens, reply_max, true)?;
+    let last = turns.last()?;
+    let need = last.prompt + last.reply;
+    let context = known_context(s)?;
+    (need > context).then(|| {
+        format!(
+            "workload.sessions: a session's last turn needs {need} tokens (history, message and reply at their longest, {} turns) but the model's context is {context}: fewer `turns`, shorter `user_tokens` or `reply_tokens`",
+            turns.len()
+        )
+    })
 }
 
 /// A new results folder (`run::execute::create_results`); then the sweep.

@@ -144,6 +144,11 @@ pub fn start_fake() -> (Fake, u16) {
 
 /// A fake whose every decode step takes `token_s` seconds.
 pub fn start_fake_with(token_s: f64) -> (Fake, u16) {
+    start_fake_env(token_s, &[])
+}
+
+/// [`start_fake_with`], with extra environment for the fake (e.g. its prompt log).
+pub fn start_fake_env(token_s: f64, env: &[(&str, &str)]) -> (Fake, u16) {
     // sgtune's own free port: below the kernel's ephemeral range and reserved across
     // processes. A port the kernel hands out (bind to 0) is free when checked, and in the gap
     // before the fake binds it any test's outgoing connection can take it (seen under a load
@@ -161,6 +166,7 @@ pub fn start_fake_with(token_s: f64) -> (Fake, u16) {
         .arg(port.to_string())
         .env("FAKE_SGLANG_STARTUP_S", "0.1")
         .env("FAKE_SGLANG_TOKEN_S", token_s.to_string())
+        .envs(env.iter().copied())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

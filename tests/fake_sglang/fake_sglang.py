@@ -523,6 +523,9 @@ class Handler(BaseHTTPRequestHandler):
             sent = body.get("messages") if chat else body.get("prompt")
             digest = hashlib.sha256(jdump(sent).encode()).hexdigest()[:16]
             prompt_log(f"prompt {digest}")
+            if os.environ.get("FAKE_SGLANG_PROMPT_FULL") == "1":
+                # The whole prompt, for tests that check what a session sent back.
+                prompt_log(f"prompt-json {jdump(sent)}")
         prompt = prompt_tokens_of(body, chat)
         mt = body.get("max_tokens", body.get("max_completion_tokens"))
         try:

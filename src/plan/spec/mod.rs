@@ -21,6 +21,7 @@ mod objective;
 mod scalars;
 mod schedule;
 mod server;
+mod sessions;
 mod workload;
 
 // Where a key is in the text is `plan::locate`'s; these names are the ones the crate outside
@@ -37,6 +38,7 @@ pub use schedule::{
     parse_budget,
 };
 pub use server::{EngineSide, ServerSpec};
+pub use sessions::{NominalTurn, SessionSource, SessionsSpec, reusable_share};
 pub use workload::{DeadlinePolicy, Endpoint, SharedPrefix, Slo, WorkloadSpec};
 
 use crate::plan::keyed::KEY_TAG;

@@ -5,6 +5,7 @@ use super::env::Expanded;
 use super::lengths::{LengthDist, LengthSpec};
 use super::load_points::{LoadPoint, LoadPoints, Rates, default_concurrency};
 use super::scalars::{Positive, PositiveF64};
+use super::sessions::{RawSessions, SessionsSpec};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
@@ -83,6 +84,9 @@ pub struct WorkloadSpec {
     /// Prompts from a file (ShareGPT JSON, or JSONL with `prompt` or `messages`), used in
     /// order and cycled; `input_tokens` is then not needed.
     pub dataset: Option<String>,
+    /// Multi-turn conversations (`sessions:`): each client sends a session's turns in order,
+    /// each prompt the whole history plus the new user message.
+    pub sessions: Option<SessionsSpec>,
 }
 
 /// G groups of prompts, each group sharing a prefix of K tokens (then each prompt's own
@@ -148,7 +152,10 @@ struct RawWorkload {
     warmup_requests: u64,
     #[serde(default)]
     input_tokens: Option<LengthSpec>,
-    output_tokens: LengthSpec,
+    #[serde(default)]
+    output_tokens: Option<LengthSpec>,
+    #[serde(default)]
+    sessions: Option<RawSessions>,
     #[serde(default)]
     shared_prefix: Option<SharedPrefix>,
     #[serde(default)]
@@ -222,10 +229,13 @@ impl TryFrom<RawWorkload> for WorkloadSpec {
         if !(r.burstiness.is_finite() && r.burstiness > 0.0) {
             return Err("workload: `burstiness` must be > 0 (1 = Poisson)".to_string());
         }
+        let had_input = r.input_tokens.is_some();
         let (input_tokens, input_dist) = match (r.input_tokens, &r.dataset) {
             (Some(l), _) => l.resolve("input_tokens")?,
             // Prompts from a file have their own lengths.
             (None, Some(_)) => (1, None),
+            // A session's user messages have theirs (`sessions.user_tokens`).
+            (None, None) if r.sessions.is_some() => (1, None),
             (None, None) => {
                 return Err(
                     "workload: missing `input_tokens` (or give `dataset:` prompts)".to_string(),
@@ -256,7 +266,44 @@ impl TryFrom<RawWorkload> for WorkloadSpec {
                 return Err("workload: `shared_prefix` and `dataset` cannot be combined".into());
             }
         }
-        let (output_tokens, output_dist) = r.output_tokens.resolve("output_tokens")?;
+        let mut sessions_raw = r.sessions;
+        let reply = sessions_raw.as_mut().and_then(|s| s.reply_tokens.take());
+        let (output_tokens, output_dist) = match (reply, r.output_tokens) {
+            (Some(_), Some(_)) => {
+                return Err("workload: give `sessions.reply_tokens` or `output_tokens`, not both (they are the same length)".into());
+            }
+            (Some(l), None) => l.resolve("sessions.reply_tokens")?,
+            (None, Some(l)) => l.resolve("output_tokens")?,
+            (None, None) => {
+                let what = if sessions_raw.is_some() {
+                    "`sessions.reply_tokens`"
+                } else {
+                    "`output_tokens`"
+                };
+                return Err(format!("workload: missing {what} (the reply's length)"));
+            }
+        };
+        // Errors about the block are placed on its `sessions:` line.
+        let at_sessions = |m: &str| crate::plan::keyed::tag_key("workload.sessions", m);
+        let sessions = match sessions_raw {
+            None => None,
+            Some(raw) => {
+                if r.shared_prefix.is_some() {
+                    return Err(at_sessions(
+                        "workload: `sessions` and `shared_prefix` cannot be combined (a session's history is its shared prefix; use `sessions.system_tokens` for a prefix every session shares)",
+                    ));
+                }
+                if had_input {
+                    return Err(at_sessions(
+                        "workload.sessions: the user messages' length is `sessions.user_tokens`: drop `input_tokens`",
+                    ));
+                }
+                Some(
+                    raw.resolve(r.dataset.is_some())
+                        .map_err(|e| at_sessions(&e))?,
+                )
+            }
+        };
         let rates = r.request_rate.map(|r| r.0).unwrap_or_default();
         let load_points: Vec<LoadPoint> = match (r.concurrency.0.as_slice(), rates.as_slice()) {
             (cs, rs) if cs.len() > 1 && rs.len() > 1 => {
@@ -289,6 +336,12 @@ impl TryFrom<RawWorkload> for WorkloadSpec {
                 .collect(),
             _ => return Err("workload: give at least one load point".into()),
         };
+        // A session's nominal user message stands for a prompt length the server did not
+        // report (the client summary's fallback).
+        let input_tokens = match sessions.as_ref().map(|s| &s.source) {
+            Some(super::sessions::SessionSource::Synthetic { user_tokens, .. }) => *user_tokens,
+            _ => input_tokens,
+        };
         Ok(WorkloadSpec {
             endpoint: r.endpoint,
             concurrency: load_points.first().map_or(1, |p| p.concurrency),
@@ -313,6 +366,7 @@ impl TryFrom<RawWorkload> for WorkloadSpec {
             extra_body: r.extra_body,
             shared_prefix: r.shared_prefix,
             dataset: r.dataset.map(|e| e.0),
+            sessions,
         })
     }
 }
@@ -345,5 +399,66 @@ mod tests {
             "  seed: 1\n  shared_prefix: {groups: 0, prefix_tokens: 512}",
         ));
         assert!(e.message.contains("shared_prefix"), "{e}");
+    }
+
+    #[test]
+    fn sessions_are_checked_against_the_rest_of_the_workload() {
+        let with =
+            |block: &str| GOOD.replace("  input_tokens: 2000\n  output_tokens: 2000\n", block);
+        let s = parse(
+            &with("  sessions: {turns: 3, user_tokens: 50, reply_tokens: 20, think_time_s: 1.5}\n"),
+            "s.yaml",
+        )
+        .expect("parses");
+        let ss = s.workload.sessions.expect("sessions");
+        assert_eq!(ss.think_time_s, 1.5);
+        assert_eq!(
+            (s.workload.output_tokens, s.workload.input_tokens),
+            (20, 50)
+        );
+        for (block, want) in [
+            (
+                "  output_tokens: 9\n  sessions: {turns: 3, user_tokens: 5, reply_tokens: 2}\n",
+                "not both",
+            ),
+            (
+                "  sessions: {turns: 3, user_tokens: 5}\n",
+                "missing `sessions.reply_tokens`",
+            ),
+            (
+                "  sessions: {user_tokens: 5, reply_tokens: 2}\n",
+                "missing `turns`",
+            ),
+            (
+                "  output_tokens: 9\n  sessions: {from_dataset: true}\n",
+                "give `dataset:`",
+            ),
+            (
+                "  output_tokens: 9\n  dataset: d.jsonl\n  sessions: {turns: 2, user_tokens: 5}\n",
+                "add `from_dataset: true`",
+            ),
+            (
+                "  output_tokens: 9\n  shared_prefix: {groups: 2, prefix_tokens: 8}\n  sessions: {turns: 2, user_tokens: 5}\n",
+                "cannot be combined",
+            ),
+            (
+                "  input_tokens: 9\n  sessions: {turns: 2, user_tokens: 5, reply_tokens: 2}\n",
+                "drop `input_tokens`",
+            ),
+            (
+                "  sessions: {turns: 2, user_tokens: 5, reply_tokens: 2, think_time_s: -1}\n",
+                "think_time_s",
+            ),
+        ] {
+            let e = err_of(&with(block));
+            assert!(e.message.contains(want), "{block}: {e}");
+        }
+        // Open loop: sessions arrive at the rate.
+        let s = parse(
+            &with("  request_rate: 2\n  sessions: {turns: 2, user_tokens: 5, reply_tokens: 2}\n"),
+            "s.yaml",
+        )
+        .expect("open loop with sessions");
+        assert_eq!(s.workload.request_rate, Some(2.0));
     }
 }

@@ -1,0 +1,229 @@
+//! `workload.sessions:`: multi-turn conversations instead of single requests (issue 43). Each
+//! client holds a conversation and sends its turns in order, every turn's prompt being the
+//! whole history (earlier user messages and the server's own replies) plus the new user
+//! message. Synthetic (seeded) or from the `dataset:` file's conversations.
+//!
+//! The nominal shape (`shape`) is pure arithmetic on the spec: `validate` prints it and the
+//! context-length check reads it, so both say the same thing before anything is launched.
+
+use super::lengths::{LengthDist, LengthSpec};
+use super::workload::Endpoint;
+use serde::{Deserialize, Serialize};
+
+/// Where the conversations come from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "source")]
+pub enum SessionSource {
+    /// Seeded by `workload.seed`: the same sessions for every configuration.
+    Synthetic {
+        turns: u64,
+        /// Nominal tokens of each user message (words on the chat endpoint).
+        user_tokens: u64,
+        user_dist: Option<LengthDist>,
+        /// Tokens of a system prompt shared by every session (0: none).
+        system_tokens: u64,
+        /// Distinct sessions, then they cycle (None: every session is new).
+        sessions: Option<u64>,
+    },
+    /// `workload.dataset`'s conversations, every user turn in order.
+    Dataset,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SessionsSpec {
+    pub source: SessionSource,
+    /// Seconds a client waits after a reply before it sends the session's next turn.
+    pub think_time_s: f64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSessions {
+    #[serde(default)]
+    turns: Option<u64>,
+    #[serde(default)]
+    user_tokens: Option<LengthSpec>,
+    /// The reply's length; the workload's `output_tokens` when not given.
+    #[serde(default)]
+    pub(super) reply_tokens: Option<LengthSpec>,
+    #[serde(default)]
+    system_tokens: u64,
+    #[serde(default)]
+    sessions: Option<u64>,
+    #[serde(default)]
+    think_time_s: f64,
+    #[serde(default)]
+    from_dataset: bool,
+}
+
+const SYNTHETIC_FIX: &str = "e.g. `sessions: {turns: 4, user_tokens: 64, reply_tokens: 32}`, or `sessions: {from_dataset: true}` with `dataset:`";
+
+impl RawSessions {
+    /// The checked block; `has_dataset`: whether `workload.dataset` is given.
+    pub(super) fn resolve(self, has_dataset: bool) -> Result<SessionsSpec, String> {
+        if !(self.think_time_s.is_finite() && self.think_time_s >= 0.0) {
+            return Err(format!(
+                "workload.sessions.think_time_s must be seconds >= 0, got {}",
+                self.think_time_s
+            ));
+        }
+        let source = if self.from_dataset {
+            if !has_dataset {
+                return Err("workload.sessions.from_dataset: give `dataset:` (ShareGPT JSON or OpenAI-messages JSONL) in the workload".into());
+            }
+            if self.turns.is_some()
+                || self.user_tokens.is_some()
+                || self.system_tokens > 0
+                || self.sessions.is_some()
+            {
+                return Err("workload.sessions: with `from_dataset: true` the conversations come from the file: drop `turns`, `user_tokens`, `system_tokens` and `sessions`".into());
+            }
+            SessionSource::Dataset
+        } else {
+            if has_dataset {
+                return Err("workload.sessions: `dataset:` is given: add `from_dataset: true` to replay its conversations, or drop `dataset:` for synthetic sessions".into());
+            }
+            let turns = match self.turns {
+                None => {
+                    return Err(format!(
+                        "workload.sessions: missing `turns`; {SYNTHETIC_FIX}"
+                    ));
+                }
+                Some(0) => {
+                    return Err(
+                        "workload.sessions.turns must be >= 1 (a session of zero turns sends nothing), e.g. `turns: 4`".into(),
+                    );
+                }
+                Some(t) => t,
+            };
+            let Some(user) = self.user_tokens else {
+                return Err(format!(
+                    "workload.sessions: missing `user_tokens`; {SYNTHETIC_FIX}"
+                ));
+            };
+            let (user_tokens, user_dist) = user.resolve("sessions.user_tokens")?;
+            if self.sessions == Some(0) {
+                return Err("workload.sessions.sessions must be >= 1 (distinct sessions before they cycle), or left out (every session new)".into());
+            }
+            SessionSource::Synthetic {
+                turns,
+                user_tokens,
+                user_dist,
+                system_tokens: self.system_tokens,
+                sessions: self.sessions,
+            }
+        };
+        Ok(SessionsSpec {
+            source,
+            think_time_s: self.think_time_s,
+        })
+    }
+}
+
+/// One turn of a synthetic session at its nominal lengths.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NominalTurn {
+    /// The whole prompt: system, history and the new user message.
+    pub prompt: u64,
+    /// The part of it an earlier request of the session (or the shared system prompt)
+    /// already sent, as sgtune counts it (`load::sessions`).
+    pub reusable: u64,
+    pub reply: u64,
+}
+
+impl SessionsSpec {
+    /// A synthetic session's turns at the nominal lengths (`user_max`: take each length
+    /// distribution's upper bound instead, for the context check), or None for a dataset.
+    /// On the completions endpoint a reply is sent back as a stand-in of its length that the
+    /// server never produced, so only the previous prompt is reusable; on chat the previous
+    /// prompt and the reply are.
+    pub fn nominal_turns(
+        &self,
+        endpoint: Endpoint,
+        reply_tokens: u64,
+        reply_max: u64,
+        use_max: bool,
+    ) -> Option<Vec<NominalTurn>> {
+        let SessionSource::Synthetic {
+            turns,
+            user_tokens,
+            user_dist,
+            system_tokens,
+            ..
+        } = &self.source
+        else {
+            return None;
+        };
+        let user = match (use_max, user_dist) {
+            (true, Some(d)) => d.bounds().1,
+            _ => *user_tokens,
+        };
+        let reply = if use_max { reply_max } else { reply_tokens };
+        let mut out = Vec::new();
+        let mut prompt = *system_tokens;
+        let mut reusable = *system_tokens;
+        for t in 0..*turns {
+            if t > 0 {
+                let prev = out.last().map_or(0, |p: &NominalTurn| p.prompt);
+                reusable = match endpoint {
+                    Endpoint::Completions => prev,
+                    Endpoint::Chat => prev + reply,
+                };
+                prompt += reply;
+            }
+            prompt += user;
+            out.push(NominalTurn {
+                prompt,
+                reusable,
+                reply,
+            });
+        }
+        Some(out)
+    }
+}
+
+/// The reusable share of a session's prompt tokens: Σ reusable ÷ Σ prompt.
+pub fn reusable_share(turns: &[NominalTurn]) -> Option<f64> {
+    let prompt: u64 = turns.iter().map(|t| t.prompt).sum();
+    let reusable: u64 = turns.iter().map(|t| t.reusable.min(t.prompt)).sum();
+    (prompt > 0).then(|| reusable as f64 / prompt as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn synthetic(turns: u64, user: u64, system: u64) -> SessionsSpec {
+        SessionsSpec {
+            source: SessionSource::Synthetic {
+                turns,
+                user_tokens: user,
+                user_dist: None,
+                system_tokens: system,
+                sessions: None,
+            },
+            think_time_s: 0.0,
+        }
+    }
+
+    #[test]
+    fn nominal_turns_grow_by_the_history_and_count_what_repeats() {
+        // 3 turns of 10 user tokens, replies of 5, a 20-token system prompt.
+        let s = synthetic(3, 10, 20);
+        let c = s
+            .nominal_turns(Endpoint::Completions, 5, 5, false)
+            .unwrap_or_default();
+        let got: Vec<(u64, u64)> = c.iter().map(|t| (t.prompt, t.reusable)).collect();
+        // Prompts 30, 45, 60; completions reuse the previous prompt (the stand-in reply is
+        // new to the server), the first turn its system prompt.
+        assert_eq!(got, vec![(30, 20), (45, 30), (60, 45)]);
+        assert_eq!(reusable_share(&c), Some(95.0 / 135.0));
+        let chat = s
+            .nominal_turns(Endpoint::Chat, 5, 5, false)
+            .unwrap_or_default();
+        let got: Vec<(u64, u64)> = chat.iter().map(|t| (t.prompt, t.reusable)).collect();
+        // Chat sends the server's own reply back: the previous prompt and the reply repeat.
+        assert_eq!(got, vec![(30, 20), (45, 35), (60, 50)]);
+        assert_eq!(reusable_share(&[]), None);
+    }
+}
