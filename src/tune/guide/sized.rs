@@ -19,6 +19,7 @@ const GRAPHS: &str = "cuda_graph_max_bs";
 const EMPTY_BY: f64 = 1.15;
 
 /// What the model says from the base.
+#[derive(Debug)]
 pub enum Sized {
     /// Launch this point, for this reason; `trade`: it lowers the running batch for a latency
     /// bound (a move that still counts when the client is what limits throughput).
@@ -181,9 +182,9 @@ pub fn from_base(space: &Space, seen: &[Observation], st: &State, base_i: usize)
     // Over the top by the batch that ran at its peak (the TPOT tail's), under the floor by the
     // mean (the queue's).
     let peak = e.running_max.unwrap_or(running).max(running);
-    let down = peak > hi + 0.5;
+    let over_top = peak > hi + 0.5;
     let up = running + 0.5 < lo || (running + 0.5 < hi && (e.queue_mean.unwrap_or(0.0) > 0.5));
-    if !down && !up {
+    if !over_top && !up {
         return None;
     }
     let words = band_words(m, &band, offered, fit);
@@ -248,6 +249,12 @@ pub fn from_base(space: &Space, seen: &[Observation], st: &State, base_i: usize)
             continue;
         }
         let down = cap_value.is_some_and(|c| cap_now.is_some_and(|n| c < n));
+        // A batch that wants to grow (below the band's top, with a queue) is never answered
+        // with a smaller cap: the band's caps below the base's own are for a batch over the
+        // top. (A tune once traded 64 → 48 four times from bases that wanted more running.)
+        if down && !over_top {
+            continue;
+        }
         if let Some(o) = seen.iter().find(|o| o.point == p) {
             // Measured: going down, a launch that met the TPOT bound ends the walk (lower only
             // costs throughput); going up, one that broke it does.
@@ -539,6 +546,32 @@ mod tests {
                 }
                 Next::Stop { .. } => break,
             }
+        }
+    }
+
+    /// A batch below the band's top with a queue wants to grow: the model has no smaller cap
+    /// for it (a tune once proposed "trade 64 → 48" four times from such bases, each a launch
+    /// slower than its base).
+    #[test]
+    fn a_batch_that_wants_to_grow_is_never_traded_down() {
+        let sp = space();
+        // At the cap of 48, 44 running and 20 queued; TPOT ≤ 45 allows 1.2 × (10 + 0.5 R) ≤
+        // 45 → R ≤ 55: no cap between 48 and 55, so nothing to size.
+        let seen = vec![launch(vec![4, 0, 1], 44.0, 45.0, 100_000.0)];
+        let st = State::read(&sp, &seen);
+        match from_base(&sp, &seen, &st, 0) {
+            None => {}
+            Some(Sized::Launch(p, why, trade)) => {
+                assert!(!trade && p[MRR] >= 4, "{p:?}: {why}");
+            }
+            Some(Sized::Empty(why)) => panic!("{why}"),
+        }
+        // Over the top (TPOT ≤ 36 allows R ≤ 40): a trade, below the base's cap.
+        let seen = vec![launch(vec![4, 0, 1], 44.0, 36.0, 100_000.0)];
+        let st = State::read(&sp, &seen);
+        match from_base(&sp, &seen, &st, 0) {
+            Some(Sized::Launch(p, why, trade)) => assert!(trade && p[MRR] < 4, "{p:?}: {why}"),
+            other => panic!("{other:?}"),
         }
     }
 
