@@ -275,6 +275,12 @@ pub struct ClientSummary {
     pub errors: BTreeMap<String, u64>,
     /// One example error message (the first seen).
     pub first_error: Option<String>,
+    /// The share of the measured prompt tokens that the workload itself repeats (a prefix an
+    /// earlier request sent): the prefix-cache hit rate a cache that never evicts would reach.
+    /// Known only where the client built prompts that return (sessions); None elsewhere, and
+    /// the `prefix_cache_evicted` verdict then never fires.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reusable_prompt_share: Option<f64>,
 }
 
 /// Scheduling or read lag p99 above which the client counts as late.

@@ -583,7 +583,7 @@ pub fn trailing() -> Vec<Column> {
         Column { name: "metrics_cache_hit_rate", better: Better::Neither, doc: "Same from `/metrics`: Δ `sglang:cached_tokens_total` / Δ `sglang:prompt_tokens_total` over the window (vLLM: Δ `vllm:prefix_cache_hits_total` / Δ `vllm:prefix_cache_queries_total`)", get: |r| f(r.metrics.as_ref().and_then(|m| m.cache_hit_rate)) },
         Column { name: "retractions", better: Better::Lower, doc: "KV-pool-full retraction events in the window (vLLM: `Preemptions`, requests preempted)", get: |r| u(r.server.as_ref().filter(|s| !s.retractions_not_logged).map(|s| s.retractions)) },
         Column { name: "time_to_ready_s", better: Better::Lower, doc: "Launch → ready line and HTTP answer (s)", get: |r| f(r.time_to_ready_s) },
-        Column { name: "verdict", better: Better::Neither, doc: "What limited the run: `kv_cache_bound`, `retraction_churn`, `cuda_graph_limited`, `queue_with_spare_kv`, `client_bound`, `compute_bound`, `unknown`", get: |r| r.verdict.as_ref().map(|v| v.kind.as_str().to_string()).unwrap_or_default() },
+        Column { name: "verdict", better: Better::Neither, doc: "What limited the run: `kv_cache_bound`, `retraction_churn`, `cuda_graph_limited`, `queue_with_spare_kv`, `prefix_cache_evicted`, `client_bound`, `compute_bound`, `unknown`", get: |r| r.verdict.as_ref().map(|v| v.kind.as_str().to_string()).unwrap_or_default() },
         Column { name: "verdict_evidence", better: Better::Neither, doc: "The numbers behind the verdict", get: |r| r.verdict.as_ref().map(|v| v.evidence.clone()).unwrap_or_default() },
         Column {
             name: "not_in_effect",
@@ -829,6 +829,7 @@ mod tests {
                 retries: 9004,
                 errors: [("timeout".to_string(), 9005)].into_iter().collect(),
                 first_error: Some("first error 9006".into()),
+                reusable_prompt_share: Some(9007.5),
             }),
             server: Some(ServerSummary {
                 stats_lines: 41,
