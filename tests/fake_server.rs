@@ -694,6 +694,17 @@ workload:
     // the first pass over the 16 groups misses.
     assert!(low < 0.2, "the device pool alone thrashes: {low}");
     assert!(high > 0.6, "the host tier keeps the prefixes: {high}");
+    // The verdict compares with the share the workload repeats (80 of 96 requests return to
+    // a prefix sent before: 80 × 256 ÷ (96 × 288) = 0.74): the pool alone drops them, with a
+    // prefill-heavy load (288 prompt tokens to 16 generated), and names both moves.
+    assert_eq!(radix["verdict"], "prefix_cache_evicted", "{radix:?}");
+    let evidence = &radix["verdict_evidence"];
+    assert!(
+        evidence.contains("where the workload allows 0.74")
+            && evidence.contains("pool max_total_num_tokens 2048"),
+        "{evidence}"
+    );
+    assert_ne!(hicache["verdict"], "prefix_cache_evicted", "{hicache:?}");
     // The server's log says the host pool it allocated: 4 × 2,048 tokens + 1, as 0.5.23 logs.
     let log = std::fs::read_to_string(folder.join("runs/hicache/server.log")).expect("server.log");
     assert!(
@@ -719,10 +730,8 @@ workload:
     };
     let (host, device) = (last("host_hit"), last("device_hit"));
     assert!(host > device, "host {host}, device {device}");
+    // The counters' window starts at the first scrape, after the first misses: higher, not equal.
     let from_counters = num(hicache, "metrics_cache_hit_rate");
-    assert!(
-        (from_counters - high).abs() < 0.1,
-        "{from_counters} vs {high}"
-    );
+    assert!(from_counters > 0.6, "{from_counters}");
     assert_no_leftovers(&tag);
 }

@@ -85,6 +85,35 @@ pub struct Accumulator {
     /// Output tokens by second of the measured window, each request's tokens spread over its
     /// content chunks' arrivals: the series MSER-5 trims.
     tok_bins: Vec<f64>,
+    /// The workload's shared prefixes, when it has them, and the measured prompt tokens that
+    /// repeat one sent before (the reusable share's numerator).
+    prefixes: Option<SharedPrefixes>,
+    reusable_tokens: u64,
+}
+
+/// The shared prefixes a workload sends (`workload.shared_prefix`): request i of either phase
+/// starts with group (i mod `groups`)'s prefix of `prefix_tokens` tokens, the `warmups` warm-up
+/// requests (0..warmups) before the measured ones, all after the load point's cache flush.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SharedPrefixes {
+    pub groups: u64,
+    pub prefix_tokens: u64,
+    pub warmups: u64,
+}
+
+impl SharedPrefixes {
+    /// The prompt tokens of measured request `index` that repeat a prefix sent before it since
+    /// the flush: its group's prefix, when a warm-up request or an earlier measured one had
+    /// that group (the first of each group has nothing to reuse). By index, i.e. by send order
+    /// in a closed loop; a cache that never evicts would hit exactly these.
+    pub fn reusable(&self, index: u64, prompt_tokens: u64) -> u64 {
+        let g = self.groups.max(1);
+        if index >= g || index % g < self.warmups {
+            self.prefix_tokens.min(prompt_tokens)
+        } else {
+            0
+        }
+    }
 }
 
 /// The longest window binned for MSER-5 (a day): a bad timestamp cannot grow the bins.
@@ -126,6 +155,12 @@ impl Accumulator {
         }
     }
 
+    /// With the workload's shared prefixes: the summary then has `reusable_prompt_share`.
+    pub fn with_shared_prefixes(mut self, prefixes: Option<SharedPrefixes>) -> Self {
+        self.prefixes = prefixes;
+        self
+    }
+
     /// Add one request (warmup requests are ignored).
     pub fn add(&mut self, r: &RequestSample) {
         if r.phase != Phase::Measured {
@@ -157,7 +192,11 @@ impl Accumulator {
         }
         s.completed += 1;
         s.output_tokens += r.output_tokens();
-        s.input_tokens += r.prompt_tokens.unwrap_or(self.requested_input);
+        let prompt = r.prompt_tokens.unwrap_or(self.requested_input);
+        s.input_tokens += prompt;
+        if let Some(p) = self.prefixes {
+            self.reusable_tokens += p.reusable(r.index, prompt);
+        }
         if r.usage_missing() {
             s.usage_missing += 1;
         }
@@ -203,6 +242,9 @@ impl Accumulator {
             if duration_s > 0.0 {
                 s.goodput_req_s = Some(self.good as f64 / duration_s);
             }
+        }
+        if self.prefixes.is_some() && s.input_tokens > 0 {
+            s.reusable_prompt_share = Some(self.reusable_tokens as f64 / s.input_tokens as f64);
         }
         s.sched_lag_ms = Stats::from_quantiles(&self.lag);
         s.read_lag_ms = Stats::from_quantiles(&self.read_lag);
@@ -418,6 +460,44 @@ mod tests {
         // Too short a window: nothing trimmed, nothing claimed.
         let s = acc.finish(15.0);
         assert_eq!((s.warmup_trimmed_s, s.output_tok_s_steady), (None, None));
+    }
+
+    #[test]
+    fn shared_prefixes_give_the_share_of_prompt_tokens_sent_before() {
+        // 4 groups of 100 tokens, 2 warm-ups (groups 0 and 1): of measured requests 0..8, the
+        // first of groups 2 and 3 (indices 2, 3) have nothing to reuse.
+        let p = SharedPrefixes {
+            groups: 4,
+            prefix_tokens: 100,
+            warmups: 2,
+        };
+        let reusable: Vec<u64> = (0..8).map(|i| p.reusable(i, 120)).collect();
+        assert_eq!(reusable, [100, 100, 0, 0, 100, 100, 100, 100]);
+        // Never more than the prompt; no groups counts as one.
+        assert_eq!(p.reusable(5, 60), 60);
+        let one = SharedPrefixes { groups: 0, ..p };
+        assert_eq!((one.reusable(0, 120), one.reusable(1, 120)), (100, 100));
+        let cold = SharedPrefixes { warmups: 0, ..one };
+        assert_eq!((cold.reusable(0, 120), cold.reusable(1, 120)), (0, 100));
+        // The summary: reusable ÷ prompt tokens of the successful measured requests.
+        let mut acc = Accumulator::new(10, None).with_shared_prefixes(Some(p));
+        for i in 0..8 {
+            let mut r = sample(5.0, &[10.0], 20.0, Some(1));
+            r.index = i;
+            r.prompt_tokens = Some(120);
+            acc.add(&r);
+        }
+        let mut failed = sample(5.0, &[10.0], 20.0, Some(1));
+        failed.index = 9;
+        failed.http_status = Some(500);
+        failed.error_kind = Some(ErrorKind::HttpStatus);
+        acc.add(&failed);
+        let s = acc.finish(1.0);
+        assert_eq!(s.reusable_prompt_share, Some(600.0 / 960.0));
+        // Without shared prefixes the client does not know: None.
+        let mut acc = Accumulator::new(10, None);
+        acc.add(&sample(5.0, &[10.0], 20.0, Some(1)));
+        assert_eq!(acc.finish(1.0).reusable_prompt_share, None);
     }
 
     #[test]

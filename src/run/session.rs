@@ -91,7 +91,15 @@ pub async fn run(
     };
     let mut measure_t0 = Instant::now();
     let mut last_progress = Instant::now();
-    let mut acc = client::Accumulator::new(w.input_tokens, w.slo.as_ref());
+    // Shared prefixes: the client knows which prompt tokens repeat, so the summary says the
+    // hit rate the workload allows (the `prefix_cache_evicted` verdict's yardstick).
+    let prefixes = w.shared_prefix.as_ref().map(|sp| client::SharedPrefixes {
+        groups: sp.groups,
+        prefix_tokens: sp.prefix_tokens,
+        warmups: w.warmup_requests,
+    });
+    let mut acc =
+        client::Accumulator::new(w.input_tokens, w.slo.as_ref()).with_shared_prefixes(prefixes);
     let mut died: Option<String> = None;
     let mut interrupted_at: Option<Instant> = None;
     // The watcher is needed both inside the driver's event callback and in the poll loop
