@@ -733,5 +733,9 @@ workload:
     // The counters' window starts at the first scrape, after the first misses: higher, not equal.
     let from_counters = num(hicache, "metrics_cache_hit_rate");
     assert!(from_counters > 0.6, "{from_counters}");
+    // And its column: the share the host tier served; none where /metrics was off.
+    let host_share = num(hicache, "metrics_host_hit_rate");
+    assert!(host_share > 0.5, "{host_share}");
+    assert_eq!(radix["metrics_host_hit_rate"], "");
     assert_no_leftovers(&tag);
 }

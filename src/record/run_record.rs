@@ -581,6 +581,7 @@ pub fn trailing() -> Vec<Column> {
         Column { name: "kv_cache_gb", better: Better::Neither, doc: "KV cache size, K + V (GB; vLLM: its `GiB for KV cache` / `Available KV cache memory` line)", get: |r| f(server(r, |s| s.kv_cache_gb)) },
         Column { name: "cache_hit_rate", better: Better::Neither, doc: "Prefix-cache hit rate in the window: Σ `#cached-token` / Σ (`#new-token` + `#cached-token`) over Prefill lines (vLLM: the window's last `Prefix cache hit rate`, vLLM's rolling rate)", get: |r| f(server(r, |s| s.cached_token_share)) },
         Column { name: "metrics_cache_hit_rate", better: Better::Neither, doc: "Same from `/metrics`: Δ `sglang:cached_tokens_total` / Δ `sglang:prompt_tokens_total` over the window (vLLM: Δ `vllm:prefix_cache_hits_total` / Δ `vllm:prefix_cache_queries_total`)", get: |r| f(r.metrics.as_ref().and_then(|m| m.cache_hit_rate)) },
+        Column { name: "metrics_host_hit_rate", better: Better::Neither, doc: "Of the prompt tokens, the share HiCache's host tier served: Δ `sglang:prefill_effective_tokens_total{mode=\"host_hit\"}` / Δ its sum over every mode, over the window (the log's `#cached-token` counts device and host hits together); empty without the series", get: |r| f(r.metrics.as_ref().and_then(|m| m.host_hit_rate)) },
         Column { name: "retractions", better: Better::Lower, doc: "KV-pool-full retraction events in the window (vLLM: `Preemptions`, requests preempted)", get: |r| u(r.server.as_ref().filter(|s| !s.retractions_not_logged).map(|s| s.retractions)) },
         Column { name: "time_to_ready_s", better: Better::Lower, doc: "Launch → ready line and HTTP answer (s)", get: |r| f(r.time_to_ready_s) },
         Column { name: "verdict", better: Better::Neither, doc: "What limited the run: `kv_cache_bound`, `retraction_churn`, `cuda_graph_limited`, `queue_with_spare_kv`, `prefix_cache_evicted`, `client_bound`, `compute_bound`, `unknown`", get: |r| r.verdict.as_ref().map(|v| v.kind.as_str().to_string()).unwrap_or_default() },
@@ -888,6 +889,7 @@ mod tests {
                 token_usage_max: Some(0.9924),
                 retractions: Some(9025.0),
                 cache_hit_rate: Some(0.4375),
+                host_hit_rate: Some(0.1875),
             }),
             effective: Some(crate::observe::effective::EffectiveArgs {
                 id: Some("id-of-effective".into()),
@@ -981,6 +983,7 @@ mod tests {
             ("kv_cache_gb", "7.5"),
             ("cache_hit_rate", "0.3125"),
             ("metrics_cache_hit_rate", "0.4375"),
+            ("metrics_host_hit_rate", "0.1875"),
             ("retractions", "5"),
             ("time_to_ready_s", "42.25"),
             ("verdict", "queue_with_spare_kv"),
