@@ -201,7 +201,9 @@ impl Surface for OldSurface {
         }
         let fp8 = p[DTYPE] > 0;
         let hicache_gb = f(HICACHE);
-        let pool = ((f(MFS) - 0.70) * 1.2e6 * if fp8 { 2.0 } else { 1.0 }) + hicache_gb * 1500.0;
+        // HiCache's host tier holds evicted prefixes, not running requests (SGLang's pool,
+        // `max_total_num_tokens`, does not change with it): no pool, only its small cost.
+        let pool = (f(MFS) - 0.70) * 1.2e6 * if fp8 { 2.0 } else { 1.0 };
         let cap = pool / self.tokens_per_request;
         let admit = [1.2, 1.1, 1.0, 0.85][p[SC]];
         let want = self.offered.min(f(MRR));
@@ -287,7 +289,11 @@ fn hard_knobs() -> Vec<Knob> {
             floats(&[0.80, 0.82, 0.84, 0.86, 0.88, 0.90, 0.92, 0.94]),
         ),
         knob("kv_cache_dtype", strs(&["auto", "fp8_e5m2", "fp8_e4m3"])),
-        knob("hicache_size", ints(&[0, 16, 32, 48])),
+        // A second pool knob in GB. It was `hicache_size` until issue 43: HiCache adds no pool
+        // (its host tier holds evicted prefixes), so the tune no longer reads it as KV. The
+        // surface is kept as it was, and with it the TPE figures measured on it; its pool knob
+        // is named as one that does size the pool (vLLM's `kv_cache_memory_bytes`).
+        knob("kv_cache_memory_bytes", ints(&[0, 16, 32, 48])),
         knob("max_running_requests", ints(&[16, 32, 48, 64, 96, 128])),
         knob("cuda_graph_max_bs", ints(&[16, 32, 64, 128])),
         knob("page_size", ints(&[1, 16, 32, 64])),

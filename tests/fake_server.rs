@@ -646,3 +646,96 @@ objective:
         "{whys:?}"
     );
 }
+
+/// Issue 43: the fake models SGLang's prefix cache and HiCache's host tier. Returning prefixes
+/// (16 groups of 256 tokens, a working set of 2 × the 2,048-token pool, sent round robin) are
+/// evicted from the device pool before they come back, so the radix cache alone hits little;
+/// a host tier of 4 × the pool keeps them all, and the hit rate climbs, with the same pool
+/// (`max_total_num_tokens`): the host tier is no room for running requests.
+#[test]
+fn a_host_tier_raises_the_prefix_hit_rate_and_leaves_the_pool_as_it_was() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tag = unique_tag("hicache");
+    let body = r#"configs:
+  - {name: radix, max_total_tokens: 2048}
+  - {name: hicache, max_total_tokens: 2048, hicache_ratio: 4, enable_metrics: true}
+workload:
+  endpoint: completions
+  concurrency: 4
+  requests: 96
+  warmup_requests: 0
+  input_tokens: 32
+  output_tokens: 16
+  vocab_size: 1000
+  shared_prefix: {prefix_tokens: 256, working_set: 2.0}
+"#;
+    let spec_text = spec(&tag, "", body).replace(
+        "    FAKE_SGLANG_SPAWN_CHILD: \"1\"\n",
+        "    FAKE_SGLANG_SPAWN_CHILD: \"1\"\n    FAKE_SGLANG_HICACHE_OK: \"1\"\n",
+    );
+    let spec_path = write_spec(dir.path(), &spec_text);
+    let results = dir.path().join("results");
+    let out = run_sweep(&spec_path, &results);
+    assert_eq!(out.status.code(), Some(0), "{}", text_of(&out));
+    let folder = only_results_folder(&results);
+    let rows = by_name(&read_rows(&folder.join("results.csv")));
+    let (radix, hicache) = (&rows["radix"], &rows["hicache"]);
+    for r in [radix, hicache] {
+        assert_eq!(r["status"], "ok", "{r:?}");
+        assert_eq!(r["max_total_num_tokens"], "2048", "{r:?}");
+        assert!(
+            r["notes"].contains("16 prefixes of 256 tokens"),
+            "{}",
+            r["notes"]
+        );
+    }
+    let (low, high) = (num(radix, "cache_hit_rate"), num(hicache, "cache_hit_rate"));
+    // Each prompt is 256 + 32 tokens: a hit on every prefix is 0.89 of the prompt tokens;
+    // the first pass over the 16 groups misses.
+    assert!(low < 0.2, "the device pool alone thrashes: {low}");
+    assert!(high > 0.6, "the host tier keeps the prefixes: {high}");
+    // The verdict compares with the share the workload repeats (80 of 96 requests return to
+    // a prefix sent before: 80 × 256 ÷ (96 × 288) = 0.74): the pool alone drops them, with a
+    // prefill-heavy load (288 prompt tokens to 16 generated), and names both moves.
+    assert_eq!(radix["verdict"], "prefix_cache_evicted", "{radix:?}");
+    let evidence = &radix["verdict_evidence"];
+    assert!(
+        evidence.contains("where the workload allows 0.74")
+            && evidence.contains("pool max_total_num_tokens 2048"),
+        "{evidence}"
+    );
+    assert_ne!(hicache["verdict"], "prefix_cache_evicted", "{hicache:?}");
+    // The server's log says the host pool it allocated: 4 × 2,048 tokens + 1, as 0.5.23 logs.
+    let log = std::fs::read_to_string(folder.join("runs/hicache/server.log")).expect("server.log");
+    assert!(
+        log.contains("Allocating kv hierarchical KV host pool: 8193 tokens"),
+        "{log}"
+    );
+    // /metrics splits the hits by tier, as 0.5.23 does (the log's #cached-token is both): the
+    // host tier served most of them, and the counters' hit rate is the log's.
+    let scrapes = sgtune::record::metrics::read(&folder.join("runs/hicache/metrics.csv"))
+        .expect("metrics.csv")
+        .expect("scrapes");
+    let last = |mode: &str| -> f64 {
+        let label = format!("mode=\"{mode}\"");
+        scrapes
+            .iter()
+            .flat_map(|s| &s.samples)
+            .filter(|x| {
+                x.name == "sglang:prefill_effective_tokens_total" && x.labels.contains(&label)
+            })
+            .map(|x| x.value)
+            .next_back()
+            .unwrap_or_else(|| panic!("no {mode} series"))
+    };
+    let (host, device) = (last("host_hit"), last("device_hit"));
+    assert!(host > device, "host {host}, device {device}");
+    // The counters' window starts at the first scrape, after the first misses: higher, not equal.
+    let from_counters = num(hicache, "metrics_cache_hit_rate");
+    assert!(from_counters > 0.6, "{from_counters}");
+    // And its column: the share the host tier served; none where /metrics was off.
+    let host_share = num(hicache, "metrics_host_hit_rate");
+    assert!(host_share > 0.5, "{host_share}");
+    assert_eq!(radix["metrics_host_hit_rate"], "");
+    assert_no_leftovers(&tag);
+}

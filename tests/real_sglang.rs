@@ -418,6 +418,27 @@ fn a_working_set_past_the_kv_capacity_lowers_the_cache_hit_rate() {
             .unwrap();
     assert_eq!(ws["basis_tokens"], 1024);
     assert_eq!(ws["groups"], 6);
+    // Issue 43: the client knows the share the workload repeats (30 of 36 requests return to
+    // a prefix: 30 × 256 ÷ (36 × 288) = 0.74), and the pool that keeps every prefix hits it;
+    // the small pool's verdict gives the shortfall, whichever limit it names first (a queue on
+    // a full pool stays KV-bound), with a request's size counting its prefix (288 + 16).
+    assert!(
+        (large - 0.7407).abs() < 0.05,
+        "the large pool hits the reusable share: {large}"
+    );
+    let small_row = rows.iter().find(|r| r["run_name"] == "mtt1024").unwrap();
+    let evidence = &small_row["verdict_evidence"];
+    assert!(
+        ["prefix_cache_evicted", "kv_cache_bound"].contains(&small_row["verdict"].as_str())
+            && evidence.contains("where the workload allows 0.74"),
+        "{small_row:?}"
+    );
+    if small_row["verdict"] == "kv_cache_bound" {
+        assert!(
+            evidence.contains("÷ 304 tokens per request ≈ 3 requests"),
+            "{evidence}"
+        );
+    }
 }
 
 /// A setting SGLang 0.5.23 overrides on CPU: with the torch-native attention backend it

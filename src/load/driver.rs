@@ -254,9 +254,12 @@ fn request_for(
     let prefix = w.shared_prefix.as_ref();
     // groups is ≥ 1 once a working set is sized; max(1) keeps an unsized one from dividing by 0.
     let group = prefix.map(|sp| index % sp.groups.max(1));
-    // The group's first request sends its prefix; every later one can find it cached.
+    // The group's first request sends its prefix; every later one can find it cached. The
+    // warm-up requests (0.., the same groups, after the same flush) come first: a measured
+    // request of a group a warm-up already sent finds it too.
     let reusable = prefix.map(|sp| {
-        if index >= sp.groups.max(1) {
+        let warmed = phase == Phase::Measured && index < w.warmup_requests;
+        if index >= sp.groups.max(1) || warmed {
             sp.prefix_tokens
         } else {
             0
@@ -1023,7 +1026,7 @@ mod tests {
 
     #[test]
     fn a_shared_prefix_is_reusable_after_its_groups_first_request() {
-        let text = "name: t\nserver: {model_path: /m}\nworkload: {concurrency: 1, requests: 4, input_tokens: 8, output_tokens: 2, vocab_size: 100, shared_prefix: {groups: 2, prefix_tokens: 32}}\n";
+        let text = "name: t\nserver: {model_path: /m}\nworkload: {concurrency: 1, requests: 4, warmup_requests: 0, input_tokens: 8, output_tokens: 2, vocab_size: 100, shared_prefix: {groups: 2, prefix_tokens: 32}}\n";
         let w = crate::plan::spec::parse(text, "t").map(|s| s.workload);
         let w = w.unwrap_or_else(|e| panic!("{e}"));
         let target = LoadTarget {
@@ -1037,6 +1040,18 @@ mod tests {
             .collect();
         // Requests 0 and 1 send their groups' prefixes first; 2 and 3 find them sent.
         assert_eq!(reusable, vec![Some(0), Some(0), Some(32), Some(32)]);
+        // One warm-up request sent group 0's prefix before the measured ones (after the same
+        // flush): measured request 0 finds it; group 1's first is still the first. The
+        // warm-up itself is the first of its group.
+        let warm = WorkloadSpec {
+            warmup_requests: 1,
+            ..w.clone()
+        };
+        let reusable: Vec<Option<u64>> = (0..4)
+            .map(|i| request_for(&warm, &target, Phase::Measured, i).2)
+            .collect();
+        assert_eq!(reusable, vec![Some(32), Some(0), Some(32), Some(32)]);
+        assert_eq!(request_for(&warm, &target, Phase::Warmup, 0).2, Some(0));
         let plain = w.clone();
         let plain = WorkloadSpec {
             shared_prefix: None,

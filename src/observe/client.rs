@@ -181,7 +181,8 @@ impl Accumulator {
         }
         s.completed += 1;
         s.output_tokens += r.output_tokens();
-        s.input_tokens += r.prompt_tokens.unwrap_or(self.requested_input);
+        let prompt = r.prompt_tokens.unwrap_or(self.requested_input);
+        s.input_tokens += prompt;
         if r.usage_missing() {
             s.usage_missing += 1;
         }

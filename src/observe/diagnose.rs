@@ -19,6 +19,9 @@ pub enum VerdictKind {
     CudaGraphLimited,
     /// A queue while the KV pool has room: a scheduler-side cap.
     QueueWithSpareKv,
+    /// The prefix cache keeps far fewer prompt tokens than the workload repeats, on a
+    /// prefill-heavy run: the pool drops prefixes that requests come back to.
+    PrefixCacheEvicted,
     /// The server had room but the client did not keep it busy.
     ClientBound,
     /// Every offered request was running, no queue: compute bound, i.e. healthy.
@@ -28,11 +31,12 @@ pub enum VerdictKind {
 }
 
 impl VerdictKind {
-    pub const ALL: [VerdictKind; 7] = [
+    pub const ALL: [VerdictKind; 8] = [
         VerdictKind::KvCacheBound,
         VerdictKind::RetractionChurn,
         VerdictKind::CudaGraphLimited,
         VerdictKind::QueueWithSpareKv,
+        VerdictKind::PrefixCacheEvicted,
         VerdictKind::ClientBound,
         VerdictKind::ComputeBound,
         VerdictKind::Unknown,
@@ -44,6 +48,7 @@ impl VerdictKind {
             VerdictKind::RetractionChurn => "retraction_churn",
             VerdictKind::CudaGraphLimited => "cuda_graph_limited",
             VerdictKind::QueueWithSpareKv => "queue_with_spare_kv",
+            VerdictKind::PrefixCacheEvicted => "prefix_cache_evicted",
             VerdictKind::ClientBound => "client_bound",
             VerdictKind::ComputeBound => "compute_bound",
             VerdictKind::Unknown => "unknown",
@@ -83,6 +88,15 @@ const CHURN_MIN: u64 = 3;
 const GRAPH_OFF: f64 = 0.5;
 /// Client tok/s over server gen tok/s below which the client is the limit.
 const CLIENT_RATIO: f64 = 0.7;
+/// The prefix cache's hit rate counts as "well below" what the workload allows when it is at
+/// most this share of it ...
+const HIT_SHORT_RATIO: f64 = 0.8;
+/// ... and at least this many points (of the prompt tokens) below it: a small shortfall on a
+/// small reusable share is noise, not a pool that drops history.
+const HIT_SHORT_POINTS: f64 = 0.1;
+/// Share of the tokens the server computed (prompt tokens prefilled, not cached, plus output
+/// tokens) that prefill must reach for recomputed prefixes to matter (docs/methodology.md).
+const PREFILL_HEAVY: f64 = 0.5;
 
 /// Diagnose one run. `concurrency` 0 means unknown: the offered concurrency is then estimated
 /// from the log (max over intervals of `#running-req` + `#queue-req`, what a closed-loop
@@ -117,6 +131,9 @@ fn vllm_hint(kind: VerdictKind) -> Option<&'static str> {
         }
         VerdictKind::ComputeBound => {
             "healthy: everything offered runs and the KV cache is not the limit; for more throughput raise the concurrency or the compute (tensor_parallel_size)"
+        }
+        VerdictKind::PrefixCacheEvicted => {
+            "the pool drops prefixes the workload comes back to: a larger pool keeps more of them (gpu_memory_utilization (mem_fraction_static), kv_cache_memory_bytes)"
         }
         _ => return None,
     })
@@ -186,6 +203,7 @@ fn diagnose_sglang_terms(
     // Every limit the launch shows, in the order that names the primary one: a queue on the
     // cap and graphs off at once are two limits (issue 42), and the tune lifts them together.
     let mut found: Vec<Verdict> = Vec::new();
+    let prefix = prefix_cache_evicted(client, s);
     if churn {
         let rate = match (per_min, s.window.seconds) {
             (Some(r), Some(secs)) => format!(" in {secs:.0} s ({r:.1}/min)"),
@@ -197,7 +215,7 @@ fn diagnose_sglang_terms(
                 "{} retractions ({} requests){rate}; token usage max {usage_max:.2}; #running-req max {run_max} of {offered_text}, #queue-req mean {q_mean:.1}{ratio_text}",
                 s.retractions, s.retracted_requests
             ),
-            hint: "the scheduler admits more than the KV pool holds, then retracts: raise schedule_conservativeness (e.g. 1.3) to admit fewer, or add KV capacity (mem_fraction_static, hicache_size, a smaller kv_cache_dtype)".into(),
+            hint: "the scheduler admits more than the KV pool holds, then retracts: raise schedule_conservativeness (e.g. 1.3) to admit fewer, or add KV capacity (mem_fraction_static, a smaller kv_cache_dtype)".into(),
             also: Vec::new(),
         });
     }
@@ -239,8 +257,10 @@ fn diagnose_sglang_terms(
                     s.retractions.to_string()
                 },
                 capacity_arithmetic(s, tokens_per_request, run_max)
-            ),
-            hint: "more KV capacity: raise mem_fraction_static, enable hierarchical cache (hicache_size), a smaller kv_cache_dtype, or lower the concurrency".into(),
+            ) + &if prefix.is_none() { prefix_note(client, s) } else { String::new() },
+            // Not the hierarchical cache: its host tier holds evicted prefixes, never a
+            // running request's KV, so it adds no room for the batch that waits here.
+            hint: "more KV capacity: raise mem_fraction_static (or max_total_tokens), a smaller kv_cache_dtype, or lower the concurrency".into(),
             also: Vec::new(),
         });
     }
@@ -264,6 +284,10 @@ fn diagnose_sglang_terms(
             also: Vec::new(),
         });
     }
+    // After the queues (requests waiting is the first thing to fix, and a larger pool, the
+    // KV-bound move, keeps more prefixes too), before the graphs and the client: on a
+    // prefill-heavy workload the prefixes recomputed are the work the server could skip.
+    found.extend(prefix);
     found.extend(graph_limited(s));
     if let Some(v) = named_with_the_rest(found) {
         return v;
@@ -301,6 +325,105 @@ fn named_with_the_rest(found: Vec<Verdict>) -> Option<Verdict> {
         v.also.push(o.kind);
     }
     Some(v)
+}
+
+/// The prefix cache's figures: the hit rate the workload allows (the client's reusable share
+/// of the prompt tokens), the one the server's Prefill lines report, and the prompt, cached,
+/// newly prefilled and generated tokens behind them. None without the client's reusable share
+/// or without Prefill lines (vLLM's log has no per-batch prompt counts).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct PrefixFigures {
+    reusable_share: f64,
+    cached_share: f64,
+    prompt_tokens: u64,
+    cached_tokens: u64,
+    new_tokens: u64,
+    output_tokens: u64,
+}
+
+impl PrefixFigures {
+    fn of(client: Option<&ClientSummary>, s: &ServerSummary) -> Option<PrefixFigures> {
+        let c = client?;
+        let reusable_share = c
+            .reusable_prompt_share
+            .filter(|r| r.is_finite())?
+            .clamp(0.0, 1.0);
+        let prompt_tokens = s.prefill_new_tokens.saturating_add(s.prefill_cached_tokens);
+        if prompt_tokens == 0 {
+            return None;
+        }
+        Some(PrefixFigures {
+            reusable_share,
+            cached_share: s.prefill_cached_tokens as f64 / prompt_tokens as f64,
+            prompt_tokens,
+            cached_tokens: s.prefill_cached_tokens,
+            new_tokens: s.prefill_new_tokens,
+            output_tokens: c.output_tokens,
+        })
+    }
+
+    /// The reusable prompt tokens: the workload's share of what the server prefilled.
+    fn reusable_tokens(&self) -> u64 {
+        (self.reusable_share * self.prompt_tokens as f64).round() as u64
+    }
+
+    /// Prefill's share of the tokens the server computed (new prompt tokens + output tokens).
+    fn prefill_share(&self) -> f64 {
+        let work = self.new_tokens.saturating_add(self.output_tokens);
+        if work == 0 {
+            0.0
+        } else {
+            self.new_tokens as f64 / work as f64
+        }
+    }
+
+    /// The hit rate is well below what the workload allows: at most 80% of it and at least 10
+    /// points under it.
+    fn short(&self) -> bool {
+        self.cached_share <= HIT_SHORT_RATIO * self.reusable_share
+            && self.reusable_share - self.cached_share >= HIT_SHORT_POINTS
+    }
+
+    fn text(&self, pool: Option<u64>) -> String {
+        let pool = pool
+            .map(|p| format!("; pool max_total_num_tokens {p}"))
+            .unwrap_or_default();
+        format!(
+            "prefix cache hit rate {:.2} where the workload allows {:.2}: {} of {} reusable prompt tokens cached ({} prompt tokens); prefill computed {} new tokens against {} generated ({:.0}% of the tokens){pool}",
+            self.cached_share,
+            self.reusable_share,
+            self.cached_tokens,
+            self.reusable_tokens(),
+            self.prompt_tokens,
+            self.new_tokens,
+            self.output_tokens,
+            self.prefill_share() * 100.0
+        )
+    }
+}
+
+/// `prefix_cache_evicted`: the hit rate well below the workload's while prefill is at least
+/// half the tokens computed (a decode-heavy run loses little to a recomputed prefix).
+fn prefix_cache_evicted(client: Option<&ClientSummary>, s: &ServerSummary) -> Option<Verdict> {
+    let f = PrefixFigures::of(client, s)?;
+    if !(f.short() && f.prefill_share() >= PREFILL_HEAVY) {
+        return None;
+    }
+    Some(Verdict {
+        kind: VerdictKind::PrefixCacheEvicted,
+        evidence: f.text(s.max_total_num_tokens),
+        hint: "the pool drops prefixes the workload comes back to: a larger device pool (mem_fraction_static, max_total_tokens) keeps more of them, or a host tier keeps the evicted ones in RAM at a load cost per token (enable_hierarchical_cache with hicache_ratio or hicache_size; it adds no room for running requests)".into(),
+        also: Vec::new(),
+    })
+}
+
+/// The prefix figures added to another verdict's evidence when the hit rate falls short (a
+/// KV-bound pool that also drops history: its larger pool is both moves).
+fn prefix_note(client: Option<&ClientSummary>, s: &ServerSummary) -> String {
+    PrefixFigures::of(client, s)
+        .filter(PrefixFigures::short)
+        .map(|f| format!("; {}", f.text(None)))
+        .unwrap_or_default()
 }
 
 /// When `#running-req` is pinned at `max_running_requests` (its max at the cap) and the pool
@@ -441,7 +564,7 @@ pub fn failure_direction(kind: FailureKind, message: &str) -> String {
     if m.contains("Try to lower your batch size")
         || m.contains("No space left for only one request")
     {
-        return "the KV pool ran out while serving: more KV capacity (mem_fraction_static, hicache_size, kv_cache_dtype) or a lower max_running_requests".into();
+        return "the KV pool ran out while serving: more KV capacity (mem_fraction_static, kv_cache_dtype) or a lower max_running_requests".into();
     }
     const PLATFORM: [&str; 7] = [
         "requires intel amx",
@@ -609,7 +732,7 @@ mod tests {
     #[test]
     fn verdict_names_are_one_list() {
         let names: Vec<&str> = VerdictKind::ALL.iter().map(|k| k.as_str()).collect();
-        assert_eq!(names.len(), 7);
+        assert_eq!(names.len(), 8);
         // That the results.csv column reference lists them is tested in record, the layer
         // that owns the columns.
         for k in VerdictKind::ALL {
@@ -806,6 +929,171 @@ mod tests {
             v.evidence.contains("room in the pool for 1 more"),
             "{}",
             v.evidence
+        );
+    }
+
+    /// A prefill-heavy run whose Prefill lines cached a quarter of the prompt tokens where the
+    /// workload repeats three quarters of them.
+    fn evicting() -> (ClientSummary, ServerSummary) {
+        let c = ClientSummary {
+            output_tokens: 8_000,
+            reusable_prompt_share: Some(0.75),
+            ..ClientSummary::default()
+        };
+        let s = ServerSummary {
+            prefill_lines: 200,
+            prefill_new_tokens: 60_000,
+            prefill_cached_tokens: 20_000,
+            cached_token_share: Some(0.25),
+            ..server()
+        };
+        (c, s)
+    }
+
+    #[test]
+    fn prefix_cache_evicted_names_the_shares_the_tokens_the_pool_and_both_moves() {
+        let (c, s) = evicting();
+        let v = diagnose(32, 0, Some(&c), Some(&s));
+        assert_eq!(v.kind, VerdictKind::PrefixCacheEvicted, "{}", v.evidence);
+        assert_eq!(
+            v.evidence,
+            "prefix cache hit rate 0.25 where the workload allows 0.75: 20000 of 60000 reusable prompt tokens cached (80000 prompt tokens); prefill computed 60000 new tokens against 8000 generated (88% of the tokens); pool max_total_num_tokens 32768"
+        );
+        for knob in [
+            "mem_fraction_static",
+            "max_total_tokens",
+            "enable_hierarchical_cache",
+            "hicache_ratio",
+            "hicache_size",
+        ] {
+            assert!(v.hint.contains(knob), "{knob}: {}", v.hint);
+        }
+        assert!(
+            v.hint.contains("no room for running requests"),
+            "{}",
+            v.hint
+        );
+        // vLLM's words: its pool's knobs, no SGLang host tier.
+        let vllm = ServerSummary {
+            engine: crate::plan::engine::Engine::Vllm,
+            ..s.clone()
+        };
+        let v = diagnose(32, 0, Some(&c), Some(&vllm));
+        assert_eq!(v.kind, VerdictKind::PrefixCacheEvicted);
+        assert!(v.hint.contains("gpu_memory_utilization") && !v.hint.contains("hicache"));
+    }
+
+    #[test]
+    fn prefix_cache_evicted_needs_the_workloads_share_a_real_shortfall_and_prefill_work() {
+        let (c, s) = evicting();
+        let kind = |c: &ClientSummary, s: &ServerSummary| diagnose(32, 0, Some(c), Some(s)).kind;
+        // Without the workload's share (every workload but sessions): never.
+        let unknown = ClientSummary {
+            reusable_prompt_share: None,
+            ..c.clone()
+        };
+        assert_eq!(kind(&unknown, &s), VerdictKind::ComputeBound);
+        assert_eq!(
+            diagnose(32, 0, None, Some(&s)).kind,
+            VerdictKind::ComputeBound
+        );
+        // Without Prefill counts (vLLM's log, or none in the window): never.
+        let no_prefill = ServerSummary {
+            prefill_new_tokens: 0,
+            prefill_cached_tokens: 0,
+            ..s.clone()
+        };
+        assert_eq!(kind(&c, &no_prefill), VerdictKind::ComputeBound);
+        // Decode-heavy: 60,000 new prompt tokens against 61,000 generated is under half.
+        let decode = ClientSummary {
+            output_tokens: 61_000,
+            ..c.clone()
+        };
+        assert_eq!(kind(&decode, &s), VerdictKind::ComputeBound);
+        let half = ClientSummary {
+            output_tokens: 60_000,
+            ..c.clone()
+        };
+        assert_eq!(kind(&half, &s), VerdictKind::PrefixCacheEvicted);
+        // The hit rate at 80% of the allowed share or more is no shortfall (0.6 of 0.75 is
+        // exactly 80%: still short; 0.61 is not).
+        let at = |cached: u64| ServerSummary {
+            prefill_new_tokens: 80_000 - cached,
+            prefill_cached_tokens: cached,
+            ..s.clone()
+        };
+        assert_eq!(kind(&c, &at(48_000)), VerdictKind::PrefixCacheEvicted);
+        assert_eq!(kind(&c, &at(48_800)), VerdictKind::ComputeBound);
+        // A small reusable share: under 10 points short is noise, even with nothing cached.
+        let small = |r: f64| ClientSummary {
+            reusable_prompt_share: Some(r),
+            ..c.clone()
+        };
+        assert_eq!(kind(&small(0.09), &at(0)), VerdictKind::ComputeBound);
+        assert_eq!(kind(&small(0.1), &at(0)), VerdictKind::PrefixCacheEvicted);
+        // A share out of range is clamped, not trusted past 1; NaN is no share.
+        assert_eq!(kind(&small(f64::NAN), &s), VerdictKind::ComputeBound);
+        assert_eq!(kind(&small(7.0), &s), VerdictKind::PrefixCacheEvicted);
+    }
+
+    #[test]
+    fn a_queue_on_a_full_pool_stays_kv_bound_and_says_the_prefixes_fall_short() {
+        let (c, s) = evicting();
+        let full = ServerSummary {
+            running_req_max: Some(6),
+            running_req_mean: Some(5.9),
+            queue_req_mean: Some(18.8),
+            queue_req_max: Some(26),
+            queue_nonzero_share: Some(0.93),
+            token_usage_max: Some(0.93),
+            max_total_num_tokens: Some(2048),
+            ..s
+        };
+        let v = diagnose(32, 0, Some(&c), Some(&full));
+        assert_eq!(v.kind, VerdictKind::KvCacheBound);
+        // Prefill-heavy: the prefixes dropped are a limit of their own, named beside it.
+        assert_eq!(v.also, vec![VerdictKind::PrefixCacheEvicted]);
+        assert!(
+            v.evidence
+                .contains("; also prefix_cache_evicted: prefix cache hit rate 0.25 where the workload allows 0.75: 20000 of 60000 reusable prompt tokens cached (80000 prompt tokens); prefill computed 60000 new tokens against 8000 generated (88% of the tokens)"),
+            "{}",
+            v.evidence
+        );
+        // Short of the share but not prefill-heavy: no limit of its own, the figures follow
+        // the KV verdict's.
+        let light = ClientSummary {
+            output_tokens: 200_000,
+            ..c.clone()
+        };
+        let v = diagnose(32, 0, Some(&light), Some(&full));
+        assert!(v.also.is_empty(), "{:?}", v.also);
+        assert!(
+            v.evidence
+                .contains("; prefix cache hit rate 0.25 where the workload allows 0.75"),
+            "{}",
+            v.evidence
+        );
+        // Its hint asks for room for the batch, which the host tier does not give.
+        assert!(!v.hint.contains("hicache"), "{}", v.hint);
+        // Without a shortfall, nothing is added.
+        let fine = ServerSummary {
+            prefill_new_tokens: 22_000,
+            prefill_cached_tokens: 58_000,
+            ..full.clone()
+        };
+        assert!(
+            !diagnose(32, 0, Some(&c), Some(&fine))
+                .evidence
+                .contains("prefix")
+        );
+        // A queue with room in the pool: the scheduler's cap comes first too.
+        let spare = ServerSummary {
+            token_usage_max: Some(0.4),
+            ..full
+        };
+        assert_eq!(
+            diagnose(32, 0, Some(&c), Some(&spare)).kind,
+            VerdictKind::QueueWithSpareKv
         );
     }
 

@@ -152,7 +152,17 @@ pub struct MetricsSummary {
     pub retractions: Option<f64>,
     /// Prefix-cache hit rate in the window: Δ hits / Δ base (`Series::cache_hits`).
     pub cache_hit_rate: Option<f64>,
+    /// The share of the prefilled prompt tokens that HiCache's host tier served: Δ
+    /// `host_hit` / Δ all modes of [`PREFILL_BY_TIER`] (SGLang 0.5.23 splits hits by tier only
+    /// there; the log's `#cached-token` counts device and host hits together). None where
+    /// the series is not exported (older SGLang, vLLM) or nothing was prefilled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_hit_rate: Option<f64>,
 }
+
+/// SGLang's prefill tokens by where they came from: `mode` is `input` (computed),
+/// `device_hit`, `host_hit` (HiCache's host tier) or `storage_hit` (its L3).
+pub const PREFILL_BY_TIER: &str = "sglang:prefill_effective_tokens_total";
 
 pub fn summarize(scrapes: &[Scrape]) -> MetricsSummary {
     let mut m = MetricsSummary {
@@ -184,6 +194,12 @@ pub fn summarize(scrapes: &[Scrape]) -> MetricsSummary {
     m.prompt_tput_from_counter = rate(delta(names.prompt));
     if let (Some(c), Some(p)) = (delta(names.cache_hits), delta(names.cache_base)) {
         m.cache_hit_rate = (p > 0.0).then(|| (c / p).clamp(0.0, 1.0));
+    }
+    if let (Some(h), Some(all)) = (
+        delta_where(PREFILL_BY_TIER, "mode=\"host_hit\""),
+        delta(PREFILL_BY_TIER),
+    ) {
+        m.host_hit_rate = (all > 0.0).then(|| (h / all).clamp(0.0, 1.0));
     }
     // Gauges: the scrapes inside the window (the last one is taken just after it ends).
     let inside = if scrapes.len() > 1 {
@@ -272,6 +288,31 @@ python_gc_objects_collected_total{generation="0"} 123.0
 sglang_prompt_tokens_total 64 1700000000
 garbage line
 "#;
+
+    #[test]
+    fn the_host_tiers_share_is_its_delta_over_every_modes() {
+        // SGLang 0.5.23's prefill tokens by tier, two scrapes: 600 computed, 100 from the
+        // device, 300 from the host in the window; host share 300 / 1000.
+        let tiers = |input: f64, device: f64, host: f64| {
+            format!(
+                "sglang:prefill_effective_tokens_total{{model_name=\"m\",mode=\"input\"}} {input}\nsglang:prefill_effective_tokens_total{{model_name=\"m\",mode=\"device_hit\"}} {device}\nsglang:prefill_effective_tokens_total{{model_name=\"m\",mode=\"host_hit\"}} {host}\nsglang:prefill_effective_tokens_total{{model_name=\"m\",mode=\"storage_hit\"}} 0\n"
+            )
+        };
+        let at = |t_s: f64, text: String| Scrape {
+            t_s,
+            samples: parse(&text),
+        };
+        let m = summarize(&[
+            at(0.0, tiers(50.0, 10.0, 0.0)),
+            at(5.0, tiers(650.0, 110.0, 300.0)),
+        ]);
+        assert_eq!(m.host_hit_rate, Some(0.3));
+        // Nothing prefilled in the window, or no such series: no figure.
+        let idle = summarize(&[at(0.0, tiers(1.0, 0.0, 0.0)), at(5.0, tiers(1.0, 0.0, 0.0))]);
+        assert_eq!(idle.host_hit_rate, None);
+        let none = summarize(&[at(0.0, "sglang:num_running_reqs 1\n".into())]);
+        assert_eq!(none.host_hit_rate, None);
+    }
 
     #[test]
     fn parses_sglang_series_only() {

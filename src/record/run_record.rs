@@ -615,9 +615,10 @@ pub fn trailing() -> Vec<Column> {
         Column { name: "cache_hit_rate", better: Better::Neither, doc: "Prefix-cache hit rate in the window: Σ `#cached-token` / Σ (`#new-token` + `#cached-token`) over Prefill lines (vLLM: the window's last `Prefix cache hit rate`, vLLM's rolling rate)", get: |r| f(server(r, |s| s.cached_token_share)) },
         Column { name: "prefix_reusable_share", better: Better::Neither, doc: "The prefix-cache hit rate the workload allows, beside the server's `cache_hit_rate`: Σ reusable ÷ Σ prompt tokens (server `usage`) of the successful requests, the reusable part of a prompt being what an earlier request already sent: a session's history (`sessions:`), the shared system prompt, a `shared_prefix` group's prefix after the group's first request. sgtune built the prompts, so it knows this exactly; a server hit rate well below it is history the cache dropped (empty: single synthetic or dataset prompts)", get: |r| f(r.client.as_ref().and_then(|c| c.reusable_prompt_share)) },
         Column { name: "metrics_cache_hit_rate", better: Better::Neither, doc: "Same from `/metrics`: Δ `sglang:cached_tokens_total` / Δ `sglang:prompt_tokens_total` over the window (vLLM: Δ `vllm:prefix_cache_hits_total` / Δ `vllm:prefix_cache_queries_total`)", get: |r| f(r.metrics.as_ref().and_then(|m| m.cache_hit_rate)) },
+        Column { name: "metrics_host_hit_rate", better: Better::Neither, doc: "Of the prompt tokens, the share HiCache's host tier served: Δ `sglang:prefill_effective_tokens_total{mode=\"host_hit\"}` / Δ its sum over every mode, over the window (the log's `#cached-token` counts device and host hits together); empty without the series", get: |r| f(r.metrics.as_ref().and_then(|m| m.host_hit_rate)) },
         Column { name: "retractions", better: Better::Lower, doc: "KV-pool-full retraction events in the window (vLLM: `Preemptions`, requests preempted)", get: |r| u(r.server.as_ref().filter(|s| !s.retractions_not_logged).map(|s| s.retractions)) },
         Column { name: "time_to_ready_s", better: Better::Lower, doc: "Launch → ready line and HTTP answer (s)", get: |r| f(r.time_to_ready_s) },
-        Column { name: "verdict", better: Better::Neither, doc: "What limited the run: `kv_cache_bound`, `retraction_churn`, `cuda_graph_limited`, `queue_with_spare_kv`, `client_bound`, `compute_bound`, `unknown`", get: |r| r.verdict.as_ref().map(|v| v.kind.as_str().to_string()).unwrap_or_default() },
+        Column { name: "verdict", better: Better::Neither, doc: "What limited the run: `kv_cache_bound`, `retraction_churn`, `cuda_graph_limited`, `queue_with_spare_kv`, `prefix_cache_evicted`, `client_bound`, `compute_bound`, `unknown`", get: |r| r.verdict.as_ref().map(|v| v.kind.as_str().to_string()).unwrap_or_default() },
         Column { name: "verdict_evidence", better: Better::Neither, doc: "The numbers behind the verdict (and behind each of `verdict_also`)", get: |r| r.verdict.as_ref().map(|v| v.evidence.clone()).unwrap_or_default() },
         Column { name: "verdict_also", better: Better::Neither, doc: "The other limits the same launch showed, `+`-joined verdict names (`kv_cache_bound+cuda_graph_limited`): lifting only the verdict's would unmask them", get: |r| r.verdict.as_ref().map(|v| v.also.iter().map(|k| k.as_str()).collect::<Vec<_>>().join("+")).unwrap_or_default() },
         Column {
@@ -949,6 +950,7 @@ mod tests {
                 token_usage_max: Some(0.9924),
                 retractions: Some(9025.0),
                 cache_hit_rate: Some(0.4375),
+                host_hit_rate: Some(0.1875),
             }),
             effective: Some(crate::observe::effective::EffectiveArgs {
                 id: Some("id-of-effective".into()),
@@ -1046,6 +1048,7 @@ mod tests {
             ("cache_hit_rate", "0.3125"),
             ("prefix_reusable_share", "0.8125"),
             ("metrics_cache_hit_rate", "0.4375"),
+            ("metrics_host_hit_rate", "0.1875"),
             ("retractions", "5"),
             ("time_to_ready_s", "42.25"),
             ("verdict", "queue_with_spare_kv"),

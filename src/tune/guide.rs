@@ -590,6 +590,9 @@ fn rule_moves(space: &Space, st: &State, base: &Observation, compose: bool) -> O
         let near = evidence_of(base).is_some_and(|e| {
             matches!((e.running_mean, e.offered), (Some(r), Some(o)) if o > 0.0 && r >= 0.9 * o)
         });
+        // (Not for prefixes: every request runs when the pool evicts them, and the shortfall
+        // there is the hit rate's, not the batch's.)
+        let near = near && verdict != VerdictKind::PrefixCacheEvicted;
         let long = mv.long && !(near && rules::KV_KNOBS.contains(&mv.key));
         let mut order = step::order(st, k, len, from, mv.dir, long);
         // A move the evidence sizes goes first to the smallest value that covers the size.
@@ -610,8 +613,13 @@ fn rule_moves(space: &Space, st: &State, base: &Observation, compose: bool) -> O
             }
             if let Some(n) = propose(space, st, base, k, to, mv.what) {
                 // Only a lift composes: a move down lifts no limit, and a churning pool wants
-                // fewer admissions, not the caps lifted behind more KV.
-                let lifts = mv.dir == Dir::Up && verdict != VerdictKind::RetractionChurn;
+                // fewer admissions, not the caps lifted behind more KV; a pool that keeps
+                // more prefixes lifts no limit on the batch either.
+                let lifts = mv.dir == Dir::Up
+                    && !matches!(
+                        verdict,
+                        VerdictKind::RetractionChurn | VerdictKind::PrefixCacheEvicted
+                    );
                 return Some(if compose && lifts {
                     composed(space, st, base, n)
                 } else {
@@ -978,6 +986,48 @@ mod tests {
     }
 
     #[test]
+    fn an_evicted_prefix_cache_grows_the_pool_then_the_host_tier_in_long_moves() {
+        let sp = space();
+        // Every offered request runs (the batch is not short): the moves stay long.
+        let evicted = |point: Point| {
+            let mut o = measured(point, 100.0, VerdictKind::PrefixCacheEvicted);
+            if let Outcome::Measured { evidence, .. } = &mut o.outcome {
+                evidence.running_mean = Some(32.0);
+                evidence.queue_mean = Some(0.0);
+                evidence.kv_usage_max = Some(0.5);
+            }
+            o
+        };
+        let p = one(next(&sp, &[evicted(sp.start.clone())], 5));
+        assert_eq!(p.point, with(&sp.start, MFS, 4), "{}", p.why);
+        assert!(
+            p.why
+                .contains("→ a larger pool for prefixes: mem_fraction_static 0.82 → 0.88"),
+            "{}",
+            p.why
+        );
+        // The memory fraction at its top: the host tier, half way (0 → 32 GB).
+        let mut sp = sp;
+        let top = with(&sp.start, MFS, 7);
+        sp.start = top.clone();
+        let p = one(next(&sp, &[evicted(top.clone())], 5));
+        assert_eq!(p.point, with(&top, HICACHE, 2), "{}", p.why);
+        assert!(
+            p.why
+                .contains("→ a host tier for evicted prefixes: hicache_size 0 → 32"),
+            "{}",
+            p.why
+        );
+        // A KV-bound launch at the same point asks for the dtype, not the host tier.
+        let p = one(next(
+            &sp,
+            &[measured(top.clone(), 100.0, VerdictKind::KvCacheBound)],
+            5,
+        ));
+        assert_eq!(p.point, with(&top, DTYPE, 1), "{}", p.why);
+    }
+
+    #[test]
     fn an_oom_is_a_cliff_the_search_never_crosses() {
         let sp = space();
         let s = sp.start.clone();
@@ -993,11 +1043,16 @@ mod tests {
         let p = one(next(&sp, &seen, 5));
         assert_eq!(p.point, with(&s, MFS, 3));
         seen.push(measured(p.point, 120.0, VerdictKind::KvCacheBound));
-        // No memory fraction left under the cliff: the next KV knob, the hierarchical cache.
+        // No memory fraction left under the cliff: the next KV knob, the dtype's next entry;
+        // not the hierarchical cache, whose host tier holds prefixes, not the running batch.
         let p = one(next(&sp, &seen, 5));
         assert_eq!(p.point[MFS], 3);
-        assert_ne!(p.point[HICACHE], 0);
-        assert!(p.why.contains("hicache_size 0 → "), "{}", p.why);
+        assert_eq!(p.point[HICACHE], 0);
+        assert!(
+            p.why.contains("kv_cache_dtype auto → fp8_e5m2"),
+            "{}",
+            p.why
+        );
         // Nothing over the cliff, ever, from any base.
         for _ in 0..30 {
             match next(&sp, &seen, 30) {
@@ -1207,9 +1262,10 @@ mod tests {
             evidence.kv_usage_max = Some(0.95);
         }
         // The leader's own moves: chunked prefill is not in this space, conservativeness is
-        // skipped with a full pool, so the tie's moves come next.
+        // skipped with a full pool, so the tie's moves come next (the memory fraction at its
+        // top, the dtype's next entry; the host tier is no KV for the batch).
         let p = one(next(&sp, &seen, 5));
-        assert_eq!(p.point, with(&with(&s, MRR, 4), HICACHE, 2), "{}", p.why);
+        assert_eq!(p.point, with(&with(&s, MRR, 4), DTYPE, 1), "{}", p.why);
         assert!(
             p.why.starts_with("mfs0.94_kv-auto_hicache0_mrr256"),
             "{}",
@@ -1403,7 +1459,7 @@ mod tests {
         // Within √2 × 2% (cv 1%), but beyond 2%: a tie, followed.
         let tie = measured(with(&s, HICACHE, 1), 97.5, VerdictKind::KvCacheBound);
         let p = one(next(&sp, &[lead.clone(), tie], 5));
-        assert_eq!(p.point, with(&s, HICACHE, 3), "{}", p.why);
+        assert_eq!(p.point, with(&with(&s, HICACHE, 1), DTYPE, 1), "{}", p.why);
         // Far below: not a tie.
         let far = measured(with(&s, HICACHE, 1), 50.0, VerdictKind::KvCacheBound);
         let p = one(next(&sp, &[lead.clone(), far], 5));

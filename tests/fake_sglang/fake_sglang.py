@@ -9,6 +9,20 @@ It prints the real startup/Prefill/Decode/shutdown log lines to stderr (with the
 (keep-alive, chunked SSE), and simulates a KV pool: a request reserves
 prompt_tokens + max_tokens at admission and waits in a FIFO queue until that fits.
 
+It also simulates SGLang's prefix (radix) cache, so `#cached-token` on Prefill lines is real:
+prompts are cut into blocks of 16 tokens (token ids; text: 64 characters, the fake's 4
+characters a token), each block keyed by its whole prefix, and a request's cached tokens are
+its leading blocks found in the cache. The device tier holds what the pool has room for beside
+the running requests' outputs (prompts live in the tree, outputs are private), least recently
+used first out, tails before heads as a radix tree evicts leaves. `--disable-radix-cache`
+turns it off, /flush_cache empties it. With `--enable-hierarchical-cache` (and
+FAKE_SGLANG_HICACHE_OK=1) a host tier of `--hicache-ratio` x the pool's tokens, or
+`--hicache-size` GB, keeps a copy of every block (write-through) in its own LRU; a block found
+there but not on the device is loaded back, costing --fake-hicache-load-token-s per token,
+and counts in `#cached-token` as SGLang counts host hits. The host tier adds no room for
+running requests: `max_total_num_tokens` and admission are the same with it. (Admission still
+reserves the whole prompt, cached or not: pessimistic, and the same as before the cache.)
+
 Environment knobs:
   FAKE_SGLANG_STARTUP_S     startup delay in seconds, spread over the lines (default 0.3)
   FAKE_SGLANG_TOKEN_S       seconds per decode step; every running request gets one token
@@ -39,8 +53,10 @@ Environment knobs:
     http_500, http_503  every POST answers that status with an OpenAI-style error body
     slow_stream         decode steps take 10x longer
     flush_silently      /flush_cache answers 200 but logs no "Cache flushed successfully!"
-  --enable-metrics           GET /metrics serves the sglang:* running/queue/usage gauges and the
-                            generation/prompt token counters in the Prometheus text format
+  --enable-metrics           GET /metrics serves the sglang:* running/queue/usage gauges, the
+                            generation/prompt/cached token counters and the prefill tokens by
+                            tier (`prefill_effective_tokens_total{mode=...}`: input,
+                            device_hit, host_hit, storage_hit) in the Prometheus text format
   --fake-max-mfs-launch X    --mem-fraction-static above X: "Not enough memory" at start-up
   --fake-max-mfs-burst Y     --mem-fraction-static above Y: starts, then dies of a CUDA OOM
                             (traceback, SIGKILL) once 3 requests run at once (the pre-flight's
@@ -61,6 +77,11 @@ Environment knobs:
                             retraction storm)
   --fake-fault NAME          the same faults as a flag, so one sweep can give each
                             configuration its own (`fake_fault: oom_at_start` in a config)
+  --fake-prefill-token-s P  each request's prefill takes P seconds per new (uncached) prompt
+                            token, inside the scheduler (it stalls the decode steps, as a
+                            prefill batch does); default 0: prefill is free
+  --fake-hicache-load-token-s L  loading a host-tier hit back to the device takes L seconds per
+                            token, the same way (default 2e-6)
   --fake-token-s S           FAKE_SGLANG_TOKEN_S as a flag: each configuration its own pace
                             (`fake_token_s: 0.02` in a config), so its throughput is known
   --fake-pace-jitter J       this launch's step is TOKEN_S x (1 + J x U(-1, 1)), unseeded:
@@ -73,9 +94,11 @@ Flag-driven behaviour (as real 0.5.23 on a CPU without AMX):
                                          attention backend" (/server_info keeps
                                          disable_cuda_graph false, as the real one does)
   --kv-cache-dtype fp8_e4m3 / fp8_e5m2   scheduler ValueError traceback, then SIGKILL itself
-  --enable-hierarchical-cache            "Allocating X GB host memory ..." then
-                                         "RuntimeError: Found no NVIDIA driver" + SIGKILL
-                                         (unless FAKE_SGLANG_HICACHE_OK=1)
+  --enable-hierarchical-cache            "Allocating kv hierarchical KV host pool: N tokens, X GB
+                                         host memory." then "RuntimeError: Found no NVIDIA
+                                         driver" + SIGKILL, as 0.5.23 on CPU (docs/cpu-sglang.md);
+                                         with FAKE_SGLANG_HICACHE_OK=1 it runs, the host tier
+                                         as above
 SIGTERM/SIGINT: logs "SIGTERM received ...", /health turns 503, requests (even new ones, as
 in the real server) are still served; exits 0 once none is in flight.
 """
@@ -176,6 +199,8 @@ def build_parser():
     a("--fake-derail", type=float, default=0.0)
     a("--fake-near-tie", type=float, default=0.0)
     a("--fake-fault", default=None, help="test knob: a FAKE_SGLANG_FAULT value for this run")
+    a("--fake-prefill-token-s", type=float, default=0.0)
+    a("--fake-hicache-load-token-s", type=float, default=2e-6)
     a("--fake-token-s", type=float, default=None,
       help="test knob: FAKE_SGLANG_TOKEN_S for this run (each configuration its own pace)")
     a("--fake-pace-jitter", type=float, default=0.0,
@@ -200,6 +225,84 @@ def read_model_config(path):
         return {}
 
 
+# ----------------------------------------------------------------------------- prefix cache
+BLOCK = 16  # tokens per cache block
+CHARS_PER_TOKEN = 4  # count_text's ratio
+
+
+def block_keys(units, per_block):
+    """Keys of the prompt's whole blocks, each a hash of everything up to its end (a block
+    matches only after the same prefix, as a radix tree matches)."""
+    keys, h = [], hashlib.sha256()
+    for i in range(len(units) // per_block):
+        h.update(repr(units[i * per_block:(i + 1) * per_block]).encode())
+        keys.append(h.copy().digest()[:12])
+    return keys
+
+
+def prompt_units(body, chat):
+    """The prompt as units to cut into blocks, and how many units make a block."""
+    if chat:
+        parts = []
+        for m in body.get("messages") or []:
+            if isinstance(m, dict):
+                c = m.get("content")
+                if isinstance(c, list):
+                    c = " ".join(p.get("text", "") for p in c if isinstance(p, dict))
+                parts.append(f"{m.get('role', '')}\x00{c if isinstance(c, str) else ''}\x01")
+        return "".join(parts), BLOCK * CHARS_PER_TOKEN
+    p = body.get("prompt", "")
+    if isinstance(p, list) and p and all(isinstance(x, int) for x in p):
+        return p, BLOCK
+    if isinstance(p, list) and p and isinstance(p[0], list):
+        return p[0], BLOCK
+    if isinstance(p, list):
+        return "".join(x for x in p if isinstance(x, str)), BLOCK * CHARS_PER_TOKEN
+    return str(p), BLOCK * CHARS_PER_TOKEN
+
+
+class PrefixCache:
+    """The radix cache's device tier and, with HiCache, its host tier (write-through): blocks in
+    LRU order, the least recent first. Callers hold the scheduler's lock."""
+
+    def __init__(self, host_tokens):
+        self.device = collections.OrderedDict()
+        self.host = collections.OrderedDict()
+        self.host_blocks = host_tokens // BLOCK
+
+    def match(self, keys):
+        """(device hits, host hits) in blocks: the leading blocks found, the device first. A
+        host hit is loaded back to the device."""
+        dev = host = 0
+        for k in keys:
+            if k in self.device and host == 0:
+                dev += 1
+            elif k in self.host:
+                host += 1
+            else:
+                break
+        return dev, host
+
+    def insert(self, keys):
+        # The head of a prompt is touched last, so it leaves last: leaves go first.
+        for k in reversed(keys):
+            self.device[k] = None
+            self.device.move_to_end(k)
+            if self.host_blocks:
+                self.host[k] = None
+                self.host.move_to_end(k)
+        while len(self.host) > self.host_blocks:
+            self.host.popitem(last=False)
+
+    def fit(self, room_tokens):
+        while self.device and len(self.device) * BLOCK > max(room_tokens, 0):
+            self.device.popitem(last=False)
+
+    def flush(self):
+        self.device.clear()
+        self.host.clear()
+
+
 # ----------------------------------------------------------------------------- scheduler
 class Scheduler:
     """Global KV-pool / FIFO queue. Every running request gets one token per decode step."""
@@ -216,10 +319,15 @@ class Scheduler:
         self.last_decode_log = self.last_prefill_log = time.monotonic()
         self.last_gen_throughput = 0.0
         self.gen_total = self.prompt_total = 0  # Prometheus counters (--enable-metrics)
+        self.cached_total = 0
+        self.host_hit_total = 0  # of cached_total, loaded from the host tier
+        self.out_reserved = 0  # the running requests' output tokens: the rest holds the tree
+        self.cache = None  # a PrefixCache, unless --disable-radix-cache
         threading.Thread(target=self._loop, daemon=True, name="decode").start()
 
-    def admit(self, prompt, need):
-        """Reserve `need` tokens (FIFO, waiting for room); return the current step."""
+    def admit(self, prompt, need, keys=()):
+        """Reserve `need` tokens (FIFO, waiting for room); return the current step. `keys`: the
+        prompt's cache blocks."""
         with self.lock:
             ticket = object()
             self.queue.append(ticket)
@@ -241,11 +349,27 @@ class Scheduler:
                 kill_child()
                 die_sigkill()
             self.used += need
+            self.out_reserved += need - prompt
             self.prompt_total += prompt
+            cached = loaded = 0
+            if self.cache is not None:
+                dev, host = self.cache.match(keys)
+                # SGLang computes at least the prompt's last token.
+                cached = min((dev + host) * BLOCK, max(prompt - 1, 0))
+                loaded = max(0, min(host * BLOCK, cached - dev * BLOCK))
+                self.cache.insert(keys)
+                self.cache.fit(self.total - self.out_reserved)
+            self.cached_total += cached
+            self.host_hit_total += loaded
+            new = prompt - cached
+            cost = new * a.fake_prefill_token_s + loaded * a.fake_hicache_load_token_s
+            if cost > 0:
+                # Under the lock: a prefill batch holds the decode steps back.
+                time.sleep(cost)
             now = time.monotonic()
-            thr = prompt / max(now - self.last_prefill_log, 1e-3)
+            thr = new / max(now - self.last_prefill_log, 1e-3)
             self.last_prefill_log = now
-            info(f"Prefill batch, #new-seq: 1, #new-token: {prompt}, #cached-token: 0, "
+            info(f"Prefill batch, #new-seq: 1, #new-token: {new}, #cached-token: {cached}, "
                  f"token usage: {self.used / self.total:.2f}, #running-req: {before}, "
                  f"#queue-req: {len(self.queue)}, #pending-token: 0, {self.graph}: False, "
                  f"input throughput (token/s): {thr:.2f}", sched=True)
@@ -253,11 +377,17 @@ class Scheduler:
             self.step_cv.notify_all()   # wake the decode loop
             return self.step
 
-    def release(self, need):
+    def release(self, need, prompt=0):
         with self.lock:
             self.running -= 1
             self.used -= need
+            self.out_reserved -= need - prompt
             self.admit_cv.notify_all()
+
+    def flush(self):
+        with self.lock:
+            if self.cache is not None:
+                self.cache.flush()
 
     def next_token(self, last_step):
         """Block until the decode step after `last_step`; return the new step number."""
@@ -456,7 +586,16 @@ class Handler(BaseHTTPRequestHandler):
                     f"sglang:generation_tokens_total{labels} {float(sc.gen_total)}",
                     "# TYPE sglang:prompt_tokens_total counter",
                     f"sglang:prompt_tokens_total{labels} {float(sc.prompt_total)}",
+                    "# TYPE sglang:cached_tokens_total counter",
+                    f"sglang:cached_tokens_total{labels} {float(sc.cached_total)}",
                 ]
+                # 0.5.23 splits the hits by tier only here (the log's #cached-token is both).
+                eff = labels[:-1]
+                lines += ["# TYPE sglang:prefill_effective_tokens_total counter"] + [
+                    f'sglang:prefill_effective_tokens_total{eff},mode="{mode}"}} {float(v)}'
+                    for mode, v in (("input", sc.prompt_total - sc.cached_total),
+                                    ("device_hit", sc.cached_total - sc.host_hit_total),
+                                    ("host_hit", sc.host_hit_total), ("storage_hit", 0))]
             body = ("\n".join(lines) + "\n").encode()
             self.send_response(200)
             self.send_header("Content-Type", "text/plain; version=0.0.4")
@@ -507,6 +646,7 @@ class Handler(BaseHTTPRequestHandler):
                     f"#queue-req: {queued}, #running-req: {running}", sched=True)
                 return self._send(400, raw=b"Flush cache failed.\n", ctype="text/plain")
             if FAULT != "flush_silently":
+                sched.flush()
                 log("Cache flushed successfully!", sched=True)
                 prompt_log("flush")
             return self._send(200, raw=b"Cache flushed.\n", ctype="text/plain")
@@ -540,14 +680,15 @@ class Handler(BaseHTTPRequestHandler):
                 f"reduce the number of tokens in the input messages or the completion to fit "
                 f"within the limit."), "BadRequestError")
         need = prompt + n
-        step = S.sched.admit(prompt, need)
+        keys = block_keys(*prompt_units(body, chat)) if S.sched.cache is not None else ()
+        step = S.sched.admit(prompt, need, keys)
         try:
             if body.get("stream"):
                 ok = self._stream(body, chat, prompt, n, step)
             else:
                 ok = self._whole(chat, prompt, n, step, body)
         finally:
-            S.sched.release(need)
+            S.sched.release(need, prompt)
         if ok:
             with S.lock:
                 S.completed += 1
@@ -848,10 +989,15 @@ def main():
         startup_fail_sigkill(
             ['  File "sglang/srt/layers/attention/intel_amx_backend.py", line 41, in __init__',
              "    raise ValueError("], err)
+    host_tokens = 0
     if args.enable_hierarchical_cache:
-        host_gb = (args.hicache_size if args.hicache_size > 0
-                   else S.total * kv_bytes_per_token() * args.hicache_ratio / 1e9)
-        log(f"Allocating {host_gb:.2f} GB host memory for hierarchical KV cache.", sched=True)
+        # 0.5.23: --hicache-size (GB) overrides --hicache-ratio (x the device pool).
+        if args.hicache_size > 0:
+            host_tokens = int(args.hicache_size * 1e9 // kv_bytes_per_token())
+        else:
+            host_tokens = int(S.total * args.hicache_ratio) + 1
+        log(f"Allocating kv hierarchical KV host pool: {host_tokens} tokens, "
+            f"{host_tokens * kv_bytes_per_token() / 1e9:.2f} GB host memory.", sched=True)
         if os.environ.get("FAKE_SGLANG_HICACHE_OK") != "1":
             startup_fail_sigkill(
                 ['  File "sglang/srt/mem_cache/memory_pool_host.py", line 118, in __init__',
@@ -875,6 +1021,8 @@ def main():
         args.fake_retractions_above is None
         or (mfs is not None and mfs > args.fake_retractions_above + 1e-9)) else 0
     S.sched = Scheduler(S.total, S.max_running, args.decode_log_interval, graph, retractions)
+    if not args.disable_radix_cache:
+        S.sched.cache = PrefixCache(host_tokens)
     try:
         httpd = Server((args.host, args.port), Handler)
     except OSError as e:

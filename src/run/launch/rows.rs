@@ -143,9 +143,12 @@ pub(super) fn record_of(
         }
     };
     let client = &l.session.client;
+    // A request holds its shared prefix too (the capacity arithmetic once read 1,024 tokens ÷
+    // 48 per request ≈ 21 where 304-token requests ran 3 at a time).
+    let prefix = w.shared_prefix.as_ref().map_or(0, |sp| sp.prefix_tokens);
     record.verdict = Some(diagnose::diagnose(
         l.m.point.concurrency,
-        w.input_tokens + w.output_tokens,
+        w.input_tokens + w.output_tokens + prefix,
         Some(client),
         Some(&server),
     ));

@@ -470,7 +470,7 @@ mod tests {
     use crate::plan::flags::ParamValue;
 
     const MFS: usize = 0;
-    const HICACHE: usize = 1;
+    const MTT: usize = 1;
     const MRR: usize = 2;
     const CGBS: usize = 3;
 
@@ -489,7 +489,8 @@ mod tests {
                         .map(|&x| ParamValue::Float(x))
                         .collect(),
                 ),
-                k("hicache_size", ints(&[0, 16, 32, 48])),
+                // A second KV knob: the token cap on the pool (the hierarchical cache is none).
+                k("max_total_tokens", ints(&[4096, 8192, 16384, 32768])),
                 k("max_running_requests", ints(&[16, 32, 48, 64, 96, 128])),
                 k("cuda_graph_max_bs", ints(&[16, 32, 64, 128])),
             ],
@@ -538,7 +539,7 @@ mod tests {
         if p[MFS] >= 6 {
             return Observation::once(p.clone(), Outcome::Failed { kind: "oom".into() });
         }
-        let kv = 8.0 * (p[MFS] as f64) + 10.0 * p[HICACHE] as f64;
+        let kv = 8.0 * (p[MFS] as f64) + 10.0 * p[MTT] as f64;
         let cap = [16.0, 32.0, 48.0, 64.0, 96.0, 128.0][p[MRR]];
         let running = kv.min(cap).clamp(1.0, 64.0);
         let graphs = [16.0, 32.0, 64.0, 128.0][p[CGBS]] >= running;
@@ -554,7 +555,7 @@ mod tests {
         let eligible = running >= 60.0 && graphs;
         measured(
             p.clone(),
-            running * if graphs { 10.0 } else { 7.0 } - p[HICACHE] as f64,
+            running * if graphs { 10.0 } else { 7.0 } - p[MTT] as f64,
             eligible,
             evidence(verdict, running, (running / kv.max(1.0)).min(1.0)),
         )
@@ -643,12 +644,12 @@ mod tests {
                 // The one-slot move, composed (issue 42): the memory fraction half way,
                 // 0.82 → 0.88, with the cap (32) and the graphs (16) to the offered 64.
                 vec![4, 0, 3, 2],
-                // And the hierarchical cache half way too.
+                // And the token cap half way too.
                 vec![4, 2, 3, 2],
                 // Should 0.88 fail: half way below it, 0.84, composed as the one-slot tune
                 // would launch it.
                 vec![2, 0, 3, 2],
-                // The hierarchical cache alone, lifted.
+                // The token cap alone, lifted.
                 vec![1, 2, 3, 2],
             ]
         );
@@ -681,7 +682,7 @@ mod tests {
         assert_eq!(
             b[3..].to_vec(),
             vec![
-                // The hierarchical cache half way (0 → 32), with the cap and the graphs...
+                // The token cap half way (4096 → 16384), with the cap and the graphs...
                 vec![1, 2, 3, 2],
                 // ...then alone.
                 vec![1, 2, 1, 0],
@@ -714,7 +715,7 @@ mod tests {
             evidence(VerdictKind::KvCacheBound, 20.0, 0.98),
         )];
         let b = points(next_batch(&sp, &seen, 10, 8));
-        // The memory fraction and the hierarchical cache half way at once, the dtype auto.
+        // The memory fraction and the token cap half way at once, the dtype auto.
         assert_eq!(b[1], vec![4, 0, 2, 3, 2], "{b:?}");
         // The dtype is tried on its own, as one slot would.
         assert!(b.contains(&vec![1, 1, 0, 3, 2]), "{b:?}");
@@ -779,7 +780,7 @@ mod tests {
         assert_eq!(q, vec![(MRR, 2, true)]);
         let kv = first_moves(&sp, &st, &o, &rules::moves(VerdictKind::KvCacheBound, None));
         // The dtype is a short move: one value, not long.
-        assert_eq!(kv, vec![(MFS, 4, true), (HICACHE, 2, true), (4, 1, false)]);
+        assert_eq!(kv, vec![(MFS, 4, true), (4, 1, false), (MTT, 2, true)]);
         let churn = first_moves(
             &sp,
             &st,
@@ -802,11 +803,11 @@ mod tests {
             evidence(VerdictKind::KvCacheBound, 20.0, 0.98),
         );
         if let Outcome::Measured { not_in_effect, .. } = &mut o.outcome {
-            *not_in_effect = vec!["hicache_size".into(), "cuda_graph_max_bs".into()];
+            *not_in_effect = vec!["max_total_tokens".into(), "cuda_graph_max_bs".into()];
         }
         let b = points(next_batch(&sp, &[o], 10, 8));
         assert!(b.len() >= 3, "{b:?}");
-        assert!(b.iter().all(|p| p[HICACHE] == 0 && p[CGBS] == 0), "{b:?}");
+        assert!(b.iter().all(|p| p[MTT] == 0 && p[CGBS] == 0), "{b:?}");
         // The running cap still goes to the offered load.
         assert!(b.contains(&vec![4, 0, 3, 0]), "{b:?}");
     }
@@ -822,8 +823,8 @@ mod tests {
         );
         let st = State::read(&sp, std::slice::from_ref(&start));
         let lift = Lift::read(&sp, &st, &start);
-        // The cap (16) to 48, the graphs (16) to 64; the hierarchical cache is no cap, though
-        // 48 GB is a number above 40; a KV-bound base wants no extra KV move.
+        // The cap (16) to 48, the graphs (16) to 64; the token cap is no running cap, though
+        // its values are numbers above 40; a KV-bound base wants no extra KV move.
         assert_eq!(lift.caps, vec![(MRR, 2), (CGBS, 2)]);
         assert!(!lift.kv_short);
         // Graphs of 64 failed to start: the lift stops short of the cliff, no lift there.

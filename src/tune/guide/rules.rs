@@ -39,19 +39,26 @@ pub enum Target {
     Running,
 }
 
-/// The KV capacity knobs, in the order the rules try them: the memory fraction first (no
-/// quality risk, no speed cost until the cliff), then the hierarchical cache, then a smaller KV
-/// dtype (gated by the quality guard: a value that fails it is banned), then the token cap,
-/// then vLLM's own sizes of the pool (its `gpu_memory_utilization` is the memory fraction).
-pub const KV_KNOBS: [&str; 7] = [
+/// The KV capacity knobs: those that size the device pool a running request's KV lives in
+/// (`max_total_num_tokens`), in the order the rules try them: the memory fraction first (no
+/// quality risk, no speed cost until the cliff), then a smaller KV dtype (gated by the quality
+/// guard: a value that fails it is banned), then the token cap, then vLLM's own sizes of the
+/// pool (its `gpu_memory_utilization` is the memory fraction). Not the hierarchical cache: see
+/// [`HICACHE_KNOBS`].
+pub const KV_KNOBS: [&str; 5] = [
     "mem_fraction_static",
-    "hicache_size",
-    "hicache_ratio",
     "kv_cache_dtype",
     "max_total_tokens",
     "kv_cache_memory_bytes",
     "num_gpu_blocks_override",
 ];
+
+/// The prefix cache's host tier (SGLang's HiCache): host memory that keeps the prefixes the
+/// device pool evicts, loaded back when a request returns to one. It adds no room for running
+/// requests (the pool's size, `max_total_num_tokens`, does not change with it; `model::kv_effect`
+/// learns the same of any knob from the launches), so no verdict about the running batch asks
+/// for it: only `prefix_cache_evicted` does.
+pub const HICACHE_KNOBS: [&str; 2] = ["hicache_size", "hicache_ratio"];
 
 fn more_kv() -> Vec<Move> {
     KV_KNOBS
@@ -65,6 +72,34 @@ fn more_kv() -> Vec<Move> {
             target: None,
         })
         .collect()
+}
+
+/// A pool that drops reusable prefixes: a larger device pool first (no load cost, and room for
+/// the batch too), then the host tier, then the pool's other sizes. Not a smaller KV dtype:
+/// its quality risk is not worth a hit rate, and the evidence names pool size and host tier.
+fn keep_prefixes() -> Vec<Move> {
+    let up = |key, what| Move {
+        key,
+        dir: Dir::Up,
+        long: true,
+        what,
+        target: None,
+    };
+    let mut v = vec![up("mem_fraction_static", "a larger pool for prefixes")];
+    v.extend(
+        HICACHE_KNOBS
+            .iter()
+            .map(|&k| up(k, "a host tier for evicted prefixes")),
+    );
+    v.extend(
+        [
+            "max_total_tokens",
+            "kv_cache_memory_bytes",
+            "num_gpu_blocks_override",
+        ]
+        .map(|k| up(k, "a larger pool for prefixes")),
+    );
+    v
 }
 
 /// KV usage at or above which the pool counts as full: admitting more cannot help then.
@@ -125,6 +160,7 @@ pub fn moves(verdict: VerdictKind, kv_usage: Option<f64>) -> Vec<Move> {
             }));
             v
         }
+        VerdictKind::PrefixCacheEvicted => keep_prefixes(),
         VerdictKind::CudaGraphLimited => vec![sized(
             m("cuda_graph_max_bs", Dir::Up, true, "capture larger batches"),
             Target::Running,
@@ -145,9 +181,12 @@ pub fn against(verdict: Option<VerdictKind>, kv_usage: Option<f64>, key: &str, d
 }
 
 /// Whether the generic search leaves knob `key` alone under `verdict`: once compute bound,
-/// more KV capacity buys nothing, so only the knobs that trade latency for throughput remain.
+/// more KV capacity buys nothing, nor does a host tier for prefixes (compute bound is only
+/// called when the prefix cache is not found short), so only the knobs that trade latency for
+/// throughput remain.
 pub fn generic_skips(verdict: Option<VerdictKind>, key: &str) -> bool {
-    verdict == Some(VerdictKind::ComputeBound) && KV_KNOBS.contains(&key)
+    verdict == Some(VerdictKind::ComputeBound)
+        && (KV_KNOBS.contains(&key) || HICACHE_KNOBS.contains(&key))
 }
 
 #[cfg(test)]
@@ -163,6 +202,57 @@ mod tests {
                 .all(|m| m.dir == Dir::Up && KV_KNOBS.contains(&m.key))
         );
         assert!(!v.iter().find(|m| m.key == "kv_cache_dtype").unwrap().long);
+    }
+
+    #[test]
+    fn the_host_tier_is_a_prefix_knob_never_more_kv_for_the_batch() {
+        assert!(KV_KNOBS.iter().all(|k| !HICACHE_KNOBS.contains(k)));
+        for v in [VerdictKind::KvCacheBound, VerdictKind::RetractionChurn] {
+            let m = moves(v, None);
+            assert!(
+                m.iter().all(|m| !HICACHE_KNOBS.contains(&m.key)),
+                "{v:?}: {m:?}"
+            );
+        }
+        // So a KV-bound launch does not hold a smaller host tier against it either.
+        let kv = Some(VerdictKind::KvCacheBound);
+        assert!(!against(kv, None, "hicache_size", Dir::Down));
+        // Compute bound: neither capacity nor a host tier is searched.
+        let cb = Some(VerdictKind::ComputeBound);
+        assert!(generic_skips(cb, "hicache_size") && generic_skips(cb, "hicache_ratio"));
+        assert!(!generic_skips(
+            Some(VerdictKind::PrefixCacheEvicted),
+            "hicache_size"
+        ));
+    }
+
+    #[test]
+    fn an_evicted_prefix_cache_asks_for_a_larger_pool_then_the_host_tier() {
+        let v = moves(VerdictKind::PrefixCacheEvicted, Some(0.5));
+        let keys: Vec<&str> = v.iter().map(|m| m.key).collect();
+        assert_eq!(
+            keys,
+            [
+                "mem_fraction_static",
+                "hicache_size",
+                "hicache_ratio",
+                "max_total_tokens",
+                "kv_cache_memory_bytes",
+                "num_gpu_blocks_override"
+            ]
+        );
+        // All up, long (a pool's range is wide), unsized; no dtype (a quality risk for a hit
+        // rate); the step log says what each is for.
+        assert!(
+            v.iter()
+                .all(|m| m.dir == Dir::Up && m.long && m.target.is_none())
+        );
+        assert_eq!(v[1].what, "a host tier for evicted prefixes");
+        assert_eq!(v[0].what, "a larger pool for prefixes");
+        let e = Some(VerdictKind::PrefixCacheEvicted);
+        assert!(against(e, None, "hicache_ratio", Dir::Down));
+        assert!(against(e, None, "mem_fraction_static", Dir::Down));
+        assert!(!against(e, None, "kv_cache_dtype", Dir::Down));
     }
 
     #[test]

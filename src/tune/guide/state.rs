@@ -120,8 +120,10 @@ pub fn blamed(space: &Space, seen: &[Observation], i: usize) -> Option<(usize, u
     let order: Vec<&str> = if quality {
         vec!["kv_cache_dtype"]
     } else {
+        // The host tier's knobs are memory too (host RAM): blamed after the pool's.
         super::rules::KV_KNOBS
             .iter()
+            .chain(super::rules::HICACHE_KNOBS.iter())
             .copied()
             .chain(["cuda_graph_max_bs", "max_running_requests"])
             .collect()
