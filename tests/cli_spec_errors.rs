@@ -911,6 +911,13 @@ fn validate_prints_a_traces_shape_and_a_mooncake_traces_reusable_share() {
             ),
             "records in the trace: 4 over 0.5 s (unscaled), 9 input + 2 output tokens per record on average; reusable share 48.6% of the prompt tokens (18 of 37:",
         ),
+        (
+            format!(
+                "workload:\n  endpoint: completions\n  concurrency: 4\n  requests: 4\n  vocab_size: 100\n  sessions: {{from_trace: {}, format: mooncake, block_tokens: 4}}\n",
+                fixtures.join("mooncake.jsonl").display()
+            ),
+            "at concurrency 4, 4 requests after 2 warmup, input and output lengths from the trace, seed 1",
+        ),
     ] {
         std::fs::write(&spec, spec_with_marker(&marker, &body)).expect("write");
         let out = run(sgtune().arg("validate").arg(&spec).current_dir(dir.path()));

@@ -15,15 +15,29 @@ pub fn lines(s: &SweepSpec, plan: &RunPlan) -> Vec<String> {
         (None, Some(d)) => format!("{d} s"),
         _ => String::new(),
     };
+    // A trace's records and turns carry their own lengths: the spec's are placeholders.
+    let from_trace = w
+        .sessions
+        .as_ref()
+        .and_then(|ss| ss.source.trace_path())
+        .is_some();
+    let lengths = match &w.sessions {
+        Some(ss) if matches!(ss.source, crate::plan::spec::SessionSource::Mooncake { .. }) => {
+            "input and output lengths from the trace".to_string()
+        }
+        _ if from_trace => format!("the trace's messages, {} output tokens", w.output_tokens),
+        _ => format!(
+            "{} input / {} output tokens",
+            w.input_tokens, w.output_tokens
+        ),
+    };
     out(&format!(
-        "plan {}: {} run(s); workload {} at concurrency {}, {amount} after {} warmup, {} input / {} output tokens, seed {}",
+        "plan {}: {} run(s); workload {} at concurrency {}, {amount} after {} warmup, {lengths}, seed {}",
         plan.sweep_name,
         plan.runs.len(),
         w.endpoint.path(),
         w.concurrency,
         w.warmup_requests,
-        w.input_tokens,
-        w.output_tokens,
         w.seed
     ));
     if let Some(ss) = &w.sessions {

@@ -84,7 +84,7 @@ pub(super) struct RawSessions {
     from_dataset: bool,
     /// A trace file (`format:` says which kind).
     #[serde(default)]
-    from_trace: Option<Expanded>,
+    pub(super) from_trace: Option<Expanded>,
     #[serde(default)]
     format: Option<String>,
     #[serde(default)]

@@ -299,9 +299,11 @@ impl TryFrom<RawWorkload> for WorkloadSpec {
                     ));
                 }
                 if had_input {
-                    return Err(at_sessions(
-                        "workload.sessions: the user messages' length is `sessions.user_tokens`: drop `input_tokens`",
-                    ));
+                    return Err(at_sessions(if raw.from_trace.is_some() {
+                        "workload.sessions: a trace's prompts are its own: drop `input_tokens`"
+                    } else {
+                        "workload.sessions: the user messages' length is `sessions.user_tokens`: drop `input_tokens`"
+                    }));
                 }
                 let cx = TraceContext {
                     has_dataset: r.dataset.is_some(),
@@ -538,6 +540,10 @@ mod tests {
             (
                 "  endpoint: chat\n  output_tokens: 9\n  sessions: {turns: 2, user_tokens: 5, format: agentic}\n",
                 "add `from_trace: FILE`",
+            ),
+            (
+                "  endpoint: chat\n  input_tokens: 9\n  output_tokens: 9\n  sessions: {from_trace: a.json, format: agentic}\n",
+                "a trace's prompts are its own: drop `input_tokens`",
             ),
             (
                 "  endpoint: chat\n  output_tokens: 9\n  sessions: {from_trace: a.json, format: agentic, turns: 2}\n",
