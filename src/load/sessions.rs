@@ -372,6 +372,48 @@ mod tests {
     }
 
     #[test]
+    fn an_agentic_trace_conversation_sends_each_rounds_new_messages_after_the_history() {
+        let text = "name: t\nserver: {model_path: /m}\nworkload:\n  endpoint: chat\n  concurrency: 1\n  requests: 4\n  output_tokens: 8\n  sessions: {from_trace: a.json, format: agentic}\n";
+        let w = parse(text, "t.yaml").map(|s| s.workload).expect("valid");
+        let d = vec![DatasetPrompt::Agentic(vec![
+            vec![
+                json!({"role": "system", "content": "s"}),
+                json!({"role": "user", "content": "q"}),
+            ],
+            vec![json!({"role": "tool", "content": "out", "tool_call_id": "c"})],
+        ])];
+        let mut c = conversation(&w, 0, Some(&d), 0, 0).expect("sessions");
+        assert_eq!(c.turns(), 2);
+        let t0 = c.next_turn(true).expect("turn 0");
+        // A conversation's own system prompt is new to the server: nothing reusable yet.
+        assert_eq!((t0.reusable, t0.last), (Some(0), false));
+        let Prompt::Messages(m0) = &t0.prompt else {
+            panic!("messages")
+        };
+        assert_eq!(m0.as_array().map(Vec::len), Some(2));
+        c.record_reply("the reply", Some(6), Some(2));
+        let t1 = c.next_turn(true).expect("turn 1");
+        let Prompt::Messages(m1) = &t1.prompt else {
+            panic!("messages")
+        };
+        let roles: Vec<&str> = m1
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|x| x["role"].as_str())
+            .collect();
+        assert_eq!(roles, ["system", "user", "assistant", "tool"]);
+        assert_eq!(m1[2]["content"], "the reply");
+        assert_eq!(m1[3]["tool_call_id"], "c", "the file's message as it is");
+        assert_eq!(t1.reusable, Some(8), "the prompt and the reply, as counted");
+        assert!(t1.last);
+        // A mooncake trace has no conversations: its records are single requests.
+        let text = "name: t\nserver: {model_path: /m}\nworkload:\n  endpoint: completions\n  concurrency: 1\n  requests: 4\n  sessions: {from_trace: m.jsonl, format: mooncake}\n";
+        let w = parse(text, "t.yaml").map(|s| s.workload).expect("valid");
+        assert!(conversation(&w, 10, Some(&d), 0, 0).is_none());
+    }
+
+    #[test]
     fn a_dataset_session_replays_its_user_turns() {
         let text = "name: t\nserver: {model_path: /m}\nworkload:\n  endpoint: chat\n  concurrency: 1\n  requests: 4\n  output_tokens: 8\n  dataset: d.jsonl\n  sessions: {from_dataset: true}\n";
         let w = parse(text, "t.yaml").map(|s| s.workload).expect("valid");
