@@ -773,7 +773,7 @@ fn a_mooncake_trace_is_replayed_at_its_times_with_shared_blocks() {
         let (due, sent) = (num(r, "scheduled_s"), num(r, "send_s"));
         assert!((due - want).abs() < 1e-3, "due {due}, want {want}: {r:?}");
         assert!(
-            sent >= due - 1e-3 && sent < due + 0.15,
+            sent >= due - 1e-3 && sent < due + 0.4,
             "sent at {sent}, due {due}: {r:?}"
         );
     }
