@@ -270,7 +270,7 @@ pub fn dataset_sessions_line(d: &[crate::load::dataset::DatasetPrompt]) -> Optio
 
 /// An agentic trace's shape: conversations, turns, the messages by role and their words
 /// (tokens need the model's tokenizer, and the replies are the server's: the share is counted
-/// per run), and the largest `prompt_tokens` the trace recorded, where it did.
+/// per run).
 fn agentic_line(d: &[crate::load::dataset::DatasetPrompt]) -> Option<String> {
     use crate::load::dataset::DatasetPrompt;
     use std::collections::BTreeMap;
