@@ -818,3 +818,112 @@ fn validate_counts_a_datasets_conversations() {
     );
     assert!(!marker.exists());
 }
+
+/// `sessions: {from_trace: ...}` (issue 43): a bad trace is refused before anything is
+/// launched, the message naming the file, the record or conversation, the field and the fix.
+#[test]
+fn a_bad_trace_is_refused_naming_the_record_and_the_fix() {
+    let data = tempfile::tempdir().expect("tempdir");
+    let agentic = "workload:\n  endpoint: chat\n  concurrency: 1\n  requests: 2\n  output_tokens: 8\n  sessions: {from_trace: TRACE, format: agentic}\n";
+    let mooncake = "workload:\n  endpoint: completions\n  concurrency: 1\n  requests: 2\n  vocab_size: 100\n  sessions: {from_trace: TRACE, format: mooncake, block_tokens: 4}\n";
+    let rec = |ts: u64, input: u64, ids: &str| {
+        format!(
+            "{{\"timestamp\": {ts}, \"input_length\": {input}, \"output_length\": 2, \"hash_ids\": {ids}}}\n"
+        )
+    };
+    for (body, file, want) in [
+        (
+            agentic,
+            r#"{"conversations": [[{"messages": [{"role": "user", "content": "q"}]}], []]}"#.to_string(),
+            "conversation 2 is an empty conversation",
+        ),
+        (
+            agentic,
+            r#"{"conversations": [[{"messages": [{"role": "user", "content": "q"}]}, {"messages": []}]]}"#.to_string(),
+            "conversation 1, turn 2 has no `messages`",
+        ),
+        (
+            agentic,
+            r#"{"conversations": [[{"messages": [{"role": "user", "content": 7}]}]]}"#.to_string(),
+            "turn 1, message 1 has no `content`",
+        ),
+        (mooncake, format!("{}{{\"timestamp\": 3,\n", rec(0, 4, "[1]")), ":2: record 2: not a JSON object"),
+        (
+            mooncake,
+            "{\"timestamp\": 0, \"input_length\": 4, \"hash_ids\": [1]}\n".to_string(),
+            ":1: record 1 has no `output_length`",
+        ),
+        (
+            mooncake,
+            format!("{}{}", rec(500, 4, "[1]"), rec(200, 4, "[1]")),
+            ":2: record 2: `timestamp` 200 is earlier than line 1's 500: the records must be in time order",
+        ),
+        (
+            mooncake,
+            rec(0, 5, "[1, 2, 3]"),
+            ":1: record 1: `input_length` 5 is shorter than its 3 hash blocks imply",
+        ),
+    ] {
+        let path = data.path().join("trace");
+        std::fs::write(&path, file).expect("write trace");
+        let body = body.replace("TRACE", &path.display().to_string());
+        check_rejected_at(&body, " ", want);
+    }
+}
+
+#[test]
+fn a_mooncake_record_past_the_context_is_refused_before_launch() {
+    let data = tempfile::tempdir().expect("tempdir");
+    let path = data.path().join("m.jsonl");
+    std::fs::write(
+        &path,
+        "{\"timestamp\": 0, \"input_length\": 60, \"output_length\": 10, \"hash_ids\": [1]}\n{\"timestamp\": 5, \"input_length\": 90, \"output_length\": 20, \"hash_ids\": [1, 2]}\n",
+    )
+    .expect("write trace");
+    check_rejected_at(
+        &format!(
+            "  args:\n    context_length: 100\nworkload:\n  endpoint: completions\n  concurrency: 1\n  requests: 2\n  vocab_size: 100\n  sessions: {{from_trace: {}, format: mooncake, block_tokens: 64}}\n",
+            path.display()
+        ),
+        "12:3:",
+        "record 2 needs 110 tokens",
+    );
+}
+
+#[test]
+fn validate_prints_a_traces_shape_and_a_mooncake_traces_reusable_share() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let marker = dir.path().join("launched");
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/traces");
+    let spec = dir.path().join("ok.yaml");
+    for (body, want) in [
+        (
+            format!(
+                "workload:\n  endpoint: chat\n  concurrency: 1\n  requests: 5\n  output_tokens: 8\n  sessions: {{from_trace: {}, format: agentic}}\n",
+                fixtures.join("agentic.json").display()
+            ),
+            "sessions in the trace: 2 conversations, 2 to 3 turns (mean 2.5); new messages 1 system, 2 tool, 3 user; 5 words of new messages per turn on average;",
+        ),
+        (
+            format!(
+                "workload:\n  endpoint: completions\n  concurrency: 4\n  requests: 4\n  vocab_size: 100\n  sessions: {{from_trace: {}, format: mooncake, block_tokens: 4, slowdown: 2}}\n",
+                fixtures.join("mooncake.jsonl").display()
+            ),
+            "records in the trace: 4 over 0.5 s (unscaled), 9 input + 2 output tokens per record on average; reusable share 48.6% of the prompt tokens (18 of 37:",
+        ),
+        (
+            format!(
+                "workload:\n  endpoint: completions\n  concurrency: 4\n  requests: 4\n  vocab_size: 100\n  sessions: {{from_trace: {}, format: mooncake, block_tokens: 4}}\n",
+                fixtures.join("mooncake.jsonl").display()
+            ),
+            "at concurrency 4, 4 requests after 2 warmup, input and output lengths from the trace, seed 1",
+        ),
+    ] {
+        std::fs::write(&spec, spec_with_marker(&marker, &body)).expect("write");
+        let out = run(sgtune().arg("validate").arg(&spec).current_dir(dir.path()));
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let plan = text(&out.stdout);
+        assert!(plan.contains(want), "{plan}");
+    }
+    assert!(!marker.exists());
+}

@@ -739,3 +739,37 @@ workload:
     assert_eq!(radix["metrics_host_hit_rate"], "");
     assert_no_leftovers(&tag);
 }
+
+/// A sweep over a mooncake trace (issue 43): the trace is read before launch and replayed
+/// after a warmup in blocks of its own, and results.csv's `prefix_reusable_share` is the
+/// trace's, exactly (`validate` prints the same 18 of 37 for this file).
+#[test]
+fn a_mooncake_trace_sweep_records_the_traces_exact_reusable_share() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tag = unique_tag("mooncake");
+    let trace = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/traces/mooncake.jsonl");
+    let body = format!(
+        "workload:\n  endpoint: completions\n  concurrency: 4\n  requests: 4\n  warmup_requests: 1\n  vocab_size: 1000\n  sessions: {{from_trace: {}, format: mooncake, block_tokens: 4, slowdown: 0.5}}\n",
+        trace.display()
+    );
+    let spec_path = write_spec(dir.path(), &spec(&tag, "", &body));
+    let results = dir.path().join("results");
+    let out = run_sweep(&spec_path, &results);
+    assert_eq!(out.status.code(), Some(0), "{}", text_of(&out));
+    let folder = only_results_folder(&results);
+    let reqs = read_rows(&folder.join("runs/default/requests.csv"));
+    let measured: Vec<_> = reqs.iter().filter(|r| r["phase"] == "measured").collect();
+    let mut prompts: Vec<f64> = measured.iter().map(|r| num(r, "prompt_tokens")).collect();
+    prompts.sort_by(f64::total_cmp);
+    assert_eq!(
+        prompts,
+        [6.0, 9.0, 10.0, 12.0],
+        "each record's input_length"
+    );
+    let row = &read_rows(&folder.join("results.csv"))[0];
+    assert_eq!(num(row, "requests_completed"), 4.0);
+    let share = num(row, "prefix_reusable_share");
+    assert!((share - 18.0 / 37.0).abs() < 1e-3, "{share}: {row:?}");
+    assert_no_leftovers(&tag);
+}

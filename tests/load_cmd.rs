@@ -633,3 +633,163 @@ fn open_loop_sessions_arrive_at_the_rate_and_keep_their_turns_in_order() {
         assert_eq!(got, want, "session {k}");
     }
 }
+
+/// The example traces under tests/fixtures/traces/.
+fn trace_fixture(name: &str) -> String {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/traces")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+/// `sessions: {from_trace: F, format: agentic}`: bench_serving's agentic-trace shape replayed
+/// round by round; the second round is the first round's messages, the server's own reply,
+/// then the round's new (tool) message, kept as the file has it.
+#[test]
+fn an_agentic_traces_second_round_carries_the_servers_first_reply() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("prompts.log");
+    let log_s = log.display().to_string();
+    let (_fake, port) = start_fake_env(
+        0.002,
+        &[
+            ("FAKE_SGLANG_PROMPT_LOG", log_s.as_str()),
+            ("FAKE_SGLANG_PROMPT_FULL", "1"),
+        ],
+    );
+    let trace = trace_fixture("agentic.json");
+    let out = run(sgtune()
+        .args(["load", "--url", &format!("http://127.0.0.1:{port}")])
+        .args([
+            "-w",
+            "endpoint=chat",
+            "-w",
+            "concurrency=1",
+            "-w",
+            "requests=3",
+        ])
+        .args(["-w", "warmup_requests=0", "-w", "output_tokens=3"])
+        .args([
+            "-w",
+            &format!("sessions={{from_trace: {trace}, format: agentic}}"),
+        ]));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("3 completed, 0 failed"),
+        "{}",
+        text(&out.stdout)
+    );
+    let sent: Vec<serde_json::Value> = std::fs::read_to_string(&log)
+        .expect("prompt log")
+        .lines()
+        .filter_map(|l| l.strip_prefix("prompt-json "))
+        .map(|j| serde_json::from_str(j).expect("json"))
+        .collect();
+    assert_eq!(sent.len(), 3, "{sent:?}");
+    let roles = |v: &serde_json::Value| -> Vec<String> {
+        v.as_array()
+            .expect("messages")
+            .iter()
+            .filter_map(|m| m["role"].as_str().map(String::from))
+            .collect()
+    };
+    assert_eq!(roles(&sent[0]), ["system", "user"]);
+    assert_eq!(roles(&sent[1]), ["system", "user", "assistant", "tool"]);
+    let (first, second) = (
+        sent[0].as_array().expect("messages"),
+        sent[1].as_array().expect("messages"),
+    );
+    assert_eq!(second[..2], first[..], "round 1's messages start round 2");
+    let reply = sent[1][2]["content"].as_str().expect("reply text");
+    assert_eq!(
+        reply.matches(" tok").count(),
+        3,
+        "the server's reply as it streamed it: {reply:?}"
+    );
+    assert_eq!(sent[1][3]["tool_call_id"], "call_1", "{}", sent[1]);
+    assert_eq!(
+        roles(&sent[2]),
+        ["system", "user", "assistant", "tool", "assistant", "user"]
+    );
+    assert_eq!(sent[2][5]["content"], "Now run the whole suite");
+}
+
+/// `sessions: {from_trace: F, format: mooncake}`: each record is sent at its timestamp
+/// (relative to the first, times `slowdown`), and records with equal leading hash ids send
+/// equal leading token blocks; the reusable share is the trace's, exactly.
+#[test]
+fn a_mooncake_trace_is_replayed_at_its_times_with_shared_blocks() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("prompts.log");
+    let log_s = log.display().to_string();
+    let (_fake, port) = start_fake_env(
+        0.002,
+        &[
+            ("FAKE_SGLANG_PROMPT_LOG", log_s.as_str()),
+            ("FAKE_SGLANG_PROMPT_FULL", "1"),
+        ],
+    );
+    let trace = trace_fixture("mooncake.jsonl");
+    let out_dir = dir.path().join("out");
+    let out = run(sgtune()
+        .args(["load", "--url", &format!("http://127.0.0.1:{port}")])
+        .args([
+            "-w",
+            "endpoint=completions",
+            "-w",
+            "concurrency=4",
+            "-w",
+            "requests=4",
+        ])
+        .args(["-w", "warmup_requests=0", "-w", "vocab_size=1000"])
+        .args([
+            "-w",
+            &format!(
+                "sessions={{from_trace: {trace}, format: mooncake, block_tokens: 4, slowdown: 2}}"
+            ),
+        ])
+        .arg("--output")
+        .arg(&out_dir));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("4 completed, 0 failed"), "{stdout}");
+    // Reusable: record 2 shares blocks 1 and 2 (8 tokens), record 4 blocks 1 and 2 and the 2
+    // tokens of block 3 record 1 sent: 18 of 37 prompt tokens.
+    assert!(
+        stdout.contains("reusable       48.6% of prompt tokens"),
+        "{stdout}"
+    );
+    let reqs = read_rows(&out_dir.join("requests.csv"));
+    let mut measured: Vec<_> = reqs.iter().filter(|r| r["phase"] == "measured").collect();
+    measured.sort_by_key(|r| r["index"].parse::<u64>().unwrap_or(u64::MAX));
+    assert_eq!(measured.len(), 4, "{reqs:?}");
+    let num = |r: &std::collections::HashMap<String, String>, c: &str| -> f64 {
+        r[c].parse::<f64>()
+            .unwrap_or_else(|_| panic!("{c} in {r:?}"))
+    };
+    // The trace's gaps (0, 100, 250, 500 ms) doubled.
+    for (r, want) in measured.iter().zip([0.0, 0.2, 0.5, 1.0]) {
+        let (due, sent) = (num(r, "scheduled_s"), num(r, "send_s"));
+        assert!((due - want).abs() < 1e-3, "due {due}, want {want}: {r:?}");
+        assert!(
+            sent >= due - 1e-3 && sent < due + 0.4,
+            "sent at {sent}, due {due}: {r:?}"
+        );
+    }
+    let sent: Vec<Vec<u64>> = std::fs::read_to_string(&log)
+        .expect("prompt log")
+        .lines()
+        .filter_map(|l| l.strip_prefix("prompt-json "))
+        .map(|j| serde_json::from_str(j).expect("token ids"))
+        .collect();
+    assert_eq!(
+        sent.iter().map(Vec::len).collect::<Vec<_>>(),
+        [10, 9, 6, 12],
+        "each record's input_length"
+    );
+    assert_eq!(sent[1][..8], sent[0][..8], "hash ids 1, 2: equal blocks");
+    assert_ne!(sent[1][8..9], sent[0][8..9], "hash 4 is not hash 3");
+    assert_eq!(sent[3][..10], sent[0][..], "hash ids 1, 2, 3 again");
+    assert_ne!(sent[2][..4], sent[0][..4], "hash 5 is not hash 1");
+}

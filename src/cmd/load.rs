@@ -89,10 +89,13 @@ pub async fn run(
         Some(d) => Some(Arc::new(d.map_err(CmdError::input)?)),
         None => None,
     };
-    if workload.endpoint == Endpoint::Completions
-        && workload.vocab_size.is_none()
-        && dataset.is_none()
-    {
+    // A mooncake trace's prompts are token ids built here, as synthetic ones are.
+    let built_ids = dataset.is_none()
+        || workload
+            .sessions
+            .as_ref()
+            .is_some_and(|s| matches!(s.source, crate::plan::spec::SessionSource::Mooncake { .. }));
+    if workload.endpoint == Endpoint::Completions && workload.vocab_size.is_none() && built_ids {
         return Err(CmdError::input(
             "completions prompts are token ids: set -w vocab_size=N (the model's vocabulary size), or use -w endpoint=chat",
         ));

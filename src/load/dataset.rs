@@ -22,6 +22,12 @@ pub enum DatasetPrompt {
         system: Option<String>,
         turns: Vec<String>,
     },
+    /// An agentic trace's conversation (`sessions: {from_trace: F, format: agentic}`): per
+    /// turn, its new non-assistant messages as the file has them.
+    Agentic(super::trace::AgenticConversation),
+    /// A mooncake trace's record (`format: mooncake`): sent at its time, its prompt built from
+    /// its hash ids (`load::trace::mooncake_prompt`).
+    Record(super::trace::MooncakeRecord),
 }
 
 impl DatasetPrompt {
@@ -33,6 +39,12 @@ impl DatasetPrompt {
             (DatasetPrompt::Conversation { turns, .. }, _) => {
                 Prompt::Text(turns.first().cloned().unwrap_or_default())
             }
+            (DatasetPrompt::Agentic(turns), _) => {
+                Prompt::Messages(Value::Array(turns.first().cloned().unwrap_or_default()))
+            }
+            // The driver builds a record's token ids itself (it needs the seed and the
+            // phase); this only keeps the match whole.
+            (DatasetPrompt::Record(_), _) => Prompt::TokenIds(Vec::new()),
         }
     }
 }
@@ -171,6 +183,11 @@ pub fn load_conversations(path: &Path) -> Result<Vec<DatasetPrompt>, String> {
 /// The workload's `dataset:`, read the way it uses it: conversations for
 /// `sessions: {from_dataset: true}`, prompts otherwise (None: no dataset).
 pub fn load_for(w: &crate::plan::spec::WorkloadSpec) -> Option<Result<Vec<DatasetPrompt>, String>> {
+    if let Some(source) = w.sessions.as_ref().map(|s| &s.source) {
+        if let Some(path) = source.trace_path() {
+            return Some(load_trace(source, Path::new(path)));
+        }
+    }
     let path = Path::new(w.dataset.as_deref()?);
     let sessions = w
         .sessions
@@ -181,6 +198,24 @@ pub fn load_for(w: &crate::plan::spec::WorkloadSpec) -> Option<Result<Vec<Datase
     } else {
         load(path)
     })
+}
+
+/// A `sessions: {from_trace: ...}` file, read and checked the way its `format` says.
+fn load_trace(
+    source: &crate::plan::spec::SessionSource,
+    path: &Path,
+) -> Result<Vec<DatasetPrompt>, String> {
+    use crate::plan::spec::SessionSource;
+    let origin = format!("workload.sessions.from_trace {}", path.display());
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{origin}: {e}"))?;
+    match source {
+        SessionSource::Mooncake { block_tokens, .. } => {
+            super::trace::parse_mooncake(&text, &origin, *block_tokens)
+                .map(|r| r.into_iter().map(DatasetPrompt::Record).collect())
+        }
+        _ => super::trace::parse_agentic(&text, &origin)
+            .map(|c| c.into_iter().map(DatasetPrompt::Agentic).collect()),
+    }
 }
 
 pub fn load(path: &Path) -> Result<Vec<DatasetPrompt>, String> {

@@ -222,6 +222,18 @@ fn stream_of(phase: Phase) -> u64 {
     }
 }
 
+/// `sessions: {from_trace: F, format: mooncake}`: its block size and slowdown.
+fn mooncake(w: &WorkloadSpec) -> Option<(u64, f64)> {
+    match w.sessions.as_ref().map(|s| &s.source) {
+        Some(crate::plan::spec::SessionSource::Mooncake {
+            block_tokens,
+            slowdown,
+            ..
+        }) => Some((*block_tokens, *slowdown)),
+        _ => None,
+    }
+}
+
 /// Request `index`'s prompt and output length (seeded per request: the same whichever worker
 /// sends it, open or closed loop).
 /// The third value is the prompt's reusable tokens where the workload knows them: a
@@ -249,6 +261,15 @@ fn request_for(
     );
     if let Some(d) = target.dataset.as_ref().filter(|d| !d.is_empty()) {
         let p = &d[(index as usize) % d.len()];
+        if let (super::dataset::DatasetPrompt::Record(r), Some(block)) =
+            (p, mooncake(w).map(|m| m.0))
+        {
+            // A mooncake record: its hash blocks as token ids, its own output length, and the
+            // tokens an earlier record already sent (exact: counted when the trace was read).
+            let ids =
+                super::trace::mooncake_prompt(r, w.seed, stream, block, index, target.vocab_size);
+            return (Prompt::TokenIds(ids), r.output, Some(r.reusable));
+        }
         return (p.to_prompt(w.endpoint), output, None);
     }
     let prefix = w.shared_prefix.as_ref();
@@ -884,6 +905,64 @@ fn spawn_open(
     vec![dispatcher]
 }
 
+/// A mooncake trace's replay: record i is sent at its timestamp (relative to the trace's
+/// first, times `slowdown`) after the window's start, whether or not earlier ones are done (an
+/// open loop: the trace's times are its arrivals). At most `cap` requests in flight: a record
+/// that waits for a slot shows that wait as its scheduling lag. Until the trace ends, `count`
+/// requests or the `deadline`.
+fn spawn_trace(
+    ctx: &Arc<PhaseCtx>,
+    slowdown: f64,
+    cap: u64,
+    count: Option<u64>,
+    deadline: Option<Instant>,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    let ctx = ctx.clone();
+    let dispatcher = tokio::spawn(async move {
+        let slots = Arc::new(tokio::sync::Semaphore::new(cap.max(1) as usize));
+        let times: Vec<f64> = ctx
+            .target
+            .dataset
+            .iter()
+            .flat_map(|d| d.iter())
+            .filter_map(|p| match p {
+                super::dataset::DatasetPrompt::Record(r) => Some(r.at_ms),
+                _ => None,
+            })
+            .collect();
+        let mut tasks = Vec::new();
+        for (index, at_ms) in (0u64..).zip(times) {
+            let at =
+                ctx.window_start + Duration::from_secs_f64((at_ms * slowdown / 1000.0).max(0.0));
+            if count.is_some_and(|c| index >= c)
+                || deadline.is_some_and(|d| at >= d)
+                || ctx.stop.is_cancelled()
+            {
+                break;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep_until(at.into()) => {}
+                _ = ctx.stop.cancelled() => break,
+            }
+            let permit = tokio::select! {
+                p = slots.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break },
+                _ = ctx.stop.cancelled() => break,
+            };
+            let ctx2 = ctx.clone();
+            tasks.push(tokio::spawn(async move {
+                if let Some(s) = ctx2.send(index, index, Some(at)).await {
+                    let _ = ctx2.tx.send(s);
+                }
+                drop(permit);
+            }));
+        }
+        for t in tasks {
+            let _ = t.await;
+        }
+    });
+    vec![dispatcher]
+}
+
 /// Drive the workload. `stop` ends it early: no new request is sent and the requests in
 /// flight are waited for (an interrupt). `abort` abandons the requests in flight too (a dead
 /// server, or an interrupt whose grace ran out). Either sets `stopped`.
@@ -939,7 +1018,9 @@ pub async fn drive(
         // Warmup is always closed loop: it only has to warm the server.
         let warm = phase_ctx(Phase::Warmup, far, tx);
         let (workers, count) = (n.min(w.warmup_requests), Some(w.warmup_requests));
-        let handles = if w.sessions.is_some() {
+        // A mooncake trace's warmup sends its first records closed loop, in the warmup's own
+        // blocks (`load::trace::mooncake_prompt`), so it leaves nothing the measurement reuses.
+        let handles = if w.sessions.is_some() && mooncake(&w).is_none() {
             spawn_sessions(&warm, workers, count, None)
         } else {
             spawn_closed(&warm, workers, count, None)
@@ -971,6 +1052,11 @@ pub async fn drive(
     let (tx, mut rx) = mpsc::unbounded_channel();
     let ctx = phase_ctx(Phase::Measured, start, tx);
     let handles = match w.request_rate {
+        // The spec refuses a rate with a trace: its records carry their own times.
+        _ if mooncake(&w).is_some() => {
+            let slowdown = mooncake(&w).map_or(1.0, |m| m.1);
+            spawn_trace(&ctx, slowdown, n, w.requests, deadline)
+        }
         Some(rate) if w.sessions.is_some() => {
             spawn_open_sessions(&ctx, rate, w.burstiness, n, w.requests, deadline)
         }

@@ -8,3 +8,4 @@ pub mod prompts;
 pub mod quality;
 pub mod sessions;
 pub mod sse;
+pub mod trace;

@@ -21,11 +21,13 @@ use serde_json::{Value, json};
 /// Mixed into every session seed, so sessions never draw the single-request streams.
 const SESSION_SALT: u64 = 0x5E55_1043;
 
-/// One user message or system prompt: token ids (completions, synthetic) or text.
+/// One user message or system prompt: token ids (completions, synthetic) or text; or an
+/// agentic trace's turn: its new messages (user, tool, system), as the file has them.
 #[derive(Debug, Clone, PartialEq)]
 enum Msg {
     Ids(Vec<u64>),
     Text(String),
+    Turn(Vec<Value>),
 }
 
 /// The next request of a conversation.
@@ -56,8 +58,8 @@ pub struct Conversation {
     next: usize,
     /// Completions with token ids: everything sent so far.
     ids: Vec<u64>,
-    /// Otherwise: the messages so far (role, text).
-    messages: Vec<(&'static str, String)>,
+    /// Otherwise: the messages so far, as sent.
+    messages: Vec<Value>,
     /// Tokens of the previous turn's prompt and reply, as the server reported them (exact
     /// lengths for token ids).
     prev_prompt: Option<u64>,
@@ -122,6 +124,18 @@ pub fn conversation(
                 });
             }
         }
+        // Its records are single requests at their times (`driver::spawn_trace`).
+        SessionSource::Mooncake { .. } => return None,
+        SessionSource::Agentic { .. } => {
+            let d = dataset.filter(|d| !d.is_empty())?;
+            // As a dataset's: the warmup starts half way through the trace.
+            let at = (k + stream * (d.len() as u64 / 2)) % d.len() as u64;
+            c.seed = session_seed(w.seed, stream, k);
+            let DatasetPrompt::Agentic(turns) = &d[at as usize] else {
+                return None;
+            };
+            c.users = turns.iter().cloned().map(Msg::Turn).collect();
+        }
         SessionSource::Dataset => {
             let d = dataset.filter(|d| !d.is_empty())?;
             // The warmup starts half way through the file, so the measured sessions do not
@@ -141,7 +155,7 @@ pub fn conversation(
     if let Some(Msg::Ids(s)) = &c.system {
         c.ids.extend(s);
     } else if let Some(Msg::Text(s)) = &c.system {
-        c.messages.push(("system", s.clone()));
+        c.messages.push(json!({"role": "system", "content": s}));
     }
     Some(c)
 }
@@ -168,7 +182,9 @@ impl Conversation {
                 // prompt repeats.
                 Msg::Ids(_) => self.prev_prompt,
                 // Text: the server's own reply went back into the history.
-                Msg::Text(_) => self.prev_prompt.zip(self.prev_reply).map(|(p, r)| p + r),
+                Msg::Text(_) | Msg::Turn(_) => {
+                    self.prev_prompt.zip(self.prev_reply).map(|(p, r)| p + r)
+                }
             }
         };
         let prompt = match user {
@@ -178,12 +194,13 @@ impl Conversation {
                 Prompt::TokenIds(ids)
             }
             Msg::Text(u) => {
-                let mut m: Vec<Value> = self
-                    .messages
-                    .iter()
-                    .map(|(role, text)| json!({"role": role, "content": text}))
-                    .collect();
+                let mut m = self.messages.clone();
                 m.push(json!({"role": "user", "content": u}));
+                Prompt::Messages(Value::Array(m))
+            }
+            Msg::Turn(new) => {
+                let mut m = self.messages.clone();
+                m.extend(new.iter().cloned());
                 Prompt::Messages(Value::Array(m))
             }
         };
@@ -225,8 +242,16 @@ impl Conversation {
                 self.prev_reply = Some(n);
             }
             Msg::Text(u) => {
-                self.messages.push(("user", u.clone()));
-                self.messages.push(("assistant", reply_text.to_string()));
+                self.messages.push(json!({"role": "user", "content": u}));
+                self.messages
+                    .push(json!({"role": "assistant", "content": reply_text}));
+                self.prev_prompt = prompt_tokens;
+                self.prev_reply = completion_tokens;
+            }
+            Msg::Turn(new) => {
+                self.messages.extend(new.iter().cloned());
+                self.messages
+                    .push(json!({"role": "assistant", "content": reply_text}));
                 self.prev_prompt = prompt_tokens;
                 self.prev_reply = completion_tokens;
             }
@@ -344,6 +369,48 @@ mod tests {
         // A reply without usage leaves the next turn's share unknown, not guessed.
         c.record_reply("r2", None, None);
         assert_eq!(c.next_turn(false).and_then(|t| t.reusable), None);
+    }
+
+    #[test]
+    fn an_agentic_trace_conversation_sends_each_rounds_new_messages_after_the_history() {
+        let text = "name: t\nserver: {model_path: /m}\nworkload:\n  endpoint: chat\n  concurrency: 1\n  requests: 4\n  output_tokens: 8\n  sessions: {from_trace: a.json, format: agentic}\n";
+        let w = parse(text, "t.yaml").map(|s| s.workload).expect("valid");
+        let d = vec![DatasetPrompt::Agentic(vec![
+            vec![
+                json!({"role": "system", "content": "s"}),
+                json!({"role": "user", "content": "q"}),
+            ],
+            vec![json!({"role": "tool", "content": "out", "tool_call_id": "c"})],
+        ])];
+        let mut c = conversation(&w, 0, Some(&d), 0, 0).expect("sessions");
+        assert_eq!(c.turns(), 2);
+        let t0 = c.next_turn(true).expect("turn 0");
+        // A conversation's own system prompt is new to the server: nothing reusable yet.
+        assert_eq!((t0.reusable, t0.last), (Some(0), false));
+        let Prompt::Messages(m0) = &t0.prompt else {
+            panic!("messages")
+        };
+        assert_eq!(m0.as_array().map(Vec::len), Some(2));
+        c.record_reply("the reply", Some(6), Some(2));
+        let t1 = c.next_turn(true).expect("turn 1");
+        let Prompt::Messages(m1) = &t1.prompt else {
+            panic!("messages")
+        };
+        let roles: Vec<&str> = m1
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|x| x["role"].as_str())
+            .collect();
+        assert_eq!(roles, ["system", "user", "assistant", "tool"]);
+        assert_eq!(m1[2]["content"], "the reply");
+        assert_eq!(m1[3]["tool_call_id"], "c", "the file's message as it is");
+        assert_eq!(t1.reusable, Some(8), "the prompt and the reply, as counted");
+        assert!(t1.last);
+        // A mooncake trace has no conversations: its records are single requests.
+        let text = "name: t\nserver: {model_path: /m}\nworkload:\n  endpoint: completions\n  concurrency: 1\n  requests: 4\n  sessions: {from_trace: m.jsonl, format: mooncake}\n";
+        let w = parse(text, "t.yaml").map(|s| s.workload).expect("valid");
+        assert!(conversation(&w, 10, Some(&d), 0, 0).is_none());
     }
 
     #[test]

@@ -15,15 +15,29 @@ pub fn lines(s: &SweepSpec, plan: &RunPlan) -> Vec<String> {
         (None, Some(d)) => format!("{d} s"),
         _ => String::new(),
     };
+    // A trace's records and turns carry their own lengths: the spec's are placeholders.
+    let from_trace = w
+        .sessions
+        .as_ref()
+        .and_then(|ss| ss.source.trace_path())
+        .is_some();
+    let lengths = match &w.sessions {
+        Some(ss) if matches!(ss.source, crate::plan::spec::SessionSource::Mooncake { .. }) => {
+            "input and output lengths from the trace".to_string()
+        }
+        _ if from_trace => format!("the trace's messages, {} output tokens", w.output_tokens),
+        _ => format!(
+            "{} input / {} output tokens",
+            w.input_tokens, w.output_tokens
+        ),
+    };
     out(&format!(
-        "plan {}: {} run(s); workload {} at concurrency {}, {amount} after {} warmup, {} input / {} output tokens, seed {}",
+        "plan {}: {} run(s); workload {} at concurrency {}, {amount} after {} warmup, {lengths}, seed {}",
         plan.sweep_name,
         plan.runs.len(),
         w.endpoint.path(),
         w.concurrency,
         w.warmup_requests,
-        w.input_tokens,
-        w.output_tokens,
         w.seed
     ));
     if let Some(ss) = &w.sessions {
@@ -150,17 +164,34 @@ fn sessions_line(
     } else {
         String::new()
     };
-    let SessionSource::Synthetic {
-        turns,
-        user_tokens,
-        system_tokens,
-        sessions,
-        ..
-    } = &ss.source
-    else {
-        return format!(
-            "sessions: the dataset's conversations, every user turn in order with the server's own replies in the history{think}; the reusable share is counted per run (prefix_reusable_share)"
-        );
+    let (turns, user_tokens, system_tokens, sessions) = match &ss.source {
+        SessionSource::Synthetic {
+            turns,
+            user_tokens,
+            system_tokens,
+            sessions,
+            ..
+        } => (turns, user_tokens, system_tokens, sessions),
+        SessionSource::Dataset => {
+            return format!(
+                "sessions: the dataset's conversations, every user turn in order with the server's own replies in the history{think}; the reusable share is counted per run (prefix_reusable_share)"
+            );
+        }
+        SessionSource::Agentic { path } => {
+            return format!(
+                "sessions: the agentic trace {path} (bench_serving's agentic-trace shape), each turn's new messages in order with the server's own replies in the history{think}; the reusable share is counted per run (prefix_reusable_share)"
+            );
+        }
+        SessionSource::Mooncake {
+            path,
+            block_tokens,
+            slowdown,
+        } => {
+            return format!(
+                "sessions: the mooncake trace {path} replayed at its timestamps x {slowdown} (open loop, at most {} in flight), token-id prompts in blocks of {block_tokens} tokens, equal hash ids equal blocks",
+                w.concurrency
+            );
+        }
     };
     let count = match (sessions, w.requests) {
         (Some(n), _) => format!("{n} distinct sessions (then they cycle)"),
@@ -197,6 +228,9 @@ fn sessions_line(
 /// replies on the server, so the share is counted per run). None: not conversations.
 pub fn dataset_sessions_line(d: &[crate::load::dataset::DatasetPrompt]) -> Option<String> {
     use crate::load::dataset::DatasetPrompt;
+    if let Some(line) = agentic_line(d).or_else(|| mooncake_line(d)) {
+        return Some(line);
+    }
     let turns: Vec<&Vec<String>> = d
         .iter()
         .filter_map(|p| match p {
@@ -231,6 +265,75 @@ pub fn dataset_sessions_line(d: &[crate::load::dataset::DatasetPrompt]) -> Optio
         turns.len(),
         all as f64 / turns.len() as f64,
         words as f64 / all.max(1) as f64
+    ))
+}
+
+/// An agentic trace's shape: conversations, turns, the messages by role and their words
+/// (tokens need the model's tokenizer, and the replies are the server's: the share is counted
+/// per run).
+fn agentic_line(d: &[crate::load::dataset::DatasetPrompt]) -> Option<String> {
+    use crate::load::dataset::DatasetPrompt;
+    use std::collections::BTreeMap;
+    let convs: Vec<&Vec<Vec<serde_json::Value>>> = d
+        .iter()
+        .filter_map(|p| match p {
+            DatasetPrompt::Agentic(c) => Some(c),
+            _ => None,
+        })
+        .collect();
+    let min = convs.iter().map(|c| c.len()).min()?;
+    let max = convs.iter().map(|c| c.len()).max()?;
+    let turns: usize = convs.iter().map(|c| c.len()).sum();
+    let mut roles = BTreeMap::<String, usize>::new();
+    let mut words = 0usize;
+    for m in convs.iter().flat_map(|c| c.iter()).flatten() {
+        let role = m["role"].as_str().unwrap_or("?").to_string();
+        *roles.entry(role).or_default() += 1;
+        words += match &m["content"] {
+            serde_json::Value::String(t) => t.split_whitespace().count(),
+            serde_json::Value::Array(parts) => parts
+                .iter()
+                .filter_map(|p| p["text"].as_str())
+                .map(|t| t.split_whitespace().count())
+                .sum(),
+            _ => 0,
+        };
+    }
+    let roles: Vec<String> = roles.iter().map(|(r, n)| format!("{n} {r}")).collect();
+    Some(format!(
+        "sessions in the trace: {} conversations, {min} to {max} turns (mean {:.1}); new messages {}; {:.0} words of new messages per turn on average; the replies are the server's, so the reusable share is counted per run",
+        convs.len(),
+        turns as f64 / convs.len() as f64,
+        roles.join(", "),
+        words as f64 / turns.max(1) as f64
+    ))
+}
+
+/// A mooncake trace's shape: records, tokens, the time it spans, and the reusable share,
+/// known exactly before launch (sgtune builds the blocks from the hash ids).
+fn mooncake_line(d: &[crate::load::dataset::DatasetPrompt]) -> Option<String> {
+    use crate::load::dataset::DatasetPrompt;
+    let records: Vec<crate::load::trace::MooncakeRecord> = d
+        .iter()
+        .filter_map(|p| match p {
+            DatasetPrompt::Record(r) => Some(r.clone()),
+            _ => None,
+        })
+        .collect();
+    if records.is_empty() {
+        return None;
+    }
+    let s = crate::load::trace::mooncake_shape(&records);
+    let n = s.records as f64;
+    Some(format!(
+        "records in the trace: {} over {:.1} s (unscaled), {:.0} input + {:.0} output tokens per record on average; reusable share {:.1}% of the prompt tokens ({} of {}: the blocks a record shares with an earlier record's prefix, the prefix-cache hit rate the whole trace allows)",
+        s.records,
+        s.span_s,
+        s.input_tokens as f64 / n,
+        s.output_tokens as f64 / n,
+        100.0 * s.reusable_tokens as f64 / (s.input_tokens.max(1)) as f64,
+        s.reusable_tokens,
+        s.input_tokens
     ))
 }
 

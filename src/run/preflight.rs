@@ -46,6 +46,21 @@ pub async fn run(
         if let Some(last) = last {
             w.input_tokens = last.prompt;
         }
+        // A mooncake trace's longest record, input and output, is its worst case.
+        let longest = ctx
+            .dataset
+            .iter()
+            .flat_map(|d| d.iter())
+            .filter_map(|p| match p {
+                crate::load::dataset::DatasetPrompt::Record(r) => Some((r.input, r.output)),
+                _ => None,
+            });
+        if let Some(input) = longest.clone().map(|l| l.0).max() {
+            w.input_tokens = input;
+        }
+        if let Some(output) = longest.map(|l| l.1).max() {
+            w.output_tokens = output;
+        }
     }
     let bctx = RunContext {
         spec: &burst,

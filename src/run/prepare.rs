@@ -114,7 +114,9 @@ pub fn load_checked(path: &Path) -> Result<Checked, StartError> {
         }
         None => None,
     };
-    if let Some(message) = sessions_past_context(&s) {
+    let past = sessions_past_context(&s)
+        .or_else(|| dataset.as_deref().and_then(|d| trace_past_context(&s, d)));
+    if let Some(message) = past {
         let (line, column) = spec::locate_key_in(&text, "sessions").unwrap_or((1, 1));
         return Err(SpecError {
             file: path.display().to_string(),
@@ -164,6 +166,27 @@ fn sessions_past_context(s: &SweepSpec) -> Option<String> {
         format!(
             "workload.sessions: a session's last turn needs {need} tokens (history, message and reply at their longest, {} turns) but the model's context is {context}: fewer `turns`, shorter `user_tokens` or `reply_tokens`",
             turns.len()
+        )
+    })
+}
+
+/// A mooncake trace's longest record (its input and output) past the model's context, where
+/// that is known before launch: the message naming the record, or None.
+fn trace_past_context(s: &SweepSpec, d: &[crate::load::dataset::DatasetPrompt]) -> Option<String> {
+    use crate::load::dataset::DatasetPrompt;
+    let (i, need) = d
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| match p {
+            DatasetPrompt::Record(r) => Some((i, r.input + r.output)),
+            _ => None,
+        })
+        .max_by_key(|&(_, need)| need)?;
+    let context = known_context(s)?;
+    (need > context).then(|| {
+        format!(
+            "workload.sessions.from_trace: record {} needs {need} tokens (its input_length and output_length) but the model's context is {context}: drop the longer records from the trace, or raise `context_length`",
+            i + 1
         )
     })
 }

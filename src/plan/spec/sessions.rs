@@ -1,11 +1,14 @@
 //! `workload.sessions:`: multi-turn conversations instead of single requests (issue 43). Each
 //! client holds a conversation and sends its turns in order, every turn's prompt being the
 //! whole history (earlier user messages and the server's own replies) plus the new user
-//! message. Synthetic (seeded) or from the `dataset:` file's conversations.
+//! message. Synthetic (seeded), from the `dataset:` file's conversations, or from a trace
+//! (`from_trace:`): an agentic trace in the shape SGLang's bench_serving reads
+//! (`--dataset-name agentic-trace`), or a mooncake trace replayed at its timestamps.
 //!
 //! The nominal shape (`shape`) is pure arithmetic on the spec: `validate` prints it and the
 //! context-length check reads it, so both say the same thing before anything is launched.
 
+use super::env::Expanded;
 use super::lengths::{LengthDist, LengthSpec};
 use super::workload::Endpoint;
 use serde::{Deserialize, Serialize};
@@ -27,6 +30,31 @@ pub enum SessionSource {
     },
     /// `workload.dataset`'s conversations, every user turn in order.
     Dataset,
+    /// `from_trace:` with `format: agentic`: bench_serving's agentic-trace JSON, each turn's
+    /// new non-assistant messages sent in order with the server's replies in the history.
+    Agentic { path: String },
+    /// `from_trace:` with `format: mooncake`: one request per JSONL record at its timestamp
+    /// (times `slowdown`), its prompt token blocks built from its `hash_ids`.
+    Mooncake {
+        path: String,
+        /// Tokens per hash block (mooncake's traces use 512).
+        block_tokens: u64,
+        /// Multiplies the trace's gaps: 2 replays it at half speed.
+        slowdown: f64,
+    },
+}
+
+/// Mooncake's block size: its published traces hash prompts in blocks of 512 tokens.
+pub const MOONCAKE_BLOCK_TOKENS: u64 = 512;
+
+impl SessionSource {
+    /// The trace file (`from_trace:`), if this source reads one.
+    pub fn trace_path(&self) -> Option<&str> {
+        match self {
+            SessionSource::Agentic { path } | SessionSource::Mooncake { path, .. } => Some(path),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -54,20 +82,116 @@ pub(super) struct RawSessions {
     think_time_s: f64,
     #[serde(default)]
     from_dataset: bool,
+    /// A trace file (`format:` says which kind).
+    #[serde(default)]
+    pub(super) from_trace: Option<Expanded>,
+    #[serde(default)]
+    format: Option<String>,
+    #[serde(default)]
+    block_tokens: Option<u64>,
+    #[serde(default)]
+    slowdown: Option<f64>,
 }
 
 const SYNTHETIC_FIX: &str = "e.g. `sessions: {turns: 4, user_tokens: 64, reply_tokens: 32}`, or `sessions: {from_dataset: true}` with `dataset:`";
 
+/// How the rest of the workload constrains a trace source.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct TraceContext {
+    pub has_dataset: bool,
+    pub endpoint: Endpoint,
+    pub has_rate: bool,
+    pub has_output: bool,
+}
+
 impl RawSessions {
-    /// The checked block; `has_dataset`: whether `workload.dataset` is given.
-    pub(super) fn resolve(self, has_dataset: bool) -> Result<SessionsSpec, String> {
+    /// Whether this block replays a mooncake trace (its records carry their output lengths).
+    pub(super) fn is_mooncake(&self) -> bool {
+        self.from_trace.is_some() && self.format.as_deref() == Some("mooncake")
+    }
+
+    /// `from_trace:`: the checked trace source. The file itself is read before launch
+    /// (`load::trace`), where its records are checked.
+    fn trace_source(&self, path: &str, cx: TraceContext) -> Result<SessionSource, String> {
+        if self.from_dataset || cx.has_dataset {
+            return Err("workload.sessions: give `from_trace:` or `dataset:` with `from_dataset: true`, not both".into());
+        }
+        if self.turns.is_some()
+            || self.user_tokens.is_some()
+            || self.system_tokens > 0
+            || self.sessions.is_some()
+        {
+            return Err("workload.sessions: with `from_trace:` the conversations come from the file: drop `turns`, `user_tokens`, `system_tokens` and `sessions`".into());
+        }
+        let format = self.format.as_deref().ok_or_else(|| {
+            "workload.sessions: `from_trace:` needs `format: agentic` (bench_serving's agentic-trace JSON) or `format: mooncake` (mooncake's JSONL with timestamps and hash_ids)".to_string()
+        })?;
+        match format {
+            "agentic" => {
+                if self.block_tokens.is_some() || self.slowdown.is_some() {
+                    return Err("workload.sessions: `block_tokens` and `slowdown` are for `format: mooncake`; drop them for an agentic trace".into());
+                }
+                // The trace's messages are chat messages; rendering them as text without the
+                // model's chat template would send the server a prompt no client sends.
+                if cx.endpoint != Endpoint::Chat {
+                    return Err("workload.sessions: an agentic trace is chat messages (user, tool, system): set `endpoint: chat`".into());
+                }
+                Ok(SessionSource::Agentic {
+                    path: path.to_string(),
+                })
+            }
+            "mooncake" => {
+                if cx.endpoint != Endpoint::Completions {
+                    return Err("workload.sessions: a mooncake trace is replayed as token-id prompts (equal hash ids, equal token blocks): set `endpoint: completions`".into());
+                }
+                if cx.has_rate {
+                    return Err("workload.sessions: a mooncake trace arrives at its own timestamps: drop `request_rate` (use `sessions.slowdown` to stretch or squeeze the trace)".into());
+                }
+                if self.think_time_s > 0.0 {
+                    return Err("workload.sessions: a mooncake record is one request, with no next turn to wait for: drop `think_time_s`".into());
+                }
+                if cx.has_output {
+                    return Err("workload.sessions: each mooncake record gives its own `output_length`: drop `output_tokens` / `reply_tokens`".into());
+                }
+                let block_tokens = self.block_tokens.unwrap_or(MOONCAKE_BLOCK_TOKENS);
+                if block_tokens == 0 {
+                    return Err("workload.sessions.block_tokens must be >= 1 (tokens per hash block; mooncake's traces use 512)".into());
+                }
+                let slowdown = self.slowdown.unwrap_or(1.0);
+                if !(slowdown.is_finite() && slowdown > 0.0) {
+                    return Err(format!(
+                        "workload.sessions.slowdown must be a number > 0 (2 replays the trace at half speed), got {slowdown}"
+                    ));
+                }
+                Ok(SessionSource::Mooncake {
+                    path: path.to_string(),
+                    block_tokens,
+                    slowdown,
+                })
+            }
+            other => Err(format!(
+                "workload.sessions.format: unknown trace format `{other}`: `agentic` or `mooncake`"
+            )),
+        }
+    }
+
+    /// The checked block.
+    pub(super) fn resolve(self, cx: TraceContext) -> Result<SessionsSpec, String> {
+        let has_dataset = cx.has_dataset;
         if !(self.think_time_s.is_finite() && self.think_time_s >= 0.0) {
             return Err(format!(
                 "workload.sessions.think_time_s must be seconds >= 0, got {}",
                 self.think_time_s
             ));
         }
-        let source = if self.from_dataset {
+        if self.from_trace.is_none()
+            && (self.format.is_some() || self.block_tokens.is_some() || self.slowdown.is_some())
+        {
+            return Err("workload.sessions: `format`, `block_tokens` and `slowdown` describe a trace: add `from_trace: FILE`".into());
+        }
+        let source = if let Some(path) = &self.from_trace {
+            self.trace_source(&path.0, cx)?
+        } else if self.from_dataset {
             if !has_dataset {
                 return Err("workload.sessions.from_dataset: give `dataset:` (ShareGPT JSON or OpenAI-messages JSONL) in the workload".into());
             }

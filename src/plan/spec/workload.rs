@@ -5,7 +5,7 @@ use super::env::Expanded;
 use super::lengths::{LengthDist, LengthSpec};
 use super::load_points::{LoadPoint, LoadPoints, Rates, default_concurrency};
 use super::scalars::{Positive, PositiveF64};
-use super::sessions::{RawSessions, SessionsSpec};
+use super::sessions::{RawSessions, SessionsSpec, TraceContext};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
@@ -268,12 +268,17 @@ impl TryFrom<RawWorkload> for WorkloadSpec {
         }
         let mut sessions_raw = r.sessions;
         let reply = sessions_raw.as_mut().and_then(|s| s.reply_tokens.take());
+        let has_output = reply.is_some() || r.output_tokens.is_some();
+        let mooncake = sessions_raw.as_ref().is_some_and(RawSessions::is_mooncake);
         let (output_tokens, output_dist) = match (reply, r.output_tokens) {
             (Some(_), Some(_)) => {
                 return Err("workload: give `sessions.reply_tokens` or `output_tokens`, not both (they are the same length)".into());
             }
             (Some(l), None) => l.resolve("sessions.reply_tokens")?,
             (None, Some(l)) => l.resolve("output_tokens")?,
+            // Each mooncake record has its own output length; 1 only stands in where a nominal
+            // length is printed (giving one is refused with the block, below).
+            (None, None) if mooncake => (1, None),
             (None, None) => {
                 let what = if sessions_raw.is_some() {
                     "`sessions.reply_tokens`"
@@ -294,14 +299,19 @@ impl TryFrom<RawWorkload> for WorkloadSpec {
                     ));
                 }
                 if had_input {
-                    return Err(at_sessions(
-                        "workload.sessions: the user messages' length is `sessions.user_tokens`: drop `input_tokens`",
-                    ));
+                    return Err(at_sessions(if raw.from_trace.is_some() {
+                        "workload.sessions: a trace's prompts are its own: drop `input_tokens`"
+                    } else {
+                        "workload.sessions: the user messages' length is `sessions.user_tokens`: drop `input_tokens`"
+                    }));
                 }
-                Some(
-                    raw.resolve(r.dataset.is_some())
-                        .map_err(|e| at_sessions(&e))?,
-                )
+                let cx = TraceContext {
+                    has_dataset: r.dataset.is_some(),
+                    endpoint: r.endpoint,
+                    has_rate: r.request_rate.is_some(),
+                    has_output,
+                };
+                Some(raw.resolve(cx).map_err(|e| at_sessions(&e))?)
             }
         };
         let rates = r.request_rate.map(|r| r.0).unwrap_or_default();
@@ -460,5 +470,88 @@ mod tests {
         )
         .expect("open loop with sessions");
         assert_eq!(s.workload.request_rate, Some(2.0));
+    }
+
+    #[test]
+    fn trace_sources_are_checked_against_the_endpoint_and_the_rest() {
+        use crate::plan::spec::SessionSource;
+        // Each case names its endpoint.
+        let with = |block: &str| {
+            GOOD.replace("  endpoint: completions\n", "")
+                .replace("  input_tokens: 2000\n  output_tokens: 2000\n", block)
+        };
+        let s = parse(
+            &with("  endpoint: completions\n  sessions: {from_trace: m.jsonl, format: mooncake, slowdown: 2}\n"),
+            "s.yaml",
+        )
+        .expect("mooncake parses");
+        assert_eq!(
+            s.workload.sessions.map(|x| x.source),
+            Some(SessionSource::Mooncake {
+                path: "m.jsonl".into(),
+                block_tokens: 512,
+                slowdown: 2.0
+            })
+        );
+        let s = parse(
+            &with("  endpoint: chat\n  output_tokens: 64\n  sessions: {from_trace: a.json, format: agentic}\n"),
+            "s.yaml",
+        )
+        .expect("agentic parses");
+        assert_eq!(
+            s.workload.sessions.map(|x| x.source),
+            Some(SessionSource::Agentic {
+                path: "a.json".into()
+            })
+        );
+        for (block, want) in [
+            (
+                "  endpoint: chat\n  output_tokens: 9\n  sessions: {from_trace: a.json}\n",
+                "needs `format: agentic`",
+            ),
+            (
+                "  endpoint: completions\n  output_tokens: 9\n  sessions: {from_trace: a.json, format: agentic}\n",
+                "set `endpoint: chat`",
+            ),
+            (
+                "  endpoint: chat\n  sessions: {from_trace: m.jsonl, format: mooncake}\n",
+                "set `endpoint: completions`",
+            ),
+            (
+                "  endpoint: completions\n  request_rate: 2\n  sessions: {from_trace: m.jsonl, format: mooncake}\n",
+                "drop `request_rate`",
+            ),
+            (
+                "  endpoint: completions\n  output_tokens: 9\n  sessions: {from_trace: m.jsonl, format: mooncake}\n",
+                "gives its own `output_length`",
+            ),
+            (
+                "  endpoint: completions\n  sessions: {from_trace: m.jsonl, format: mooncake, block_tokens: 0}\n",
+                "block_tokens must be >= 1",
+            ),
+            (
+                "  endpoint: completions\n  sessions: {from_trace: m.jsonl, format: mooncake, slowdown: 0}\n",
+                "slowdown must be a number > 0",
+            ),
+            (
+                "  endpoint: chat\n  output_tokens: 9\n  sessions: {from_trace: a.json, format: csv}\n",
+                "unknown trace format `csv`",
+            ),
+            (
+                "  endpoint: chat\n  output_tokens: 9\n  sessions: {turns: 2, user_tokens: 5, format: agentic}\n",
+                "add `from_trace: FILE`",
+            ),
+            (
+                "  endpoint: chat\n  input_tokens: 9\n  output_tokens: 9\n  sessions: {from_trace: a.json, format: agentic}\n",
+                "a trace's prompts are its own: drop `input_tokens`",
+            ),
+            (
+                "  endpoint: chat\n  output_tokens: 9\n  sessions: {from_trace: a.json, format: agentic, turns: 2}\n",
+                "drop `turns`",
+            ),
+        ] {
+            let e = err_of(&with(block));
+            assert!(e.message.contains(want), "{block}: {e}");
+        }
     }
 }

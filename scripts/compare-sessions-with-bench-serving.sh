@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# Cross-check sgtune's sessions workload (issue 43) against SGLang's own bench_serving in its
+# multi-turn mode on ONE real SGLang server (CPU, tiny model): bench_serving's
+# `generated-shared-prefix` with `--gsp-num-turns` on its chat backend (one group: every
+# session opens with the same system prompt, then asks its questions in turn, each round's
+# prompt the whole history with the server's real replies) against sgtune's
+# `sessions: {system_tokens, user_tokens, reply_tokens, turns}` on `/v1/chat/completions`.
+#
+# Both clients are judged by the same server-side numbers: before each run the prefix cache is
+# flushed (`/flush_cache`) and `/metrics` is read; after it, the prefix hit rate is
+# Δ sglang:cached_tokens_total / Δ sglang:prompt_tokens_total and the prompt tokens per request
+# Δ prompt_tokens / Δ num_requests (the two generate their text differently: the hit rate is
+# only comparable when the prompts are about as long). TTFT p50 is each client's own.
+# The clients run alternately ROUNDS times. Ends with one machine-readable line:
+# `AGREEMENT hit_rate_points=D ttft_p50=R prompt_tokens=R` (D = sgtune − bench_serving in
+# percentage points; R = sgtune / bench_serving).
+#
+# Knobs (environment): CONCURRENCY (4), SESSIONS (16), TURNS (4), SYSTEM (64), QUESTION (64),
+# OUTPUT (32), ROUNDS (2), POOL (max_total_tokens, 8192: every live history fits).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+CONCURRENCY=${CONCURRENCY:-4}
+SESSIONS=${SESSIONS:-16}
+TURNS=${TURNS:-4}
+SYSTEM=${SYSTEM:-64}
+QUESTION=${QUESTION:-64}
+OUTPUT=${OUTPUT:-32}
+ROUNDS=${ROUNDS:-2}
+POOL=${POOL:-8192}
+
+env_file=$(scripts/setup-cpu-sglang.sh)
+# shellcheck disable=SC1090
+. "$env_file"
+# shellcheck source=scripts/lib/bench-common.sh
+. scripts/lib/bench-common.sh
+work=$(mktemp -d)
+port=$(free_port)
+url="http://127.0.0.1:$port"
+
+echo "[sessions] starting SGLang on port $port (log: $work/server.log)" >&2
+PYTHONPATH=$SGTUNE_KERNEL_STANDIN SGLANG_USE_CPU_ENGINE=1 HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1 \
+  setsid "$SGTUNE_PYTHON" -m sglang.launch_server --model-path "$SGTUNE_MODEL" \
+  --served-model-name tiny --device cpu --attention-backend torch_native \
+  --disable-overlap-schedule --sleep-on-idle --dtype bfloat16 --max-total-tokens "$POOL" \
+  --enable-metrics --host 127.0.0.1 --port "$port" > "$work/server.log" 2>&1 &
+server=$!
+cleanup() {
+  kill -TERM "$server" 2>/dev/null || true
+  for _ in $(seq 1 100); do kill -0 "$server" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL -- "-$server" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+for _ in $(seq 1 480); do
+  grep -q "The server is fired up and ready to roll" "$work/server.log" && break
+  kill -0 "$server" 2>/dev/null || { echo "[sessions] server died:" >&2; tail -5 "$work/server.log" >&2; exit 1; }
+  sleep 1
+done
+grep -q "The server is fired up and ready to roll" "$work/server.log" || { echo "[sessions] server not ready" >&2; exit 1; }
+
+# The server's counters: cached prompt tokens, prompt tokens, requests (summed over labels).
+counters() {
+  curl -fsS "$url/metrics" | python3 -c '
+import sys
+want = {"sglang:cached_tokens_total": 0.0, "sglang:prompt_tokens_total": 0.0, "sglang:num_requests_total": 0.0}
+for line in sys.stdin:
+    if line.startswith("#"):
+        continue
+    name = line.split("{")[0].split(" ")[0]
+    if name in want:
+        want[name] += float(line.rsplit(" ", 1)[1])
+print(" ".join(str(want[k]) for k in sorted(want)))'
+}
+flush() { curl -fsS -X POST "$url/flush_cache" > /dev/null || curl -fsS "$url/flush_cache" > /dev/null; }
+
+cat > "$work/workload.yaml" <<YAML
+endpoint: chat
+concurrency: $CONCURRENCY
+requests: $((SESSIONS * TURNS))
+warmup_requests: 0
+sessions: {turns: $TURNS, user_tokens: $QUESTION, reply_tokens: $OUTPUT, system_tokens: $SYSTEM, sessions: $SESSIONS}
+YAML
+
+for round in $(seq 1 "$ROUNDS"); do
+  echo "[sessions] round $round: sgtune load" >&2
+  flush; sleep 1; counters > "$work/sg-$round.before"
+  "$SGTUNE" load --url "$url" --workload "$work/workload.yaml" -w seed="$round" \
+    --output "$work/sgtune-$round" > "$work/sgtune-$round.log" 2>&1 || { tail -20 "$work/sgtune-$round.log" >&2; exit 1; }
+  counters > "$work/sg-$round.after"
+  echo "[sessions] round $round: sglang.bench_serving (generated-shared-prefix, $TURNS turns)" >&2
+  flush; sleep 1; counters > "$work/bs-$round.before"
+  HF_HUB_OFFLINE=1 "$SGTUNE_PYTHON" -m sglang.bench_serving --backend sglang-oai-chat \
+    --base-url "$url" --model tiny --tokenizer "$SGTUNE_MODEL" \
+    --dataset-name generated-shared-prefix --gsp-num-groups 1 --gsp-prompts-per-group "$SESSIONS" \
+    --gsp-system-prompt-len "$SYSTEM" --gsp-question-len "$QUESTION" --gsp-output-len "$OUTPUT" \
+    --gsp-num-turns "$TURNS" --max-concurrency "$CONCURRENCY" --warmup-requests 0 \
+    --seed "$round" --output-file "$work/bench-$round.jsonl" \
+    > "$work/bench-$round.log" 2>&1 || { tail -20 "$work/bench-$round.log" >&2; exit 1; }
+  counters > "$work/bs-$round.after"
+done
+
+python3 - "$work" "$ROUNDS" <<'PY'
+import json, sys, statistics as st
+work, rounds = sys.argv[1], int(sys.argv[2])
+def delta(name, r):
+    # Sorted names: cached, num_requests, prompt.
+    b = [float(x) for x in open(f"{work}/{name}-{r}.before").read().split()]
+    a = [float(x) for x in open(f"{work}/{name}-{r}.after").read().split()]
+    cached, reqs, prompt = (a[i] - b[i] for i in range(3))
+    return cached / prompt if prompt else float("nan"), prompt / reqs if reqs else float("nan"), reqs
+sg = {"hit": [], "ptok": [], "ttft": [], "reqs": []}
+bs = {"hit": [], "ptok": [], "ttft": [], "reqs": []}
+for r in range(1, rounds + 1):
+    h, p, n = delta("sg", r)
+    c = json.load(open(f"{work}/sgtune-{r}/summary.json"))["load_points"][0]["client"]
+    sg["hit"].append(h); sg["ptok"].append(p); sg["reqs"].append(n); sg["ttft"].append(c["ttft_ms"]["p50"])
+    h, p, n = delta("bs", r)
+    b = [json.loads(l) for l in open(f"{work}/bench-{r}.jsonl") if l.strip()][-1]
+    bs["hit"].append(h); bs["ptok"].append(p); bs["reqs"].append(n); bs["ttft"].append(b["median_ttft_ms"])
+print(f"{'metric':<22}{'sgtune':>12}{'bench_serving':>16}   per round sgtune | bench_serving")
+for key, name in [("hit", "prefix hit rate"), ("ttft", "TTFT p50 ms"), ("ptok", "prompt tokens/request"), ("reqs", "requests (server)")]:
+    a, b = st.mean(sg[key]), st.mean(bs[key])
+    per = " ".join(f"{x:.3f}" for x in sg[key]) + " | " + " ".join(f"{x:.3f}" for x in bs[key])
+    print(f"{name:<22}{a:>12.3f}{b:>16.3f}   {per}")
+d = (st.mean(sg["hit"]) - st.mean(bs["hit"])) * 100
+print(f"AGREEMENT hit_rate_points={d:.2f} ttft_p50={st.mean(sg['ttft']) / st.mean(bs['ttft']):.4f} prompt_tokens={st.mean(sg['ptok']) / st.mean(bs['ptok']):.4f}")
+PY
