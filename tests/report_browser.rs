@@ -1,6 +1,7 @@
 //! The report as a person sees it: headless Chromium loads report.html made from the committed
 //! demo sweep (tests/fixtures/results/cpu-demo, a real CPU SGLang run): no console messages,
-//! every expected chart is there with drawn lines, and the screenshot is far from blank.
+//! every expected chart is there with drawn lines, and the screenshot is far from blank. And a
+//! sessions sweep's page (tests/fixtures/results/sessions) with its two charts drawn.
 //!
 //! Needs Chromium (`apt-get install chromium`; `.ci/run` installs it). Without it this test
 //! fails and says so: it is not skipped. SGTUNE_CHROMIUM names another binary.
@@ -247,4 +248,33 @@ fn compare_report_opens_with_the_decision_diff_in_a_real_browser() {
         .find("<details id=\"within-noise\">")
         .expect("folded rows");
     assert!(folded > changes);
+}
+
+/// A sessions sweep's page (tests/fixtures/results/sessions) in a real browser: no console
+/// messages, TTFT by turn drawn as one line per configuration, and the hit-rate bars drawn.
+#[test]
+fn sessions_report_in_a_real_browser() {
+    let tmp = tempfile::tempdir().unwrap();
+    let page = tmp.path().join("report.html");
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/results/sessions"
+    );
+    let st = Command::new(env!("CARGO_BIN_EXE_sgtune"))
+        .args(["report", fixture, "-o"])
+        .arg(&page)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let (dom, stderr) = browse(&page, &tmp.path().join("profile"), &["--dump-dom"]);
+    assert!(
+        console_lines(&stderr).is_empty(),
+        "console messages: {:?}",
+        console_lines(&stderr)
+    );
+    let turns = figure(&dom, "cfg-turns").expect("the TTFT-by-turn chart");
+    assert!(drawn_lines(turns) >= 2, "radix and no-radix: {turns}");
+    let cache = figure(&dom, "cfg-prefix-cache").expect("the hit-rate chart");
+    assert!(cache.contains("<svg"), "{cache}");
+    assert!(cache.contains("0.53 / 0.58"), "{cache}");
 }

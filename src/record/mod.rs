@@ -1,6 +1,7 @@
 //! Record: the one row per run (`run_record`, with the one column list), the results folder
-//! (`store`), results.csv read back (`rows`; the `decode_steps` cell in `decode_steps`), the provenance manifest and the GPU checks it
-//! records, and whether a spec's objective names those columns the right way (`objective`).
+//! (`store`), results.csv read back (`rows`; the `decode_steps` cell in `decode_steps`,
+//! `turn_latency`'s in `turn_latency`), the provenance manifest and the GPU checks it records,
+//! and whether a spec's objective names those columns the right way (`objective`).
 pub mod command;
 pub mod decode_steps;
 pub mod effective;
@@ -23,6 +24,7 @@ pub mod state;
 pub mod store;
 pub mod summary;
 pub mod sweep;
+pub mod turn_latency;
 pub mod working_set;
 
 pub use run_record::*;

@@ -65,6 +65,10 @@ impl Col {
     pub const SERVER_STATS_LINES: Col = Col::Listed("server_stats_lines");
     pub const SERVER_GEN_TPUT_MEAN: Col = Col::Listed("server_gen_tput_mean");
     pub const QUEUE_REQ_MAX: Col = Col::Listed("queue_req_max");
+    pub const TTFT_FIRST_TURN_MS_P50: Col = Col::Listed("ttft_first_turn_ms_p50");
+    pub const TTFT_LAST_TURN_MS_P50: Col = Col::Listed("ttft_last_turn_ms_p50");
+    pub const CACHE_HIT_RATE: Col = Col::Listed("cache_hit_rate");
+    pub const PREFIX_REUSABLE_SHARE: Col = Col::Listed("prefix_reusable_share");
 
     /// The column of this results.csv name: a listed column, or `param_<key>` for any key.
     pub fn named(name: &str) -> Option<Col> {
@@ -99,6 +103,7 @@ const QUALITY_VERDICT: &str = "quality_verdict";
 const QUALITY_EVIDENCE: &str = "quality_evidence";
 const REQUEST_RATE: &str = "request_rate";
 const DECODE_STEPS: &str = "decode_steps";
+const TURN_LATENCY: &str = "turn_latency";
 
 /// The quality guard's cells of a configuration's rows (`tune::quality` fills them in).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -222,6 +227,12 @@ impl Row {
     /// none in a row without server stats or a file from before the column.
     pub fn decode_steps(&self) -> Vec<crate::observe::steps::DecodeSteps> {
         super::decode_steps::parse(self.text(DECODE_STEPS))
+    }
+
+    /// Latency by turn (`turn_latency`, `sessions:`), as far as the cell reads: none in a row
+    /// without sessions or a file from before the column.
+    pub fn turn_latency(&self) -> Vec<super::turn_latency::TurnLatency> {
+        super::turn_latency::parse(self.text(TURN_LATENCY))
     }
 
     /// A swept key's value as written (`param_<key>`); empty when the row has none.
@@ -494,6 +505,20 @@ mod tests {
         assert_eq!(row(&[]).failure_kind(), None);
     }
 
+    /// `turn_latency` reads through the row, the name the list's; none without sessions.
+    #[test]
+    fn turn_latency_reads_through_the_row() {
+        assert!(Col::named(TURN_LATENCY).is_some());
+        assert!(row(&[]).turn_latency().is_empty());
+        let got = row(&[(TURN_LATENCY, "1:120.5:11.20:40 24+:95.0::3")]).turn_latency();
+        assert_eq!(
+            got.iter()
+                .map(|t| (t.turn, t.and_later, t.ttft_p50_ms, t.requests))
+                .collect::<Vec<_>>(),
+            vec![(1, false, Some(120.5), 40), (24, true, Some(95.0), 3)]
+        );
+    }
+
     /// `decode_steps` reads what the writer wrote, skips what it cannot read, and is empty in a
     /// file from before the column; the name is the list's.
     #[test]
@@ -537,6 +562,10 @@ mod tests {
             Col::SERVER_STATS_LINES,
             Col::SERVER_GEN_TPUT_MEAN,
             Col::QUEUE_REQ_MAX,
+            Col::TTFT_FIRST_TURN_MS_P50,
+            Col::TTFT_LAST_TURN_MS_P50,
+            Col::CACHE_HIT_RATE,
+            Col::PREFIX_REUSABLE_SHARE,
         ] {
             assert_eq!(Col::named(&c.name()), Some(c.clone()), "{c:?}");
         }

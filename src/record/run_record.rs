@@ -314,21 +314,6 @@ fn f(v: Option<f64>) -> String {
         _ => String::new(),
     }
 }
-/// `turn_latency`'s cell (empty without sessions).
-fn turn_cell(turns: &[crate::observe::client::TurnStats]) -> String {
-    let last = crate::observe::client::TURN_BUCKETS;
-    turns
-        .iter()
-        .map(|t| {
-            let plus = if t.turn >= last { "+" } else { "" };
-            let ttft = t.ttft_ms.p50.map(|v| format!("{v:.1}")).unwrap_or_default();
-            let tpot = t.tpot_ms.p50.map(|v| format!("{v:.2}")).unwrap_or_default();
-            format!("{}{plus}:{ttft}:{tpot}:{}", t.turn, t.ttft_ms.count)
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 fn u(v: Option<u64>) -> String {
     v.map(|x| x.to_string()).unwrap_or_default()
 }
@@ -531,7 +516,7 @@ pub fn trailing() -> Vec<Column> {
             name: "turn_latency",
             better: Better::Neither,
             doc: "`sessions:` latency by turn, space-separated buckets `turn:ttft_p50_ms:tpot_p50_ms:requests` (turn 1-based; the 24th bucket, written `24+`, holds every later turn; a TPOT the bucket has no data for is empty), e.g. `1:120.5:11.20:40 2:95.0:11.31:40`",
-            get: |r| r.client.as_ref().map(|c| turn_cell(&c.turns)).unwrap_or_default(),
+            get: |r| r.client.as_ref().map(|c| super::turn_latency::cell(&c.turns)).unwrap_or_default(),
         },
         Column {
             name: "goodput_share",

@@ -173,6 +173,7 @@ pub fn blocks(rows: &[Row], param_keys: &[String], decision: Option<&DecisionMar
     }
     out.extend(failures(rows));
     out.extend(verdict_evidence(&groups, many_points));
+    out.extend(sessions(&groups, many_points));
     out.extend(quality(rows));
     out.extend(crate::report::effective::notes(rows));
     out
@@ -526,6 +527,46 @@ fn verdict_evidence(groups: &[Vec<&Row>], many_points: bool) -> Option<Block> {
     })
 }
 
+/// The `Sessions:` section (`sessions:` in the spec; none otherwise): per configuration and
+/// load point, the prefix-cache hit rate the server reported beside the share the workload
+/// allows, and the TTFT p50 of the sessions' first turns against their last (the longest
+/// history), each a mean over the ok repeats. A line in words, as the verdicts are, since the
+/// table's columns are the same for every sweep.
+fn sessions(groups: &[Vec<&Row>], many_points: bool) -> Option<Block> {
+    let items: Vec<String> = groups
+        .iter()
+        .filter(|g| g.iter().any(|r| r.is_ok() && !r.turn_latency().is_empty()))
+        .filter_map(|g| {
+            let first = g.first()?;
+            let hit = mean_of(g, Col::CACHE_HIT_RATE);
+            let allowed = mean_of(g, Col::PREFIX_REUSABLE_SHARE);
+            let ttft_first = mean_of(g, Col::TTFT_FIRST_TURN_MS_P50);
+            let ttft_last = mean_of(g, Col::TTFT_LAST_TURN_MS_P50);
+            Some(format!(
+                "{}{}: prefix-cache hit rate {} of {} allowed; TTFT p50 first turn {} ms → last turn {} ms",
+                first.run_name(),
+                if many_points {
+                    format!(" @{}", first.load_point())
+                } else {
+                    String::new()
+                },
+                num(hit, 2),
+                num(allowed, 2),
+                num(ttft_first, 1),
+                num(ttft_last, 1),
+            ))
+        })
+        .collect();
+    (!items.is_empty()).then(|| Block::List {
+        intro: Some(
+            "Sessions (the server's prefix-cache hit rate against what the workload allows; \
+             TTFT as the history grows):"
+                .into(),
+        ),
+        items,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -575,6 +616,43 @@ mod tests {
             let t = render(&one, &[], None);
             assert!(!t.contains("engine"), "{t}");
         }
+    }
+
+    /// A sessions sweep says per configuration its hit rate against the share allowed and its
+    /// TTFT from the first turn to the last, over the ok repeats; a sweep without sessions has
+    /// no such section.
+    #[test]
+    fn a_sessions_sweep_has_a_line_per_configuration_and_others_none() {
+        let session = |name: &str, status: &str, hit: &str, first: &str, last: &str| {
+            [
+                ("turn_latency", "1:60.0:5.00:8 2:70.0:5.00:8"),
+                ("cache_hit_rate", hit),
+                ("prefix_reusable_share", "0.58"),
+                ("ttft_first_turn_ms_p50", first),
+                ("ttft_last_turn_ms_p50", last),
+            ]
+            .into_iter()
+            .fold(row(name, "4", status, "100"), |r, (k, v)| with(r, k, v))
+        };
+        let rows = vec![
+            session("radix", "ok", "0.5", "60", "62"),
+            session("radix", "ok", "0.56", "62", "64"),
+            session("radix", "failed", "0.9", "1", "1"),
+            session("no-radix", "ok", "0", "61", "377"),
+            row("plain", "4", "ok", "100"),
+        ];
+        let t = render(&rows, &[], None);
+        assert!(
+            t.contains(
+                "Sessions (the server's prefix-cache hit rate against what the workload allows; TTFT as the history grows):\n\
+                 - radix: prefix-cache hit rate 0.53 of 0.58 allowed; TTFT p50 first turn 61.0 ms → last turn 63.0 ms\n\
+                 - no-radix: prefix-cache hit rate 0.00 of 0.58 allowed; TTFT p50 first turn 61.0 ms → last turn 377.0 ms\n"
+            ),
+            "{t}"
+        );
+        assert!(!t.contains("- plain:"), "{t}");
+        let t = render(&rows[4..], &[], None);
+        assert!(!t.contains("Sessions"), "{t}");
     }
 
     #[test]

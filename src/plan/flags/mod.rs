@@ -73,6 +73,8 @@ pub const HICACHE_SIZE: &str = "hicache_size";
 pub const HICACHE_RATIO: &str = "hicache_ratio";
 /// The flag every `hicache_*` key needs.
 pub const ENABLE_HICACHE: &str = "enable_hierarchical_cache";
+/// The radix cache off: SGLang refuses it together with the hierarchical cache.
+pub const DISABLE_RADIX_CACHE: &str = "disable_radix_cache";
 /// What the `hicache_*` keys share: SGLang 0.5.23's HiCache knobs are `hicache_ratio`,
 /// `hicache_size`, `hicache_host_memory_mode`, `hicache_host_memory_fraction`,
 /// `hicache_write_policy`, `hicache_io_backend`, `hicache_mem_layout`,
@@ -352,6 +354,14 @@ pub fn warnings(params: &[(String, ParamValue)]) -> Vec<String> {
     }
     match hicache_state(params) {
         Hicache::On => {
+            // SGLang 0.5.23 refuses the pair at start-up (server_args: "The arguments
+            // enable-hierarchical-cache and disable-radix-cache are mutually exclusive"): the
+            // host tier is the radix cache's, so the launch would only fail.
+            if get(DISABLE_RADIX_CACHE) == Some(&ParamValue::Bool(true)) {
+                out.push(
+                    "the hierarchical cache is on (a `hicache_*` key or `enable_hierarchical_cache: true`) with `disable_radix_cache: true`: SGLang refuses the pair at start-up (they are mutually exclusive: the host tier extends the radix cache); turn one off in this configuration".to_string(),
+                );
+            }
             if let (Some(size), Some(ratio)) = (on(get(HICACHE_SIZE)), on(get(HICACHE_RATIO))) {
                 out.push(format!(
                     "`hicache_size: {size}` and `hicache_ratio: {ratio}` are both set: SGLang sizes the host pool by hicache_size (it overrides --hicache-ratio), so hicache_ratio has no effect"
@@ -611,6 +621,31 @@ mod tests {
         ];
         assert_eq!(flag_args(&params), ["--enable-hierarchical-cache"]);
         assert!(warnings(&params)[0].contains("keeps the hierarchical cache on"));
+    }
+
+    /// HiCache with the radix cache off is said before launch (SGLang dies on it at start);
+    /// with HiCache off, disabling the radix cache is no warning.
+    #[test]
+    fn hicache_without_the_radix_cache_is_said() {
+        let on = [
+            p("hicache_size", ParamValue::Int(80)),
+            p("disable_radix_cache", ParamValue::Bool(true)),
+        ];
+        let w = warnings(&on);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("mutually exclusive"), "{w:?}");
+        for off in [
+            [
+                p("hicache_size", ParamValue::Int(0)),
+                p("disable_radix_cache", ParamValue::Bool(true)),
+            ],
+            [
+                p("hicache_size", ParamValue::Int(80)),
+                p("disable_radix_cache", ParamValue::Bool(false)),
+            ],
+        ] {
+            assert!(warnings(&off).is_empty(), "{off:?}");
+        }
     }
 
     #[test]

@@ -1,11 +1,13 @@
 //! The numbers that go into the report's charts, as pure functions with their own tests:
-//! min/max downsampling, CDFs, the Pareto frontier, requests in flight, token rates. The
+//! min/max downsampling, CDFs, the Pareto frontier, requests in flight, token rates, and a
+//! sessions sweep's TTFT by turn and prefix-cache hit rate against the share allowed. The
 //! server's timeline comes read (`observe::timeline`, for either engine): here it is only
 //! thinned for drawing.
 
 use crate::load::driver::Phase;
 pub use crate::observe::timeline::{Points, Timeline, WindowLines, WindowSpan};
 use crate::record::requests::Request;
+use crate::record::rows::{Col, Row};
 
 /// At most about `max_points` points from `points` (in x order): the points are cut into
 /// buckets of consecutive points and each bucket keeps its lowest and its highest y (in their
@@ -226,6 +228,138 @@ pub fn intervals(reqs: &[ClientRequest], offset_s: f64) -> Vec<(f64, f64)> {
         .collect()
 }
 
+/// The ok rows of a sweep grouped as its charts draw them: by configuration and load point, in
+/// first-appearance order, each group with its configuration's palette index (its run name's
+/// order of first appearance, as the per-configuration charts colour it). The group's name is
+/// the configuration's, with ` @ <load point>` when the rows span more than one load point.
+fn ok_groups(rows: &[Row]) -> Vec<(String, usize, Vec<&Row>)> {
+    let mut names: Vec<&str> = Vec::new();
+    let mut points: Vec<String> = Vec::new();
+    for r in rows {
+        if !names.contains(&r.run_name()) {
+            names.push(r.run_name());
+        }
+        let p = r.load_point();
+        if !points.contains(&p) {
+            points.push(p);
+        }
+    }
+    let several = points.len() > 1;
+    let mut out: Vec<(String, usize, Vec<&Row>)> = Vec::new();
+    let mut keys: Vec<(String, String)> = Vec::new();
+    for r in rows.iter().filter(|r| r.is_ok()) {
+        let key = (r.run_name().to_string(), r.load_point());
+        let i = match keys.iter().position(|k| *k == key) {
+            Some(i) => i,
+            None => {
+                let color = names.iter().position(|n| *n == r.run_name()).unwrap_or(0);
+                let name = if several {
+                    format!("{} @ {}", key.0, key.1)
+                } else {
+                    key.0.clone()
+                };
+                keys.push(key);
+                out.push((name, color, Vec::new()));
+                out.len() - 1
+            }
+        };
+        if let Some(g) = out.get_mut(i) {
+            g.2.push(r);
+        }
+    }
+    out
+}
+
+/// Whether the rows measured sessions (`sessions:`): some row has latency by turn.
+pub fn has_sessions(rows: &[Row]) -> bool {
+    rows.iter().any(|r| !r.turn_latency().is_empty())
+}
+
+/// One line of the TTFT-by-turn chart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnSeries {
+    /// The configuration (` @ <load point>` when the sweep has several).
+    pub name: String,
+    /// Its palette index, as in the per-configuration charts.
+    pub color: usize,
+    /// (turn, TTFT p50 in ms), turns ascending.
+    pub points: Points,
+    /// The last point is the last bucket, holding that turn and every later one.
+    pub and_later: bool,
+}
+
+/// Per configuration (and load point) of a sessions sweep, its TTFT p50 at each turn. The
+/// repeats' p50s of a turn are averaged weighted by their requests in that turn (a repeat
+/// that measured more of a turn says more about it); a configuration with no turn measured
+/// has no line.
+pub fn ttft_by_turn(rows: &[Row]) -> Vec<TurnSeries> {
+    let mut out = Vec::new();
+    for (name, color, group) in ok_groups(rows) {
+        // turn -> (Σ weight × p50, Σ weight, and_later)
+        let mut by_turn: std::collections::BTreeMap<u32, (f64, f64, bool)> = Default::default();
+        for r in &group {
+            for t in r.turn_latency() {
+                let Some(ms) = t.ttft_p50_ms else { continue };
+                // A bucket that says it has no requests still has its p50: weigh it as one.
+                let w = t.requests.max(1) as f64;
+                let e = by_turn.entry(t.turn).or_insert((0.0, 0.0, false));
+                e.0 += w * ms;
+                e.1 += w;
+                e.2 |= t.and_later;
+            }
+        }
+        if by_turn.is_empty() {
+            continue;
+        }
+        let and_later = by_turn.values().next_back().is_some_and(|e| e.2);
+        out.push(TurnSeries {
+            name,
+            color,
+            points: by_turn
+                .iter()
+                .map(|(t, (sum, w, _))| (f64::from(*t), sum / w))
+                .collect(),
+            and_later,
+        });
+    }
+    out
+}
+
+/// A configuration's prefix-cache hit rate as the server reported it beside the hit rate the
+/// workload allows, over its ok repeats.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CacheShare {
+    /// The configuration (` @ <load point>` when the sweep has several).
+    pub name: String,
+    /// Its palette index, as in the per-configuration charts.
+    pub color: usize,
+    /// The server's hit rate (`cache_hit_rate`) of each repeat that has one.
+    pub hit: Vec<f64>,
+    /// The share the workload allows (`prefix_reusable_share`) of each repeat that has one.
+    pub allowed: Vec<f64>,
+}
+
+/// Per configuration (and load point), the server's prefix-cache hit rate and the share the
+/// workload allows; a configuration with neither is left out.
+pub fn cache_hit_vs_allowed(rows: &[Row]) -> Vec<CacheShare> {
+    ok_groups(rows)
+        .into_iter()
+        .map(|(name, color, group)| CacheShare {
+            name,
+            color,
+            hit: group
+                .iter()
+                .filter_map(|r| r.metric(&Col::CACHE_HIT_RATE))
+                .collect(),
+            allowed: group
+                .iter()
+                .filter_map(|r| r.metric(&Col::PREFIX_REUSABLE_SHARE))
+                .collect(),
+        })
+        .filter(|c| !(c.hit.is_empty() && c.allowed.is_empty()))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -318,5 +452,129 @@ measured,1,0.5,200,700,2,\n";
         assert!((ev.iter().map(|e| e.1).sum::<f64>() - 6.0).abs() < 1e-9);
         assert_eq!(ev[0], (10.1, 1.0));
         assert_eq!(intervals(&r, 0.0), vec![(0.0, 1.1), (0.5, 1.2)]);
+    }
+
+    fn session_row(name: &str, c: &str, status: &str, cells: &[(&str, &str)]) -> Row {
+        let mut r = Row::from_cells([
+            ("run_name", name),
+            ("status", status),
+            ("concurrency", c),
+            ("request_rate", ""),
+        ]);
+        for (k, v) in cells {
+            r.set_cell(k, *v);
+        }
+        r
+    }
+
+    /// One line per configuration, turns ascending, repeats weighted by their requests in a
+    /// turn; failed rows, rows without sessions and empty TTFTs add nothing; colours follow
+    /// the run names' first appearance, as the other charts' do.
+    #[test]
+    fn ttft_by_turn_is_one_line_per_configuration() {
+        let rows = vec![
+            session_row("failed", "8", "failed", &[]),
+            session_row(
+                "radix",
+                "8",
+                "ok",
+                &[("turn_latency", "2:100.0:10.00:30 1:200.0:10.00:10")],
+            ),
+            session_row(
+                "radix",
+                "8",
+                "ok",
+                &[("turn_latency", "1:300.0:10.00:30 2:100.0:10.00:10")],
+            ),
+            session_row(
+                "no-radix",
+                "8",
+                "ok",
+                &[("turn_latency", "1:150.0::4 3::10.00:2 24+:900.0:10.00:1")],
+            ),
+            session_row("plain", "8", "ok", &[]),
+        ];
+        assert!(has_sessions(&rows));
+        assert!(!has_sessions(&rows[4..]));
+        let got = ttft_by_turn(&rows);
+        assert_eq!(
+            got,
+            vec![
+                TurnSeries {
+                    name: "radix".into(),
+                    color: 1,
+                    // (200×10 + 300×30) / 40 and (100×30 + 100×10) / 40.
+                    points: vec![(1.0, 275.0), (2.0, 100.0)],
+                    and_later: false,
+                },
+                TurnSeries {
+                    name: "no-radix".into(),
+                    color: 2,
+                    points: vec![(1.0, 150.0), (24.0, 900.0)],
+                    and_later: true,
+                },
+            ]
+        );
+        // Without sessions: no line.
+        assert!(ttft_by_turn(&rows[4..]).is_empty());
+    }
+
+    /// A sweep over several load points names each line by its point too.
+    #[test]
+    fn several_load_points_are_lines_of_their_own() {
+        let rows = vec![
+            session_row("a", "8", "ok", &[("turn_latency", "1:10.0::1")]),
+            session_row("a", "16", "ok", &[("turn_latency", "1:20.0::1")]),
+        ];
+        let names: Vec<(String, usize)> = ttft_by_turn(&rows)
+            .into_iter()
+            .map(|s| (s.name, s.color))
+            .collect();
+        assert_eq!(names, [("a @ 8".to_string(), 0), ("a @ 16".to_string(), 0)]);
+    }
+
+    /// The server's hit rate beside the allowed share, per configuration; one with neither
+    /// (single prompts) and failed rows are left out.
+    #[test]
+    fn the_hit_rate_stands_beside_the_share_allowed() {
+        let rows = vec![
+            session_row(
+                "small-pool",
+                "8",
+                "ok",
+                &[("cache_hit_rate", "0.3"), ("prefix_reusable_share", "0.8")],
+            ),
+            session_row(
+                "small-pool",
+                "8",
+                "ok",
+                &[("cache_hit_rate", "0.4"), ("prefix_reusable_share", "0.82")],
+            ),
+            session_row(
+                "small-pool",
+                "8",
+                "failed",
+                &[("cache_hit_rate", "0.9"), ("prefix_reusable_share", "0.9")],
+            ),
+            session_row("plain", "8", "ok", &[("cache_hit_rate", "")]),
+            session_row("hicache", "8", "ok", &[("prefix_reusable_share", "0.81")]),
+        ];
+        assert_eq!(
+            cache_hit_vs_allowed(&rows),
+            vec![
+                CacheShare {
+                    name: "small-pool".into(),
+                    color: 0,
+                    hit: vec![0.3, 0.4],
+                    allowed: vec![0.8, 0.82],
+                },
+                CacheShare {
+                    name: "hicache".into(),
+                    color: 2,
+                    hit: vec![],
+                    allowed: vec![0.81],
+                },
+            ]
+        );
     }
 }

@@ -340,7 +340,87 @@ fn config_charts(s: &Sweep, prefix: &str) -> String {
             .push(Line::new("Pareto frontier", frontier, 6).dashed());
     }
     o.push_str(&chart::render(&pareto));
+    if data::has_sessions(rows) {
+        o.push_str(&session_charts(rows, prefix));
+    }
     o.push_str("</div>");
+    o
+}
+
+/// A sessions sweep (`sessions:`): TTFT p50 against the turn, one line per configuration, and
+/// the prefix-cache hit rate the server reported beside the share the workload allows. A sweep
+/// without sessions draws neither (its page stays as it was).
+fn session_charts(rows: &[Row], prefix: &str) -> String {
+    let mut o = String::new();
+    let series = data::ttft_by_turn(rows);
+    let and_later = series
+        .iter()
+        .filter(|s| s.and_later)
+        .filter_map(|s| s.points.last().map(|p| p.0))
+        .next();
+    let mut turns = Chart {
+        id: format!("{prefix}turns"),
+        title: "TTFT p50 by turn (the history grows with each turn)".into(),
+        x_label:
+            "turn (1: no history; each later turn re-sends the earlier ones and their replies)"
+                .into(),
+        y_label: "TTFT p50 (ms)".into(),
+        x_from_data: true,
+        x_whole: true,
+        note: format!(
+            "One line per configuration (repeats weighted by their requests in the turn). A line \
+             that stays flat: the prefix cache serves the history; one that climbs with the \
+             turn: each turn prefills its history again.{}",
+            and_later.map_or(String::new(), |t| format!(
+                " The point at turn {t} holds that turn and every later one."
+            ))
+        ),
+        ..Default::default()
+    };
+    let mut drawn: Vec<usize> = Vec::new();
+    for s in series {
+        // The same configuration at another load point keeps its colour and takes the next
+        // marker; past the palette, the marker tells configurations apart as elsewhere.
+        let again = drawn.iter().filter(|c| **c == s.color).count();
+        drawn.push(s.color);
+        let marker = Marker::nth(again + s.color / chart::PALETTE.len());
+        turns
+            .lines
+            .push(Line::new(s.name, s.points, s.color).marker(marker));
+    }
+    if turns.lines.is_empty() {
+        turns.note = "No turn has a TTFT: no session turn succeeded.".into();
+    }
+    o.push_str(&chart::render(&turns));
+
+    let shares = data::cache_hit_vs_allowed(rows);
+    let mut hit = BarChart {
+        id: format!("{prefix}prefix-cache"),
+        title: "Prefix-cache hit rate (filled) and the share the workload allows (dashed outline)"
+            .into(),
+        x_label: "share of prompt tokens (0–1)".into(),
+        filled: Measure {
+            name: "hit rate the server reported (cache_hit_rate)".into(),
+            values: Vec::new(),
+        },
+        outline: Some(Measure {
+            name: "share the workload allows (prefix_reusable_share)".into(),
+            values: Vec::new(),
+        }),
+        note: "The outline is the history sgtune's sessions let the cache reuse; a hit rate \
+               well under it is reusable history the cache dropped (a larger device pool or a \
+               host tier, hicache_size, keeps it)."
+            .into(),
+        ..Default::default()
+    };
+    for c in &shares {
+        hit.rows.push((c.name.clone(), c.color));
+        hit.filled.values.push(Spread::of(&c.hit));
+        if let Some(m) = &mut hit.outline {
+            m.values.push(Spread::of(&c.allowed));
+        }
+    }
+    o.push_str(&chart::render_bars(&hit));
     o
 }
 
@@ -1120,6 +1200,73 @@ mod tests {
             let ticks = x_ticks(&h, id);
             assert_eq!(ticks, ["2", "3", "4"], "{id}");
         }
+    }
+
+    /// A sessions sweep: TTFT against the turn, one line per configuration in its colour,
+    /// and the hit rate beside the share allowed, as bars; a sweep without sessions draws
+    /// neither.
+    #[test]
+    fn a_sessions_sweep_draws_ttft_by_turn_and_the_hit_rate_beside_the_share_allowed() {
+        let session = |name: &str, turns: &str, hit: &str, allowed: &str| {
+            measured(name, "4", "100", ("50", "90"))
+                .with("turn_latency", turns)
+                .with("cache_hit_rate", hit)
+                .with("prefix_reusable_share", allowed)
+        };
+        let rows = vec![
+            session(
+                "radix",
+                "1:60.0:5.00:8 2:55.0:5.00:8 3:58.0:5.00:8 4:63.0:5.00:8",
+                "0.53",
+                "0.58",
+            ),
+            session(
+                "no-radix",
+                "1:60.0:5.00:8 2:150.0:5.00:8 3:260.0:5.00:8 4:377.0:5.00:8",
+                "0",
+                "0.58",
+            ),
+        ];
+        let h = config_charts(&sweep(rows.clone()), "cfg-");
+        let fig = |id: &str| {
+            let start = h.find(&format!("id=\"{id}\"")).expect(id);
+            h[start..start + h[start..].find("</figure>").expect("its end")].to_string()
+        };
+        let turns = fig("cfg-turns");
+        assert!(turns.contains("TTFT p50 by turn"), "{turns}");
+        assert!(turns.contains("<svg"), "drawn: {turns}");
+        for (name, colour) in [("radix", "#0072B2"), ("no-radix", "#E69F00")] {
+            assert!(
+                turns.contains(&format!("</span>{name}</li>")),
+                "{name}: {turns}"
+            );
+            assert!(
+                turns.contains(&format!("<polyline fill=\"none\" stroke=\"{colour}\"")),
+                "{name}'s line: {turns}"
+            );
+        }
+        assert_eq!(x_ticks(&h, "cfg-turns"), ["1", "2", "3", "4"]);
+        assert!(!turns.contains("every later one"), "{turns}");
+        let cache = fig("cfg-prefix-cache");
+        assert!(cache.contains("<svg"), "drawn: {cache}");
+        assert!(cache.contains("0.53 / 0.58"), "{cache}");
+        assert!(cache.contains("share the workload allows"), "{cache}");
+        // Without sessions, nothing new on the page.
+        let plain: Vec<Row> = vec![measured("radix", "4", "100", ("50", "90"))];
+        let h = config_charts(&sweep(plain), "cfg-");
+        assert!(!h.contains("cfg-turns") && !h.contains("cfg-prefix-cache"));
+        // The last bucket is said as holding every later turn.
+        let long = vec![session(
+            "radix",
+            "1:60.0:5.00:8 24+:90.0:5.00:2",
+            "0.5",
+            "0.6",
+        )];
+        let h = config_charts(&sweep(long), "cfg-");
+        assert!(
+            h.contains("The point at turn 24 holds that turn and every later one."),
+            "{h}"
+        );
     }
 
     #[test]
