@@ -357,6 +357,27 @@ fn explore(space: &Space, seen: &[Observation], st: &State, compose: bool) -> Ex
             }
         }
     }
+    // Last, the response model's own edge: the running cap one value past what it allowed,
+    // once, before the exploration ends with launches left (its ceiling is a fit through
+    // noisy tails, not a measurement).
+    for (k, dir) in sized::model_edges(space, seen, st, base_i) {
+        let len = space.knobs[k].values.len();
+        let first = step::order(st, k, len, base.point[k], dir, false)
+            .first()
+            .copied()
+            .filter(|&to| !st.enters_flat(k, base.point[k], to));
+        let Some(p) = first.and_then(|to| sized::edge_point(space, seen, st, base_i, k, to)) else {
+            continue;
+        };
+        if st.seen.contains(&p) {
+            continue;
+        }
+        let why = format!(
+            "{head} → every other move is spent: the model's edge on the running cap, tested once: {}",
+            sized::changes(space, &base.point, &p)
+        );
+        return Explored::Launch(launch(p, why, false));
+    }
     Explored::Spent(stop_reason(space, st, &head))
 }
 
