@@ -780,7 +780,7 @@ mod tests {
         assert_eq!(q, vec![(MRR, 2, true)]);
         let kv = first_moves(&sp, &st, &o, &rules::moves(VerdictKind::KvCacheBound, None));
         // The dtype is a short move: one value, not long.
-        assert_eq!(kv, vec![(MFS, 4, true), (4, 1, false), (MTT, 2, true)]);
+        assert_eq!(kv, vec![(MFS, 4, true), (MTT, 2, true), (4, 1, false)]);
         let churn = first_moves(
             &sp,
             &st,

@@ -41,16 +41,17 @@ pub enum Target {
 
 /// The KV capacity knobs: those that size the device pool a running request's KV lives in
 /// (`max_total_num_tokens`), in the order the rules try them: the memory fraction first (no
-/// quality risk, no speed cost until the cliff), then a smaller KV dtype (gated by the quality
-/// guard: a value that fails it is banned), then the token cap, then vLLM's own sizes of the
-/// pool (its `gpu_memory_utilization` is the memory fraction). Not the hierarchical cache: see
-/// [`HICACHE_KNOBS`].
+/// quality risk, no speed cost until the cliff), then the other sizes of the pool (the token
+/// cap, vLLM's own sizes; its `gpu_memory_utilization` is the memory fraction), and a smaller
+/// KV dtype last: it is a quality risk (the guard bans a value that fails it, at the cost of a
+/// launch), the one the story's user rejected, so no size of the pool waits behind it. Not the
+/// hierarchical cache: see [`HICACHE_KNOBS`].
 pub const KV_KNOBS: [&str; 5] = [
     "mem_fraction_static",
-    "kv_cache_dtype",
     "max_total_tokens",
     "kv_cache_memory_bytes",
     "num_gpu_blocks_override",
+    "kv_cache_dtype",
 ];
 
 /// The prefix cache's host tier (SGLang's HiCache): host memory that keeps the prefixes the
