@@ -15,8 +15,15 @@
 # `AGREEMENT hit_rate_points=D ttft_p50=R prompt_tokens=R` (D = sgtune − bench_serving in
 # percentage points; R = sgtune / bench_serving).
 #
+# sgtune's synthetic chat text is counted in words (it has no tokenizer), bench_serving's in the
+# model's tokens: sgtune is asked for SYSTEM and QUESTION ÷ TOKENS_PER_WORD words so both send
+# about as many tokens (the `prompt tokens/request` line checks it). TOKENS_PER_WORD (1.6) was
+# measured with the tiny model's tokenizer on 2026-12-06: asked for 64 words, sgtune's prompts
+# came to 1.58 × bench_serving's.
+#
 # Knobs (environment): CONCURRENCY (4), SESSIONS (16), TURNS (4), SYSTEM (64), QUESTION (64),
-# OUTPUT (32), ROUNDS (2), POOL (max_total_tokens, 8192: every live history fits).
+# OUTPUT (32), ROUNDS (2), POOL (max_total_tokens, 8192: every live history fits),
+# TOKENS_PER_WORD (1.6).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 CONCURRENCY=${CONCURRENCY:-4}
@@ -27,6 +34,10 @@ QUESTION=${QUESTION:-64}
 OUTPUT=${OUTPUT:-32}
 ROUNDS=${ROUNDS:-2}
 POOL=${POOL:-8192}
+TOKENS_PER_WORD=${TOKENS_PER_WORD:-1.6}
+words() { python3 -c "import sys; print(max(1, round(int(sys.argv[1]) / float(sys.argv[2]))))" "$1" "$TOKENS_PER_WORD"; }
+SG_SYSTEM=$(words "$SYSTEM")
+SG_QUESTION=$(words "$QUESTION")
 
 env_file=$(scripts/setup-cpu-sglang.sh)
 # shellcheck disable=SC1090
@@ -78,7 +89,7 @@ endpoint: chat
 concurrency: $CONCURRENCY
 requests: $((SESSIONS * TURNS))
 warmup_requests: 0
-sessions: {turns: $TURNS, user_tokens: $QUESTION, reply_tokens: $OUTPUT, system_tokens: $SYSTEM, sessions: $SESSIONS}
+sessions: {turns: $TURNS, user_tokens: $SG_QUESTION, reply_tokens: $OUTPUT, system_tokens: $SG_SYSTEM, sessions: $SESSIONS}
 YAML
 
 for round in $(seq 1 "$ROUNDS"); do
