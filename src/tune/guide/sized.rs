@@ -173,11 +173,7 @@ pub fn from_base(space: &Space, seen: &[Observation], st: &State, base_i: usize)
         let hi = band.hi.unwrap_or(0.0).min(offered);
         (hi, band.lo.min(hi.max(1.0)))
     };
-    // The pool, in requests, at the base: what ran over the share of it they used.
-    let pool_requests = match (e.running_max.or(e.running_mean), e.kv_usage_max) {
-        (Some(r), Some(u)) if u > 0.05 => Some(r / u),
-        _ => None,
-    };
+    let pool_requests = pool_requests(e);
     let cap_now = cap_k.and_then(|k| model::value(space, &b.point, &space.knobs[k].key));
     // Over the top by the batch that ran at its peak (the TPOT tail's), under the floor by the
     // mean (the queue's).
@@ -359,6 +355,15 @@ pub fn moot(
     }
 }
 
+/// The pool, in requests, at a launch: what ran over the share of it they used (None where
+/// the usage is too small to divide by).
+fn pool_requests(e: &super::Evidence) -> Option<f64> {
+    match (e.running_max.or(e.running_mean), e.kv_usage_max) {
+        (Some(r), Some(u)) if u > 0.05 => Some(r / u),
+        _ => None,
+    }
+}
+
 /// `p`, whose running cap is `cap_value`, with what the batch it lets run needs: more KV when
 /// the pool (`pool_requests`, in requests, at the base `from`) holds fewer, and CUDA graphs
 /// that cover it.
@@ -400,10 +405,7 @@ pub fn edge_point(
     let b = seen.get(base_i)?;
     let e = evidence_of(b)?;
     let offered = e.offered.filter(|o| *o >= 1.0)?;
-    let pool_requests = match (e.running_max.or(e.running_mean), e.kv_usage_max) {
-        (Some(r), Some(u)) if u > 0.05 => Some(r / u),
-        _ => None,
-    };
+    let pool_requests = pool_requests(e);
     let mut p = b.point.clone();
     *p.get_mut(k)? = to;
     let cap_value = space.knobs.get(k)?.values.get(to)?.as_f64();
