@@ -684,6 +684,39 @@ mod tests {
         assert!(moot(&sp, &broken, &st, 0, MRR, Dir::Down));
     }
 
+    /// The band in the step log's words: a TPOT bound the step never breaks holds at any
+    /// batch; a TTFT bound that asks for no more than one running request says nothing.
+    #[test]
+    fn the_band_in_words() {
+        let b = |column: &str, limit| {
+            Some(model::LatencyBound {
+                column: column.into(),
+                limit,
+            })
+        };
+        let mut m = Model::default();
+        m.tpot = b("tpot_ms_p99", 40.0);
+        m.ttft = b("ttft_ms_p99", 2000.0);
+        let band = |lo, hi| Band {
+            lo,
+            hi,
+            known: true,
+        };
+        let w = band_words(&m, &band(1.0, Some(f64::INFINITY)), 64.0, None);
+        assert_eq!(w, "tpot_ms_p99 ≤ 40 holds at any batch");
+        let w = band_words(&m, &band(24.0, Some(46.0)), 64.0, None);
+        assert_eq!(
+            w,
+            "tpot_ms_p99 ≤ 40 needs ≤ 46 running; ttft_ms_p99 ≤ 2000 needs ≥ 24 running at this load (64 offered)"
+        );
+        let w = band_words(&m, &band(f64::INFINITY, None), 64.0, None);
+        assert!(
+            w.starts_with("tpot_ms_p99 ≤ 40 is not met even by one running request"),
+            "{w}"
+        );
+        assert_eq!(num(12.25), "12.2");
+    }
+
     /// A batch below the band's top with a queue wants to grow: the model has no smaller cap
     /// for it (a tune once proposed "trade 64 → 48" four times from such bases, each a launch
     /// slower than its base).
