@@ -729,6 +729,37 @@ mod tests {
         }
     }
 
+    /// Without Decode lines the verdict is unknown, and says whether the log had Prefill lines
+    /// (a PD prefill server) or no stats at all.
+    #[test]
+    fn no_decode_lines_is_unknown_and_says_which_lines_there_were() {
+        let prefill_only = ServerSummary {
+            prefill_lines: 3,
+            ..ServerSummary::default()
+        };
+        let v = diagnose(8, 0, None, Some(&prefill_only));
+        assert_eq!(v.kind, VerdictKind::Unknown);
+        assert!(v.evidence.contains("only Prefill lines"), "{}", v.evidence);
+        for s in [
+            ServerSummary::default(),
+            ServerSummary {
+                prefill_lines: 1,
+                ..ServerSummary::default()
+            },
+        ] {
+            let v = diagnose(8, 0, None, Some(&s));
+            assert_eq!(v.kind, VerdictKind::Unknown);
+            let want = if s.prefill_lines > 0 {
+                "only Prefill lines"
+            } else {
+                "no server stats lines in the measured window"
+            };
+            assert!(v.evidence.contains(want), "{}", v.evidence);
+        }
+        let v = diagnose(8, 0, None, Some(&ServerSummary::default()));
+        assert_eq!(v.evidence, "no server stats lines in the measured window");
+    }
+
     #[test]
     fn verdict_names_are_one_list() {
         let names: Vec<&str> = VerdictKind::ALL.iter().map(|k| k.as_str()).collect();
