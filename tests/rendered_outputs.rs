@@ -1,5 +1,6 @@
 //! Snapshots (insta) of what sgtune prints and saves for people to read: the results.md table,
-//! `sgtune compare`, `sgtune log`, `sgtune load` and the outline of `sgtune report`'s page. The
+//! decision.md, `sgtune compare`, `sgtune log`, `sgtune load`, and `sgtune report`'s page (its
+//! outline, and the whole page byte for byte). The
 //! inputs are fixed files in tests/fixtures, so the snapshots are exact; where a live server is
 //! needed (load), measured numbers are normalised to their printed shape. The snapshots live in
 //! tests/snapshots/.
@@ -494,19 +495,60 @@ fn report_html_outline_of_a_sessions_sweep() {
     );
 }
 
-/// `sgtune report` on a fixture folder: the page's headings and charts, one line each.
-fn report_outline(fixture: &str) -> String {
+/// The whole of report.html, byte for byte (its SVG included), for the demo sweep (a decision,
+/// three launches with their server timelines and client requests), a sessions sweep, and the
+/// two-sweep page; and `sgtune log --html`'s page for one real SGLang log. The outlines above
+/// say what a reader finds where; these prove that moving the page's code around changed
+/// nothing. Run from tests/fixtures with relative names, so no path of this machine shows: the
+/// page names its folders as given.
+#[test]
+fn report_html_pages_byte_for_byte() {
+    insta::assert_snapshot!("report_html_page", report_html(&["results/cpu-demo"]));
+    insta::assert_snapshot!(
+        "report_html_page_sessions",
+        report_html(&["results/sessions"])
+    );
+    insta::assert_snapshot!(
+        "report_html_compare_page",
+        report_html(&["results/compare-a", "results/compare-b"])
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let page = tmp.path().join("log.html");
+    let out = run(sgtune()
+        .current_dir(fixtures("logs"))
+        .args(["log", "real-0.5.23-cpu-kv-bound.log", "--html"])
+        .arg(&page));
+    assert!(out.status.success(), "{out:?}");
+    insta::assert_snapshot!("log_html_page", std::fs::read_to_string(&page).unwrap());
+}
+
+/// decision.md as rendered from the demo's decision.json (`report::decision::render_md`, the
+/// renderer the end of a sweep writes it with).
+#[test]
+fn decision_md_of_the_demo_sweep() {
+    let json = std::fs::read_to_string(fixtures("results/cpu-demo/decision.json")).unwrap();
+    let d: sgtune::tune::decision::Decision = serde_json::from_str(&json).unwrap();
+    insta::assert_snapshot!("decision_md", sgtune::report::decision::render_md(&d));
+}
+
+/// `sgtune report` on fixture folders (one, or two to compare), run from tests/fixtures: the
+/// page it writes.
+fn report_html(fixtures_given: &[&str]) -> String {
     let tmp = tempfile::tempdir().unwrap();
     let page = tmp.path().join("report.html");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sgtune"))
-        .args(["report"])
-        .arg(fixtures(fixture))
+    let out = run(sgtune()
+        .current_dir(fixtures(""))
+        .arg("report")
+        .args(fixtures_given)
         .arg("-o")
-        .arg(&page)
-        .output()
-        .unwrap();
+        .arg(&page));
     assert!(out.status.success(), "{out:?}");
-    let html = std::fs::read_to_string(&page).unwrap();
+    std::fs::read_to_string(&page).unwrap()
+}
+
+/// `sgtune report` on a fixture folder: the page's headings and charts, one line each.
+fn report_outline(fixture: &str) -> String {
+    let html = report_html(&[fixture]);
     let strip = |s: &str| {
         let mut o = String::new();
         let mut in_tag = false;
