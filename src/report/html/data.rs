@@ -1,6 +1,7 @@
 //! The numbers that go into the report's charts, as pure functions with their own tests:
-//! min/max downsampling, CDFs, the Pareto frontier, requests in flight, token rates, and a
-//! sessions sweep's TTFT by turn and prefix-cache hit rate against the share allowed. The
+//! min/max downsampling, CDFs, the Pareto frontier, requests in flight, token rates, the rows
+//! shaped into per-configuration series across load points (and the Pareto chart's points), and
+//! a sessions sweep's TTFT by turn and prefix-cache hit rate against the share allowed. The
 //! server's timeline comes read (`observe::timeline`, for either engine): here it is only
 //! thinned for drawing.
 
@@ -8,6 +9,7 @@ use crate::load::driver::Phase;
 pub use crate::observe::timeline::{Points, Timeline, WindowLines, WindowSpan};
 use crate::record::requests::Request;
 use crate::record::rows::{Col, Row};
+use crate::report::table;
 
 /// At most about `max_points` points from `points` (in x order): the points are cut into
 /// buckets of consecutive points and each bucket keeps its lowest and its highest y (in their
@@ -360,10 +362,91 @@ pub fn cache_hit_vs_allowed(rows: &[Row]) -> Vec<CacheShare> {
         .collect()
 }
 
+/// The x of a row on the load-point axis: its concurrency, else its request rate.
+pub(super) fn load_x(r: &Row) -> Option<f64> {
+    r.concurrency()
+        .map(|c| c as f64)
+        .or_else(|| r.request_rate())
+}
+
+/// A configuration's name and, per load point, its repeats' values.
+pub type ConfigSeries = (String, Vec<(f64, Vec<f64>)>);
+
+/// Per configuration (in first-appearance order): per load point (x ascending) the ok
+/// repeats' values of `col`.
+pub fn by_config(rows: &[Row], col: &Col) -> Vec<ConfigSeries> {
+    let mut out: Vec<ConfigSeries> = Vec::new();
+    for g in table::groups(rows) {
+        let Some(first) = g.first() else { continue };
+        let name = first.run_name().to_string();
+        let Some(x) = load_x(first) else { continue };
+        let vals: Vec<f64> = g
+            .iter()
+            .filter(|r| r.is_ok())
+            .filter_map(|r| r.metric(col))
+            .collect();
+        let idx = match out.iter().position(|(n, _)| *n == name) {
+            Some(i) => i,
+            None => {
+                out.push((name, Vec::new()));
+                out.len() - 1
+            }
+        };
+        if let (Some(entry), false) = (out.get_mut(idx), vals.is_empty()) {
+            entry.1.push((x, vals));
+        }
+    }
+    for (_, pts) in &mut out {
+        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    out
+}
+
+pub(super) fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len().max(1) as f64
+}
+
+/// (total output tok/s, output tok/s per user) for each configuration and load point.
+pub fn pareto_points(rows: &[Row]) -> Vec<(String, Points)> {
+    let tput = by_config(rows, &Col::OUTPUT_TOK_S);
+    tput.into_iter()
+        .map(|(name, pts)| {
+            let p = pts
+                .iter()
+                .filter_map(|(x, v)| {
+                    let total = mean(v);
+                    // Per user: the total shared by the concurrent requests; for a rate, by the
+                    // requests in flight the rows say the server was running.
+                    let users = rows
+                        .iter()
+                        .find(|r| r.run_name() == name && load_x(r) == Some(*x))
+                        .and_then(|r| {
+                            r.concurrency()
+                                .map(|c| c as f64)
+                                .or_else(|| r.metric(&Col::RUNNING_REQ_MEAN))
+                        })
+                        .filter(|u| *u > 0.0)?;
+                    Some((total, total / users))
+                })
+                .collect();
+            (name, p)
+        })
+        .collect()
+}
+
+/// The distinct loads the rows were measured at (their x on the load axis), ascending.
+pub(super) fn loads(rows: &[Row]) -> Vec<f64> {
+    let mut v: Vec<f64> = rows.iter().filter_map(load_x).collect();
+    v.sort_by(f64::total_cmp);
+    v.dedup();
+    v
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
+    use crate::report::html::testing::row;
 
     #[test]
     fn downsample_keeps_extremes_and_ends() {
@@ -576,5 +659,45 @@ measured,1,0.5,200,700,2,\n";
                 },
             ]
         );
+    }
+
+    #[test]
+    fn config_series_and_pareto_points() {
+        let rows = vec![
+            row(&[
+                ("run_name", "a"),
+                ("status", "ok"),
+                ("concurrency", "8"),
+                ("request_rate", ""),
+                ("output_tok_s", "80"),
+            ]),
+            row(&[
+                ("run_name", "a"),
+                ("status", "ok"),
+                ("concurrency", "8"),
+                ("request_rate", ""),
+                ("output_tok_s", "100"),
+            ]),
+            row(&[
+                ("run_name", "a"),
+                ("status", "ok"),
+                ("concurrency", "2"),
+                ("request_rate", ""),
+                ("output_tok_s", "40"),
+            ]),
+            row(&[
+                ("run_name", "b"),
+                ("status", "failed"),
+                ("concurrency", "2"),
+                ("request_rate", ""),
+                ("output_tok_s", ""),
+            ]),
+        ];
+        let s = by_config(&rows, &Col::OUTPUT_TOK_S);
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[0].1, vec![(2.0, vec![40.0]), (8.0, vec![80.0, 100.0])]);
+        assert!(s[1].1.is_empty());
+        let p = pareto_points(&rows);
+        assert_eq!(p[0].1, vec![(40.0, 20.0), (90.0, 11.25)]);
     }
 }

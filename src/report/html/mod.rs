@@ -4,10 +4,20 @@
 //! into a String. [`data`] has the numbers behind each chart, [`chart`] draws one chart.
 
 pub mod chart;
+mod compare;
+mod configs;
 pub mod data;
-mod page;
+mod launch;
+mod log;
+mod style;
+mod sweep;
+#[cfg(test)]
+mod testing;
+mod timeline;
 
-pub use page::{compare_page, log_page, sweep_page};
+pub use compare::compare_page;
+pub use log::log_page;
+pub use sweep::sweep_page;
 
 use crate::record::rows::Row;
 use data::{ClientRequest, Timeline};
