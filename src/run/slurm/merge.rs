@@ -4,7 +4,7 @@
 //! table (`report::slurm` renders it).
 
 use super::task::submitted_launches;
-use super::{States, Submission, describe, latest, missing_rows, out_tail, task_states};
+use super::{SlurmState, States, Submission, latest, missing_rows, out_tail, task_states};
 use crate::record::RunStatus;
 use crate::record::provenance;
 use crate::record::rows;
@@ -60,7 +60,7 @@ pub fn merge_rows(dir: &Path, sub: &Submission, states: &States) -> Result<bool,
             Err(_) => {
                 let (job, idx) = sub.task_of(name).unwrap_or_default();
                 let state = known_state(sub, states, &job, idx);
-                if matches!(describe(Some(&state)), "pending" | "running") {
+                if state.is_live() {
                     // Merged early (by hand): this run has no row yet.
                     pending = true;
                     continue;
@@ -102,7 +102,7 @@ fn status_view_of(sub: &Submission, states: &States, dir: &Path) -> SlurmStatus 
         let (job, idx) = sub.task_of(name).unwrap_or_default();
         let task = format!("{job}_{idx}");
         let known = known_state(sub, states, &job, idx);
-        let slurm_state = (known != "UNKNOWN").then_some(known.as_str());
+        let slurm_state = (known != SlurmState::Unknown).then_some(&known);
         let (state, detail) = match files::read_task_rows(&store::launch_dir(dir, name)) {
             Ok(t) if t.rows.iter().all(rows::Row::is_ok) => ("ok".to_string(), String::new()),
             Ok(t) => {
@@ -118,8 +118,8 @@ fn status_view_of(sub: &Submission, states: &States, dir: &Path) -> SlurmStatus 
                 )
             }
             Err(_) => (
-                describe(slurm_state).to_string(),
-                slurm_state.unwrap_or("").to_string(),
+                slurm_state.map_or("unknown", SlurmState::shown).to_string(),
+                slurm_state.map_or(String::new(), SlurmState::to_string),
             ),
         };
         let run = match sub.wave.as_ref().and_then(|w| w.steps.get(name)) {
@@ -149,18 +149,16 @@ fn status_view_of(sub: &Submission, states: &States, dir: &Path) -> SlurmStatus 
 
 /// A task's state; one that left no trace after `sgtune cancel` was cancelled while pending
 /// (Slurm logs no completion for those).
-fn known_state(sub: &Submission, states: &States, job: &str, idx: usize) -> String {
+fn known_state(sub: &Submission, states: &States, job: &str, idx: usize) -> SlurmState {
     match states.get(&(job.to_string(), idx)) {
         Some(s) => s.clone(),
-        None if sub.cancelled_at.is_some() => "CANCELLED".to_string(),
-        None => "UNKNOWN".to_string(),
+        None if sub.cancelled_at.is_some() => SlurmState::Cancelled,
+        None => SlurmState::Unknown,
     }
 }
 
 fn any_live(states: &States) -> bool {
-    states
-        .values()
-        .any(|s| matches!(describe(Some(s)), "pending" | "running"))
+    states.values().any(SlurmState::is_live)
 }
 
 #[cfg(test)]
@@ -170,7 +168,7 @@ mod tests {
     use crate::record::rows;
     use crate::record::slurm::{ArrayJob, Submission};
     use crate::record::store::ResultsDir;
-    use crate::run::slurm::{States, missing_rows};
+    use crate::run::slurm::{SlurmState, States, missing_rows};
     use std::collections::BTreeMap;
     use std::path::Path;
 
@@ -209,7 +207,13 @@ mod tests {
             wave: None,
         };
         files::write_submissions(dir, std::slice::from_ref(&sub)).expect("submissions");
-        let mut ok = missing_rows(&launches[0], &plan.param_keys, "77_0", "COMPLETED", "");
+        let mut ok = missing_rows(
+            &launches[0],
+            &plan.param_keys,
+            "77_0",
+            &SlurmState::Completed,
+            "",
+        );
         for r in &mut ok {
             r.status = crate::record::RunStatus::Ok;
             r.failure_kind = None;
@@ -224,7 +228,7 @@ mod tests {
 
     fn states(s: &[(usize, &str)]) -> States {
         s.iter()
-            .map(|(i, st)| (("77".to_string(), *i), st.to_string()))
+            .map(|(i, st)| (("77".to_string(), *i), SlurmState::parse(st)))
             .collect()
     }
 
@@ -356,13 +360,13 @@ mod tests {
             }),
         };
         files::write_submissions(dir, std::slice::from_ref(&sub)).expect("submissions");
-        let running = [(("5".to_string(), 0), "RUNNING".to_string())].into();
+        let running = [(("5".to_string(), 0), SlurmState::Running)].into();
         assert!(
             merge_rows(dir, &sub, &running).expect("merge"),
             "still running"
         );
         assert!(merged(dir).is_empty());
-        let failed = [(("5".to_string(), 0), "OUT_OF_MEMORY".to_string())].into();
+        let failed = [(("5".to_string(), 0), SlurmState::OutOfMemory)].into();
         assert!(!merge_rows(dir, &sub, &failed).expect("merge"));
         let m = merged(dir);
         assert_eq!(

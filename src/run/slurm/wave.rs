@@ -12,8 +12,7 @@
 
 use super::merge::merge_rows;
 use super::{
-    States, Submission, TuneWave, describe, read_submissions, submit_as, task_states,
-    write_submissions,
+    States, Submission, TuneWave, read_submissions, submit_as, task_states, write_submissions,
 };
 use crate::plan::spec::SlurmSpec;
 use crate::record::layout::{TASK_LAUNCH_JSON, TASK_ROWS_CSV};
@@ -319,7 +318,7 @@ fn wave_over(
             continue;
         };
         match states.get(&task) {
-            Some(s) if matches!(describe(Some(s)), "pending" | "running") => over = false,
+            Some(s) if s.is_live() => over = false,
             Some(_) => {}
             None if has_rows(name) || sub.cancelled_at.is_some() => {}
             None => {
@@ -373,6 +372,7 @@ fn split_finished(table: &rows::Table, header: &[String]) -> (Vec<Vec<String>>, 
 mod tests {
     use super::*;
     use crate::record::slurm::ArrayJob;
+    use crate::run::slurm::SlurmState;
 
     fn sub(cancelled: bool) -> Submission {
         Submission {
@@ -395,7 +395,7 @@ mod tests {
 
     fn states(s: &[(usize, &str)]) -> States {
         s.iter()
-            .map(|(i, st)| (("7".to_string(), *i), st.to_string()))
+            .map(|(i, st)| (("7".to_string(), *i), SlurmState::parse(st)))
             .collect()
     }
 
