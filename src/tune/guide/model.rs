@@ -38,12 +38,28 @@ pub struct StepFit {
     pub lines: u32,
     /// Distinct batch sizes among them.
     pub sizes: usize,
+    /// The weighted mean batch the line pivots on, and the variances of the line's height
+    /// there and of its slope, from the buckets' scatter about it (0 with too few buckets to
+    /// tell): what [`StepFit::kind_at`] takes off.
+    mx: f64,
+    var_mean: f64,
+    var_b: f64,
 }
 
 impl StepFit {
     /// The fitted step at `running` (ms).
     pub fn at(&self, running: f64) -> f64 {
         (self.a + self.b * running).max(f64::MIN_POSITIVE)
+    }
+
+    /// The kind edge of the fit at `running`: the line less two standard errors of it there
+    /// (about a 95% lower bound). A slope from two plateaus a few lines each, each one draw of
+    /// a launch's noise, can be twice the true one: a stop that the line's centre would make
+    /// must hold at its kind edge too.
+    pub fn kind_at(&self, running: f64) -> f64 {
+        let d = running - self.mx;
+        let se = (self.var_mean + self.var_b * d * d).max(0.0).sqrt();
+        (self.at(running) - 2.0 * se).max(f64::MIN_POSITIVE)
     }
 
     /// Whether the fit has a slope of its own (enough sizes), not the prior's.
@@ -103,11 +119,33 @@ pub fn fit(samples: &[&StepSample]) -> Option<StepFit> {
     } else {
         (a, b)
     };
+    // The line's uncertainty from the buckets' scatter about it: each bucket one draw (its
+    // lines share a launch's conditions, so they are not independent draws), weighted as the
+    // line was. Var(height at mx) = σ²·Σv², Var(b) = σ²·Σv²(x−mx)² ÷ (Σv(x−mx)²)², v = w ÷ W.
+    let n = usable.len();
+    let (var_mean, var_b) = if n > 2 && sizes.len() >= MIN_SIZES && sxx > 0.0 {
+        let s2 = usable
+            .iter()
+            .map(|s| (s.1 - (a + b * s.0)).powi(2))
+            .sum::<f64>()
+            / (n - 2) as f64;
+        let v2: f64 = usable.iter().map(|s| (s.2 / w).powi(2)).sum();
+        let v2x: f64 = usable
+            .iter()
+            .map(|s| (s.2 / w).powi(2) * (s.0 - mx).powi(2))
+            .sum();
+        (s2 * v2, s2 * v2x / (sxx / w).powi(2))
+    } else {
+        (0.0, 0.0)
+    };
     Some(StepFit {
         a,
         b,
         lines,
         sizes: sizes.len(),
+        mx,
+        var_mean,
+        var_b,
     })
 }
 
@@ -318,20 +356,21 @@ impl Model {
     /// The running batches the SLO allows at `offered`, predicted from launch `i`, each bound
     /// taken at `aim` of its limit.
     pub fn band(&self, i: usize, graphs: bool, offered: f64, aim: f64) -> Band {
-        self.band_with(i, graphs, offered, aim, self.tpot_ratio_at(i))
+        self.band_with(i, graphs, offered, aim, self.tpot_ratio_at(i), false)
     }
 
-    /// [`Model::band`] with the kindest TPOT tail the launches measured: the least of launch
-    /// `i`'s ratio and the median of all (one p99 is one draw of a heavy tail, and an outlier
-    /// launch's must not end a tune).
+    /// [`Model::band`] as kind as the evidence allows, for a finding that ends the exploration:
+    /// the least TPOT tail any launch measured (one p99 is one draw of a heavy tail: an
+    /// outlier launch's, or two, must not end a tune) on the fit's kind edge
+    /// ([`StepFit::kind_at`]: a slope from a few noisy plateaus can be twice the true one).
     pub fn band_kind(&self, i: usize, graphs: bool, offered: f64, aim: f64) -> Band {
-        let median = median(self.tpot_ratio.iter().flatten().copied().collect());
-        let own = self.tpot_ratio.get(i).copied().flatten();
-        let least = match (own, median) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        self.band_with(i, graphs, offered, aim, least)
+        let least = self
+            .tpot_ratio
+            .iter()
+            .flatten()
+            .copied()
+            .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.min(x))));
+        self.band_with(i, graphs, offered, aim, least, true)
     }
 
     fn band_with(
@@ -341,8 +380,21 @@ impl Model {
         offered: f64,
         aim: f64,
         ratio: Option<f64>,
+        kind: bool,
     ) -> Band {
         let hi = match (&self.tpot, self.fit_for(graphs), ratio) {
+            // The kind edge is no line: the most running it meets the bound at, scanned up
+            // to the load (meeting it there: any batch the load can make).
+            (Some(b), Some(f), Some(r)) if kind => {
+                let top = offered.max(1.0).ceil() as u64;
+                let meets = |x: u64| r * f.kind_at(x as f64) <= b.limit * aim;
+                if meets(top) {
+                    let line = f.max_running(r, b.limit * aim);
+                    Some(line.map_or(top as f64, |x| x.floor().max(top as f64)))
+                } else {
+                    (1..=top).rev().find(|&x| meets(x)).map(|x| x as f64)
+                }
+            }
             (Some(b), Some(f), Some(r)) => f.max_running(r, b.limit * aim).map(|x| x.floor()),
             _ => Some(f64::INFINITY),
         };
@@ -763,7 +815,7 @@ mod tests {
     }
 
     #[test]
-    fn one_tail_is_no_finding_and_the_kind_band_takes_the_least_tail() {
+    fn one_tail_is_no_finding_and_the_kind_band_takes_the_least_tail_of_all() {
         let sp = space1();
         let a = ev(
             64.0,
@@ -787,8 +839,43 @@ mod tests {
         let kind = m.band_kind(0, true, 64.0, 1.0);
         assert!(own.known);
         assert!(kind.hi.unwrap() > own.hi.unwrap(), "{own:?} {kind:?}");
-        // The least of its own (2.0) and the median (1.6): 1.6 × (10 + 0.5 R) ≤ 40.
-        assert_eq!(kind.hi, Some(30.0));
+        // The least tail any launch measured (1.2, not the first's 2.0 or the median's 1.6),
+        // on the fit's kind edge (two buckets: no scatter to widen it, the line itself):
+        // 1.2 × (10 + 0.5 R) ≤ 40.
+        assert_eq!(kind.hi, Some(46.0));
+    }
+
+    #[test]
+    fn the_kind_edge_is_the_line_less_two_standard_errors_of_it() {
+        let sample = |running: f64, step_ms: f64, lines: u32| StepSample {
+            running,
+            step_ms,
+            lines,
+            graph: None,
+        };
+        // On a line: no scatter, the kind edge is the line.
+        let on = [
+            sample(8.0, 14.0, 10),
+            sample(16.0, 18.0, 10),
+            sample(32.0, 26.0, 10),
+        ];
+        let f = fit(&on.iter().collect::<Vec<_>>()).unwrap();
+        assert!((f.at(64.0) - 42.0).abs() < 1e-9, "{f:?}");
+        assert!((f.kind_at(64.0) - f.at(64.0)).abs() < 1e-9, "{f:?}");
+        // Scattered about it: below the line, the more so the farther from the data.
+        let off = [
+            sample(8.0, 13.0, 10),
+            sample(16.0, 19.5, 10),
+            sample(24.0, 21.0, 10),
+            sample(32.0, 27.0, 10),
+        ];
+        let f = fit(&off.iter().collect::<Vec<_>>()).unwrap();
+        let gap = |r: f64| f.at(r) - f.kind_at(r);
+        assert!(gap(20.0) > 0.0 && gap(64.0) > gap(20.0), "{f:?}");
+        // Two buckets tell no scatter: the line.
+        let two = [sample(8.0, 13.0, 10), sample(32.0, 27.0, 10)];
+        let f = fit(&two.iter().collect::<Vec<_>>()).unwrap();
+        assert!((f.kind_at(64.0) - f.at(64.0)).abs() < 1e-9, "{f:?}");
     }
 
     #[test]

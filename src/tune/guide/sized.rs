@@ -151,7 +151,14 @@ pub fn from_base(space: &Space, seen: &[Observation], st: &State, base_i: usize)
             )));
         }
     }
-    let band = m.band(base_i, graphs, offered, AIM);
+    // The band the fit's centre gives; empty there but open on its kind edge, the kind one:
+    // its top is a batch the evidence does not rule out, and a launch there settles it.
+    let central = m.band(base_i, graphs, offered, AIM);
+    let band = if central.empty() && !strict.empty() {
+        strict
+    } else {
+        central
+    };
     // A band that looks empty before the model knows enough is tested, not believed: a launch
     // between its edges either meets the SLO (a noisy tail misled the fit) or measures the
     // numbers that make the finding.
