@@ -312,12 +312,12 @@ fn explore(space: &Space, seen: &[Observation], st: &State, compose: bool) -> Ex
     let priced =
         verdict == Some(VerdictKind::QueueWithSpareKv) && sized::cap_at_ceiling(space, st, base);
     if !priced {
-        if let Some(n) = rule_moves(space, st, base, compose) {
+        if let Some(n) = rule_moves(space, seen, st, base, compose) {
             return Explored::Launch(n);
         }
     }
     for tie in near_ties(seen, st, base_i) {
-        if let Some(n) = rule_moves(space, st, &seen[tie], compose) {
+        if let Some(n) = rule_moves(space, seen, st, &seen[tie], compose) {
             return Explored::Launch(n);
         }
     }
@@ -345,7 +345,8 @@ fn explore(space: &Space, seen: &[Observation], st: &State, compose: bool) -> Ex
                     .first()
                     .copied()
                     .filter(|&to| !st.over_ceiling(space, k, to))
-                    .filter(|&to| !st.enters_flat(k, base.point[k], to));
+                    .filter(|&to| !st.enters_flat(k, base.point[k], to))
+                    .filter(|&to| !st.measured_worse(k, base.point[k], to));
                 let what = if against {
                     "the rules are spent, against the verdict"
                 } else {
@@ -583,7 +584,13 @@ fn near_leader(seen: &[Observation], st: &State, lead: usize) -> Vec<usize> {
 }
 
 /// The first unlaunched move that `base`'s verdict asks for, if any.
-fn rule_moves(space: &Space, st: &State, base: &Observation, compose: bool) -> Option<Next> {
+fn rule_moves(
+    space: &Space,
+    seen: &[Observation],
+    st: &State,
+    base: &Observation,
+    compose: bool,
+) -> Option<Next> {
     let first = verdict_of(base)?;
     let usage = evidence_of(base).and_then(|e| e.kv_usage_max);
     // The verdict's moves first, then those of every other limit the launch showed: a move
@@ -641,11 +648,16 @@ fn rule_moves(space: &Space, st: &State, base: &Observation, compose: bool) -> O
                         verdict,
                         VerdictKind::RetractionChurn | VerdictKind::PrefixCacheEvicted
                     );
-                return Some(if compose && lifts {
-                    composed(space, st, base, n)
-                } else {
-                    n
-                });
+                if !(compose && lifts) {
+                    return Some(n);
+                }
+                match composed(space, st, base, seen, n) {
+                    Some(n) => return Some(n),
+                    // Measured already with its limits lifted: the plain move is no new
+                    // experiment (it measures the limits the composed launch lifted), so
+                    // the move goes on to its next value.
+                    None => continue,
+                }
             }
         }
     }
@@ -657,21 +669,35 @@ fn rule_moves(space: &Space, st: &State, base: &Observation, compose: bool) -> O
 /// of it is gone, and a pool that holds fewer requests than offered binds once the cap is
 /// lifted. One launch at a time, lifting them one by one would read each step's unmasked limit
 /// as no progress (more KV lets the batch run past the graphs: slower), and never compose them.
-fn composed(space: &Space, st: &State, base: &Observation, n: Next) -> Next {
-    let Next::Launch(v) = &n else { return n };
-    let [p] = v.as_slice() else { return n };
+/// None when that composed point was launched and measured (a composed launch that failed
+/// leaves the plain move to try: the lifted limits may be what failed).
+fn composed(
+    space: &Space,
+    st: &State,
+    base: &Observation,
+    seen: &[Observation],
+    n: Next,
+) -> Option<Next> {
+    let Next::Launch(v) = &n else { return Some(n) };
+    let [p] = v.as_slice() else { return Some(n) };
     let Some(lifted) = batch::Lift::read(space, st, base).apply(space, st, &p.point, false) else {
-        return n;
+        return Some(n);
     };
-    if lifted == p.point || st.seen.contains(&lifted) {
-        return n;
+    if lifted == p.point {
+        return Some(n);
+    }
+    if st.seen.contains(&lifted) {
+        let measured = seen
+            .iter()
+            .any(|o| o.point == lifted && matches!(o.outcome, Outcome::Measured { .. }));
+        return (!measured).then_some(n);
     }
     let extra = sized::changes(space, &p.point, &lifted);
-    launch(
+    Some(launch(
         lifted,
         format!("{}, and the limits behind it: {extra}", p.why),
         false,
-    )
+    ))
 }
 
 /// The index of the smallest numeric value of `knob` that is at least the size `t` names in
@@ -1203,12 +1229,19 @@ mod tests {
         ];
         let p = one(next(&sp, &below, 5));
         assert_eq!(p.point[MRR], 0, "{}", p.why);
-        // A response beyond noise keeps a knob in, even after a flat one.
+        // A response beyond noise keeps a knob in, even after a flat one; the interval
+        // measured flat stays flat (the response was on another), and the knob is not
+        // one "without response".
         let mut seen = seen;
         seen.push(measured(with(&s, MRR, 0), 50.0, VerdictKind::ComputeBound));
         let st = State::read(&sp, &seen);
         assert_eq!(st.dropped[MRR], None);
-        assert!(st.flat[MRR].is_empty());
+        assert_eq!(st.flat[MRR], vec![(1, 2)]);
+        assert!(st.responded[MRR] && !st.without_response(MRR));
+        // ... and that change (from the leader, 101 at 2), measured worse, is not made again
+        // from another base; the flat ones are not "worse".
+        assert!(st.measured_worse(MRR, 2, 0));
+        assert!(!st.measured_worse(MRR, 1, 2) && !st.measured_worse(MRR, 0, 2));
     }
 
     #[test]
@@ -1626,6 +1659,31 @@ mod tests {
             "{}",
             p.why
         );
+    }
+
+    #[test]
+    fn a_move_measured_with_its_limits_lifted_is_not_launched_again_without_them() {
+        let sp = stacked();
+        let s = sp.start.clone();
+        let kv = |r| evidence(VerdictKind::KvCacheBound, r, 64.0, 0.97);
+        // The start, KV bound; its first KV move went out with the cap and the graphs behind
+        // it (4, 3, 2) and measured further from eligible: the start stays the base.
+        let mut seen = vec![
+            slo(s.clone(), 600.0, 2.0, kv(12.0)),
+            slo(vec![4, 3, 2], 500.0, 3.0, kv(30.0)),
+        ];
+        assert_eq!(base(&sp, &seen, 0.02), 0);
+        let p = one(next(&sp, &seen, 10));
+        // The same value of the pool without the lifts (4, 0, 0) would measure only what the
+        // composed launch lifted: the move goes on to its next value, composed.
+        assert_ne!(p.point, vec![4, 0, 0], "{}", p.why);
+        assert!(p.point[0] != 4 && p.point[0] > 1, "{}", p.why);
+        assert!(p.why.contains("and the limits behind it"), "{}", p.why);
+        // A composed launch that died leaves its plain move to the cliff's rule, not to this:
+        // nothing at or past the blamed pool value again.
+        seen[1] = failed(vec![4, 3, 2], "oom");
+        let p = one(next(&sp, &seen, 10));
+        assert!(p.point[0] < 4, "{}", p.why);
     }
 
     #[test]

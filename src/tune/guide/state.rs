@@ -39,10 +39,20 @@ pub struct State {
     /// Per knob, the highest index that failed going down: that index and below are a cliff.
     pub floor: Vec<Option<usize>>,
     pub dropped: Vec<Option<Dropped>>,
-    /// Per knob whose changes never moved anything beyond the noise: the value intervals
-    /// (lower index, higher index) a single change measured flat. The generic search does not
-    /// step from a value into a flat interval it bounds.
+    /// Per knob: the value intervals (lower index, higher index) a single change measured
+    /// flat and none measured moving. The generic search does not step from a value into a
+    /// flat interval it bounds. Kept per interval, not dropped with the knob's first response:
+    /// one eligibility flip at the bound elsewhere (noise, or a real effect on another
+    /// interval) says nothing of this one, and re-measuring it from each new base was what
+    /// spent a best-in-the-middle tune's launches.
     pub flat: Vec<Vec<(usize, usize)>>,
+    /// Per knob: some single change of it moved something beyond the noise.
+    pub responded: Vec<bool>,
+    /// Per knob: the single changes (from index, to index) measured worse beyond the noise,
+    /// from whatever base. The generic search does not make the same change again from
+    /// another base: with one launch a point, a neighbour that lost once is re-measured only
+    /// when the evidence (a rule) asks for it.
+    pub worse: Vec<Vec<(usize, usize)>>,
     /// Per knob: a KV knob whose change left the pool's size the same (`model::kv_effect`):
     /// no move for more KV turns it.
     pub kv_flat: Vec<bool>,
@@ -156,7 +166,7 @@ fn compared(o: &Observation) -> Option<(bool, f64, f64)> {
             score,
             eligible: true,
             ..
-        } => Some((true, score, 1.0)),
+        } => Some((true, score, worst_ratio(o).unwrap_or(1.0))),
         Outcome::Measured {
             score,
             eligible: false,
@@ -164,6 +174,54 @@ fn compared(o: &Observation) -> Option<(bool, f64, f64)> {
             ..
         } => Some((false, score, x)),
         _ => None,
+    }
+}
+
+/// An eligible launch's nearest SLO bound as a ratio of measured to limit (≤ 1; inverted for
+/// a lower bound), the same scale as an ineligible one's `slo_excess`: a flip of eligibility
+/// is then a move across the bound that can be told from a wobble at it.
+fn worst_ratio(o: &Observation) -> Option<f64> {
+    super::evidence_of(o)?
+        .bounds
+        .iter()
+        .filter_map(|b| {
+            let m = b.measured?;
+            let r = if b.at_most { m / b.limit } else { b.limit / m };
+            r.is_finite().then_some(r)
+        })
+        .fold(None, |w: Option<f64>, r| Some(w.map_or(r, |w| w.max(r))))
+}
+
+/// Whether a single change from `before` to `after` moved something beyond the noise: the
+/// score, or, across the bound, how far the SLO is broken. Two eligible launches compare by
+/// score alone (how far under its bound each ran is not what the tune ranks). A flip of
+/// eligibility whose two launches sat within noise of the bound is the noise's, not the
+/// knob's (a TPOT p99 at 0.98 then 1.03 of its bound, the same point's two draws).
+fn moved(after: (bool, f64, f64), before: (bool, f64, f64), noise: f64) -> bool {
+    let at_bound = |x: f64| !differs(x, 1.0, noise);
+    differs(after.1, before.1, noise)
+        || match (after.0, before.0) {
+            (true, true) => false,
+            (false, false) => differs(after.2, before.2, noise),
+            _ => !(at_bound(after.2) && at_bound(before.2)),
+        }
+}
+
+/// Whether a change that moved something (`moved`) left `after` worse than `before`: eligible
+/// lost, or within the same side, a lower score (eligible) or a bound broken further
+/// (ineligible), each beyond the noise.
+fn worse(after: (bool, f64, f64), before: (bool, f64, f64), noise: f64) -> bool {
+    match (after.0, before.0) {
+        (false, true) => true,
+        (true, false) => false,
+        (true, true) => after.1 < before.1 && differs(after.1, before.1, noise),
+        (false, false) => {
+            if differs(after.2, before.2, noise) {
+                after.2 > before.2
+            } else {
+                after.1 < before.1 && differs(after.1, before.1, noise)
+            }
+        }
     }
 }
 
@@ -184,15 +242,17 @@ impl State {
             floor: vec![None; n],
             dropped: vec![None; n],
             flat: vec![Vec::new(); n],
+            responded: vec![false; n],
+            worse: vec![Vec::new(); n],
             kv_flat: Vec::new(),
             run_ceiling: None,
             model: super::model::Model::read(space, seen),
         };
         st.kv_flat = st.model.no_kv_effect.clone();
-        // Per knob: the intervals changed within noise (low, high, went up), and how many
-        // changes moved something beyond it.
+        // Per knob: the intervals changed within noise (low, high, went up), and those a
+        // change moved something beyond it.
         type Flat = Vec<(usize, usize, bool)>;
-        let mut response: Vec<(Flat, usize)> = vec![(Vec::new(), 0); n];
+        let mut response: Vec<(Flat, Vec<(usize, usize)>)> = vec![(Vec::new(), Vec::new()); n];
         for (i, o) in seen.iter().enumerate() {
             if let Outcome::Measured { not_in_effect, .. } = &o.outcome {
                 for key in not_in_effect {
@@ -228,8 +288,11 @@ impl State {
                     // A response: the change moved the score, the excess or the eligibility
                     // beyond the noise.
                     if let (Some(a), Some(b)) = (compared(o), compared(&seen[p])) {
-                        if a.0 != b.0 || differs(a.1, b.1, noise) || differs(a.2, b.2, noise) {
-                            response[k].1 += 1;
+                        if moved(a, b, noise) {
+                            response[k].1.push((from.min(to), from.max(to)));
+                            if worse(a, b, noise) {
+                                st.worse[k].push((from, to));
+                            }
                         } else {
                             response[k].0.push((from.min(to), from.max(to), to > from));
                         }
@@ -242,15 +305,19 @@ impl State {
             st.run_ceiling = st.model.ceiling(seen, b);
         }
         for (k, (flat, moved)) in response.into_iter().enumerate() {
-            if moved > 0 || flat.is_empty() {
-                continue;
-            }
+            st.responded[k] = !moved.is_empty();
             let up = flat.iter().any(|f| f.2);
             let down = flat.iter().any(|f| !f.2);
-            if st.dropped[k].is_none() && up && down {
+            if moved.is_empty() && st.dropped[k].is_none() && up && down {
                 st.dropped[k] = Some(Dropped::NoResponse);
             }
-            st.flat[k] = flat.into_iter().map(|(lo, hi, _)| (lo, hi)).collect();
+            let mut kept: Vec<(usize, usize)> = flat
+                .into_iter()
+                .map(|(lo, hi, _)| (lo, hi))
+                .filter(|f| !moved.contains(f))
+                .collect();
+            kept.dedup();
+            st.flat[k] = kept;
         }
         st
     }
@@ -264,11 +331,18 @@ impl State {
         })
     }
 
+    /// Whether changing knob `k` from `from` to `to` was measured worse beyond the noise from
+    /// some base.
+    pub fn measured_worse(&self, k: usize, from: usize, to: usize) -> bool {
+        self.worse.get(k).is_some_and(|w| w.contains(&(from, to)))
+    }
+
     /// Whether knob `k` was measured flat and never moved anything beyond the noise (the stop
     /// line names it), dropped or flat one way.
     pub fn without_response(&self, k: usize) -> bool {
         self.dropped.get(k) == Some(&Some(Dropped::NoResponse))
-            || self.flat.get(k).is_some_and(|f| !f.is_empty())
+            || (self.responded.get(k) == Some(&false)
+                && self.flat.get(k).is_some_and(|f| !f.is_empty()))
     }
 
     /// Whether value `idx` of knob `k` may be launched: not banned, not over a cliff.
@@ -362,6 +436,39 @@ mod tests {
         assert!((n - 0.06).abs() < 1e-12, "{n}");
         // A cv of 0 is a measurement: no noise.
         assert_eq!(noise_of(&[with_cv(Some(0.0))]), 0.0);
+    }
+
+    #[test]
+    fn a_flip_of_eligibility_at_the_bound_is_the_noise_and_one_across_it_is_a_response() {
+        // (eligible, score, ratio to the bound)
+        let n = 0.06;
+        // 0.97 then 1.04 of the bound, the same score: two draws of one point.
+        assert!(!moved((true, 100.0, 0.97), (false, 100.0, 1.04), n));
+        assert!(!moved((false, 100.0, 1.04), (true, 100.0, 0.97), n));
+        // 0.8 then 1.04: the change moved the latency across the bound.
+        assert!(moved((true, 100.0, 0.8), (false, 100.0, 1.04), n));
+        assert!(moved((false, 100.0, 1.10), (true, 100.0, 0.97), n));
+        // Two eligible launches compare by score alone.
+        assert!(!moved((true, 100.0, 0.5), (true, 100.0, 0.9), n));
+        assert!(moved((true, 110.0, 0.9), (true, 100.0, 0.9), n));
+        // Two ineligible ones by score and by excess.
+        assert!(moved((false, 100.0, 1.5), (false, 100.0, 1.2), n));
+        assert!(!moved((false, 100.0, 1.22), (false, 100.0, 1.2), n));
+    }
+
+    #[test]
+    fn worse_is_eligibility_lost_a_lower_score_or_a_bound_broken_further() {
+        let n = 0.06;
+        assert!(worse((false, 100.0, 1.2), (true, 100.0, 0.9), n));
+        assert!(!worse((true, 100.0, 0.9), (false, 100.0, 1.2), n));
+        assert!(worse((true, 90.0, 0.9), (true, 100.0, 0.9), n));
+        assert!(!worse((true, 97.0, 0.9), (true, 100.0, 0.9), n));
+        assert!(!worse((true, 110.0, 0.9), (true, 100.0, 0.9), n));
+        // Ineligible: the excess first, then the score.
+        assert!(worse((false, 120.0, 1.5), (false, 100.0, 1.2), n));
+        assert!(!worse((false, 80.0, 1.1), (false, 100.0, 1.3), n));
+        assert!(worse((false, 80.0, 1.2), (false, 100.0, 1.21), n));
+        assert!(!worse((false, 120.0, 1.2), (false, 100.0, 1.21), n));
     }
 
     #[test]

@@ -51,6 +51,8 @@ mod tests {
             floor: vec![floor],
             dropped: vec![None],
             flat: vec![Vec::new()],
+            responded: vec![false],
+            worse: vec![Vec::new()],
             kv_flat: vec![false],
             run_ceiling: None,
             model: Default::default(),
