@@ -881,7 +881,12 @@ fn outside_record_no_column_is_read_by_its_name() {
     rust_files(&src, &mut files);
     files.sort();
     let mut found = Vec::new();
-    for f in files.iter().filter(|f| !f.starts_with(src.join("record"))) {
+    // plan/columns.rs defines `Col` and its constants over the one list.
+    let defines = src.join("plan/columns.rs");
+    for f in files
+        .iter()
+        .filter(|f| !f.starts_with(src.join("record")) && **f != defines)
+    {
         let text = std::fs::read_to_string(f).expect("readable");
         for n in columns_named_as_text(&text) {
             found.push(format!("{}:{n}", f.display()));

@@ -3,8 +3,14 @@
 //! so these checks run after parsing, before anything launches, and the caller places the
 //! error on the offending key (`plan::spec::locate_objective`).
 
+use crate::plan::columns::{Better, Col, Column};
 use crate::plan::spec::{Bound, Goal, Objective, ObjectiveKey};
-use crate::record::run_record::{Better, column_direction, column_names};
+
+/// The direction of a results.csv column, or None when no such column exists (`param_<key>`
+/// columns exist for any key, and have no direction).
+fn column_direction(name: &str) -> Option<Better> {
+    Col::named(name).map(|c| c.better())
+}
 
 /// Columns that stay empty unless `workload.slo` defines a good request.
 const GOODPUT: &[&str] = &["goodput_share", "goodput_req_s"];
@@ -82,14 +88,8 @@ fn goodput_needs_slo(column: &str) -> String {
 
 /// "not a column", with the closest column names.
 fn unknown(name: &str) -> String {
-    let mut near: Vec<(usize, &str)> = column_names()
-        .into_iter()
-        .map(|c| (crate::util::edit_distance(name, c), c))
-        .filter(|(d, _)| *d <= 3)
-        .collect();
-    near.sort();
-    let hint = match near.first() {
-        Some((_, c)) => format!("did you mean `{c}`? "),
+    let hint = match Column::nearest(name).first() {
+        Some(c) => format!("did you mean `{c}`? "),
         None => String::new(),
     };
     format!("`{name}` is not a results.csv column ({hint}`sgtune columns` lists them)")

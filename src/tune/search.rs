@@ -34,11 +34,7 @@ impl ProbeRun {
     /// judges exactly what the row says).
     pub fn of(r: &RunRecord, axis: Axis, bounds: &[SloBound]) -> ProbeRun {
         let cell = |name: &str| {
-            run_record::LEADING
-                .iter()
-                .chain(run_record::trailing().iter())
-                .find(|c| c.name == name)
-                .and_then(|c| (c.get)(r).parse::<f64>().ok())
+            run_record::Column::named(name).and_then(|c| run_record::cell(c, r).parse::<f64>().ok())
         };
         ProbeRun {
             load: load_of(axis, r.concurrency, r.request_rate),
