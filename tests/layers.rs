@@ -867,7 +867,7 @@ fn columns_named_as_text(text: &str) -> Vec<usize> {
             break;
         }
         let code = line.split("//").next().unwrap_or("");
-        if code.contains("Col::Listed(") {
+        if code.contains("Col::Listed(\"") {
             out.push(i + 1);
         }
     }

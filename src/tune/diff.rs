@@ -10,7 +10,7 @@ use crate::plan::engine::Engine;
 use crate::plan::spec::{Goal, Objective};
 use crate::record::Phase;
 use crate::record::provenance::{self, Manifest};
-use crate::record::rows::Row;
+use crate::record::rows::{Col, Row};
 use crate::tune::decision::{
     ConfigResult, Decision, Outcome, PointDecision, Standing, decide, num, preflight_summary,
 };
@@ -212,7 +212,7 @@ impl DecisionDiff {
 pub fn default_objective(noise: f64) -> Objective {
     Objective {
         goal: Goal::Maximize,
-        metric: "output_tok_s".into(),
+        metric: Col::OUTPUT_TOK_S,
         slo: Vec::new(),
         noise,
         prune: false,
