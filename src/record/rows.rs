@@ -339,6 +339,11 @@ pub struct Table {
 }
 
 impl Table {
+    /// Whether the file has this column (one from before a column has not).
+    pub fn has_column(&self, col: &Col) -> bool {
+        self.header.contains(&col.name())
+    }
+
     /// The listed columns of `header` this file lacks, when its rows can be written under
     /// `header` without losing a cell or a swept value: every column of the file is one of
     /// `header`'s, and `header`'s swept keys are the file's. Some(empty): the same columns.

@@ -254,12 +254,6 @@ pub type RowKey = (String, u64, String, u64);
 
 pub use crate::plan::columns::{Better, Column};
 
-/// The direction of a results.csv column by its name; `Neither` for `param_*` and unknown
-/// names.
-pub fn better(column: &str) -> Better {
-    crate::plan::columns::Col::named(column).map_or(Better::Neither, |c| c.better())
-}
-
 fn f(v: Option<f64>) -> String {
     match v {
         Some(x) if x.is_finite() => {

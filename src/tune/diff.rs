@@ -149,7 +149,7 @@ pub struct PreflightChange {
 pub struct WinnerFall {
     pub load_point: String,
     pub run_name: String,
-    pub metric: String,
+    pub metric: Col,
     /// Its mean in A and in B.
     pub a: f64,
     pub b: f64,
@@ -529,7 +529,7 @@ fn fell(d: &DecisionDiff, p: &PointChange, lead: &str) -> String {
     let Some(f) = falls.first() else {
         return String::new();
     };
-    let verb = match crate::record::better(&f.metric) {
+    let verb = match f.metric.better() {
         crate::record::Better::Lower => "rose",
         _ => "fell",
     };
