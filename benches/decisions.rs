@@ -21,7 +21,7 @@ use sgtune::load::prompts::{SplitMix64, unit};
 use sgtune::load::quality::QualitySample;
 use sgtune::plan::quality::Quality;
 use sgtune::plan::spec::{Goal, Objective};
-use sgtune::record::rows::Row;
+use sgtune::record::rows::{Col, Row};
 use sgtune::tune::decision::{self, Cost, Outcome, PointDecision};
 use sgtune::tune::prune;
 use sgtune::tune::quality::{QualityStatus, judge};
@@ -44,7 +44,7 @@ fn normal(rng: &mut SplitMix64) -> f64 {
 fn objective() -> Objective {
     Objective {
         goal: Goal::Maximize,
-        metric: "output_tok_s".into(),
+        metric: Col::OUTPUT_TOK_S,
         slo: Vec::new(),
         noise: 0.05,
         prune: true,

@@ -15,6 +15,7 @@
 use sgtune::load::prompts::SplitMix64;
 use sgtune::plan::search::{Axis, MaxLoad, Preflight, Range, bisection_launches};
 use sgtune::plan::spec::{Bound, SloBound};
+use sgtune::record::rows::Col;
 use sgtune::tune::preflight::{self, Attempt};
 use sgtune::tune::search::{self, ProbeRun, Step};
 
@@ -118,7 +119,7 @@ fn trials(
     ttft: &dyn Fn(f64, f64) -> f64,
 ) -> Row {
     let bounds = [SloBound {
-        column: "ttft_ms_p99".into(),
+        column: Col::TTFT_MS_P99,
         bound: Bound::AtMost,
         limit: BOUND_MS,
     }];

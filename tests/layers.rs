@@ -1,6 +1,10 @@
 //! The house rule of docs/architecture.md, checked: `src/` has one folder per stage, in
 //! data-flow order, and code only uses the folders before its own (arrows point down). A
-//! `use crate::report` inside `src/observe` fails here, naming the file and the line.
+//! `use crate::report` inside `src/observe` fails here, naming the file and the line. With
+//! the same reading of the code: no circle among a folder's modules, and outside `record/`
+//! no row cell of an enum, no sweep outcome compared as text, and no results.csv column
+//! named by its text (the names are `plan::columns`' list). Each rule is shown failing on a
+//! planted violation.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test may panic: that is its failure
 
 use std::path::{Path, PathBuf};
@@ -386,30 +390,37 @@ fn used_layers(text: &str, module: &[String]) -> Vec<(usize, String)> {
     out
 }
 
-#[test]
-fn every_folder_uses_only_the_layers_below_it() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+/// `src/` of this crate.
+fn src_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+/// Every place under `src` where code reaches a later stage (or names no stage), as
+/// `path:line: why`, and the stages that have code.
+fn upward_uses(src: &Path) -> (Vec<String>, std::collections::BTreeSet<String>) {
     let mut files = Vec::new();
-    rust_files(&src, &mut files);
+    rust_files(src, &mut files);
+    files.sort();
     let mut wrong = Vec::new();
     let mut seen_layers = std::collections::BTreeSet::new();
     for f in &files {
-        let rel = f.strip_prefix(&src).expect("under src");
+        let rel = f.strip_prefix(src).expect("under src");
         let Some(top) = rel.components().next().and_then(|c| c.as_os_str().to_str()) else {
             continue;
         };
         let Some(own) = LAYERS.iter().position(|l| *l == top) else {
             // lib.rs and main.rs sit above every layer.
-            assert!(
-                matches!(top, "lib.rs" | "main.rs"),
-                "{} is outside every stage folder: put it in one of {LAYERS:?}",
-                rel.display()
-            );
+            if !matches!(top, "lib.rs" | "main.rs") {
+                wrong.push(format!(
+                    "{} is outside every stage folder: put it in one of {LAYERS:?}",
+                    rel.display()
+                ));
+            }
             continue;
         };
         seen_layers.insert(top.to_string());
         let text = std::fs::read_to_string(f).expect("readable");
-        for (line, used) in used_layers(&text, &module_path(&src, f)) {
+        for (line, used) in used_layers(&text, &module_path(src, f)) {
             match LAYERS.iter().position(|l| *l == used) {
                 Some(u) if u > own => wrong.push(format!(
                     "{}:{line}: `{top}` uses `crate::{used}`, a later stage",
@@ -423,6 +434,12 @@ fn every_folder_uses_only_the_layers_below_it() {
             }
         }
     }
+    (wrong, seen_layers)
+}
+
+#[test]
+fn every_folder_uses_only_the_layers_below_it() {
+    let (wrong, seen_layers) = upward_uses(&src_dir());
     assert!(
         wrong.is_empty(),
         "arrows must point down ({}):\n{}",
@@ -524,31 +541,39 @@ fn sibling_edges(files: &[(Vec<String>, String)], modules: &[String]) -> Edges {
     edges
 }
 
-#[test]
-fn no_folder_has_an_import_circle_among_its_modules() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+/// Each stage folder under `src` whose modules use each other in a circle, as
+/// `src/<folder>: a -> b -> a`.
+fn circles(src: &Path) -> Vec<String> {
     let mut circles = Vec::new();
     for folder in LAYERS {
         let dir = src.join(folder);
         let mut paths = Vec::new();
         rust_files(&dir, &mut paths);
-        let modules: Vec<String> = std::fs::read_dir(&dir)
+        paths.sort();
+        let mut modules: Vec<String> = std::fs::read_dir(&dir)
             .expect("a stage folder is readable")
             .filter_map(|e| e.ok()?.file_name().into_string().ok())
             .filter(|n| n != "mod.rs")
             .map(|n| n.trim_end_matches(".rs").to_string())
             .collect();
+        modules.sort();
         let files: Vec<(Vec<String>, String)> = paths
             .iter()
             .map(|f| {
                 let text = std::fs::read_to_string(f).expect("readable");
-                (module_path(&src, f), text)
+                (module_path(src, f), text)
             })
             .collect();
         if let Some(c) = find_cycle(&sibling_edges(&files, &modules)) {
             circles.push(format!("src/{folder}: {}", c.join(" -> ")));
         }
     }
+    circles
+}
+
+#[test]
+fn no_folder_has_an_import_circle_among_its_modules() {
+    let circles = circles(&src_dir());
     assert!(
         circles.is_empty(),
         "modules inside a folder must not use each other in a circle:\n{}",
@@ -857,42 +882,474 @@ fn words(n: usize) -> bool {
     );
 }
 
-/// A column named by its text outside `record/`: `Col::Listed("...")` (the listed columns'
-/// constants and `Col::named` for the spec's own names live in record/rows.rs). Non-test code
-/// only, as the other checks.
-fn columns_named_as_text(text: &str) -> Vec<usize> {
+/// Whether `file` (under `src`) is test code as a whole: a module declared under
+/// `#[cfg(test)]` (`#[cfg(test)] mod tests;` in its parent), or inside one. Such a file has
+/// no `#[cfg(test)]` line of its own for [`code_of`] to cut at.
+fn is_test_only(src: &Path, file: &Path) -> bool {
+    let module = module_path(src, file);
+    (0..module.len()).any(|i| {
+        let name = &module[i];
+        // The parent's file: lib.rs for a stage, else the folder's mod.rs or its own file.
+        let parent = match i {
+            0 => vec![src.join("lib.rs")],
+            _ => {
+                let dir = src.join(module[..i].join("/"));
+                vec![dir.join("mod.rs"), dir.with_extension("rs")]
+            }
+        };
+        parent.iter().any(|p| {
+            let Ok(text) = std::fs::read_to_string(p) else {
+                return false;
+            };
+            let lines: Vec<&str> = text.lines().map(str::trim).collect();
+            lines.windows(2).any(|w| {
+                w[0] == "#[cfg(test)]"
+                    && [format!("mod {name};"), format!("pub mod {name};")]
+                        .contains(&w[1].to_string())
+            })
+        })
+    })
+}
+
+/// The non-test files under `src` outside record/, sorted: what the text-comparison checks
+/// read.
+fn files_outside_record(src: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    files.sort();
+    files
+        .into_iter()
+        .filter(|f| !f.starts_with(src.join("record")) && !is_test_only(src, f))
+        .collect()
+}
+
+/// The results.csv columns' names, from the one list (`plan::columns`).
+fn column_names() -> std::collections::BTreeSet<String> {
+    sgtune::plan::columns::Column::all()
+        .map(|c| c.name().to_string())
+        .collect()
+}
+
+/// Column names that are also other things' words, each with why its text is allowed outside
+/// record/. A row reads these columns through its typed accessors (`Row::engine`, `status`,
+/// `point`, `verdict`), never by a name, so their text elsewhere is the other word.
+const COLUMN_NAMES_ALSO_WORDS: &[(&str, &str)] = &[
+    (
+        "engine",
+        "a spec key (`server.engine`, a configuration's `engine:`) and plan ids' JSON key",
+    ),
+    ("status", "/server_info's key, and a table's header"),
+    (
+        "concurrency",
+        "a spec key (`workload.concurrency`), the search's axis, a table's header",
+    ),
+    (
+        "request_rate",
+        "a spec key (`workload.request_rate`), the search's axis, `sgtune load`'s JSON",
+    ),
+    ("verdict", "a table's header"),
+];
+
+/// Files whose text names what is not a results.csv column under a column's name, with why.
+const COLUMN_LITERAL_FILES: &[(&str, &str)] = &[
+    ("plan/columns.rs", "the one list of the names itself"),
+    (
+        "observe/",
+        "the engines' logs and /server_info: the fields the columns took their names from",
+    ),
+    (
+        "report/log.rs",
+        "`sgtune log`'s own table of one server log's summary, not results.csv",
+    ),
+];
+
+/// The names a string literal may hold outside record/ although a column has it: a column
+/// named after the server flag it reports (`max_running_requests`, `kv_cache_dtype`) is, as
+/// text, that flag's spec key (from the engines' built-in flag lists); and
+/// [`COLUMN_NAMES_ALSO_WORDS`].
+fn column_names_allowed() -> std::collections::BTreeSet<String> {
+    use sgtune::plan::flags::known::{KnownFlags, SGLANG_BUILT_IN, VLLM_BUILT_IN};
+    let flags = [
+        KnownFlags::built_in(SGLANG_BUILT_IN),
+        KnownFlags::built_in(VLLM_BUILT_IN),
+    ];
+    column_names()
+        .into_iter()
+        .filter(|n| {
+            flags.iter().any(|f| f.contains(n))
+                || COLUMN_NAMES_ALSO_WORDS.iter().any(|(w, _)| w == n)
+        })
+        .collect()
+}
+
+/// The string literals of `text`'s non-test code (comments left out) that are exactly a
+/// column's name, with their lines.
+fn column_literals(text: &str, names: &std::collections::BTreeSet<String>) -> Vec<(usize, String)> {
+    let code = code_of(text, true);
+    // The same characters with the literals' contents blanked: a quote there opens or closes
+    // a string (a `'"'` character literal is blanked too).
+    let bare = code_of(text, false);
     let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim_start().starts_with("#[cfg(test)]") {
+    let mut line = 1;
+    let mut i = 0;
+    while i < bare.len() {
+        if bare[i] == '\n' {
+            line += 1;
+        }
+        if bare[i] != '"' {
+            i += 1;
+            continue;
+        }
+        let Some(end) = (i + 1..bare.len()).find(|&j| bare[j] == '"') else {
+            break;
+        };
+        let literal: String = code[i + 1..end].iter().collect();
+        if names.contains(&literal) {
+            out.push((line, literal));
+        }
+        line += code[i + 1..end].iter().filter(|c| **c == '\n').count();
+        i = end + 1;
+    }
+    out
+}
+
+/// Every column name written as a string literal in `src`'s non-test code outside record/
+/// (bar [`COLUMN_LITERAL_FILES`] and the names [`column_names_allowed`]), as `path:line: name`.
+fn column_literals_in(src: &Path) -> Vec<String> {
+    let allowed = column_names_allowed();
+    let names: std::collections::BTreeSet<String> = column_names()
+        .into_iter()
+        .filter(|n| !allowed.contains(n))
+        .collect();
+    let mut found = Vec::new();
+    for f in files_outside_record(src) {
+        let rel = f.strip_prefix(src).expect("under src");
+        let rel_text = rel.to_string_lossy();
+        if COLUMN_LITERAL_FILES
+            .iter()
+            .any(|(p, _)| rel_text == *p || (p.ends_with('/') && rel_text.starts_with(p)))
+        {
+            continue;
+        }
+        let text = std::fs::read_to_string(&f).expect("readable");
+        for (line, name) in column_literals(&text, &names) {
+            found.push(format!("{}:{line}: \"{name}\"", rel.display()));
+        }
+    }
+    found
+}
+
+#[test]
+fn outside_record_no_column_is_named_as_text() {
+    let found = column_literals_in(&src_dir());
+    assert!(
+        found.is_empty(),
+        "name a results.csv column through its type (record::rows::Col's constants, \
+         plan::columns::Column), not its text: the names are plan::columns' list, read and \
+         written in record/:\n{}",
+        found.join("\n")
+    );
+    // Each exemption still has a reason to be: the words are columns, the files exist.
+    let names = column_names();
+    for (w, _) in COLUMN_NAMES_ALSO_WORDS {
+        assert!(
+            names.contains(*w),
+            "`{w}` is no longer a column: drop it here"
+        );
+    }
+    for (p, _) in COLUMN_LITERAL_FILES {
+        assert!(src_dir().join(p).exists(), "src/{p} is gone: drop it here");
+    }
+}
+
+/// The check reads exact literals of code: not a comment, a longer text, a test, a character
+/// literal, nor a name it was told to allow; across a raw string and an escaped quote too.
+#[test]
+fn the_column_literal_check_sees_a_planted_name() {
+    let names: std::collections::BTreeSet<String> =
+        ["ttft_ms_p99", "output_tok_s"].map(String::from).into();
+    let text = r##"const M: &[&str] = &["ttft_ms_p99", "x"];
+// "output_tok_s" in a comment
+fn f() -> String {
+    let q = '"';
+    let s = format!("{q}ttft_ms_p99 is {} \"output_tok_s\"", r#"a "b""#);
+    let t = r#"output_tok_s"#;
+    s + t
+}
+#[cfg(test)]
+mod tests { const T: &str = "output_tok_s"; }
+"##;
+    assert_eq!(
+        column_literals(text, &names),
+        [
+            (1, "ttft_ms_p99".to_string()),
+            (6, "output_tok_s".to_string())
+        ]
+    );
+}
+
+/// Whether `expr` (code, strings blanked) names the `outcome` field or a binding of that name,
+/// as a whole word.
+fn mentions_outcome(expr: &str) -> bool {
+    expr.match_indices("outcome").any(|(at, w)| {
+        let before = expr[..at].chars().next_back();
+        let after = expr[at + w.len()..].chars().next();
+        let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+        !word(before) && !word(after)
+    })
+}
+
+/// The operand next to position `at` of `bare` (code with its strings blanked, their quotes
+/// kept), walking `back` or forward: a path, a call, a string literal, or `Some(...)`, up to
+/// the first space, comma or operator outside brackets.
+fn operand(bare: &[char], at: usize, back: bool) -> String {
+    let step = |i: usize| if back { i.checked_sub(1) } else { Some(i + 1) };
+    let mut i = if back { at.checked_sub(1) } else { Some(at) };
+    // Skip the spaces by the operator (and a `&` or `*` before the right one).
+    while let Some(k) = i.filter(|&k| k < bare.len()) {
+        if bare[k] == ' ' || bare[k] == '\n' || (!back && matches!(bare[k], '&' | '*')) {
+            i = step(k);
+        } else {
             break;
         }
-        let code = line.split("//").next().unwrap_or("");
-        if code.contains("Col::Listed(") {
-            out.push(i + 1);
+    }
+    let mut out = Vec::new();
+    let mut depth = 0usize;
+    let mut in_string = false;
+    while let Some(k) = i.filter(|&k| k < bare.len()) {
+        let c = bare[k];
+        let (open, close) = if back { (')', '(') } else { ('(', ')') };
+        if c == '"' {
+            in_string = !in_string;
+        } else if !in_string {
+            if c == open {
+                depth += 1;
+            } else if c == close {
+                if depth == 0 {
+                    break;
+                }
+                depth -= 1;
+            } else if depth == 0 && c.is_whitespace() {
+                // A method chain goes on across lines (`rec\n    .outcome`).
+                let next = std::iter::successors(step(k), |&j| step(j))
+                    .take_while(|&j| j < bare.len())
+                    .map(|j| bare[j])
+                    .find(|c| !c.is_whitespace());
+                let chained = if back {
+                    out.last() == Some(&'.')
+                } else {
+                    next == Some('.')
+                };
+                if !chained {
+                    break;
+                }
+                i = step(k);
+                continue;
+            } else if depth == 0
+                && !(c.is_alphanumeric() || matches!(c, '_' | '.' | ':' | '?' | '!'))
+            {
+                break;
+            }
+        }
+        out.push(c);
+        i = step(k);
+    }
+    if back {
+        out.reverse();
+    }
+    out.into_iter().collect()
+}
+
+/// Statements of `text`'s non-test code that compare a sweep's outcome as text: one side of an
+/// `==` or `!=` names `outcome` and the other is (or holds) a string literal
+/// (`o.outcome == "deadline"`, `"done" != outcome`, `s.outcome.as_deref() == Some("error")`),
+/// or a `matches!` on an outcome with a string pattern; with the lines they start on.
+fn outcome_compared_as_text(text: &str) -> Vec<(usize, String)> {
+    let bare = code_of(text, false);
+    let mut out = Vec::new();
+    let mut line = 1;
+    for k in 0..bare.len() {
+        if bare[k] == '\n' {
+            line += 1;
+            continue;
+        }
+        let hit = if matches!(bare[k], '=' | '!') && bare.get(k + 1) == Some(&'=') {
+            // Not the second `=` of `==`, nor `<=`, `>=`.
+            let prev = k.checked_sub(1).map(|p| bare[p]);
+            if matches!(prev, Some('=' | '<' | '>' | '!')) {
+                continue;
+            }
+            let (left, right) = (operand(&bare, k, true), operand(&bare, k + 2, false));
+            (mentions_outcome(&left) && right.contains('"'))
+                || (mentions_outcome(&right) && left.contains('"'))
+        } else if bare[k..].starts_with(&['m', 'a', 't', 'c', 'h', 'e', 's', '!', '(']) {
+            let args = operand(&bare, k + 9, false);
+            let first = args.split(',').next().unwrap_or("");
+            // `operand` stops at the first space: read the rest of the macro's arguments.
+            let rest: String = bare[k + 9..]
+                .iter()
+                .scan(0i32, |depth, &c| {
+                    *depth += match c {
+                        '(' => 1,
+                        ')' => -1,
+                        _ => 0,
+                    };
+                    (*depth >= 0).then_some(c)
+                })
+                .collect();
+            mentions_outcome(first) && rest.contains('"')
+        } else {
+            false
+        };
+        if hit {
+            let from = (0..k)
+                .rev()
+                .find(|&j| matches!(bare[j], ';' | '{' | '}'))
+                .map_or(0, |j| j + 1);
+            let to = (k..bare.len())
+                .find(|&j| matches!(bare[j], ';' | '{' | '}'))
+                .unwrap_or(bare.len());
+            let stmt: String = code_of(text, true)[from..to].iter().collect();
+            out.push((line, stmt.split_whitespace().collect::<Vec<_>>().join(" ")));
         }
     }
     out
 }
 
-#[test]
-fn outside_record_no_column_is_read_by_its_name() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
-    files.sort();
+/// Every comparison of an outcome as text in `src`'s non-test code outside record/, as
+/// `path:line: statement`.
+fn outcome_comparisons_in(src: &Path) -> Vec<String> {
     let mut found = Vec::new();
-    for f in files.iter().filter(|f| !f.starts_with(src.join("record"))) {
-        let text = std::fs::read_to_string(f).expect("readable");
-        for n in columns_named_as_text(&text) {
-            found.push(format!("{}:{n}", f.display()));
+    for f in files_outside_record(src) {
+        let rel = f.strip_prefix(src).expect("under src");
+        let text = std::fs::read_to_string(&f).expect("readable");
+        for (line, stmt) in outcome_compared_as_text(&text) {
+            found.push(format!("{}:{line}: {stmt}", rel.display()));
         }
     }
+    found
+}
+
+#[test]
+fn outside_record_no_outcome_is_compared_as_text() {
+    let found = outcome_comparisons_in(&src_dir());
     assert!(
         found.is_empty(),
-        "read a results.csv column through record::rows::Col's constants or Col::named, not by its text:\n{}",
+        "compare a sweep's outcome as record::outcome::SweepEnd (an enum), not as text:\n{}",
         found.join("\n")
     );
-    // The check sees a planted one, and not a comment or test code.
-    let planted = "fn f(r: &Row) -> Option<f64> {\n    r.metric(&Col::Listed(\"ttft_ms_p99\"))\n}\n// Col::Listed(\"x\")\n#[cfg(test)]\nfn t() { Col::Listed(\"y\"); }\n";
-    assert_eq!(columns_named_as_text(planted), [2]);
+}
+
+/// The forms a text comparison of an outcome takes are each caught, across lines too; the
+/// typed comparison, a binding that is not compared, another field, a comment, a string that
+/// only mentions one, and test code are not.
+#[test]
+fn the_outcome_check_sees_a_planted_comparison() {
+    let text = r#"fn a(o: &Outcome) -> bool {
+    o.outcome == "deadline"
+}
+fn b(rec: &Outcome) -> bool {
+    "done" != rec
+        .outcome
+}
+fn c(s: &SweepState) -> bool {
+    matches!(s.outcome.as_deref(), Some("interrupted" | "deadline"))
+}
+fn d(s: &SweepState) -> bool {
+    s.outcome.as_deref() == Some("error")
+}
+fn e(root: &Path) -> Option<Vec<String>> {
+    read(root).filter(|o| o.outcome == "deadline").map(|o| o.not_measured)
+}
+fn typed(o: &Outcome) -> bool {
+    let outcome = "x";
+    o.outcome == SweepEnd::Deadline && o.summary == "x" && outcome.len() <= 1
+}
+fn words() -> String {
+    // o.outcome == "deadline"
+    format!("outcome == \"x\"")
+}
+#[cfg(test)]
+mod t { fn e(o: &Outcome) -> bool { o.outcome == "done" } }
+"#;
+    let got = outcome_compared_as_text(text);
+    let lines: Vec<usize> = got.iter().map(|(l, _)| *l).collect();
+    assert_eq!(lines, [2, 5, 9, 12, 15], "{got:?}");
+    assert_eq!(got[1].1, "\"done\" != rec .outcome");
+}
+
+/// Each rule fails on a violation planted in a copy of src/: a column's name as text (in a
+/// report file), an outcome compared as text (in run/), a use of a later stage (observe/
+/// reaching report/), and a circle (plan's keyed and spec using each other); the copy
+/// without them passes every rule, as src/ does.
+#[test]
+fn a_planted_violation_of_each_rule_fails_its_check() {
+    fn copy(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).expect("mkdir");
+        for e in std::fs::read_dir(from).expect("readable") {
+            let p = e.expect("entry").path();
+            let dest = to.join(p.file_name().expect("a name"));
+            if p.is_dir() {
+                copy(&p, &dest);
+            } else {
+                std::fs::copy(&p, &dest).expect("copy");
+            }
+        }
+    }
+    /// Put `line` before the file's first `#[cfg(test)]` (its code, not its tests); return
+    /// the line number it lands on.
+    fn plant(file: &Path, line: &str) -> usize {
+        let text = std::fs::read_to_string(file).expect("readable");
+        let lines: Vec<&str> = text.lines().collect();
+        let at = lines
+            .iter()
+            .position(|l| l.trim_start().starts_with("#[cfg(test)]"))
+            .unwrap_or(lines.len());
+        let mut out: Vec<&str> = lines[..at].to_vec();
+        out.push(line);
+        out.extend(&lines[at..]);
+        std::fs::write(file, out.join("\n") + "\n").expect("write");
+        at + 1
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let src = tmp.path().join("src");
+    copy(&src_dir(), &src);
+    assert_eq!(column_literals_in(&src), Vec::<String>::new());
+    assert_eq!(outcome_comparisons_in(&src), Vec::<String>::new());
+    assert_eq!(upward_uses(&src).0, Vec::<String>::new());
+    assert_eq!(circles(&src), Vec::<String>::new());
+
+    let n = plant(
+        &src.join("report/compare.rs"),
+        "const PLANTED: &[&str] = &[\"tpot_ms_p99\"];",
+    );
+    assert_eq!(
+        column_literals_in(&src),
+        [format!("report/compare.rs:{n}: \"tpot_ms_p99\"")]
+    );
+    let n = plant(
+        &src.join("run/report.rs"),
+        "fn planted(o: &Outcome) -> bool { o.outcome == \"deadline\" }",
+    );
+    assert_eq!(
+        outcome_comparisons_in(&src),
+        [format!("run/report.rs:{n}: o.outcome == \"deadline\"")]
+    );
+    let n = plant(
+        &src.join("observe/diagnose.rs"),
+        "use crate::report::table;",
+    );
+    assert_eq!(
+        upward_uses(&src).0,
+        [format!(
+            "observe/diagnose.rs:{n}: `observe` uses `crate::report`, a later stage"
+        )]
+    );
+    plant(&src.join("plan/keyed.rs"), "use crate::plan::spec;");
+    let c = circles(&src);
+    assert_eq!(c.len(), 1, "{c:?}");
+    assert!(
+        c[0].starts_with("src/plan: ") && c[0].contains("keyed -> spec"),
+        "{c:?}"
+    );
 }

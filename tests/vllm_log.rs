@@ -425,7 +425,7 @@ fn columns_vllm_cannot_fill_are_empty_and_the_reference_says_why() {
         ("max_total_num_tokens", &v0),
     ];
     let unreported = Engine::Vllm.unreported_columns();
-    let mut listed: Vec<&str> = unreported.iter().map(|(c, _)| *c).collect();
+    let mut listed: Vec<&str> = unreported.iter().map(|(c, _)| c.name()).collect();
     let mut tested: Vec<&str> = cases.iter().map(|(c, _)| *c).collect();
     listed.sort_unstable();
     tested.sort_unstable();
@@ -435,7 +435,7 @@ fn columns_vllm_cannot_fill_are_empty_and_the_reference_says_why() {
         assert_eq!(cell(row, column), "", "{column} on a vLLM row");
         let why = unreported
             .iter()
-            .find(|(c, _)| c == column)
+            .find(|(c, _)| c.name() == *column)
             .map(|(_, w)| *w)
             .unwrap_or_default();
         let line = reference

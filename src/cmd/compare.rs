@@ -44,33 +44,38 @@ pub fn run(
     let sa = read_side(a)?;
     let sb = read_side(b)?;
     let (ra, rb) = (sa.rows(), sb.rows());
-    let has = |m: &String| {
-        let col = Col::named(m);
-        let has = |r: &rows::Row| col.as_ref().is_some_and(|c| r.has(c));
+    let has = |c: &Col| {
+        let has = |r: &rows::Row| r.has(c);
         ra.first().is_none_or(has) && rb.first().is_none_or(has)
     };
-    let metrics: Vec<String> = match metrics {
+    let metrics: Vec<Col> = match metrics {
+        // The names asked for on the command line, each a column of both files.
         Some(given) => {
-            if let Some(bad) = given.iter().find(|m| !has(m)) {
-                return Err(CmdError::input(format!(
-                    "--metric {bad}: not a column of both results.csv files (see `sgtune columns`)"
-                )));
+            let mut cols = Vec::new();
+            for name in &given {
+                match Col::named(name).filter(|c| has(c)) {
+                    Some(c) => cols.push(c),
+                    None => {
+                        return Err(CmdError::input(format!(
+                            "--metric {name}: not a column of both results.csv files (see `sgtune columns`)"
+                        )));
+                    }
+                }
             }
-            given
+            cols
         }
         None => {
-            let mut m: Vec<String> = compare::DEFAULT_METRICS
+            let mut m: Vec<Col> = compare::DEFAULT_METRICS
                 .iter()
-                .map(|m| m.to_string())
-                .filter(|m| has(m))
+                .filter(|c| has(c))
+                .cloned()
                 .collect();
             // With the quality guard on either side, how often outputs derail is compared too
             // (each side against its own baseline).
             let judged = |rs: &[rows::Row]| rs.iter().any(|r| r.quality().is_some());
             if judged(ra) || judged(rb) {
                 m.extend(
-                    ["quality_decisive_share", "quality_prefix_agreement"]
-                        .map(String::from)
+                    [Col::QUALITY_DECISIVE_SHARE, Col::QUALITY_PREFIX_AGREEMENT]
                         .into_iter()
                         .filter(|c| has(c)),
                 );

@@ -27,15 +27,14 @@ pub fn run(
             let (la, lb) = (Loaded::load(a)?, Loaded::load(b)?);
             let sa = page_of(&la, Deadline::Recorded);
             let sb = page_of(&lb, Deadline::Recorded);
-            let has = |m: &&&str| {
-                let col = Col::named(m);
-                let has = |r: &Row| col.as_ref().is_some_and(|c| r.has(c));
+            let has = |c: &&Col| {
+                let has = |r: &Row| r.has(c);
                 sa.rows.first().is_none_or(has) && sb.rows.first().is_none_or(has)
             };
-            let metrics: Vec<String> = compare::DEFAULT_METRICS
+            let metrics: Vec<Col> = compare::DEFAULT_METRICS
                 .iter()
                 .filter(has)
-                .map(|m| m.to_string())
+                .cloned()
                 .collect();
             let mut c = compare::compare(&sa.rows, &sb.rows, &metrics, noise);
             if let (Some(ma), Some(mb)) = (&la.manifest, &lb.manifest) {

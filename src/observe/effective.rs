@@ -79,6 +79,10 @@ impl Effective {
     }
 }
 
+/// `/server_info`'s key of the KV pool SGLang made, in tokens (results.csv's
+/// `max_total_num_tokens` took its name, and the start-up log's).
+pub const SERVER_INFO_POOL_TOKENS: &str = "max_total_num_tokens";
+
 /// `/server_info` keys that are run-time state or derived sizes, not arguments.
 const RUNTIME_KEYS: &[&str] = &[
     "internal_states",
@@ -86,7 +90,7 @@ const RUNTIME_KEYS: &[&str] = &[
     "status",
     "launch_command",
     "max_req_input_len",
-    "max_total_num_tokens",
+    SERVER_INFO_POOL_TOKENS,
     "effective_max_running_requests_per_dp",
     "hicache_object_layout",
     "step_time_dict",
@@ -456,7 +460,7 @@ pub fn check(asked: &[(String, ParamValue)], info: Option<&Value>, log: &[&str])
                 .is_some_and(|d| d > 1.0);
             if let (Some(want), Some(got), false) = (
                 value.as_f64(),
-                map.get("max_total_num_tokens").and_then(Value::as_f64),
+                map.get(SERVER_INFO_POOL_TOKENS).and_then(Value::as_f64),
                 per_dp,
             ) {
                 if got + page <= want {

@@ -12,6 +12,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::plan::columns::Column;
 use crate::plan::flags::{KnownFlags, ParamValue, known};
 
 /// A serving engine.
@@ -104,29 +105,29 @@ pub const VLLM_MEMORY_KNOBS: &[&str] = &[
 /// "Empty for vLLM"): its rows leave them empty, never zero, and `sgtune columns`
 /// (docs/columns.md) states the reason under each. The client-side and `/metrics` columns are
 /// filled for both engines.
-pub const VLLM_UNREPORTED: &[(&str, &str)] = &[
+pub const VLLM_UNREPORTED: &[(Column, &str)] = &[
     (
-        "max_total_num_tokens",
+        Column::MaxTotalNumTokens,
         " on the V0 engine (to 0.10), whose log gives the pool in blocks, not tokens",
     ),
     (
-        "max_running_requests",
+        Column::MaxRunningRequests,
         " unless `max_num_seqs` (`max_running_requests`) is set: vLLM does not log its default",
     ),
     (
-        "kv_cache_dtype",
+        Column::KvCacheDtype,
         ": its log does not print the KV cache dtype",
     ),
     (
-        "retractions",
+        Column::Retractions,
         " on the V0 engine (to 0.10), whose stats lines carry no preemption count (V1 prints `Preemptions: N` when N > 0)",
     ),
     (
-        "not_in_effect",
+        Column::NotInEffect,
         ": its `/server_info` is its whole config as text, not SGLang's `ServerArgs`, so what was in effect is not checked",
     ),
     (
-        "effective_args_id",
+        Column::EffectiveArgsId,
         ": its `/server_info` is its whole config as text, not SGLang's `ServerArgs`, so there is nothing to hash",
     ),
 ];
@@ -206,7 +207,7 @@ impl Engine {
 
     /// The results.csv columns this engine's rows leave empty, each with why (a clause that
     /// follows "Empty for <engine>").
-    pub fn unreported_columns(self) -> &'static [(&'static str, &'static str)] {
+    pub fn unreported_columns(self) -> &'static [(Column, &'static str)] {
         match self {
             Engine::Sglang => &[],
             Engine::Vllm => VLLM_UNREPORTED,

@@ -1,5 +1,8 @@
 //! Plan: the YAML sweep (`spec`, its keys' places in the text: `locate`), the one flag mapping
-//! (`flags`), the guided tune's space (`tune`) and the expansion of grid and explicit configurations into runs (`expand`). Pure: nothing here starts a process.
+//! (`flags`), the results.csv columns' names (`columns`), the guided tune's space (`tune`) and
+//! the expansion of grid and explicit configurations into runs (`expand`). Pure: nothing here
+//! starts a process.
+pub mod columns;
 pub mod engine;
 pub mod expand;
 pub mod flags;

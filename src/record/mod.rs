@@ -1,7 +1,7 @@
-//! Record: the one row per run (`run_record`, with the one column list), the results folder
-//! (`store`), results.csv read back (`rows`; the `decode_steps` cell in `decode_steps`,
-//! `turn_latency`'s in `turn_latency`), the provenance manifest and the GPU checks it records,
-//! and whether a spec's objective names those columns the right way (`objective`).
+//! Record: the one row per run (`run_record`, each column's value; the column list is
+//! `plan::columns`'), the results folder (`store`), results.csv read back (`rows`; the
+//! `decode_steps` cell in `decode_steps`, `turn_latency`'s in `turn_latency`), and the
+//! provenance manifest and the GPU checks it records.
 pub mod command;
 pub mod decode_steps;
 pub mod effective;

@@ -9,13 +9,54 @@ use std::path::Path;
 /// The outcome file in the results folder.
 pub const FILE: &str = "outcome.json";
 
+/// How a sweep ended, in one word: outcome.json's and state.json's `outcome`, and the hook's
+/// `SGTUNE_OUTCOME`, spelled as [`SweepEnd::as_str`] (the serde names are the same words).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SweepEnd {
+    /// Exit 0.
+    Done,
+    /// Exit 1: some runs failed.
+    RunsFailed,
+    /// Exit 5: the sweep stopped on an error after its results folder existed.
+    Error,
+    /// Exit 3: stopped at `--deadline`/`--budget`, decided from what was measured.
+    Deadline,
+    /// Exit 130.
+    Interrupted,
+}
+
+impl SweepEnd {
+    pub const ALL: [SweepEnd; 5] = [
+        SweepEnd::Done,
+        SweepEnd::RunsFailed,
+        SweepEnd::Error,
+        SweepEnd::Deadline,
+        SweepEnd::Interrupted,
+    ];
+
+    /// The word as the files and the hook's environment spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SweepEnd::Done => "done",
+            SweepEnd::RunsFailed => "runs_failed",
+            SweepEnd::Error => "error",
+            SweepEnd::Deadline => "deadline",
+            SweepEnd::Interrupted => "interrupted",
+        }
+    }
+}
+
+impl std::fmt::Display for SweepEnd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// How a sweep ended, for the hook and for `outcome.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Outcome {
-    /// `done` (exit 0), `runs_failed` (1), `error` (5: the sweep stopped on an error after its
-    /// results folder existed), `deadline` (3: stopped at `--deadline`/`--budget`, decided
-    /// from what was measured), `interrupted` (130).
-    pub outcome: String,
+    pub outcome: SweepEnd,
     pub exit_code: i32,
     pub sweep: String,
     pub results_dir: String,
@@ -55,7 +96,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(read(dir.path()).unwrap_or_else(|e| panic!("{e}")), None);
         let o = Outcome {
-            outcome: "deadline".into(),
+            outcome: SweepEnd::Deadline,
             exit_code: 3,
             sweep: "kv".into(),
             results_dir: "/r/kv".into(),
@@ -73,6 +114,23 @@ mod tests {
         assert_eq!(read(dir.path()).unwrap_or_else(|e| panic!("{e}")), Some(o));
     }
 
+    /// Each word is written as serde writes it, so outcome.json, state.json and the hook's
+    /// environment spell it the same way (and as they did when the outcome was a string).
+    #[test]
+    fn each_outcome_is_spelled_as_before() {
+        let words: Vec<&str> = SweepEnd::ALL.iter().map(|e| e.as_str()).collect();
+        assert_eq!(
+            words,
+            ["done", "runs_failed", "error", "deadline", "interrupted"]
+        );
+        for e in SweepEnd::ALL {
+            let json = serde_json::to_string(&e).unwrap_or_else(|x| panic!("{x}"));
+            assert_eq!(json, format!("\"{e}\""));
+            let back: SweepEnd = serde_json::from_str(&json).unwrap_or_else(|x| panic!("{x}"));
+            assert_eq!(back, e);
+        }
+    }
+
     /// The fixture folder's outcome.json (an older sgtune's) loads; a broken one is an error
     /// naming the file.
     #[test]
@@ -80,7 +138,7 @@ mod tests {
         let fixture =
             Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/results/cpu-demo-rerun");
         let o = read(&fixture).unwrap_or_else(|e| panic!("{e}"));
-        assert!(o.is_some_and(|o| !o.outcome.is_empty()));
+        assert_eq!(o.map(|o| o.outcome), Some(SweepEnd::RunsFailed));
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         std::fs::write(dir.path().join(FILE), "{\"outcome\": 3}").unwrap_or_else(|e| panic!("{e}"));
         let e = read(dir.path()).expect_err("not an outcome");

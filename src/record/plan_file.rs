@@ -5,6 +5,7 @@
 
 use super::ReadError;
 use super::store::{self, StoreError};
+use crate::plan::columns::Col;
 use crate::plan::expand::{RunConfig, RunPlan};
 use crate::plan::spec::{Bound, Goal, Objective, SloBound, SweepSpec, WorkloadSpec};
 use serde::{Deserialize, Serialize};
@@ -91,7 +92,7 @@ fn objective_or_none<'de, D: serde::Deserializer<'de>>(
 
 #[derive(Deserialize)]
 struct WrittenSlo {
-    column: String,
+    column: Col,
     bound: Bound,
     limit: f64,
 }
@@ -99,7 +100,7 @@ struct WrittenSlo {
 #[derive(Deserialize)]
 struct WrittenObjective {
     goal: Goal,
-    metric: String,
+    metric: Col,
     slo: Vec<WrittenSlo>,
     noise: f64,
     // Written since `objective.prune` exists; an older file had no pruning.
@@ -146,9 +147,9 @@ mod tests {
     fn objective() -> Objective {
         Objective {
             goal: Goal::Minimize,
-            metric: "ttft_ms_p99".into(),
+            metric: Col::TTFT_MS_P99,
             slo: vec![SloBound {
-                column: "output_tok_s".into(),
+                column: Col::OUTPUT_TOK_S,
                 bound: Bound::AtLeast,
                 limit: 100.0,
             }],
@@ -247,9 +248,9 @@ mod tests {
         assert_eq!(read_objective(dir.path()), None);
         let o = Objective {
             goal: Goal::Minimize,
-            metric: "ttft_ms_p99".into(),
+            metric: Col::TTFT_MS_P99,
             slo: vec![SloBound {
-                column: "output_tok_s".into(),
+                column: Col::OUTPUT_TOK_S,
                 bound: Bound::AtLeast,
                 limit: 100.0,
             }],

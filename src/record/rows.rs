@@ -4,7 +4,7 @@
 
 use super::ReadError;
 
-use super::run_record::{Phase, ProbeResult, QualityStatus, RunStatus, column_names};
+use super::run_record::{Phase, ProbeResult, QualityStatus, RunStatus};
 use crate::observe::diagnose::VerdictKind;
 use crate::plan::engine::Engine;
 use crate::plan::spec::LoadPoint;
@@ -35,75 +35,22 @@ pub struct Row {
     cells: BTreeMap<String, String>,
 }
 
-/// A column a row is read by: one of the list's (`run_record`), or a swept key's `param_<key>`.
-/// The spec names its SLO and objective columns as text; [`Col::named`] turns that text into a
-/// column once, and an unknown name is no column at all.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Col {
-    Listed(&'static str),
-    Param(String),
-}
+/// A column a row is read by (the list's names are `plan::columns`', below the spec, which
+/// resolves its objective's columns as it is read).
+pub use crate::plan::columns::Col;
+use crate::plan::columns::Column;
 
-impl Col {
-    pub const DURATION_S: Col = Col::Listed("duration_s");
-    pub const REQUEST_THROUGHPUT: Col = Col::Listed("request_throughput");
-    pub const OUTPUT_TOK_S: Col = Col::Listed("output_tok_s");
-    pub const GOODPUT_REQ_S: Col = Col::Listed("goodput_req_s");
-    pub const RUNNING_REQ_MEAN: Col = Col::Listed("running_req_mean");
-    pub const RETRACTIONS: Col = Col::Listed("retractions");
-    pub const MAX_TOTAL_NUM_TOKENS: Col = Col::Listed("max_total_num_tokens");
-    pub const TIME_TO_READY_S: Col = Col::Listed("time_to_ready_s");
-    pub const TOKEN_USAGE_MAX: Col = Col::Listed("token_usage_max");
-    pub const RUNNING_REQ_MAX: Col = Col::Listed("running_req_max");
-    pub const QUEUE_REQ_MEAN: Col = Col::Listed("queue_req_mean");
-    pub const CONCURRENCY: Col = Col::Listed("concurrency");
-    pub const TTFT_MS_P50: Col = Col::Listed("ttft_ms_p50");
-    pub const TTFT_MS_P99: Col = Col::Listed("ttft_ms_p99");
-    pub const TPOT_MS_P50: Col = Col::Listed("tpot_ms_p50");
-    pub const TPOT_MS_P99: Col = Col::Listed("tpot_ms_p99");
-    pub const E2E_MS_P50: Col = Col::Listed("e2e_ms_p50");
-    pub const SERVER_STATS_LINES: Col = Col::Listed("server_stats_lines");
-    pub const SERVER_GEN_TPUT_MEAN: Col = Col::Listed("server_gen_tput_mean");
-    pub const QUEUE_REQ_MAX: Col = Col::Listed("queue_req_max");
-    pub const TTFT_FIRST_TURN_MS_P50: Col = Col::Listed("ttft_first_turn_ms_p50");
-    pub const TTFT_LAST_TURN_MS_P50: Col = Col::Listed("ttft_last_turn_ms_p50");
-    pub const CACHE_HIT_RATE: Col = Col::Listed("cache_hit_rate");
-    pub const PREFIX_REUSABLE_SHARE: Col = Col::Listed("prefix_reusable_share");
-
-    /// The column of this results.csv name: a listed column, or `param_<key>` for any key.
-    pub fn named(name: &str) -> Option<Col> {
-        if let Some(key) = name.strip_prefix("param_") {
-            return (!key.is_empty()).then(|| Col::Param(key.to_string()));
-        }
-        column_names()
-            .into_iter()
-            .find(|c| *c == name)
-            .map(Col::Listed)
-    }
-    /// A swept key's column.
-    pub fn param(key: &str) -> Col {
-        Col::Param(key.to_string())
-    }
-    /// Its name in results.csv.
-    pub fn name(&self) -> String {
-        match self {
-            Col::Listed(n) => n.to_string(),
-            Col::Param(k) => format!("param_{k}"),
-        }
-    }
-}
-
-/// The text columns the code reads, by name in one place.
-const FAILURE_MESSAGE: &str = "failure_message";
-const VERDICT_EVIDENCE: &str = "verdict_evidence";
-const VERDICT_ALSO: &str = "verdict_also";
-const NOT_IN_EFFECT: &str = "not_in_effect";
-const EFFECTIVE_ARGS_ID: &str = "effective_args_id";
-const QUALITY_VERDICT: &str = "quality_verdict";
-const QUALITY_EVIDENCE: &str = "quality_evidence";
-const REQUEST_RATE: &str = "request_rate";
-const DECODE_STEPS: &str = "decode_steps";
-const TURN_LATENCY: &str = "turn_latency";
+/// The text columns the code reads, by their names in the one list.
+const FAILURE_MESSAGE: &str = Column::FailureMessage.name();
+const VERDICT_EVIDENCE: &str = Column::VerdictEvidence.name();
+const VERDICT_ALSO: &str = Column::VerdictAlso.name();
+const NOT_IN_EFFECT: &str = Column::NotInEffect.name();
+const EFFECTIVE_ARGS_ID: &str = Column::EffectiveArgsId.name();
+const QUALITY_VERDICT: &str = Column::QualityVerdict.name();
+const QUALITY_EVIDENCE: &str = Column::QualityEvidence.name();
+const REQUEST_RATE: &str = Column::RequestRate.name();
+const DECODE_STEPS: &str = Column::DecodeSteps.name();
+const TURN_LATENCY: &str = Column::TurnLatency.name();
 
 /// The quality guard's cells of a configuration's rows (`tune::quality` fills them in).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -126,12 +73,18 @@ impl QualityCells {
                 QUALITY_VERDICT,
                 self.verdict.map_or("", QualityStatus::as_str).to_string(),
             ),
-            ("quality_decisive_share", f(self.decisive_share)),
-            ("quality_diverged_share", f(self.diverged_share)),
-            ("quality_prefix_agreement", f(self.prefix_agreement)),
-            ("quality_floor_decisive_share", f(self.floor_decisive_share)),
-            ("quality_p_value", f(self.p_value)),
-            ("quality_accuracy", f(self.accuracy)),
+            (Column::QualityDecisiveShare.name(), f(self.decisive_share)),
+            (Column::QualityDivergedShare.name(), f(self.diverged_share)),
+            (
+                Column::QualityPrefixAgreement.name(),
+                f(self.prefix_agreement),
+            ),
+            (
+                Column::QualityFloorDecisiveShare.name(),
+                f(self.floor_decisive_share),
+            ),
+            (Column::QualityPValue.name(), f(self.p_value)),
+            (Column::QualityAccuracy.name(), f(self.accuracy)),
             (QUALITY_EVIDENCE, self.evidence.clone()),
         ]
     }
@@ -156,20 +109,22 @@ impl Row {
 
     fn parse(&mut self) {
         let c = |n: &str| self.cells.get(n).map(String::as_str).unwrap_or("");
-        self.run_name = c("run_name").to_string();
-        self.run_id = c("run_id").to_string();
-        self.engine = Engine::ALL.into_iter().find(|e| e.as_str() == c("engine"));
-        self.status = RunStatus::parse(c("status"));
-        self.failure_kind = FailureKind::parse(c("failure_kind"));
-        self.concurrency = c("concurrency").parse().ok();
-        self.repeat = c("repeat").parse().ok();
+        self.run_name = c(Column::RunName.name()).to_string();
+        self.run_id = c(Column::RunId.name()).to_string();
+        self.engine = Engine::ALL
+            .into_iter()
+            .find(|e| e.as_str() == c(Column::Engine.name()));
+        self.status = RunStatus::parse(c(Column::Status.name()));
+        self.failure_kind = FailureKind::parse(c(Column::FailureKind.name()));
+        self.concurrency = c(Column::Concurrency.name()).parse().ok();
+        self.repeat = c(Column::Repeat.name()).parse().ok();
         // A file from before the `phase` column (or with an empty cell) holds only fixed load
         // points: `measure`.
-        self.phase = Phase::parse(c("phase")).unwrap_or_default();
-        self.probe = ProbeResult::parse(c("probe"));
+        self.phase = Phase::parse(c(Column::Phase.name())).unwrap_or_default();
+        self.probe = ProbeResult::parse(c(Column::Probe.name()));
         self.verdict = VerdictKind::ALL
             .into_iter()
-            .find(|k| k.as_str() == c("verdict"));
+            .find(|k| k.as_str() == c(Column::Verdict.name()));
         self.quality = QualityStatus::parse(c(QUALITY_VERDICT));
     }
 
@@ -200,7 +155,7 @@ impl Row {
     /// A cell as written, by its column: empty when the row has none.
     pub fn cell(&self, col: &Col) -> &str {
         match col {
-            Col::Listed(n) => self.text(n),
+            Col::Listed(c) => self.text(c.name()),
             Col::Param(k) => self.param(k),
         }
     }
@@ -208,7 +163,7 @@ impl Row {
     /// Whether the row has this column (a file from before a column has none).
     pub fn has(&self, col: &Col) -> bool {
         match col {
-            Col::Listed(n) => self.cells.contains_key(*n),
+            Col::Listed(c) => self.cells.contains_key(c.name()),
             Col::Param(k) => self.cells.contains_key(&format!("param_{k}")),
         }
     }
@@ -285,7 +240,7 @@ impl Row {
     }
     /// The load point as tables show it: the concurrency, or `<rate>/s` in an open loop.
     pub fn load_point(&self) -> String {
-        crate::plan::spec::point_label(self.text("concurrency"), self.rate_text())
+        crate::plan::spec::point_label(self.text(Column::Concurrency.name()), self.rate_text())
     }
     pub fn is_ok(&self) -> bool {
         self.status == Some(RunStatus::Ok)
@@ -384,6 +339,11 @@ pub struct Table {
 }
 
 impl Table {
+    /// Whether the file has this column (one from before a column has not).
+    pub fn has_column(&self, col: &Col) -> bool {
+        self.header.contains(&col.name())
+    }
+
     /// The listed columns of `header` this file lacks, when its rows can be written under
     /// `header` without losing a cell or a swept value: every column of the file is one of
     /// `header`'s, and `header`'s swept keys are the file's. Some(empty): the same columns.

@@ -1,5 +1,6 @@
-//! RunRecord: the flat row of one run. The results.csv column list lives here and only here;
-//! `sgtune columns` prints it for the README.
+//! RunRecord: the flat row of one run, and each results.csv column's value in it (`cell`, one
+//! arm per column). The column list itself (names, directions, meanings) is
+//! `plan::columns`'; `sgtune columns` prints it for the README (`columns_markdown`).
 
 use crate::observe::client::{ClientSummary, Stats};
 use crate::observe::diagnose::Verdict;
@@ -251,58 +252,7 @@ impl RunRecord {
 /// key in a finished sweep.
 pub type RowKey = (String, u64, String, u64);
 
-/// One fixed column: name, which way is better, meaning (for docs/columns.md), and how to read
-/// it off a record.
-pub struct Column {
-    pub name: &'static str,
-    /// Read by compare, reproduce and any ranking, so a metric's direction is stated once.
-    pub better: Better,
-    pub doc: &'static str,
-    pub get: fn(&RunRecord) -> String,
-}
-
-/// Which way a column improves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Better {
-    /// Throughputs, goodput, completed requests.
-    Higher,
-    /// Latencies, failures, lags, retractions.
-    Lower,
-    /// Not a quality: an identity, a setting, a state (capacity, token usage, verdict).
-    Neither,
-}
-
-/// The direction of a results.csv column; `Neither` for `param_*` and unknown columns.
-pub fn better(column: &str) -> Better {
-    LEADING
-        .iter()
-        .chain(trailing().iter())
-        .find(|c| c.name == column)
-        .map_or(Better::Neither, |c| c.better)
-}
-
-/// The direction of a results.csv column, or None when no such column exists (`param_<key>`
-/// columns exist for any key, and have no direction).
-pub fn column_direction(column: &str) -> Option<Better> {
-    if column.strip_prefix("param_").is_some_and(|k| !k.is_empty()) {
-        return Some(Better::Neither);
-    }
-    LEADING
-        .iter()
-        .chain(trailing().iter())
-        .find(|c| c.name == column)
-        .map(|c| c.better)
-}
-
-/// Every fixed column's name, in order.
-pub fn column_names() -> Vec<&'static str> {
-    LEADING
-        .iter()
-        .map(|c| c.name)
-        .chain(trailing().iter().map(|c| c.name))
-        .collect()
-}
+pub use crate::plan::columns::{Better, Column};
 
 fn f(v: Option<f64>) -> String {
     match v {
@@ -331,344 +281,192 @@ fn stat(
     f(r.client.as_ref().and_then(|c| part(which(c))))
 }
 
-macro_rules! latency_columns {
-    ($($metric:ident: $label:literal),*) => {
-        [$(
-            Column { name: concat!(stringify!($metric), "_mean"), better: Better::Lower, doc: concat!($label, ", mean (ms)"), get: |r| stat(r, |c| &c.$metric, |s| s.mean) },
-            Column { name: concat!(stringify!($metric), "_p50"), better: Better::Lower, doc: concat!($label, ", median (ms)"), get: |r| stat(r, |c| &c.$metric, |s| s.p50) },
-            Column { name: concat!(stringify!($metric), "_p90"), better: Better::Lower, doc: concat!($label, ", 90th percentile (ms)"), get: |r| stat(r, |c| &c.$metric, |s| s.p90) },
-            Column { name: concat!(stringify!($metric), "_p95"), better: Better::Lower, doc: concat!($label, ", 95th percentile (ms)"), get: |r| stat(r, |c| &c.$metric, |s| s.p95) },
-            Column { name: concat!(stringify!($metric), "_p99"), better: Better::Lower, doc: concat!($label, ", 99th percentile (ms)"), get: |r| stat(r, |c| &c.$metric, |s| s.p99) },
-        )*]
-    };
-}
-
-/// Columns before the `param_<key>` columns.
-pub const LEADING: &[Column] = &[
-    Column {
-        name: "run_name",
-        better: Better::Neither,
-        doc: "Readable run name (explicit config name, or built from the swept values)",
-        get: |r| r.run_name.clone(),
-    },
-    Column {
-        name: "run_id",
-        better: Better::Neither,
-        doc: "Stable id of the server launched: hash of its engine, command line (less --host/--port) and environment (less a slot's GPUs); runs with equal ids launched the same server",
-        get: |r| r.run_id.clone(),
-    },
-    Column {
-        name: "engine",
-        better: Better::Neither,
-        doc: "The serving engine: `sglang` or `vllm` (the configuration's `engine:`, else `server.engine`)",
-        get: |r| r.engine.as_str().to_string(),
-    },
-    Column {
-        name: "status",
-        better: Better::Neither,
-        doc: "`ok`, `failed`, `interrupted`, or `pruned` (not measured: clearly beaten at the lowest load point, `objective.prune`; the evidence is in failure_message)",
-        get: |r| r.status.as_str().to_string(),
-    },
-    Column {
-        name: "failure_kind",
-        better: Better::Neither,
-        doc: "Why it failed: `oom`, `bad_flag`, `startup_error`, `crashed`, `ready_timeout`, `load_failed`, `launch_error`, `interrupted`, `preflight_failed`, `slurm_task`",
-        get: |r| {
-            r.failure_kind
-                .map(|k| k.as_str().to_string())
-                .unwrap_or_default()
-        },
-    },
-    Column {
-        name: "failure_message",
-        better: Better::Neither,
-        doc: "The decisive log line or what happened",
-        get: |r| r.failure_message.clone().unwrap_or_default(),
-    },
-];
-
-/// Columns after the `param_<key>` columns.
-pub fn trailing() -> Vec<Column> {
-    let mut cols = vec![
-        Column {
-            name: "concurrency",
-            better: Better::Neither,
-            doc: "The load point: offered concurrency (closed loop: requests in flight; open loop: the cap on them)",
-            get: |r| r.concurrency.to_string(),
-        },
-        Column {
-            name: "request_rate",
-            better: Better::Neither,
-            doc: "Open loop: the load point's arrival rate (requests/s, `request_rate:`); empty in a closed loop",
-            get: |r| crate::plan::spec::rate_text(r.request_rate),
-        },
-        Column {
-            name: "repeat",
-            better: Better::Neither,
-            doc: "Repeat index, 1-based (`repeats:` in the spec)",
-            get: |r| r.repeat.to_string(),
-        },
-        Column {
-            name: "phase",
-            better: Better::Neither,
-            doc: "`measure` (a load point of the spec), `probe` (the max-load search's), `preflight` (a memory pre-flight attempt)",
-            get: |r| r.phase.as_str().to_string(),
-        },
-        Column {
-            name: "probe",
-            better: Better::Neither,
-            doc: "A probe's standing against the objective's SLO over its repeats: `pass`, `fail` or `uncertain` (its repeats straddle a bound); a pre-flight attempt's: `pass` (survived the burst) or `fail`",
-            get: |r| r.probe.map(|p| p.as_str().to_string()).unwrap_or_default(),
-        },
-        Column {
-            name: "requests_completed",
-            better: Better::Higher,
-            doc: "Measured requests that succeeded",
-            get: |r| u(client(r, |c| c.completed)),
-        },
-        Column {
-            name: "requests_failed",
-            better: Better::Lower,
-            doc: "Measured requests that failed (any error class)",
-            get: |r| u(client(r, |c| c.failed)),
-        },
-        Column {
-            name: "duration_s",
-            better: Better::Neither,
-            doc: "Measured window: first measured send to last completion (s)",
-            get: |r| f(client(r, |c| c.duration_s)),
-        },
-        Column {
-            name: "request_throughput",
-            better: Better::Higher,
-            doc: "Completed requests / duration (req/s)",
-            get: |r| f(r.client.as_ref().and_then(|c| c.request_throughput)),
-        },
-        Column {
-            name: "output_tok_s",
-            better: Better::Higher,
-            doc: "Client output tokens/s: Σ usage.completion_tokens of successful requests / duration",
-            get: |r| f(r.client.as_ref().and_then(|c| c.output_tok_s)),
-        },
-        Column {
-            name: "output_tok_s_steady",
-            better: Better::Higher,
-            doc: "Output tok/s in the steady state: MSER-5 (batches of five 1-s bins of output tokens, by chunk arrival) trims the warm-up, and this is the mean of the bins after it (empty: a window under 20 s)",
-            get: |r| f(client(r, |c| c.output_tok_s_steady).flatten()),
-        },
-        Column {
-            name: "warmup_trimmed_s",
-            better: Better::Neither,
-            doc: "Seconds of warm-up MSER-5 trimmed from the start of the measured window (the other client columns keep the whole window)",
-            get: |r| f(client(r, |c| c.warmup_trimmed_s).flatten()),
-        },
-        Column {
-            name: "total_tok_s",
-            better: Better::Higher,
-            doc: "Client (prompt + output) tokens/s over the same window",
-            get: |r| f(r.client.as_ref().and_then(|c| c.total_tok_s)),
-        },
-    ];
-    cols.extend(latency_columns!(
-        ttft_ms: "Time to first token: send → first chunk with non-empty content (SGLang convention)",
-        itl_ms: "Inter-token latency: gaps between content chunks, pooled over requests",
-        tpot_ms: "Time per output token: (E2E − TTFT)/(output tokens − 1) per request",
-        e2e_ms: "End-to-end latency: send → end of stream (SGLang convention)"
-    ));
-    cols.extend([
-        Column {
-            name: "ttft_vllm_ms_mean",
-            better: Better::Lower,
-            doc: "TTFT in vLLM's convention: send → first chunk with choices, even empty (chat's role-only chunk counts), mean (ms)",
-            get: |r| stat(r, |c| &c.ttft_first_choices_ms, |s| s.mean),
-        },
-        Column {
-            name: "ttft_vllm_ms_p50",
-            better: Better::Lower,
-            doc: "Same, median (ms)",
-            get: |r| stat(r, |c| &c.ttft_first_choices_ms, |s| s.p50),
-        },
-        Column {
-            name: "e2e_vllm_ms_mean",
-            better: Better::Lower,
-            doc: "E2E in vLLM's convention: send → last content chunk (the usage chunk and [DONE] excluded), mean (ms)",
-            get: |r| stat(r, |c| &c.e2e_last_content_ms, |s| s.mean),
-        },
-        Column {
-            name: "e2e_vllm_ms_p50",
-            better: Better::Lower,
-            doc: "Same, median (ms)",
-            get: |r| stat(r, |c| &c.e2e_last_content_ms, |s| s.p50),
-        },
-        Column {
-            name: "ttft_first_turn_ms_p50",
-            better: Better::Lower,
-            doc: "`sessions:` TTFT of the sessions' first turns (no history yet), median (ms); empty without sessions",
-            get: |r| stat(r, |c| &c.ttft_first_turn_ms, |s| s.p50),
-        },
-        Column {
-            name: "ttft_last_turn_ms_p50",
-            better: Better::Lower,
-            doc: "`sessions:` TTFT of the sessions' last turns (the longest history), median (ms); against the first turn's, what the history costs or the prefix cache saves",
-            get: |r| stat(r, |c| &c.ttft_last_turn_ms, |s| s.p50),
-        },
-        Column {
-            name: "turn_latency",
-            better: Better::Neither,
-            doc: "`sessions:` latency by turn, space-separated buckets `turn:ttft_p50_ms:tpot_p50_ms:requests` (turn 1-based; the 24th bucket, written `24+`, holds every later turn; a TPOT the bucket has no data for is empty), e.g. `1:120.5:11.20:40 2:95.0:11.31:40`",
-            get: |r| r.client.as_ref().map(|c| super::turn_latency::cell(&c.turns)).unwrap_or_default(),
-        },
-        Column {
-            name: "goodput_share",
-            better: Better::Higher,
-            doc: "Share of measured requests meeting every `workload.slo` limit (empty: no SLO)",
-            get: |r| f(r.client.as_ref().and_then(|c| c.goodput_share)),
-        },
-        Column {
-            name: "goodput_req_s",
-            better: Better::Higher,
-            doc: "Requests meeting every SLO per second of the measured window",
-            get: |r| f(r.client.as_ref().and_then(|c| c.goodput_req_s)),
-        },
-        Column {
-            name: "sched_lag_ms_p99",
-            better: Better::Lower,
-            doc: "Open loop (`request_rate`): actual minus scheduled send, 99th percentile (ms); empty in closed loop",
-            get: |r| stat(r, |c| &c.sched_lag_ms, |s| s.p99),
-        },
-        Column {
-            name: "read_lag_ms_p99",
-            better: Better::Lower,
-            doc: "How long streamed data waited in the socket before the client read it (kernel receive timestamp to read, per read), 99th percentile (ms); empty where the OS gives no timestamps",
-            get: |r| stat(r, |c| &c.read_lag_ms, |s| s.p99),
-        },
-        Column {
-            name: "cut_off",
-            better: Better::Lower,
-            doc: "Requests abandoned at the `duration_s` deadline under `deadline: cut` (not failures, not in latencies)",
-            get: |r| u(client(r, |c| c.cut_off)),
-        },
-        Column {
-            name: "client_cpu_cores",
-            better: Better::Neither,
-            doc: "CPU sgtune's client used during the measured window, in cores",
-            get: |r| f(r.client.as_ref().and_then(|c| c.client_cpu_cores)),
-        },
-        Column {
-            name: "client_bound",
-            better: Better::Neither,
-            doc: "Why the client itself may have limited the load (scheduling lag p99 > 10 ms, CPU near the core count); empty when not",
-            get: |r| r.client.as_ref().and_then(|c| c.client_bound.clone()).unwrap_or_default(),
-        },
-        Column { name: "server_gen_tput_mean", better: Better::Higher, doc: "Server `gen throughput (token/s)` from Decode lines in the window (vLLM: `Avg generation throughput` of its stats lines), mean (empty: no stats)", get: |r| f(server(r, |s| s.gen_throughput_mean)) },
-        Column { name: "server_gen_tput_median", better: Better::Higher, doc: "Same, median", get: |r| f(server(r, |s| s.gen_throughput_median)) },
-        Column { name: "running_req_mean", better: Better::Neither, doc: "Server `#running-req` (vLLM: `Running`), mean over Decode lines", get: |r| f(server(r, |s| s.running_req_mean)) },
-        Column { name: "running_req_max", better: Better::Neither, doc: "Server `#running-req`, max", get: |r| u(server(r, |s| s.running_req_max)) },
-        Column { name: "queue_req_mean", better: Better::Lower, doc: "Server `#queue-req` (vLLM: `Waiting`; V0 `Pending` + `Swapped`), mean", get: |r| f(server(r, |s| s.queue_req_mean)) },
-        Column { name: "queue_req_max", better: Better::Lower, doc: "Server `#queue-req`, max", get: |r| u(server(r, |s| s.queue_req_max)) },
-        Column { name: "token_usage_mean", better: Better::Neither, doc: "Server KV `token usage` (0-1; vLLM: the device pool's `KV cache usage`), mean", get: |r| f(server(r, |s| s.token_usage_mean)) },
-        Column { name: "token_usage_max", better: Better::Neither, doc: "Server KV `token usage`, max", get: |r| f(server(r, |s| s.token_usage_max)) },
-        Column { name: "server_stats_lines", better: Better::Neither, doc: "Decode lines (vLLM: stats lines) the server stats rest on (0: no stats; the columns above are then empty)", get: |r| r.server.as_ref().map(|s| s.stats_lines.to_string()).unwrap_or_default() },
-        Column {
-            name: "decode_steps",
-            better: Better::Neither,
-            doc: "The server's decode steps by running batch size, from the same Decode lines (vLLM: stats lines), each line's step `#running-req` ÷ `gen throughput` (ms): space-separated buckets `running:step_ms:lines[:g|:e]` (mean step of the bucket's lines; `g`: CUDA graphs by the lines' majority, `e`: eager, nothing: the log does not say), at most 24 (more batch sizes are merged into geometric bins, running then their mean), e.g. `4:11.20:12:g 8:12.05:30:e`",
-            get: |r| r.server.as_ref().map(|s| super::decode_steps::cell(&s.decode_steps)).unwrap_or_default(),
-        },
-        Column {
-            name: "metrics_gen_tput",
-            better: Better::Higher,
-            doc: "Server generated tokens/s from a `/metrics` counter's delta over the window: `sglang:realtime_tokens_total{mode=\"decode\"}` where exported, else `sglang:generation_tokens_total` (empty without `--enable-metrics`); vLLM: `vllm:generation_tokens_total`",
-            get: |r| f(r.metrics.as_ref().and_then(|m| m.gen_tput_from_counter)),
-        },
-        Column {
-            name: "metrics_running_mean",
-            better: Better::Neither,
-            doc: "`sglang:num_running_reqs` (vLLM: `vllm:num_requests_running`) from `/metrics`, mean over ~1 s scrapes",
-            get: |r| f(r.metrics.as_ref().and_then(|m| m.running_mean)),
-        },
-        Column {
-            name: "metrics_queue_mean",
-            better: Better::Neither,
-            doc: "`sglang:num_queue_reqs` (vLLM: `vllm:num_requests_waiting`) from `/metrics`, mean over ~1 s scrapes",
-            get: |r| f(r.metrics.as_ref().and_then(|m| m.queue_mean)),
-        },
-        Column { name: "max_total_num_tokens", better: Better::Neither, doc: "KV pool capacity in tokens (startup capacity line; vLLM: `KV cache size: N tokens`)", get: |r| u(server(r, |s| s.max_total_num_tokens)) },
-        Column { name: "max_running_requests", better: Better::Neither, doc: "Effective running-request cap (startup capacity line; vLLM: `max_num_seqs` from its `non-default args` line)", get: |r| u(server(r, |s| s.max_running_requests)) },
-        Column { name: "kv_cache_dtype", better: Better::Neither, doc: "KV cache dtype (`KV Cache is allocated` line)", get: |r| server(r, |s| s.kv_cache_dtype.clone()).unwrap_or_default() },
-        Column { name: "kv_cache_gb", better: Better::Neither, doc: "KV cache size, K + V (GB; vLLM: its `GiB for KV cache` / `Available KV cache memory` line)", get: |r| f(server(r, |s| s.kv_cache_gb)) },
-        Column { name: "cache_hit_rate", better: Better::Neither, doc: "Prefix-cache hit rate in the window: Σ `#cached-token` / Σ (`#new-token` + `#cached-token`) over Prefill lines (vLLM: the window's last `Prefix cache hit rate`, vLLM's rolling rate)", get: |r| f(server(r, |s| s.cached_token_share)) },
-        Column { name: "prefix_reusable_share", better: Better::Neither, doc: "The prefix-cache hit rate the workload allows, beside the server's `cache_hit_rate`: Σ reusable ÷ Σ prompt tokens (server `usage`) of the successful requests, the reusable part of a prompt being what an earlier request already sent: a session's history (`sessions:`), the shared system prompt, a `shared_prefix` group's prefix after the group's first request. sgtune built the prompts, so it knows this exactly; a server hit rate well below it is history the cache dropped (empty: single synthetic or dataset prompts)", get: |r| f(r.client.as_ref().and_then(|c| c.reusable_prompt_share)) },
-        Column { name: "metrics_cache_hit_rate", better: Better::Neither, doc: "Same from `/metrics`: Δ `sglang:cached_tokens_total` / Δ `sglang:prompt_tokens_total` over the window (vLLM: Δ `vllm:prefix_cache_hits_total` / Δ `vllm:prefix_cache_queries_total`)", get: |r| f(r.metrics.as_ref().and_then(|m| m.cache_hit_rate)) },
-        Column { name: "metrics_host_hit_rate", better: Better::Neither, doc: "Of the prompt tokens, the share HiCache's host tier served: Δ `sglang:prefill_effective_tokens_total{mode=\"host_hit\"}` / Δ its sum over every mode, over the window (the log's `#cached-token` counts device and host hits together); empty without the series", get: |r| f(r.metrics.as_ref().and_then(|m| m.host_hit_rate)) },
-        Column { name: "retractions", better: Better::Lower, doc: "KV-pool-full retraction events in the window (vLLM: `Preemptions`, requests preempted)", get: |r| u(r.server.as_ref().filter(|s| !s.retractions_not_logged).map(|s| s.retractions)) },
-        Column { name: "time_to_ready_s", better: Better::Lower, doc: "Launch → ready line and HTTP answer (s)", get: |r| f(r.time_to_ready_s) },
-        Column { name: "verdict", better: Better::Neither, doc: "What limited the run: `kv_cache_bound`, `retraction_churn`, `cuda_graph_limited`, `queue_with_spare_kv`, `prefix_cache_evicted`, `client_bound`, `compute_bound`, `unknown`", get: |r| r.verdict.as_ref().map(|v| v.kind.as_str().to_string()).unwrap_or_default() },
-        Column { name: "verdict_evidence", better: Better::Neither, doc: "The numbers behind the verdict (and behind each of `verdict_also`)", get: |r| r.verdict.as_ref().map(|v| v.evidence.clone()).unwrap_or_default() },
-        Column { name: "verdict_also", better: Better::Neither, doc: "The other limits the same launch showed, `+`-joined verdict names (`kv_cache_bound+cuda_graph_limited`): lifting only the verdict's would unmask them", get: |r| r.verdict.as_ref().map(|v| v.also.iter().map(|k| k.as_str()).collect::<Vec<_>>().join("+")).unwrap_or_default() },
-        Column {
-            name: "not_in_effect",
-            better: Better::Neither,
-            doc: "Settings asked for that the server did not run with, `; `-separated: key, value asked, value in effect and the evidence (`/server_info`, or a start-up log line such as \"Cuda graph is disabled because ...\"); each is also a warning in `notes`. The whole comparison is in runs/<launch>/effective_args.json",
-            get: |r| {
-                r.effective
-                    .as_ref()
-                    .map(|e| e.not_in_effect.iter().map(|f| f.text()).collect::<Vec<_>>().join("; "))
-                    .unwrap_or_default()
-            },
-        },
-        Column {
-            name: "effective_args_id",
-            better: Better::Neither,
-            doc: "Hash of the server-relevant arguments the server reported in `/server_info` (less ports, host, names, paths, the random seed, and settings SGLang ignores there, e.g. CUDA graph sizes with CUDA graphs off): configurations with equal ids ran the same server in effect, and the table and decision.md say so (empty: no `/server_info`)",
-            get: |r| r.effective.as_ref().and_then(|e| e.id.clone()).unwrap_or_default(),
-        },
-        Column { name: "notes", better: Better::Neither, doc: "Warnings that are not failures, `; `-separated (e.g. a GPU not back to its baseline memory)", get: |r| r.notes.join("; ") },
-        Column { name: "started_at", better: Better::Neither, doc: "UTC start of this row's work (RFC 3339): its load point's start, or the server launch for a row that never reached its load", get: |r| r.started_at.clone() },
-        Column { name: "finished_at", better: Better::Neither, doc: "UTC end of this row's work (RFC 3339)", get: |r| r.finished_at.clone() },
-    ]);
-    // The output-quality guard (`quality:`): judged when the sweep concludes, from every
-    // launch's runs/<launch>/quality.jsonl against the baseline's (tune::quality), so these
-    // cells are empty until then and are the same on every row of a configuration.
-    cols.extend([
-        Column { name: "quality_verdict", better: Better::Neither, doc: "Output quality against the baseline (`quality:`): `baseline`, `pass`, `fail` (decisive divergences above the baseline's own floor, with confidence: not eligible) or `unchecked` (no usable comparison: not eligible); empty without `quality:`", get: |_| String::new() },
-        Column { name: "quality_decisive_share", better: Better::Lower, doc: "Share of quality prompts whose greedy output diverges decisively from the baseline's (not a near tie); the baseline's: its own repeat's", get: |_| String::new() },
-        Column { name: "quality_diverged_share", better: Better::Lower, doc: "Share of quality prompts whose output differs from the baseline's at all (near ties included)", get: |_| String::new() },
-        Column { name: "quality_prefix_agreement", better: Better::Higher, doc: "Mean share of each output before its first divergence from the baseline's (1: identical)", get: |_| String::new() },
-        Column { name: "quality_floor_decisive_share", better: Better::Neither, doc: "The floor: decisive share of the baseline against its own repeat (same server, same batch, and its other launches)", get: |_| String::new() },
-        Column { name: "quality_p_value", better: Better::Neither, doc: "Fisher's exact test, one-sided: how likely a decisive share this far above the floor is by chance", get: |_| String::new() },
-        Column { name: "quality_accuracy", better: Better::Higher, doc: "With a prompt file that has answers: share of the prompts whose output's answer (`answer_regex`) is right, on the prompts paired with the baseline's", get: |_| String::new() },
-        Column { name: "quality_evidence", better: Better::Neither, doc: "The quality verdict in words (how many prompts derail, at which tokens, against the floor)", get: |_| String::new() },
-    ]);
-    cols
+/// A run's cell of a fixed column, as results.csv holds it: one arm per column of the list
+/// (`plan::columns`), so a column added there without its value here does not compile. The
+/// quality guard's columns are judged when the sweep concludes (`tune::quality`), from every
+/// launch's runs/<launch>/quality.jsonl against the baseline's, so a record leaves them
+/// empty.
+pub fn cell(c: Column, r: &RunRecord) -> String {
+    match c {
+        Column::RunName => r.run_name.clone(),
+        Column::RunId => r.run_id.clone(),
+        Column::Engine => r.engine.as_str().to_string(),
+        Column::Status => r.status.as_str().to_string(),
+        Column::FailureKind => r
+            .failure_kind
+            .map(|k| k.as_str().to_string())
+            .unwrap_or_default(),
+        Column::FailureMessage => r.failure_message.clone().unwrap_or_default(),
+        Column::Concurrency => r.concurrency.to_string(),
+        Column::RequestRate => crate::plan::spec::rate_text(r.request_rate),
+        Column::Repeat => r.repeat.to_string(),
+        Column::Phase => r.phase.as_str().to_string(),
+        Column::Probe => r.probe.map(|p| p.as_str().to_string()).unwrap_or_default(),
+        Column::RequestsCompleted => u(client(r, |c| c.completed)),
+        Column::RequestsFailed => u(client(r, |c| c.failed)),
+        Column::DurationS => f(client(r, |c| c.duration_s)),
+        Column::RequestThroughput => f(r.client.as_ref().and_then(|c| c.request_throughput)),
+        Column::OutputTokS => f(r.client.as_ref().and_then(|c| c.output_tok_s)),
+        Column::OutputTokSSteady => f(client(r, |c| c.output_tok_s_steady).flatten()),
+        Column::WarmupTrimmedS => f(client(r, |c| c.warmup_trimmed_s).flatten()),
+        Column::TotalTokS => f(r.client.as_ref().and_then(|c| c.total_tok_s)),
+        Column::TtftMsMean => stat(r, |c| &c.ttft_ms, |s| s.mean),
+        Column::TtftMsP50 => stat(r, |c| &c.ttft_ms, |s| s.p50),
+        Column::TtftMsP90 => stat(r, |c| &c.ttft_ms, |s| s.p90),
+        Column::TtftMsP95 => stat(r, |c| &c.ttft_ms, |s| s.p95),
+        Column::TtftMsP99 => stat(r, |c| &c.ttft_ms, |s| s.p99),
+        Column::ItlMsMean => stat(r, |c| &c.itl_ms, |s| s.mean),
+        Column::ItlMsP50 => stat(r, |c| &c.itl_ms, |s| s.p50),
+        Column::ItlMsP90 => stat(r, |c| &c.itl_ms, |s| s.p90),
+        Column::ItlMsP95 => stat(r, |c| &c.itl_ms, |s| s.p95),
+        Column::ItlMsP99 => stat(r, |c| &c.itl_ms, |s| s.p99),
+        Column::TpotMsMean => stat(r, |c| &c.tpot_ms, |s| s.mean),
+        Column::TpotMsP50 => stat(r, |c| &c.tpot_ms, |s| s.p50),
+        Column::TpotMsP90 => stat(r, |c| &c.tpot_ms, |s| s.p90),
+        Column::TpotMsP95 => stat(r, |c| &c.tpot_ms, |s| s.p95),
+        Column::TpotMsP99 => stat(r, |c| &c.tpot_ms, |s| s.p99),
+        Column::E2eMsMean => stat(r, |c| &c.e2e_ms, |s| s.mean),
+        Column::E2eMsP50 => stat(r, |c| &c.e2e_ms, |s| s.p50),
+        Column::E2eMsP90 => stat(r, |c| &c.e2e_ms, |s| s.p90),
+        Column::E2eMsP95 => stat(r, |c| &c.e2e_ms, |s| s.p95),
+        Column::E2eMsP99 => stat(r, |c| &c.e2e_ms, |s| s.p99),
+        Column::TtftVllmMsMean => stat(r, |c| &c.ttft_first_choices_ms, |s| s.mean),
+        Column::TtftVllmMsP50 => stat(r, |c| &c.ttft_first_choices_ms, |s| s.p50),
+        Column::E2eVllmMsMean => stat(r, |c| &c.e2e_last_content_ms, |s| s.mean),
+        Column::E2eVllmMsP50 => stat(r, |c| &c.e2e_last_content_ms, |s| s.p50),
+        Column::TtftFirstTurnMsP50 => stat(r, |c| &c.ttft_first_turn_ms, |s| s.p50),
+        Column::TtftLastTurnMsP50 => stat(r, |c| &c.ttft_last_turn_ms, |s| s.p50),
+        Column::TurnLatency => r
+            .client
+            .as_ref()
+            .map(|c| super::turn_latency::cell(&c.turns))
+            .unwrap_or_default(),
+        Column::GoodputShare => f(r.client.as_ref().and_then(|c| c.goodput_share)),
+        Column::GoodputReqS => f(r.client.as_ref().and_then(|c| c.goodput_req_s)),
+        Column::SchedLagMsP99 => stat(r, |c| &c.sched_lag_ms, |s| s.p99),
+        Column::ReadLagMsP99 => stat(r, |c| &c.read_lag_ms, |s| s.p99),
+        Column::CutOff => u(client(r, |c| c.cut_off)),
+        Column::ClientCpuCores => f(r.client.as_ref().and_then(|c| c.client_cpu_cores)),
+        Column::ClientBound => r
+            .client
+            .as_ref()
+            .and_then(|c| c.client_bound.clone())
+            .unwrap_or_default(),
+        Column::ServerGenTputMean => f(server(r, |s| s.gen_throughput_mean)),
+        Column::ServerGenTputMedian => f(server(r, |s| s.gen_throughput_median)),
+        Column::RunningReqMean => f(server(r, |s| s.running_req_mean)),
+        Column::RunningReqMax => u(server(r, |s| s.running_req_max)),
+        Column::QueueReqMean => f(server(r, |s| s.queue_req_mean)),
+        Column::QueueReqMax => u(server(r, |s| s.queue_req_max)),
+        Column::TokenUsageMean => f(server(r, |s| s.token_usage_mean)),
+        Column::TokenUsageMax => f(server(r, |s| s.token_usage_max)),
+        Column::ServerStatsLines => r
+            .server
+            .as_ref()
+            .map(|s| s.stats_lines.to_string())
+            .unwrap_or_default(),
+        Column::DecodeSteps => r
+            .server
+            .as_ref()
+            .map(|s| super::decode_steps::cell(&s.decode_steps))
+            .unwrap_or_default(),
+        Column::MetricsGenTput => f(r.metrics.as_ref().and_then(|m| m.gen_tput_from_counter)),
+        Column::MetricsRunningMean => f(r.metrics.as_ref().and_then(|m| m.running_mean)),
+        Column::MetricsQueueMean => f(r.metrics.as_ref().and_then(|m| m.queue_mean)),
+        Column::MaxTotalNumTokens => u(server(r, |s| s.max_total_num_tokens)),
+        Column::MaxRunningRequests => u(server(r, |s| s.max_running_requests)),
+        Column::KvCacheDtype => server(r, |s| s.kv_cache_dtype.clone()).unwrap_or_default(),
+        Column::KvCacheGb => f(server(r, |s| s.kv_cache_gb)),
+        Column::CacheHitRate => f(server(r, |s| s.cached_token_share)),
+        Column::PrefixReusableShare => f(r.client.as_ref().and_then(|c| c.reusable_prompt_share)),
+        Column::MetricsCacheHitRate => f(r.metrics.as_ref().and_then(|m| m.cache_hit_rate)),
+        Column::MetricsHostHitRate => f(r.metrics.as_ref().and_then(|m| m.host_hit_rate)),
+        Column::Retractions => u(r
+            .server
+            .as_ref()
+            .filter(|s| !s.retractions_not_logged)
+            .map(|s| s.retractions)),
+        Column::TimeToReadyS => f(r.time_to_ready_s),
+        Column::Verdict => r
+            .verdict
+            .as_ref()
+            .map(|v| v.kind.as_str().to_string())
+            .unwrap_or_default(),
+        Column::VerdictEvidence => r
+            .verdict
+            .as_ref()
+            .map(|v| v.evidence.clone())
+            .unwrap_or_default(),
+        Column::VerdictAlso => r
+            .verdict
+            .as_ref()
+            .map(|v| {
+                v.also
+                    .iter()
+                    .map(|k| k.as_str())
+                    .collect::<Vec<_>>()
+                    .join("+")
+            })
+            .unwrap_or_default(),
+        Column::NotInEffect => r
+            .effective
+            .as_ref()
+            .map(|e| {
+                e.not_in_effect
+                    .iter()
+                    .map(|f| f.text())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            })
+            .unwrap_or_default(),
+        Column::EffectiveArgsId => r
+            .effective
+            .as_ref()
+            .and_then(|e| e.id.clone())
+            .unwrap_or_default(),
+        Column::Notes => r.notes.join("; "),
+        Column::StartedAt => r.started_at.clone(),
+        Column::FinishedAt => r.finished_at.clone(),
+        Column::QualityVerdict => String::new(),
+        Column::QualityDecisiveShare => String::new(),
+        Column::QualityDivergedShare => String::new(),
+        Column::QualityPrefixAgreement => String::new(),
+        Column::QualityFloorDecisiveShare => String::new(),
+        Column::QualityPValue => String::new(),
+        Column::QualityAccuracy => String::new(),
+        Column::QualityEvidence => String::new(),
+    }
 }
 
 /// The header for a plan with these swept keys.
 pub fn header(param_keys: &[String]) -> Vec<String> {
-    let mut h: Vec<String> = LEADING.iter().map(|c| c.name.to_string()).collect();
+    let mut h: Vec<String> = Column::LEADING
+        .iter()
+        .map(|c| c.name().to_string())
+        .collect();
     h.extend(param_keys.iter().map(|k| format!("param_{k}")));
-    h.extend(trailing().iter().map(|c| c.name.to_string()));
+    h.extend(Column::TRAILING.iter().map(|c| c.name().to_string()));
     h
 }
 
 /// The row of one record, aligned with `header`.
 pub fn row(r: &RunRecord) -> Vec<String> {
-    let mut out: Vec<String> = LEADING.iter().map(|c| (c.get)(r)).collect();
+    let mut out: Vec<String> = Column::LEADING.iter().map(|c| cell(*c, r)).collect();
     out.extend(
         r.params
             .iter()
             .map(|(_, v)| v.as_ref().map(|v| v.to_string()).unwrap_or_default()),
     );
-    out.extend(trailing().iter().map(|c| (c.get)(r)));
+    out.extend(Column::TRAILING.iter().map(|c| cell(*c, r)));
     out
 }
 
 /// A column's meaning as `sgtune columns` states it: its doc, then for each engine that cannot
 /// fill it, why its rows leave it empty (`Engine::unreported_columns`, the one list of them).
-pub fn column_doc(c: &Column) -> String {
-    let mut doc = c.doc.to_string();
+pub fn column_doc(c: Column) -> String {
+    let mut doc = c.doc().to_string();
     for e in crate::plan::engine::Engine::ALL {
-        if let Some((_, why)) = e.unreported_columns().iter().find(|(n, _)| *n == c.name) {
+        if let Some((_, why)) = e.unreported_columns().iter().find(|(n, _)| *n == c) {
             doc.push_str(&format!(". Empty for {}{why}", e.label()));
         }
     }
@@ -682,25 +480,23 @@ pub fn columns_markdown() -> String {
         Better::Lower => "↓",
         Better::Neither => "",
     };
-    let mut s = String::from("| column | better | meaning |\n|---|---|---|\n");
-    for c in LEADING {
-        s.push_str(&format!(
+    let line = |c: Column| {
+        format!(
             "| `{}` | {} | {} |\n",
-            c.name,
-            arrow(c.better),
+            c.name(),
+            arrow(c.better()),
             column_doc(c)
-        ));
+        )
+    };
+    let mut s = String::from("| column | better | meaning |\n|---|---|---|\n");
+    for c in Column::LEADING {
+        s.push_str(&line(*c));
     }
     s.push_str(
         "| `param_<key>` |  | One per swept key (grid or explicit configs): the run's value |\n",
     );
-    for c in trailing() {
-        s.push_str(&format!(
-            "| `{}` | {} | {} |\n",
-            c.name,
-            arrow(c.better),
-            column_doc(&c)
-        ));
+    for c in Column::TRAILING {
+        s.push_str(&line(*c));
     }
     s
 }

@@ -4,11 +4,61 @@
 //! this file holds only what results.csv cannot say: who runs the sweep, what runs now, and
 //! the expected end.
 
+use super::outcome::SweepEnd;
 use super::store::{self, StoreError};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 pub const FILE: &str = "state.json";
+
+/// What the runner is doing now: state.json's `phase`, spelled as [`StatePhase::as_str`] (the
+/// serde names are the same words).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StatePhase {
+    /// A launch is starting its server (and the session's first state, before any launch).
+    #[default]
+    Starting,
+    /// The server answered; no load yet.
+    Ready,
+    /// A load point is running.
+    Loading,
+    /// The server is being stopped.
+    Stopping,
+    /// A launch ended; the next has not started.
+    BetweenRuns,
+    /// The sweep ended (`outcome` says how).
+    Finished,
+}
+
+impl StatePhase {
+    pub const ALL: [StatePhase; 6] = [
+        StatePhase::Starting,
+        StatePhase::Ready,
+        StatePhase::Loading,
+        StatePhase::Stopping,
+        StatePhase::BetweenRuns,
+        StatePhase::Finished,
+    ];
+
+    /// The word as state.json spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StatePhase::Starting => "starting",
+            StatePhase::Ready => "ready",
+            StatePhase::Loading => "loading",
+            StatePhase::Stopping => "stopping",
+            StatePhase::BetweenRuns => "between_runs",
+            StatePhase::Finished => "finished",
+        }
+    }
+}
+
+impl std::fmt::Display for StatePhase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct SweepState {
@@ -21,8 +71,7 @@ pub struct SweepState {
     /// When this session (a run or a resume) started, RFC 3339.
     pub started_at: String,
     pub updated_at: String,
-    /// `starting`, `loading`, `stopping`, `between_runs`, or `finished`.
-    pub phase: String,
+    pub phase: StatePhase,
     /// The launch in progress (its folder under runs/).
     #[serde(default)]
     pub launch: Option<String>,
@@ -57,10 +106,9 @@ pub struct SweepState {
     /// What the deadline left unmeasured (outcome `deadline`): one line per launch.
     #[serde(default)]
     pub not_measured: Vec<String>,
-    /// Set when the sweep ended: its outcome (`done`, `runs_failed`, `interrupted`,
-    /// `deadline`, `error`).
+    /// Set when the sweep ended: its outcome.
     #[serde(default)]
-    pub outcome: Option<String>,
+    pub outcome: Option<SweepEnd>,
     #[serde(default)]
     pub finished_at: Option<String>,
 }
@@ -95,7 +143,8 @@ mod tests {
             host: "h".into(),
             started_at: "2026-12-03T10:00:00Z".into(),
             updated_at: "2026-12-03T10:05:00Z".into(),
-            phase: "loading".into(),
+            phase: StatePhase::Loading,
+            outcome: Some(SweepEnd::Deadline),
             launch: Some("mfs0.9".into()),
             launch_index: 2,
             round_launches: 3,
@@ -105,6 +154,27 @@ mod tests {
         };
         write(dir.path(), &s).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(read(dir.path()), Ok(Some(s)));
+    }
+
+    /// Each phase is written as serde writes it, the word state.json held when it was a string.
+    #[test]
+    fn each_phase_is_spelled_as_before() {
+        let words: Vec<&str> = StatePhase::ALL.iter().map(|p| p.as_str()).collect();
+        assert_eq!(
+            words,
+            [
+                "starting",
+                "ready",
+                "loading",
+                "stopping",
+                "between_runs",
+                "finished"
+            ]
+        );
+        for p in StatePhase::ALL {
+            let json = serde_json::to_string(&p).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(json, format!("\"{p}\""));
+        }
     }
 
     /// A state.json from before the progress fields loads with their defaults; one that is not
@@ -118,6 +188,7 @@ mod tests {
             .unwrap_or_else(|e| panic!("{e}"))
             .unwrap_or_else(|| panic!("a state"));
         assert_eq!((s.pid, s.launch_index, s.outcome), (7, 0, None));
+        assert_eq!(s.phase, StatePhase::Starting);
         std::fs::write(dir.path().join(FILE), "{\"pid\": \"x\"}").unwrap_or_else(|e| panic!("{e}"));
         let e = read(dir.path()).expect_err("not a state");
         assert!(e.contains(FILE), "{e}");

@@ -52,7 +52,7 @@ pub fn blocks(d: &Decision) -> Vec<Block> {
         if p.leader.is_some() {
             out.push(Block::Para(format!(
                 "Noise: {}.",
-                noise_text(&d.objective.metric, p.noise, d.objective.noise)
+                noise_text(&d.objective.metric.name(), p.noise, d.objective.noise)
             )));
         }
         if let (Some(l), Some(cmd)) = (&p.leader, &p.command) {

@@ -1,11 +1,17 @@
 //! The reproduction report: "reproduced", or what differs and what in the provenance may
 //! explain it.
 
-use crate::record::rows;
+use crate::record::rows::{self, Col};
 use crate::report::compare;
 use crate::server::failure::FailureKind;
 
-const REPRODUCE_METRICS: &[&str] = &["output_tok_s", "ttft_ms_p50", "tpot_ms_p50", "e2e_ms_p50"];
+/// The columns a reproduction compares.
+const REPRODUCE_METRICS: &[Col] = &[
+    Col::OUTPUT_TOK_S,
+    Col::TTFT_MS_P50,
+    Col::TPOT_MS_P50,
+    Col::E2E_MS_P50,
+];
 
 /// "reproduced", or what differs (and what in the provenance may explain it).
 pub fn verdict(
@@ -50,8 +56,7 @@ fn render_comparison(
     new: &[rows::Row],
     tolerance: f64,
 ) {
-    let metrics: Vec<String> = REPRODUCE_METRICS.iter().map(|m| m.to_string()).collect();
-    let c = compare::compare(recorded, new, &metrics, tolerance);
+    let c = compare::compare(recorded, new, REPRODUCE_METRICS, tolerance);
     report.push_str(&compare::render(&c, compare::Format::Table, true));
     report.push('\n');
     for j in &c.joined {

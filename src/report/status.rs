@@ -3,6 +3,7 @@
 //! over the rows so far).
 
 use crate::record::RunStatus;
+use crate::record::outcome::SweepEnd;
 use crate::record::rows::Row;
 use crate::record::state::SweepState;
 use crate::tune::decision::Decision;
@@ -43,7 +44,7 @@ pub fn render(v: &StatusView<'_>) -> String {
         Liveness::Finished => format!(
             "{}: finished, {} at {}",
             v.sweep,
-            s.outcome.as_deref().unwrap_or("?"),
+            s.outcome.map_or("?", SweepEnd::as_str),
             s.finished_at.as_deref().unwrap_or("?")
         ),
         Liveness::Gone => format!(
@@ -125,7 +126,7 @@ pub fn render(v: &StatusView<'_>) -> String {
             v.dir
         )),
         Liveness::Finished
-            if matches!(s.outcome.as_deref(), Some("interrupted" | "deadline")) =>
+            if matches!(s.outcome, Some(SweepEnd::Interrupted | SweepEnd::Deadline)) =>
         {
             out.push(format!("continue it with `sgtune resume {}`", v.dir))
         }

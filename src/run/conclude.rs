@@ -6,6 +6,7 @@
 use crate::plan::expand::RunPlan;
 use crate::plan::spec::{self, SweepSpec};
 use crate::record::command;
+use crate::record::outcome::SweepEnd;
 use crate::record::provenance::{self, Manifest};
 use crate::record::results_md::{self, ResultsMd};
 use crate::record::rows;
@@ -70,7 +71,7 @@ pub async fn end(
     );
     outcome.not_measured = missing;
     if let Err(e) =
-        crate::run::state::finished(&results.root, &outcome.outcome, &outcome.not_measured)
+        crate::run::state::finished(&results.root, outcome.outcome, &outcome.not_measured)
     {
         say(&format!("warning: {e}"));
     }
@@ -222,15 +223,15 @@ fn outcome(
 ) -> finish::Outcome {
     let ok = all.iter().filter(|r| r.is_ok()).count();
     let word = match (code, error) {
-        (_, Some(_)) => "error",
-        (ExitCode::Ok, _) => "done",
-        (ExitCode::RunsFailed, _) => "runs_failed",
-        (ExitCode::Interrupted, _) => "interrupted",
-        (ExitCode::Deadline, _) => "deadline",
+        (_, Some(_)) => SweepEnd::Error,
+        (ExitCode::Ok, _) => SweepEnd::Done,
+        (ExitCode::RunsFailed, _) => SweepEnd::RunsFailed,
+        (ExitCode::Interrupted, _) => SweepEnd::Interrupted,
+        (ExitCode::Deadline, _) => SweepEnd::Deadline,
         (
             ExitCode::BadInput | ExitCode::Gated | ExitCode::Unwritable | ExitCode::ProgramNotFound,
             _,
-        ) => "error",
+        ) => SweepEnd::Error,
     };
     // One winner for the hook: the same configuration won at every load point decided.
     let points = d.map_or(&[][..], |d| d.points.as_slice());
@@ -256,7 +257,7 @@ fn outcome(
         summary.push_str(&format!("; error: {e}"));
     }
     finish::Outcome {
-        outcome: word.to_string(),
+        outcome: word,
         exit_code: code.code(),
         sweep: sweep.to_string(),
         results_dir: results.root.display().to_string(),

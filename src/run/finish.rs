@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-pub use crate::record::outcome::{FILE, Outcome};
+pub use crate::record::outcome::{FILE, Outcome, SweepEnd};
 /// The hook's stdout and stderr, appended, in the results folder.
 pub const LOG: &str = crate::record::store::ON_FINISH_LOG;
 
@@ -77,7 +77,7 @@ impl Outcome {
     /// The hook's environment: every field it may need, as text (empty when unknown).
     pub fn env(&self, outcome_file: &Path) -> Vec<(&'static str, String)> {
         vec![
-            ("SGTUNE_OUTCOME", self.outcome.clone()),
+            ("SGTUNE_OUTCOME", self.outcome.as_str().to_string()),
             ("SGTUNE_EXIT_CODE", self.exit_code.to_string()),
             ("SGTUNE_SWEEP", self.sweep.clone()),
             ("SGTUNE_RESULTS_DIR", self.results_dir.clone()),

@@ -403,7 +403,7 @@ pub fn chart_path(
         ),
     };
     Some(TunePath {
-        metric: o.metric.clone(),
+        metric: o.metric.name(),
         maximize,
         steps,
         end,

@@ -55,20 +55,8 @@ pub fn load_in_folder(path: &Path, dir: &Path) -> Result<Checked, StartError> {
 }
 
 pub fn load_checked(path: &Path) -> Result<Checked, StartError> {
+    // The objective's names are resolved to columns (and checked) as the spec is read.
     let (s, text) = spec::load(path)?;
-    if let Some(o) = &s.objective {
-        // The names are checked against the column list here (record is a later layer than
-        // the spec), and the error is placed on the offending key.
-        crate::tune::objective::check(o, s.workload.slo.is_some()).map_err(|(key, message)| {
-            let (line, column) = spec::locate_objective(&text, &key);
-            SpecError {
-                file: path.display().to_string(),
-                line,
-                column,
-                message,
-            }
-        })?;
-    }
     let plan = expand::expand(&s);
     if let Some(message) = expand::preflight_refusal(&s, &plan) {
         // Placed on the knob's first mention (its `preflight` value or its range).

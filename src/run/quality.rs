@@ -9,7 +9,7 @@ use crate::plan::quality::baseline_name;
 use crate::plan::spec::SweepSpec;
 use crate::record::Phase;
 use crate::record::quality::read_all;
-use crate::record::rows::{Row, Table};
+use crate::record::rows::{Col, Row, Table};
 use crate::record::store;
 use crate::tune::quality::{QualityReport, cells, judge};
 use crate::util::say;
@@ -70,7 +70,7 @@ pub fn annotate(rows: &mut [Row], report: &QualityReport) {
 /// Rewrite `root`'s results.csv with the annotated rows (through the store's one writer). A
 /// header without the quality columns (a folder from an older sgtune) is left as it is.
 pub fn rewrite(root: &Path, table: &Table, rows: &[Row]) -> Result<(), String> {
-    if !table.header.iter().any(|h| h == "quality_verdict") {
+    if !table.has_column(&Col::QUALITY_VERDICT) {
         return Ok(());
     }
     store::rewrite_table(root, &table.header, rows).map_err(|e| e.to_string())

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use crate::observe::timeline::{self, WindowLines};
 use crate::plan::engine::Engine;
 use crate::record::ReadError;
+use crate::record::outcome::SweepEnd;
 use crate::record::requests;
 use crate::record::rows::{self, Row};
 use crate::record::store::{self, StoreError};
@@ -190,7 +191,7 @@ pub fn page_of(loaded: &Loaded, deadline: Deadline) -> Sweep {
                 recorded = crate::record::outcome::read(&root)
                     .ok()
                     .flatten()
-                    .filter(|o| o.outcome == "deadline")
+                    .filter(|o| o.outcome == SweepEnd::Deadline)
                     .map(|o| o.not_measured);
                 recorded.as_deref()
             }
@@ -295,7 +296,7 @@ mod tests {
             .ok()
             .flatten()
             .expect("the fixture's outcome.json");
-        o.outcome = "deadline".into();
+        o.outcome = SweepEnd::Deadline;
         o.not_measured = vec!["mtt2048.r2: c32 repeat 2".into()];
         store::write_json(&root.join(crate::run::finish::FILE), &o).expect("write");
         let has_deadline = |s: &Sweep| {

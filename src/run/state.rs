@@ -2,8 +2,9 @@
 //! runs now is written at once, atomically, so `sgtune status` from another shell (or after a
 //! crash) reads a whole file.
 
+use crate::record::outcome::SweepEnd;
 use crate::record::provenance::now_rfc3339;
-use crate::record::state::{self, SweepState};
+use crate::record::state::{self, StatePhase, SweepState};
 use crate::report::events::RunEvent;
 use crate::util::say;
 use std::path::{Path, PathBuf};
@@ -37,7 +38,7 @@ impl Tracker {
                 host: crate::util::sys::hostname(),
                 started_at: now.clone(),
                 updated_at: now.clone(),
-                phase: "starting".to_string(),
+                phase: StatePhase::Starting,
                 phase_since: Some(now),
                 planned_launches: planned,
                 deadline,
@@ -67,8 +68,8 @@ impl Tracker {
         ))
     }
 
-    fn phase(&mut self, phase: &str) {
-        self.state.phase = phase.to_string();
+    fn phase(&mut self, phase: StatePhase) {
+        self.state.phase = phase;
         self.state.phase_since = Some(now_rfc3339());
     }
 
@@ -124,14 +125,14 @@ impl Tracker {
                 self.state.launch_index = index + 1;
                 self.state.round_launches = *total;
                 self.state.point = None;
-                self.phase("starting");
+                self.phase(StatePhase::Starting);
             }
-            RunEvent::Ready { .. } => self.phase("ready"),
+            RunEvent::Ready { .. } => self.phase(StatePhase::Ready),
             RunEvent::LoadStart { concurrency, .. } => {
                 self.state.point = Some(format!("concurrency {concurrency}"));
-                self.phase("loading");
+                self.phase(StatePhase::Loading);
             }
-            RunEvent::Stopping => self.phase("stopping"),
+            RunEvent::Stopping => self.phase(StatePhase::Stopping),
             RunEvent::RunEnd { .. } => {
                 // One launch may end with several rows (load points, repeats): it ended
                 // when its first row arrives.
@@ -140,7 +141,7 @@ impl Tracker {
                     self.state.launches_done += 1;
                     self.state.round_done += 1;
                 }
-                self.phase("between_runs");
+                self.phase(StatePhase::BetweenRuns);
             }
             RunEvent::Waiting { .. }
             | RunEvent::LoadProgress { .. }
@@ -160,14 +161,14 @@ fn in_secs(secs: f64) -> String {
 
 /// The sweep ended with `outcome` (and, at a deadline, what it left unmeasured): say so in
 /// state.json (when there is one).
-pub fn finished(root: &Path, outcome: &str, not_measured: &[String]) -> Result<(), String> {
+pub fn finished(root: &Path, outcome: SweepEnd, not_measured: &[String]) -> Result<(), String> {
     let Some(mut s) = state::read(root)? else {
         return Ok(());
     };
     let now = now_rfc3339();
-    s.phase = "finished".to_string();
+    s.phase = StatePhase::Finished;
     s.phase_since = Some(now.clone());
-    s.outcome = Some(outcome.to_string());
+    s.outcome = Some(outcome);
     s.not_measured = not_measured.to_vec();
     s.finished_at = Some(now.clone());
     s.updated_at = now;

@@ -220,7 +220,7 @@ pub async fn run_rounds(
                     .spec
                     .objective
                     .as_ref()
-                    .map_or("the objective", |o| o.metric.as_str())
+                    .map_or("the objective".to_string(), |o| o.metric.name())
             ));
         }
         interrupted = super::run_sweep(&ctx, input.slots, &pr.rest, results, manifest, &mut |ev| {
@@ -244,7 +244,7 @@ pub async fn run_rounds(
                     .spec
                     .objective
                     .as_ref()
-                    .map_or("", |o| o.metric.as_str()),
+                    .map_or(String::new(), |o| o.metric.name()),
                 auto.precision * 100.0
             ));
             interrupted =

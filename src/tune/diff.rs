@@ -10,7 +10,7 @@ use crate::plan::engine::Engine;
 use crate::plan::spec::{Goal, Objective};
 use crate::record::Phase;
 use crate::record::provenance::{self, Manifest};
-use crate::record::rows::Row;
+use crate::record::rows::{Col, Row};
 use crate::tune::decision::{
     ConfigResult, Decision, Outcome, PointDecision, Standing, decide, num, preflight_summary,
 };
@@ -149,7 +149,7 @@ pub struct PreflightChange {
 pub struct WinnerFall {
     pub load_point: String,
     pub run_name: String,
-    pub metric: String,
+    pub metric: Col,
     /// Its mean in A and in B.
     pub a: f64,
     pub b: f64,
@@ -212,7 +212,7 @@ impl DecisionDiff {
 pub fn default_objective(noise: f64) -> Objective {
     Objective {
         goal: Goal::Maximize,
-        metric: "output_tok_s".into(),
+        metric: Col::OUTPUT_TOK_S,
         slo: Vec::new(),
         noise,
         prune: false,
@@ -529,7 +529,7 @@ fn fell(d: &DecisionDiff, p: &PointChange, lead: &str) -> String {
     let Some(f) = falls.first() else {
         return String::new();
     };
-    let verb = match crate::record::better(&f.metric) {
+    let verb = match f.metric.better() {
         crate::record::Better::Lower => "rose",
         _ => "fell",
     };

@@ -336,7 +336,7 @@ pub(crate) mod tests {
     fn objective() -> Objective {
         Objective {
             goal: Goal::Maximize,
-            metric: "output_tok_s".into(),
+            metric: crate::record::rows::Col::OUTPUT_TOK_S,
             slo: Vec::new(),
             noise: 0.01,
             prune: false,

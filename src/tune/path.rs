@@ -163,11 +163,11 @@ pub fn observe(
                 match c.standing {
                     Standing::QualityFailed => "quality: fail".to_string(),
                     Standing::SloNotMet => {
-                        let broken: Vec<&str> = c
+                        let broken: Vec<String> = c
                             .slo
                             .iter()
                             .filter(|s| !s.holds)
-                            .map(|s| s.column.as_str())
+                            .map(|s| s.column.name())
                             .collect();
                         format!("SLO not met: {}", broken.join(", "))
                     }
@@ -229,7 +229,7 @@ pub fn observe(
                 c.slo
                     .iter()
                     .map(|s| guide::SloSeen {
-                        column: s.column.clone(),
+                        column: s.column.name(),
                         at_most: s.bound == crate::plan::spec::Bound::AtMost,
                         limit: s.limit,
                         measured: s.median,
@@ -441,9 +441,9 @@ pub fn measured_text(spec: &SweepSpec, outcome: &Outcome) -> String {
             ..
         } => {
             let (metric, value) = match &spec.objective {
-                Some(o) if o.goal == Goal::Minimize => (o.metric.as_str(), -score),
-                Some(o) => (o.metric.as_str(), *score),
-                None => ("score", *score),
+                Some(o) if o.goal == Goal::Minimize => (o.metric.name(), -score),
+                Some(o) => (o.metric.name(), *score),
+                None => ("score".to_string(), *score),
             };
             let verdict = evidence.verdict.map_or("no verdict", |v| v.as_str());
             let mut s = format!("{metric} {}, {verdict}", decision::num(value));
@@ -824,7 +824,7 @@ mod tests {
     fn the_slo_excess_is_the_worst_broken_bound_as_a_ratio() {
         use crate::plan::spec::Bound;
         let c = |bound, limit, median: Option<f64>, holds| decision::SloCheck {
-            column: "x".into(),
+            column: Col::TTFT_MS_P99,
             bound,
             limit,
             median,

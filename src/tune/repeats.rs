@@ -5,7 +5,7 @@ use crate::plan::expand::RunPlan;
 use crate::plan::spec::{AutoRepeats, SweepSpec};
 use crate::record::Phase;
 use crate::record::QualityStatus;
-use crate::record::rows::{Col, Row};
+use crate::record::rows::Row;
 use crate::tune::stats::needs_more_repeats;
 use crate::tune::work::{Launch, Measurement};
 
@@ -39,11 +39,7 @@ pub fn next_round(
             if n == 0 || n >= auto.max || mine.iter().any(ineligible) {
                 continue;
             }
-            let col = Col::named(&o.metric);
-            let values: Vec<f64> = mine
-                .iter()
-                .filter_map(|r| col.as_ref().and_then(|c| r.metric(c)))
-                .collect();
+            let values: Vec<f64> = mine.iter().filter_map(|r| r.metric(&o.metric)).collect();
             if needs_more_repeats(&values, auto.precision) {
                 let k = mine.iter().filter_map(|r| r.repeat()).max().unwrap_or(n) + 1;
                 next = Some(next.map_or(k, |x: u64| x.max(k)));

@@ -33,12 +33,10 @@ impl ProbeRun {
     /// A record's measurement, read through the results.csv column getters (so the search
     /// judges exactly what the row says).
     pub fn of(r: &RunRecord, axis: Axis, bounds: &[SloBound]) -> ProbeRun {
-        let cell = |name: &str| {
-            run_record::LEADING
-                .iter()
-                .chain(run_record::trailing().iter())
-                .find(|c| c.name == name)
-                .and_then(|c| (c.get)(r).parse::<f64>().ok())
+        let cell = |col: &Col| match col {
+            Col::Listed(c) => run_record::cell(*c, r).parse::<f64>().ok(),
+            // A swept key's column has no direction, so it is no bound's: a spec never names it.
+            Col::Param(_) => None,
         };
         ProbeRun {
             load: load_of(axis, r.concurrency, r.request_rate),
@@ -57,10 +55,7 @@ impl ProbeRun {
                 Axis::RequestRate => r.request_rate().unwrap_or(f64::NAN),
             },
             failed: !r.is_ok(),
-            values: bounds
-                .iter()
-                .map(|b| Col::named(&b.column).and_then(|c| r.metric(&c)))
-                .collect(),
+            values: bounds.iter().map(|b| r.metric(&b.column)).collect(),
         }
     }
 }
@@ -294,7 +289,7 @@ mod tests {
 
     fn ttft_bound(limit: f64) -> Vec<SloBound> {
         vec![SloBound {
-            column: "ttft_ms_p99".into(),
+            column: Col::TTFT_MS_P99,
             bound: Bound::AtMost,
             limit,
         }]
@@ -609,12 +604,12 @@ mod tests {
         // goodput_share ≥ 0.9 and TTFT ≤ 1,000 ms.
         let b = vec![
             SloBound {
-                column: "goodput_share".into(),
+                column: Col::Listed(crate::plan::columns::Column::GoodputShare),
                 bound: Bound::AtLeast,
                 limit: 0.9,
             },
             SloBound {
-                column: "ttft_ms_p99".into(),
+                column: Col::TTFT_MS_P99,
                 bound: Bound::AtMost,
                 limit: 1000.0,
             },
@@ -670,12 +665,12 @@ mod tests {
     fn probes_are_read_from_records_and_rows_alike() {
         let b = vec![
             SloBound {
-                column: "ttft_ms_p99".into(),
+                column: Col::TTFT_MS_P99,
                 bound: Bound::AtMost,
                 limit: 1000.0,
             },
             SloBound {
-                column: "output_tok_s".into(),
+                column: Col::OUTPUT_TOK_S,
                 bound: Bound::AtLeast,
                 limit: 1.0,
             },

@@ -29,3 +29,13 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
     }
     prev[b.len()]
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn edit_distance() {
+        assert_eq!(super::edit_distance("kitten", "sitting"), 3);
+        assert_eq!(super::edit_distance("", "ab"), 2);
+        assert_eq!(super::edit_distance("same", "same"), 0);
+    }
+}

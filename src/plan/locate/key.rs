@@ -2,20 +2,32 @@
 //! start of the mapping that holds it), or from the text alone (`locate_key`, `locate_text`,
 //! `locate_var`).
 
-/// Move an error reported at a mapping's start onto the line of `key` inside that mapping.
+/// Move an error reported at a mapping's start onto the line of `key` inside that mapping, at
+/// its value (at the key when the value starts on a later line).
 /// `key` may be a dotted path (`objective.minimize`): each further part is looked for inside
 /// the value of the part before it, in block or flow style.
 pub fn relocate_to_key(text: &str, line: usize, column: usize, key: &str) -> (usize, usize) {
+    match relocate(text, line, column, key) {
+        Some(at) => (at.line, at.value_column.unwrap_or(at.column)),
+        None => (line, column),
+    }
+}
+
+/// As [`relocate_to_key`], at the key's own name rather than its value: for a key that is
+/// itself wrong (an SLO bound on a column that is none).
+pub fn relocate_to_key_name(text: &str, line: usize, column: usize, key: &str) -> (usize, usize) {
+    match relocate(text, line, column, key) {
+        Some(at) => (at.line, at.column),
+        None => (line, column),
+    }
+}
+
+fn relocate(text: &str, line: usize, column: usize, key: &str) -> Option<KeyAt> {
     let lines: Vec<&str> = text.lines().collect();
     let mut parts = key.split('.');
-    let Some(first) = parts.next() else {
-        return (line, column);
-    };
-    let Some(mut at) =
-        block_key(&lines, line, column, first).or_else(|| flow_key(&lines, line, column, first))
-    else {
-        return (line, column);
-    };
+    let first = parts.next()?;
+    let mut at =
+        block_key(&lines, line, column, first).or_else(|| flow_key(&lines, line, column, first))?;
     for part in parts {
         let inner = match at.value_column {
             Some(vc) => flow_key(&lines, at.line, vc, part),
@@ -26,7 +38,7 @@ pub fn relocate_to_key(text: &str, line: usize, column: usize, key: &str) -> (us
             None => break,
         }
     }
-    (at.line, at.value_column.unwrap_or(at.column))
+    Some(at)
 }
 
 /// A key found in the text: 1-based line and column, and the column of its value when the

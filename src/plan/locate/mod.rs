@@ -7,7 +7,7 @@
 mod key;
 mod objective;
 
-pub use key::{locate_key, locate_text, locate_var, relocate_to_key};
+pub use key::{locate_key, locate_text, locate_var, relocate_to_key, relocate_to_key_name};
 pub use objective::{ObjectiveKey, locate_objective};
 
 /// One step of a path: a mapping's key (written with `_` or `-`, quoted or not) or a list's

@@ -1,5 +1,5 @@
-//! Where a key of `objective:` is in the text, for the checks made against the results.csv
-//! columns after the spec is read.
+//! Where a key of `objective:` is in the text, for the checks made once the whole spec is read
+//! (`spec::checks`: a goodput column against `workload.slo`).
 
 /// A key of `objective:` that a check after parsing can point at.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -11,8 +11,7 @@ pub enum ObjectiveKey {
 }
 
 /// 1-based (line, column) of an objective key in the spec text, for checks made after
-/// parsing (against the results.csv column list, which lives in a later layer). Falls back to
-/// the `objective:` line, then to 1:1.
+/// parsing. Falls back to the `objective:` line, then to 1:1.
 pub fn locate_objective(text: &str, key: &ObjectiveKey) -> (usize, usize) {
     let Some(start) = text.lines().position(|l| l.starts_with("objective:")) else {
         return (1, 1);

@@ -2,9 +2,49 @@
 //! concerns (`plan::locate`).
 
 use super::{AUTO_FIRST_REPEATS, AutoRepeats, SpecError, SweepSpec};
+use crate::plan::columns::{Col, Column};
 use crate::plan::engine::Engine;
 use crate::plan::flags::ParamValue;
 use crate::plan::locate::{locate_key, locate_text};
+
+/// The objective's goodput columns: they stay empty unless `workload.slo` says what a good
+/// request is, so without one they are refused, placed on the name (`maximize:`'s value, or
+/// the SLO's key). The names themselves were resolved as the objective was read.
+pub(super) fn check_objective_goodput(
+    spec: &SweepSpec,
+    text: &str,
+    origin: &str,
+) -> Result<(), SpecError> {
+    use crate::plan::locate::{ObjectiveKey, locate_objective};
+    const GOODPUT: [Column; 2] = [Column::GoodputShare, Column::GoodputReqS];
+    let (Some(o), None) = (&spec.objective, &spec.workload.slo) else {
+        return Ok(());
+    };
+    let goodput = |c: &Col| GOODPUT.iter().any(|g| *c == Col::Listed(*g));
+    let found = if goodput(&o.metric) {
+        Some((ObjectiveKey::Metric, "objective", &o.metric))
+    } else {
+        o.slo.iter().find(|b| goodput(&b.column)).map(|b| {
+            (
+                ObjectiveKey::Slo(b.column.name()),
+                "objective.slo",
+                &b.column,
+            )
+        })
+    };
+    let Some((key, place, column)) = found else {
+        return Ok(());
+    };
+    let (line, at) = locate_objective(text, &key);
+    Err(SpecError {
+        file: origin.to_string(),
+        line,
+        column: at,
+        message: format!(
+            "{place}: `{column}` stays empty unless `workload.slo` says what a good request is (e.g. `slo: {{ttft_ms: 500}}` under workload:)"
+        ),
+    })
+}
 
 /// `tune:` against the rest of the spec (`plan::tune::check`), the error placed on the key it
 /// concerns; resolves the tune's start.

@@ -26,7 +26,7 @@ mod workload;
 
 // Where a key is in the text is `plan::locate`'s; these names are the ones the crate outside
 // `plan` has always used.
-pub use crate::plan::locate::{ObjectiveKey, locate_key as locate_key_in, locate_objective};
+pub use crate::plan::locate::locate_key as locate_key_in;
 pub use env::{Expanded, expand_env};
 pub use flag_keys::{flag_engines, unknown_flags};
 pub use grid::{ConfigSpec, ParamGrid, ParamMap};
@@ -41,8 +41,8 @@ pub use server::{EngineSide, ServerSpec};
 pub use sessions::{NominalTurn, SessionSource, SessionsSpec, reusable_share};
 pub use workload::{DeadlinePolicy, Endpoint, SharedPrefix, Slo, WorkloadSpec};
 
-use crate::plan::keyed::KEY_TAG;
-use crate::plan::locate::{locate_var, relocate_to_key};
+use crate::plan::keyed::{AT_NAME, KEY_TAG};
+use crate::plan::locate::{locate_var, relocate_to_key, relocate_to_key_name};
 use schedule::{opt_budget, opt_deadline};
 use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize};
@@ -239,8 +239,16 @@ pub fn parse(text: &str, origin: &str) -> Result<SweepSpec, SpecError> {
         }
         let parts: Vec<&str> = message.splitn(3, KEY_TAG).collect();
         if let [path, key, msg] = parts.as_slice() {
-            (line, column) = relocate_to_key(text, line, column, key);
-            message = format!("{path}{msg}");
+            (line, column, message) = match msg.strip_prefix(AT_NAME) {
+                Some(msg) => {
+                    let (l, c) = relocate_to_key_name(text, line, column, key);
+                    (l, c, format!("{path}{msg}"))
+                }
+                None => {
+                    let (l, c) = relocate_to_key(text, line, column, key);
+                    (l, c, format!("{path}{msg}"))
+                }
+            };
         }
         if let Some(rest) = message.split("environment variable `").nth(1) {
             if let Some(name) = rest.split('`').next() {
@@ -266,6 +274,7 @@ pub fn parse(text: &str, origin: &str) -> Result<SweepSpec, SpecError> {
     checks::check_engine_keys(&spec, text, origin)?;
     checks::resolve_repeats(&mut spec, text, origin)?;
     checks::check_tune(&mut spec, text, origin)?;
+    checks::check_objective_goodput(&spec, text, origin)?;
     Ok(spec)
 }
 

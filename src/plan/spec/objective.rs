@@ -1,19 +1,23 @@
-//! `objective:`: the column the decision ranks by and the SLO bounds a winner must hold.
+//! `objective:`: the column the decision ranks by and the SLO bounds a winner must hold, each
+//! resolved to its results.csv column (`plan::columns`) as the spec is read: a name that is no
+//! column, or one the goal or bound contradicts, is an error placed on the name.
 
-use crate::plan::keyed::tag_key;
+use crate::plan::columns::{Better, Col, Column};
+use crate::plan::keyed::{tag_key, tag_key_name};
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// `objective: {maximize: output_tok_s, slo: {ttft_ms_p99: 2000}}`: the column the decision
-/// ranks configurations by, and the bounds a configuration must meet to be eligible. The
-/// structure is checked here; whether the names are results.csv columns, and which way each
-/// improves, is checked against the column list (a later layer) before anything launches.
+/// ranks configurations by, and the bounds a configuration must meet to be eligible. Read,
+/// each name is a column with a direction, the goal's for the metric and the bound's for each
+/// SLO column (the goodput columns' need of `workload.slo` is `checks`'); written (plan.json,
+/// decision.json), each column is its name.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Objective {
     pub goal: Goal,
-    /// A results.csv column.
-    pub metric: String,
+    /// A results.csv column with a direction: the goal's.
+    pub metric: Col,
     /// Every bound, in the order written.
     pub slo: Vec<SloBound>,
     /// Relative margin that counts as within noise when the sweep measured no noise (no
@@ -44,7 +48,8 @@ impl Goal {
 /// One SLO bound on a results.csv column, judged on the median of a configuration's repeats.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SloBound {
-    pub column: String,
+    /// A results.csv column the bound's direction improves away from.
+    pub column: Col,
     pub bound: Bound,
     pub limit: f64,
 }
@@ -142,18 +147,84 @@ impl<'de> Deserialize<'de> for Objective {
                 ),
             )));
         }
+        // The names, once the section's shape holds: the metric, then each bound in order.
+        let metric = metric_column(goal, &metric).map_err(|m| {
+            de::Error::custom(tag_key(
+                &format!("objective.{}", goal.as_str()),
+                &format!("objective: {m}"),
+            ))
+        })?;
+        let mut slo = Vec::new();
+        for (name, bound, limit) in r.slo.map(|s| s.0).unwrap_or_default() {
+            let column = slo_column(&name, bound, limit).map_err(|m| {
+                de::Error::custom(tag_key_name(
+                    &format!("objective.slo.{name}"),
+                    &format!("objective.slo: {m}"),
+                ))
+            })?;
+            slo.push(SloBound {
+                column,
+                bound,
+                limit,
+            });
+        }
         Ok(Objective {
             goal,
             metric,
-            slo: r.slo.map(|s| s.0).unwrap_or_default(),
+            slo,
             noise,
             prune: r.prune,
         })
     }
 }
 
-/// `slo:` under `objective:`: column → bound, in the order written.
-struct SloMap(Vec<SloBound>);
+/// The column `maximize:` or `minimize:` names, when it has a direction and it is the goal's.
+fn metric_column(goal: Goal, name: &str) -> Result<Col, String> {
+    let col = Col::named(name).ok_or_else(|| unknown(name))?;
+    match (col.better(), goal) {
+        (Better::Neither, _) => Err(format!(
+            "`{name}` has no better direction (it is an identity, a setting or a state, not a quality): optimize a column marked ↑ or ↓ in `sgtune columns`, such as output_tok_s or ttft_ms_p99"
+        )),
+        (Better::Lower, Goal::Maximize) => Err(format!(
+            "`maximize: {name}` contradicts the column: lower {name} is better (write `minimize: {name}`)"
+        )),
+        (Better::Higher, Goal::Minimize) => Err(format!(
+            "`minimize: {name}` contradicts the column: higher {name} is better (write `maximize: {name}`)"
+        )),
+        _ => Ok(col),
+    }
+}
+
+/// The column an SLO bound names, when it has a direction and the bound holds the column from
+/// its worse side.
+fn slo_column(name: &str, bound: Bound, limit: f64) -> Result<Col, String> {
+    let col = Col::named(name).ok_or_else(|| unknown(name))?;
+    match (col.better(), bound) {
+        (Better::Neither, _) => Err(format!(
+            "`{name}` has no better direction (an identity, a setting or a state), so a bound on it is no service level: bound a latency from above (`ttft_ms_p99: 2000`) or a throughput or goodput from below (`goodput_share: {{min: 0.95}}`)"
+        )),
+        (Better::Lower, Bound::AtLeast) => Err(format!(
+            "`{name}: {{min: {limit}}}` is a lower bound on a column where lower is better: it would turn the best configurations away (write `{name}: {limit}`, an upper bound)"
+        )),
+        (Better::Higher, Bound::AtMost) => Err(format!(
+            "`{name}` is an upper bound (a plain number means at most) on a column where higher is better: it would turn the best configurations away (write `{name}: {{min: {limit}}}` for at least {limit})"
+        )),
+        _ => Ok(col),
+    }
+}
+
+/// "not a column", with the closest column names.
+fn unknown(name: &str) -> String {
+    let hint = match Column::nearest(name).first() {
+        Some(c) => format!("did you mean `{c}`? "),
+        None => String::new(),
+    };
+    format!("`{name}` is not a results.csv column ({hint}`sgtune columns` lists them)")
+}
+
+/// `slo:` under `objective:`: column name → bound, in the order written (the names are
+/// resolved to columns once the whole objective is read).
+struct SloMap(Vec<(String, Bound, f64)>);
 
 impl<'de> Deserialize<'de> for SloMap {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -166,17 +237,13 @@ impl<'de> Deserialize<'de> for SloMap {
                 )
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<SloMap, A::Error> {
-                let mut out: Vec<SloBound> = Vec::new();
+                let mut out: Vec<(String, Bound, f64)> = Vec::new();
                 while let Some(column) = map.next_key::<String>()? {
-                    if out.iter().any(|b| b.column == column) {
+                    if out.iter().any(|(c, _, _)| *c == column) {
                         return Err(de::Error::custom(format!("`{column}` is given twice")));
                     }
                     let (bound, limit) = map.next_value_seed(SloValueSeed { column: &column })?;
-                    out.push(SloBound {
-                        column,
-                        bound,
-                        limit,
-                    });
+                    out.push((column, bound, limit));
                 }
                 if out.is_empty() {
                     return Err(de::Error::custom(
@@ -257,17 +324,16 @@ mod tests {
         );
         let s = parse(&text, "s.yaml").expect("parses");
         let o = s.objective.expect("an objective");
-        assert_eq!(
-            (o.goal, o.metric.as_str()),
-            (Goal::Maximize, "output_tok_s")
-        );
+        assert_eq!((o.goal, &o.metric), (Goal::Maximize, &Col::OUTPUT_TOK_S));
         assert_eq!(o.noise, DEFAULT_NOISE);
         assert_eq!(
             o.to_string(),
             "maximize output_tok_s subject to ttft_ms_p99 ≤ 2000, tpot_ms_p99 ≤ 100"
         );
+        // A goodput column needs the workload's definition of a good request.
+        let good = GOOD.replace("  seed: 1\n", "  seed: 1\n  slo: {ttft_ms: 500}\n");
         let text = format!(
-            "{GOOD}objective:\n  minimize: ttft_ms_p99\n  noise: 0.1\n  slo:\n    goodput_share: {{min: 0.9}}\n    e2e_ms_p50: {{max: 5000}}\n"
+            "{good}objective:\n  minimize: ttft_ms_p99\n  noise: 0.1\n  slo:\n    goodput_share: {{min: 0.9}}\n    e2e_ms_p50: {{max: 5000}}\n"
         );
         let o = parse(&text, "s.yaml")
             .expect("parses")
@@ -278,12 +344,12 @@ mod tests {
             o.slo,
             vec![
                 SloBound {
-                    column: "goodput_share".into(),
+                    column: Col::Listed(Column::GoodputShare),
                     bound: Bound::AtLeast,
                     limit: 0.9
                 },
                 SloBound {
-                    column: "e2e_ms_p50".into(),
+                    column: Col::E2E_MS_P50,
                     bound: Bound::AtMost,
                     limit: 5000.0
                 },
@@ -351,6 +417,102 @@ mod tests {
             let e = err_of(&text);
             assert!(e.message.contains(says), "{says}: {e}");
             assert_eq!((e.line, e.column), at, "{says}: {e}");
+        }
+    }
+
+    /// The names are resolved as the spec is read: one that is no column, one without a
+    /// direction, and one the goal or the bound contradicts are each refused on the name,
+    /// with the fix; the first of them in the order written is the one named.
+    #[test]
+    fn a_wrong_column_is_refused_on_its_name_with_the_fix() {
+        // GOOD has 28 lines; `objective:` is line 29.
+        let block = |body: &str| format!("{GOOD}objective:\n{body}");
+        for (text, at, says) in [
+            (
+                block("  maximize: output_tokps\n"),
+                (30, 13),
+                "objective: `output_tokps` is not a results.csv column (did you mean `output_tok_s`? `sgtune columns` lists them)",
+            ),
+            (
+                format!("{GOOD}objective: {{maximize: zzzzzzzzzzzz}}\n"),
+                (29, 23),
+                "objective: `zzzzzzzzzzzz` is not a results.csv column (`sgtune columns` lists them)",
+            ),
+            (
+                block("  maximize: output_tok_s\n  slo:\n    ttft_p99: 1\n"),
+                (32, 5),
+                "objective.slo: `ttft_p99` is not a results.csv column (did you mean",
+            ),
+            (
+                block("  maximize: ttft_ms_p99\n"),
+                (30, 13),
+                "write `minimize: ttft_ms_p99`",
+            ),
+            (
+                block("  minimize: output_tok_s\n"),
+                (30, 13),
+                "write `maximize: output_tok_s`",
+            ),
+            (
+                block("  maximize: max_total_num_tokens\n"),
+                (30, 13),
+                "no better direction",
+            ),
+            (
+                block("  maximize: param_tp_size\n"),
+                (30, 13),
+                "no better direction",
+            ),
+            (
+                block("  maximize: output_tok_s\n  slo:\n    ttft_ms_p99: {min: 5}\n"),
+                (32, 5),
+                "write `ttft_ms_p99: 5`",
+            ),
+            (
+                format!("{GOOD}objective: {{maximize: output_tok_s, slo: {{goodput_share: 5}}}}\n"),
+                (29, 43),
+                "write `goodput_share: {min: 5}`",
+            ),
+            (
+                block(
+                    "  maximize: output_tok_s\n  slo:\n    ttft_ms_p99: 9\n    token_usage_max: 5\n",
+                ),
+                (33, 5),
+                "no better direction",
+            ),
+            (
+                block("  maximize: output_tokps\n  slo:\n    ttft_p99: 1\n"),
+                (30, 13),
+                "`output_tokps` is not",
+            ),
+        ] {
+            let e = err_of(&text);
+            assert!(e.message.contains(says), "{says}: {e}");
+            assert_eq!((e.line, e.column), at, "{says}: {e}");
+        }
+    }
+
+    /// The goodput columns stay empty without `workload.slo`: refused on the name then, taken
+    /// with it.
+    #[test]
+    fn goodput_needs_a_workload_slo() {
+        for (objective, at, says) in [
+            (
+                "objective:\n  maximize: goodput_req_s\n",
+                (30, 13),
+                "objective: `goodput_req_s` stays empty unless `workload.slo`",
+            ),
+            (
+                "objective:\n  maximize: output_tok_s\n  slo:\n    goodput_share: {min: 0.9}\n",
+                (32, 5),
+                "objective.slo: `goodput_share` stays empty unless `workload.slo`",
+            ),
+        ] {
+            let e = err_of(&format!("{GOOD}{objective}"));
+            assert!(e.message.contains(says), "{says}: {e}");
+            assert_eq!((e.line, e.column), at, "{says}: {e}");
+            let good = GOOD.replace("  seed: 1\n", "  seed: 1\n  slo: {ttft_ms: 500}\n");
+            parse(&format!("{good}{objective}"), "s.yaml").expect("with workload.slo");
         }
     }
 }

@@ -94,7 +94,7 @@ pub(super) fn size_working_set(st: &mut LaunchState<'_, '_>, info: Option<&serde
         return;
     };
     let own = info
-        .and_then(|i| i.get("max_total_num_tokens"))
+        .and_then(|i| i.get(crate::observe::effective::SERVER_INFO_POOL_TOKENS))
         .and_then(serde_json::Value::as_u64)
         .or_else(|| {
             let scope = sglang_log::Scope::default();

@@ -25,7 +25,7 @@ mod words;
 
 use crate::plan::spec::{Bound, Objective};
 use crate::record::provenance::Manifest;
-use crate::record::rows::Row;
+use crate::record::rows::{Col, Row};
 use crate::tune::effective::EffectiveFacts;
 pub use crate::tune::stats::{Estimate, Interval, Margin, PooledNoise};
 pub use rule::sweep_noise;
@@ -36,7 +36,8 @@ pub use words::{hours, level_text, margin_text, noise_text, num};
 /// One SLO bound, judged on the median of the repeats.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct SloCheck {
-    pub column: String,
+    /// The column bounded (written as its name).
+    pub column: Col,
     pub bound: Bound,
     pub limit: f64,
     /// None: no repeat has a value for the column (the bound cannot be shown to hold).

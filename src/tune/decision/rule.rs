@@ -184,11 +184,7 @@ fn check_slo(bounds: &[SloBound], ok: &[&Row]) -> Vec<SloCheck> {
     bounds
         .iter()
         .map(|b| {
-            let col = Col::named(&b.column);
-            let values: Vec<f64> = ok
-                .iter()
-                .filter_map(|r| col.as_ref().and_then(|c| r.metric(c)))
-                .collect();
+            let values: Vec<f64> = ok.iter().filter_map(|r| r.metric(&b.column)).collect();
             let median = median(&values);
             SloCheck {
                 column: b.column.clone(),
@@ -214,12 +210,11 @@ pub fn sweep_noise(o: &Objective, rows: &[&Row]) -> Option<PooledNoise> {
     // (run id, or the run name when there is none; load point).
     type Key<'r> = (&'r str, &'r str, String);
     let mut groups: Vec<(Key, Vec<f64>)> = Vec::new();
-    let metric = Col::named(&o.metric);
     for r in rows {
         if !r.is_ok() || r.phase() == Phase::Preflight || r.quality() == Some(QualityStatus::Fail) {
             continue;
         }
-        let Some(v) = metric.as_ref().and_then(|c| r.metric(c)) else {
+        let Some(v) = r.metric(&o.metric) else {
             continue;
         };
         let key = match r.run_id() {
@@ -462,11 +457,7 @@ fn judge_alone<'r>(o: &Objective, name: &'r str, rows: &[&'r Row]) -> Judged<'r>
             kinds.push(k);
         }
     }
-    let metric = Col::named(&o.metric);
-    let values: Vec<f64> = ok
-        .iter()
-        .filter_map(|r| metric.as_ref().and_then(|c| r.metric(c)))
-        .collect();
+    let values: Vec<f64> = ok.iter().filter_map(|r| r.metric(&o.metric)).collect();
     let slo = check_slo(&o.slo, &ok);
     let estimate = estimate(&values);
     let quality = quality_block(rows);
