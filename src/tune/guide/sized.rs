@@ -815,6 +815,43 @@ mod tests {
     }
 
     #[test]
+    fn a_band_empty_on_the_line_but_open_on_its_kind_edge_is_tested_not_believed() {
+        let sp = space();
+        // TPOT ≤ 36 needs ≤ 40 running on the line (1.2 × (10 + 0.5 R)); TTFT ≤ 3200 needs
+        // ≥ 48 of the 64: empty, and apart by more than a fit misses by. Clean buckets: a stop.
+        let clean = vec![
+            launch(sp.start.clone(), 64.0, 36.0, 3200.0),
+            launch(vec![3, 0, 1], 32.0, 36.0, 3200.0),
+        ];
+        assert!(
+            matches!(next(&sp, &clean, 10), Next::Stop { ref why } if why.contains("no point of this space meets")),
+            "{:?}",
+            next(&sp, &clean, 10)
+        );
+        // The same launches with their buckets scattered ±15% about the line (each bucket
+        // one draw of a launch's noise): the line alone says the same, its kind edge does
+        // not rule 48 out, and the next launch is there.
+        let scatter = [1.15, 0.85, 1.15, 0.85, 1.0];
+        let scattered: Vec<Observation> = clean
+            .into_iter()
+            .map(|mut o| {
+                if let Outcome::Measured { evidence, .. } = &mut o.outcome {
+                    for (s, f) in evidence.steps.iter_mut().zip(scatter) {
+                        s.step_ms *= f;
+                    }
+                }
+                o
+            })
+            .collect();
+        let m = Model::read(&sp, &scattered);
+        let line = m.band(0, false, 64.0, 1.0);
+        let kind = m.band_kind(0, false, 64.0, 1.0);
+        assert!(line.empty() && !kind.empty(), "{line:?} {kind:?}");
+        let (p, why) = proposal(next(&sp, &scattered, 10));
+        assert_eq!(p[0], 4, "{why}");
+    }
+
+    #[test]
     fn a_band_that_is_empty_before_the_queue_is_measured_is_no_finding() {
         let sp = space();
         // Only the start: TTFT has no queue to calibrate on, so nothing is known to stop on.
