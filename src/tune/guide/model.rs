@@ -872,6 +872,9 @@ mod tests {
         let f = fit(&off.iter().collect::<Vec<_>>()).unwrap();
         let gap = |r: f64| f.at(r) - f.kind_at(r);
         assert!(gap(20.0) > 0.0 && gap(64.0) > gap(20.0), "{f:?}");
+        // Least at the buckets' weighted mean (20: equal weights), where only the height is
+        // uncertain, and growing with the slope's uncertainty either side of it.
+        assert!(gap(20.0) < gap(12.0) && gap(20.0) < gap(28.0), "{f:?}");
         // Two buckets tell no scatter: the line.
         let two = [sample(8.0, 13.0, 10), sample(32.0, 27.0, 10)];
         let f = fit(&two.iter().collect::<Vec<_>>()).unwrap();
