@@ -12,7 +12,7 @@ use crate::record::store;
 use crate::record::sweep::Sweep as Loaded;
 use crate::report::compare;
 use crate::report::html;
-use crate::run::report::{Deadline, page_of, write_sweep_report};
+use crate::run::report::{page_of, write_sweep_report};
 
 /// `sgtune report DIR [DIR2] [-o FILE]`.
 pub fn run(
@@ -25,8 +25,8 @@ pub fn run(
         None => write_sweep_report(a, out_file)?,
         Some(b) => {
             let (la, lb) = (Loaded::load(a)?, Loaded::load(b)?);
-            let sa = page_of(&la, Deadline::Recorded);
-            let sb = page_of(&lb, Deadline::Recorded);
+            let sa = page_of(&la);
+            let sb = page_of(&lb);
             let has = |c: &&Col| {
                 let has = |r: &Row| r.has(c);
                 sa.rows.first().is_none_or(has) && sb.rows.first().is_none_or(has)

@@ -1,6 +1,6 @@
 //! `runs/<launch>/quality.jsonl`: the quality pass's outputs, one [`QualitySample`] a line (the
 //! type is the load stage's, which makes them), written once per launch by `run::launch` and
-//! read back by the quality guard (`run::quality`) and by a launch's second round (pruning)
+//! read back by the quality guard (`run::quality` between rounds, `run::conclude` at the end) and by a launch's second round (pruning)
 //! to skip a pass already made.
 
 use super::store::{self, StoreError};
@@ -91,6 +91,25 @@ pub fn already_answered(run_dir: &Path, run_name: &str, passes: u32, count: usiz
         }
     }
     n == passes as usize * count
+}
+
+/// A sweep's quality passes: its own (`root/runs/*/`) and, when given, a reference sweep's
+/// (a re-check's: `reference/runs/*/`). A line that cannot be read is said and skipped.
+pub fn read_sweep(
+    root: &Path,
+    reference: Option<&Path>,
+) -> (Vec<QualitySample>, Vec<QualitySample>) {
+    let (own, mut notes) = read_all(&store::runs_dir(root));
+    let mut theirs = Vec::new();
+    if let Some(r) = reference {
+        let (t, n) = read_all(&store::runs_dir(r));
+        theirs = t;
+        notes.extend(n);
+    }
+    for n in notes {
+        crate::util::say(&format!("warning: a quality.jsonl line was skipped: {n}"));
+    }
+    (own, theirs)
 }
 
 #[cfg(test)]

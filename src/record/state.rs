@@ -117,6 +117,28 @@ pub fn write(root: &Path, s: &SweepState) -> Result<(), StoreError> {
     store::write_json(&root.join(FILE), s)
 }
 
+/// The sweep ended at `now` with `outcome` (and, at a deadline, what it left unmeasured): say
+/// so in state.json (when there is one).
+pub fn finished(
+    root: &Path,
+    outcome: SweepEnd,
+    not_measured: &[String],
+    now: &str,
+) -> Result<(), String> {
+    let Some(mut s) = read(root)? else {
+        return Ok(());
+    };
+    s.phase = StatePhase::Finished;
+    s.phase_since = Some(now.to_string());
+    s.outcome = Some(outcome);
+    s.not_measured = not_measured.to_vec();
+    s.finished_at = Some(now.to_string());
+    s.updated_at = now.to_string();
+    s.eta = None;
+    s.eta_basis = None;
+    write(root, &s).map_err(|e| e.to_string())
+}
+
 /// The folder's state.json; None when there is none (a sweep from before it, or Slurm's).
 pub fn read(root: &Path) -> Result<Option<SweepState>, String> {
     let p = root.join(FILE);

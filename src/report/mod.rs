@@ -1,5 +1,6 @@
 //! Report: every renderer. Each writes to a `W: Write` and never decides anything about a run.
 pub mod compare;
+pub mod conclusion;
 pub mod decision;
 pub mod doc;
 pub mod effective;

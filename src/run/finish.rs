@@ -100,23 +100,19 @@ pub struct Hook {
     pub timeout: Duration,
 }
 
-/// Write `outcome.json` into `root`, then run the hook (if any) once. Returns the warnings to
-/// say; nothing here fails the sweep.
-pub async fn tell(root: &Path, outcome: &Outcome, hook: Option<&Hook>) -> Vec<String> {
-    let mut warnings = Vec::new();
+/// Run the hook once, `outcome` in its environment (outcome.json is written before it, by
+/// `run::conclude`). The warning to say when it failed; nothing here fails the sweep.
+pub async fn hook(root: &Path, outcome: &Outcome, hook: &Hook) -> Option<String> {
     let file = root.join(FILE);
-    if let Err(e) = crate::record::outcome::write(root, outcome) {
-        warnings.push(format!("cannot write {}: {e}", file.display()));
-    }
-    if let Some(h) = hook {
-        if let Err(why) = run_hook(root, h, &outcome.env(&file)).await {
-            warnings.push(format!(
+    run_hook(root, hook, &outcome.env(&file))
+        .await
+        .err()
+        .map(|why| {
+            format!(
                 "the on_finish hook {why} (its output: {}); the results are complete",
                 root.join(LOG).display()
-            ));
-        }
-    }
-    warnings
+            )
+        })
 }
 
 /// `sh -c CMD` in its own process group, output appended to `on_finish.log`; its group is

@@ -13,7 +13,6 @@ use crate::record::rows::Row;
 use crate::record::store;
 use crate::record::store::{ResultsDir, StoreError};
 use crate::record::{Phase, RunStatus};
-use crate::report::doc::Block;
 use crate::report::events::RunEvent;
 use crate::tune::guide::{self, Next, Proposal, Space};
 use crate::tune::path::{self, Path};
@@ -296,118 +295,6 @@ pub fn plan_with_rows(spec: &SweepSpec, plan: &RunPlan, rows: &[Row]) -> RunPlan
         }
     }
     plan
-}
-
-/// decision.md's "Tune path": one line per step (the configuration, why it was chosen, what
-/// it measured and its verdict) and why the tune stopped, replayed from the rows.
-pub fn path_section(spec: &SweepSpec, rows: &[Row], width: usize) -> String {
-    crate::report::doc::markdown_section(&path_blocks(spec, rows, width))
-}
-
-/// The "Tune path" section as document blocks, for decision.md and report.html alike (none
-/// for a sweep without `tune:`). `width`: the tune's batch width (manifest.json's
-/// `tune_slots`), for the path is replayed in the batches it ran in.
-pub fn path_blocks(spec: &SweepSpec, rows: &[Row], width: usize) -> Vec<Block> {
-    let Some(t) = &spec.tune else {
-        return Vec::new();
-    };
-    let space = path::space(t);
-    let p = path::replay_batched(spec, &space, t.launches as usize, width.max(1), rows).path;
-    let steps = p
-        .done
-        .iter()
-        .map(|step| {
-            let measured = step
-                .outcome
-                .as_ref()
-                .map(|o| path::measured_text(spec, o))
-                .unwrap_or_default();
-            format!("`{}`: {measured}. Chosen: {}", step.name, step.why)
-        })
-        .collect();
-    vec![
-        Block::Heading(2, "Tune path".into()),
-        Block::Para(format!(
-            "A guided tune of {} knob(s) over {} configuration(s), at most {} launched; {} launched. Each step names why the strategy chose it, from the evidence of the steps before.",
-            t.knobs.len(),
-            t.size(),
-            t.launches,
-            p.done.len()
-        )),
-        Block::Numbered(steps),
-        Block::Para(match p.next {
-            Next::Stop { why } => format!("Stop: {why}."),
-            Next::Launch(more) => format!(
-                "Not finished: {} more step(s) proposed (`sgtune resume` continues the path).",
-                more.len()
-            ),
-        }),
-    ]
-}
-
-/// The path for report.html's chart: each launched step's name, the objective's value as
-/// measured (not oriented), eligibility and verdict, and how the tune ended; replayed from the
-/// rows as decision.md's section is. None for a sweep without `tune:`.
-pub fn chart_path(
-    spec: &SweepSpec,
-    rows: &[Row],
-    width: usize,
-) -> Option<crate::report::html::TunePath> {
-    use crate::report::html::{TunePath, TuneStep};
-    use crate::tune::guide::Outcome;
-    let t = spec.tune.as_ref()?;
-    let o = spec.objective.as_ref()?;
-    let maximize = o.goal == crate::plan::spec::Goal::Maximize;
-    let space = path::space(t);
-    let p = path::replay_batched(spec, &space, t.launches as usize, width.max(1), rows).path;
-    let steps = p
-        .done
-        .iter()
-        .map(|step| match &step.outcome {
-            Some(Outcome::Measured {
-                score,
-                eligible,
-                evidence,
-                ..
-            }) => TuneStep {
-                confirm: step.confirm,
-                name: step.name.clone(),
-                value: Some(if maximize { *score } else { -*score }),
-                eligible: *eligible,
-                verdict: evidence
-                    .verdict
-                    .map_or("no verdict", |v| v.as_str())
-                    .to_string(),
-            },
-            Some(Outcome::Failed { kind }) => TuneStep {
-                confirm: step.confirm,
-                name: step.name.clone(),
-                value: None,
-                eligible: false,
-                verdict: kind.clone(),
-            },
-            None => TuneStep {
-                confirm: step.confirm,
-                name: step.name.clone(),
-                value: None,
-                eligible: false,
-                verdict: "not measured".to_string(),
-            },
-        })
-        .collect();
-    let end = match p.next {
-        Next::Stop { why } => format!("Stop: {why}."),
-        Next::Launch(more) => format!(
-            "Not finished: {} more step(s) proposed (`sgtune resume` continues the path).",
-            more.len()
-        ),
-    };
-    Some(TunePath {
-        metric: o.metric.name(),
-        maximize,
-        steps,
-        end,
-    })
 }
 
 #[cfg(test)]

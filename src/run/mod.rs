@@ -7,7 +7,6 @@
 
 pub mod conclude;
 pub mod deadline;
-pub mod decision_file;
 pub mod effective;
 pub mod estimate;
 pub mod execute;

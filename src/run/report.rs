@@ -1,9 +1,9 @@
-//! report.html's inputs, read from a results folder into one typed [`Sweep`] (results.csv's
-//! rows, decision.json's `Decision` with the sections decision.md has under it rebuilt from
-//! their data, the tune's path, and per launch summary*.json, requests*.csv and the server's
-//! timeline read from server.log by `observe::timeline` with the launch's engine), and the
-//! page written. `report::html` only renders it. Called at
-//! the end of every run and resume, and by `sgtune report`.
+//! report.html's inputs read from a results folder: each launch's (summary*.json,
+//! requests*.csv, and the server's timeline read from server.log by `observe::timeline` with
+//! the launch's engine: `launches`, which the end of every sweep reads too), and for `sgtune
+//! report` the conclusion read back (`page_of`: decision.json's `Decision`, the tune's path
+//! from spec.yaml, a deadline's leftovers from outcome.json) into one typed [`Sweep`], drawn
+//! by `report::conclusion` as the end of a sweep draws it; and the page written.
 
 use std::fs::File;
 use std::io::BufReader;
@@ -13,13 +13,17 @@ use crate::observe::timeline::{self, WindowLines};
 use crate::plan::engine::Engine;
 use crate::record::ReadError;
 use crate::record::outcome::SweepEnd;
+use crate::record::provenance::Manifest;
 use crate::record::requests;
 use crate::record::rows::{self, Row};
 use crate::record::store::{self, StoreError};
 use crate::record::summary::{self, Summary};
 use crate::record::sweep::Sweep as Loaded;
+use crate::report::conclusion::{self as shown, Frame};
 use crate::report::html::data;
 use crate::report::html::{self, Launch, PointClient, Sweep};
+use crate::tune::conclusion::Conclusion;
+use crate::tune::decision::Decision;
 
 /// Why report.html could not be written: its results.csv does not read, or the page cannot be
 /// written.
@@ -111,113 +115,103 @@ fn launch_engine(rows: &[rows::Row], launch: &str) -> Option<Engine> {
         .find_map(Row::engine)
 }
 
-/// What a deadline left unmeasured, for the section under the decision.
-#[derive(Debug, Clone, Copy)]
-pub enum Deadline<'a> {
-    /// As outcome.json recorded it (`sgtune report`, after the sweep).
-    Recorded,
-    /// The sweep ending now says (outcome.json is written after the report): the launches a
-    /// deadline left, or None when none stopped it.
-    Now(Option<&'a [String]>),
-}
+/// The note when a folder's decision.md has no decision.json this version reads.
+pub const NO_DECISION_JSON: &str =
+    "decision.md is not shown here: the folder has no decision.json this version reads";
 
 /// Read a results folder (or its results.csv) into what the page shows.
 pub fn read_sweep(p: &Path) -> Result<Sweep, ReadError> {
-    Ok(page_of(&Loaded::load(p)?, Deadline::Recorded))
+    Ok(page_of(&Loaded::load(p)?))
 }
 
-/// What the page shows of a loaded results folder, a deadline's leftovers as `deadline` says.
-pub fn page_of(loaded: &Loaded, deadline: Deadline) -> Sweep {
-    let root = loaded.root.clone();
-    let mut s = Sweep {
-        name: loaded.name(),
-        dir: root.display().to_string(),
-        param_keys: loaded.param_keys(),
-        rows: loaded.rows().to_vec(),
-        notes: loaded.problems.clone(),
-        ..Default::default()
-    };
-    // What the table stars: decision.json's picks; without one (an interrupted sweep), the
-    // leader so far by the same rule, from the folder's objective.
-    let decided = loaded.decision::<crate::tune::decision::Decision>();
-    s.decision_marks = match &decided {
-        Ok(Some(d)) => Some(crate::report::table::DecisionMarks::of(d)),
-        read => {
-            if let Err(e) = read {
-                // An older or edited file: the page still renders, starring by the rule.
-                crate::util::say(&format!(
-                    "warning: {e}; the table stars the leader by the decision rule instead"
-                ));
-            }
-            crate::report::table::marks(loaded.objective.as_ref(), None, &s.rows)
+/// What the page shows of a loaded results folder, as the sweep's end recorded it: the
+/// conclusion read back (decision.json's decision, the tune's path replayed from the rows with
+/// the folder's spec.yaml, what a deadline left from outcome.json), drawn as the end of the
+/// sweep draws it (`report::conclusion`).
+pub fn page_of(loaded: &Loaded) -> Sweep {
+    let root = &loaded.root;
+    let mut notes = loaded.problems.clone();
+    let decision = match loaded.decision::<Decision>() {
+        Ok(d) => d,
+        Err(e) => {
+            // An older or edited file: the page still renders, starring by the rule.
+            crate::util::say(&format!(
+                "warning: {e}; the table stars the leader by the decision rule instead"
+            ));
+            None
         }
     };
-    s.decision = decided.ok().flatten();
-    if s.decision.is_none() && root.join(store::DECISION_MD).is_file() {
+    if decision.is_none() && root.join(store::DECISION_MD).is_file() {
         // A folder from before decision.json (or with one this version cannot read): the page
         // draws the decision only from the typed file.
-        s.notes.push(
-            "decision.md is not shown here: the folder has no decision.json this version reads"
-                .to_string(),
-        );
+        notes.push(NO_DECISION_JSON.to_string());
     }
     // A guided tune's path, for its chart: replayed from the rows with the folder's spec (which
     // may name variables of the shell it ran in: then the chart is left out, and said so).
     let spec_path = root.join(store::SPEC_YAML);
-    let spec = crate::plan::spec::load(&spec_path).map(|(spec, _)| spec);
-    // A batched tune's path is replayed in its batches (the width its manifest recorded).
-    let width = loaded
-        .manifest
-        .as_ref()
-        .and_then(|m| m.tune_slots)
-        .unwrap_or(1);
-    match &spec {
-        Ok(spec) => s.tune = crate::run::guided::chart_path(spec, &s.rows, width),
+    let spec = match crate::plan::spec::load(&spec_path) {
+        Ok((spec, _)) => Some(spec),
         Err(e) => {
             let text = std::fs::read_to_string(&spec_path).unwrap_or_default();
             if text.lines().any(|l| l.starts_with("tune:")) {
-                s.notes.push(format!("no tune path chart: {e}"));
+                notes.push(format!("no tune path chart: {e}"));
             }
+            None
         }
-    }
-    // The sections decision.md has under the decision, from the data they were written from
-    // (in decision.md's order: run::conclude).
-    if s.decision.is_some() {
-        s.decision_sections = crate::report::effective::decision_blocks(&s.rows);
-        let recorded;
-        let left = match deadline {
-            Deadline::Now(left) => left,
-            Deadline::Recorded => {
-                recorded = crate::record::outcome::read(&root)
-                    .ok()
-                    .flatten()
-                    .filter(|o| o.outcome == SweepEnd::Deadline)
-                    .map(|o| o.not_measured);
-                recorded.as_deref()
-            }
-        };
-        if let Some(left) = left {
-            s.decision_sections
-                .extend(crate::report::decision::deadline_blocks(left, &root));
-        }
-        if let Ok(spec) = &spec {
-            s.decision_sections
-                .extend(crate::run::guided::path_blocks(spec, &s.rows, width));
-        }
-    }
-    // Launch order: the plan's, else the rows', then any other folder under runs/.
-    let mut names: Vec<String> = loaded
-        .manifest
+    };
+    let rows = loaded.rows().to_vec();
+    // A batched tune's path is replayed in its batches (the width its manifest recorded).
+    let width = loaded.manifest.as_ref().and_then(|m| m.tune_slots);
+    let path = spec
         .as_ref()
+        .and_then(|s| crate::tune::conclusion::replay(s, width, &rows));
+    let not_measured = match &decision {
+        Some(_) => crate::record::outcome::read(root)
+            .ok()
+            .flatten()
+            .filter(|o| o.outcome == SweepEnd::Deadline)
+            .map(|o| o.not_measured),
+        None => None,
+    };
+    let c = Conclusion {
+        sweep: loaded.name(),
+        rows,
+        judged: false,
+        objective: loaded.objective.clone(),
+        decision,
+        path,
+        end: if not_measured.is_some() {
+            SweepEnd::Deadline
+        } else {
+            SweepEnd::Done
+        },
+        not_measured,
+    };
+    let marks = shown::marks(&c);
+    let sections = shown::sections(&c, spec.as_ref(), root);
+    let frame = Frame {
+        name: loaded.name(),
+        dir: root.display().to_string(),
+        param_keys: loaded.param_keys(),
+        launches: launches(root, loaded.manifest.as_ref(), loaded.rows()),
+        notes,
+    };
+    shown::page(&c, spec.as_ref(), marks, sections, frame)
+}
+
+/// What the page shows of each launch folder under runs/ (its measurements and the server's
+/// timeline): in the plan's order, else the rows', then any other folder under runs/.
+pub fn launches(root: &Path, manifest: Option<&Manifest>, rows: &[Row]) -> Vec<Launch> {
+    let mut names: Vec<String> = manifest
         .map(|m| m.plan.runs.iter().map(|(n, _)| n.clone()).collect())
         .unwrap_or_default();
-    for r in &s.rows {
+    for r in rows {
         let n = r.run_name().to_string();
         if !names.contains(&n) {
             names.push(n);
         }
     }
-    let runs = store::runs_dir(&root);
+    let runs = store::runs_dir(root);
     if let Ok(entries) = std::fs::read_dir(&runs) {
         let mut extra: Vec<String> = entries
             .flatten()
@@ -228,28 +222,20 @@ pub fn page_of(loaded: &Loaded, deadline: Deadline) -> Sweep {
         extra.sort();
         names.extend(extra);
     }
+    let mut out = Vec::new();
     for n in names {
         let d = runs.join(&n);
         if d.is_dir() {
-            let engine = launch_engine(&s.rows, &n);
-            s.launches.push(read_launch(&d, &n, engine));
+            let engine = launch_engine(rows, &n);
+            out.push(read_launch(&d, &n, engine));
         }
     }
-    s
+    out
 }
 
 /// Write one sweep's report to `out` (default DIR/report.html).
 pub fn write_sweep_report(dir: &Path, out_file: Option<&Path>) -> Result<PathBuf, ReportError> {
-    write_sweep_report_at(dir, out_file, Deadline::Recorded)
-}
-
-/// Write one sweep's report, a deadline's leftovers as `deadline` says.
-pub fn write_sweep_report_at(
-    dir: &Path,
-    out_file: Option<&Path>,
-    deadline: Deadline,
-) -> Result<PathBuf, ReportError> {
-    write_page(&page_of(&Loaded::load(dir)?, deadline), out_file)
+    write_page(&page_of(&Loaded::load(dir)?), out_file)
 }
 
 /// Write the page of a loaded sweep to `out` (default DIR/report.html).
@@ -311,8 +297,6 @@ mod tests {
         assert_eq!(d.points[0].label, "concurrency 32");
         assert_eq!(d.points[0].leader, None);
         assert!(has_deadline(&s));
-        let s = page_of(&Loaded::load(root).expect("reads"), Deadline::Now(None));
-        assert!(s.decision.is_some() && !has_deadline(&s));
         // Without decision.json, no decision (and decision.md alone is not parsed).
         std::fs::remove_file(root.join("decision.json")).expect("rm");
         std::fs::write(root.join("decision.md"), "# Decision: x\n").expect("write");

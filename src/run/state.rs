@@ -2,7 +2,6 @@
 //! runs now is written at once, atomically, so `sgtune status` from another shell (or after a
 //! crash) reads a whole file.
 
-use crate::record::outcome::SweepEnd;
 use crate::record::provenance::now_rfc3339;
 use crate::record::state::{self, StatePhase, SweepState};
 use crate::report::events::RunEvent;
@@ -157,22 +156,4 @@ impl Tracker {
 fn in_secs(secs: f64) -> String {
     let at = chrono::Utc::now() + chrono::Duration::milliseconds((secs * 1000.0) as i64);
     at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-}
-
-/// The sweep ended with `outcome` (and, at a deadline, what it left unmeasured): say so in
-/// state.json (when there is one).
-pub fn finished(root: &Path, outcome: SweepEnd, not_measured: &[String]) -> Result<(), String> {
-    let Some(mut s) = state::read(root)? else {
-        return Ok(());
-    };
-    let now = now_rfc3339();
-    s.phase = StatePhase::Finished;
-    s.phase_since = Some(now.clone());
-    s.outcome = Some(outcome);
-    s.not_measured = not_measured.to_vec();
-    s.finished_at = Some(now.clone());
-    s.updated_at = now;
-    s.eta = None;
-    s.eta_basis = None;
-    state::write(root, &s).map_err(|e| e.to_string())
 }

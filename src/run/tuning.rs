@@ -92,7 +92,7 @@ pub fn judged(
         .and_then(|q| q.reference_dir.as_deref())
         .map(std::path::Path::new);
     if let Some(report) = super::quality::judge_folder(spec, &names, root, reference) {
-        super::quality::annotate(&mut rows, &report);
+        crate::tune::quality::annotate(&mut rows, &report);
     }
     rows
 }

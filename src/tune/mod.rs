@@ -18,9 +18,12 @@
 //! - `guide`: the guided tune, the next experiment chosen from the evidence (issue 26).
 //! - `path`: a guided tune's path replayed from its rows (the observations, the next step).
 //! - `estimate`: how long the launches will take, expected and at worst.
+//! - `conclusion`: a sweep's conclusion worked out once (rows judged, decision, path, end),
+//!   which every file the end of a sweep writes is written from.
 //! - `deadline`: reading a deadline, the order that decides early, the fits rule, what is
 //!   not measured.
 
+pub mod conclusion;
 pub mod deadline;
 pub mod decision;
 pub mod diff;

@@ -553,6 +553,48 @@ pub fn cells(v: &QualityVerdict, floor: &Tally) -> QualityCells {
     }
 }
 
+/// Judge a sweep's configurations (`names`) from its own quality passes and, for the
+/// baseline, a reference sweep's (a re-check compares with the sweep it re-checks: only the
+/// baseline's passes are taken from there, kept apart from the re-check's own launches).
+pub fn judge_sweep(
+    q: &Quality,
+    names: &[String],
+    mut samples: Vec<QualitySample>,
+    reference: Vec<QualitySample>,
+) -> QualityReport {
+    let baseline = match crate::plan::quality::baseline_name(q, names) {
+        Ok(b) => b.to_string(),
+        // A re-check's plan holds only the two configurations it relaunches.
+        Err(_) => q.baseline.clone().unwrap_or_default(),
+    };
+    samples.extend(
+        reference
+            .into_iter()
+            .filter(|s| s.run_name == baseline)
+            .map(|mut s| {
+                s.launch = format!("0-reference/{}", s.launch);
+                s
+            }),
+    );
+    let mut all: Vec<String> = names.to_vec();
+    if !all.contains(&baseline) {
+        all.insert(0, baseline.clone());
+    }
+    judge(q, &baseline, &samples, &all)
+}
+
+/// Put each configuration's verdict into its rows (not the pre-flight's attempts).
+pub fn annotate(rows: &mut [crate::record::rows::Row], report: &QualityReport) {
+    for r in rows.iter_mut() {
+        if r.phase() == crate::record::Phase::Preflight {
+            continue;
+        }
+        if let Some(v) = report.verdict(r.run_name()) {
+            r.set_quality(&cells(v, &report.floor));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
