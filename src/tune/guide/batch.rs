@@ -25,12 +25,14 @@
 //! confirmation launches: the next confirmation had the one before it measured the same mean
 //! (the mean is the best guess of a repeat), so the interleaving is the one-slot order.
 
+use super::confirm::confirm_left;
+use super::moves::sized_value;
+use super::phases::{next, next_with};
 use super::rules::{self, Dir};
+use super::standing::{base, near_ties};
 use super::state::{Dropped, State};
-use super::{
-    Next, Observation, Outcome, Point, Proposal, Space, base, confirm_left, evidence_of, name,
-    near_ties, next, said, sized_value, verdict_of,
-};
+use super::types::{Next, Observation, Outcome, Point, Proposal, Space, evidence_of, verdict_of};
+use super::words::{name, said};
 use crate::observe::diagnose::VerdictKind;
 
 /// The next batch of at most `slots` launches after `seen` (every configuration of this tune
@@ -69,7 +71,7 @@ pub fn next_batch(space: &Space, seen: &[Observation], launches_left: usize, slo
     let room = room.min(explore_left.max(1));
     // The one-slot tune's launch composes its move with the limits behind it; the batch's
     // hedges are built from the plain move (the lifted one is then one of them).
-    let plain = match super::next_with(space, seen, launches_left, false) {
+    let plain = match next_with(space, seen, launches_left, false) {
         Next::Launch(v) => v.into_iter().next().filter(|p| !p.confirm),
         Next::Stop { .. } => None,
     };
