@@ -384,7 +384,7 @@ pub fn chart_path(
                 name: step.name.clone(),
                 value: None,
                 eligible: false,
-                verdict: kind.clone(),
+                verdict: kind.to_string(),
             },
             None => TuneStep {
                 confirm: step.confirm,

@@ -31,9 +31,12 @@ use super::phases::{next, next_with};
 use super::rules::{self, Dir};
 use super::standing::{base, near_ties};
 use super::state::{Dropped, State};
-use super::types::{Next, Observation, Outcome, Point, Proposal, Space, evidence_of, verdict_of};
+use super::types::{
+    Failure, Next, Observation, Outcome, Point, Proposal, Space, evidence_of, verdict_of,
+};
 use super::words::{name, said};
 use crate::observe::diagnose::VerdictKind;
+use crate::server::failure::FailureKind;
 
 /// The next batch of at most `slots` launches after `seen` (every configuration of this tune
 /// so far, in the order first launched, as [`super::next`] takes it), with `launches_left` of
@@ -179,7 +182,9 @@ fn exploration_batch(
         let mut failed = seen.to_vec();
         failed.push(Observation::once(
             p1.point.clone(),
-            Outcome::Failed { kind: "oom".into() },
+            Outcome::Failed {
+                kind: Failure::Server(FailureKind::Oom),
+            },
         ));
         if let Next::Launch(v) = next(space, &failed, launches_left.saturating_sub(1)) {
             if let Some(q) = v.into_iter().next().filter(|q| !q.confirm) {
@@ -539,7 +544,12 @@ mod tests {
     /// up to the offered 64; mfs 0.92 and above fail.
     fn respond(p: &Point) -> Observation {
         if p[MFS] >= 6 {
-            return Observation::once(p.clone(), Outcome::Failed { kind: "oom".into() });
+            return Observation::once(
+                p.clone(),
+                Outcome::Failed {
+                    kind: Failure::Server(FailureKind::Oom),
+                },
+            );
         }
         let kv = 8.0 * (p[MFS] as f64) + 10.0 * p[MTT] as f64;
         let cap = [16.0, 32.0, 48.0, 64.0, 96.0, 128.0][p[MRR]];
@@ -832,7 +842,12 @@ mod tests {
         // Graphs of 64 failed to start: the lift stops short of the cliff, no lift there.
         let cliff = [
             start.clone(),
-            Observation::once(vec![1, 0, 0, 2], Outcome::Failed { kind: "oom".into() }),
+            Observation::once(
+                vec![1, 0, 0, 2],
+                Outcome::Failed {
+                    kind: Failure::Server(FailureKind::Oom),
+                },
+            ),
         ];
         let st = State::read(&sp, &cliff);
         assert_eq!(Lift::read(&sp, &st, &start).caps, vec![(MRR, 2)]);

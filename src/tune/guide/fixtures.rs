@@ -2,9 +2,10 @@
 //! space of issue 35's case, launches measured, failed or ineligible, and a driver that runs
 //! the strategy to its stop.
 
-use super::{Evidence, Knob, Next, Observation, Outcome, Point, Proposal, Space, next};
+use super::{Evidence, Failure, Knob, Next, Observation, Outcome, Point, Proposal, Space, next};
 use crate::observe::diagnose::VerdictKind;
 use crate::plan::flags::ParamValue;
+use crate::server::failure::FailureKind;
 
 pub(super) fn floats(v: &[f64]) -> Vec<ParamValue> {
     v.iter().map(|&x| ParamValue::Float(x)).collect()
@@ -95,7 +96,12 @@ pub(super) fn ineligible(point: Point, score: f64, why_not: &str) -> Observation
 }
 
 pub(super) fn failed(point: Point, kind: &str) -> Observation {
-    Observation::once(point, Outcome::Failed { kind: kind.into() })
+    Observation::once(
+        point,
+        Outcome::Failed {
+            kind: Failure::Server(FailureKind::parse(kind).expect("a failure kind")),
+        },
+    )
 }
 
 pub(super) fn with(base: &Point, k: usize, v: usize) -> Point {

@@ -39,6 +39,7 @@ pub use confirm::{CONFIRM_GROUP, CONFIRM_MAX_LAUNCHES, confirmations};
 pub use phases::next;
 pub use standing::{base, leader};
 pub use types::{
-    Evidence, Knob, Next, Observation, Outcome, Point, Proposal, SloSeen, Space, StepSample,
+    Evidence, Failure, Knob, Next, Observation, Outcome, Point, Proposal, SloSeen, Space,
+    StepSample,
 };
 pub use words::name;

@@ -69,9 +69,10 @@ pub(super) fn next_with(
 #[cfg(test)]
 mod tests {
     use super::super::fixtures::*;
-    use super::super::types::{Outcome, Point};
+    use super::super::types::{Failure, Outcome, Point};
     use super::*;
     use crate::observe::diagnose::VerdictKind;
+    use crate::server::failure::FailureKind;
 
     #[test]
     fn the_start_comes_first_and_a_spent_budget_stops() {
@@ -98,7 +99,9 @@ mod tests {
         // A fixed landscape: score by the point's digits, verdict by its running cap.
         let outcome = |p: &Point| -> Outcome {
             if p[MFS] > 5 {
-                return Outcome::Failed { kind: "oom".into() };
+                return Outcome::Failed {
+                    kind: Failure::Server(FailureKind::Oom),
+                };
             }
             let verdict = match p[MRR] {
                 0 | 1 => VerdictKind::QueueWithSpareKv,

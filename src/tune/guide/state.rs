@@ -300,9 +300,10 @@ impl State {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Evidence, Knob};
+    use super::super::{Evidence, Failure, Knob};
     use super::*;
     use crate::plan::flags::ParamValue;
+    use crate::server::failure::FailureKind;
 
     fn space() -> Space {
         let k = |key: &str| Knob {
@@ -392,7 +393,14 @@ mod tests {
     #[test]
     fn an_ineligible_launch_bans_its_value_and_failures_keep_the_nearest_cliff() {
         let sp = space();
-        let fail = |point: Point| Observation::once(point, Outcome::Failed { kind: "oom".into() });
+        let fail = |point: Point| {
+            Observation::once(
+                point,
+                Outcome::Failed {
+                    kind: Failure::Server(FailureKind::Oom),
+                },
+            )
+        };
         let seen = vec![
             m(vec![1, 1], 100.0, true),
             m(vec![1, 2], 100.0, false),

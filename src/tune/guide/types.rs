@@ -4,6 +4,9 @@
 
 use crate::observe::diagnose::VerdictKind;
 use crate::plan::flags::ParamValue;
+use crate::record::RunStatus;
+use crate::server::failure::FailureKind;
+use std::fmt;
 
 /// One knob: the tuner's own key (as in `configs:`, e.g. `mem_fraction_static`; the engine's
 /// flag comes from `plan::flags`/`plan::engine`) and its values in increasing order (a range
@@ -87,9 +90,10 @@ pub struct SloSeen {
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
-    /// No measurement: the server never became ready, or died (results.csv `failure_kind`,
-    /// e.g. `oom`, `startup_error`), or the launch was cancelled.
-    Failed { kind: String },
+    /// No measurement the strategy can use: the server never became ready, or died
+    /// (results.csv `failure_kind`, e.g. `oom`, `startup_error`), the launch was cancelled, or
+    /// its rows give no value of the objective.
+    Failed { kind: Failure },
     Measured {
         /// The objective's value, oriented so that higher is better (the caller negates a
         /// minimised one); the mean over the launch's repeats.
@@ -110,6 +114,37 @@ pub enum Outcome {
         /// Keys of knobs that the effective-arguments check found not in effect.
         not_in_effect: Vec<String>,
     },
+}
+
+/// Why a point has no measurement the strategy can use ([`Outcome::Failed`]). Its text (Display)
+/// is the word in the step log's and decision.md's `failed (...)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// A row's `failure_kind`: why the server failed (`oom`, `startup_error`, ...).
+    Server(FailureKind),
+    /// No row names a failure kind: the status of the point's first row (`failed`,
+    /// `interrupted`, `pruned`).
+    Status(RunStatus),
+    /// No row names a failure kind, and the first row's status is not one sgtune writes (an
+    /// edited file): no word (`failed ()`).
+    Unknown,
+    /// The spec has no objective: nothing measured is a score (`no_objective`).
+    NoObjective,
+    /// Rows measured, but the decision's rule gives the point no value of the objective: no
+    /// measured row holds the objective's metric, or no load point was decided (`no_value`).
+    NoValue,
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Failure::Server(k) => k.as_str(),
+            Failure::Status(s) => s.as_str(),
+            Failure::Unknown => "",
+            Failure::NoObjective => "no_objective",
+            Failure::NoValue => "no_value",
+        })
+    }
 }
 
 /// One configuration of the tune so far, in the order they were first launched, with what
@@ -169,5 +204,30 @@ pub(super) fn evidence_of(o: &Observation) -> Option<&Evidence> {
     match &o.outcome {
         Outcome::Measured { evidence, .. } => Some(evidence),
         Outcome::Failed { .. } => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The step log and decision.md print `failed (<this>)`: the words the tuner wrote when
+    /// the kind was a string.
+    #[test]
+    fn a_failure_prints_the_word_the_step_log_always_had() {
+        for k in FailureKind::ALL {
+            assert_eq!(Failure::Server(k).to_string(), k.as_str());
+        }
+        assert_eq!(Failure::Server(FailureKind::Oom).to_string(), "oom");
+        for s in RunStatus::ALL {
+            assert_eq!(Failure::Status(s).to_string(), s.as_str());
+        }
+        assert_eq!(
+            Failure::Status(RunStatus::Interrupted).to_string(),
+            "interrupted"
+        );
+        assert_eq!(Failure::Unknown.to_string(), "");
+        assert_eq!(Failure::NoObjective.to_string(), "no_objective");
+        assert_eq!(Failure::NoValue.to_string(), "no_value");
     }
 }

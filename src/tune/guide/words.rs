@@ -105,13 +105,16 @@ pub(super) fn stop_reason(space: &Space, st: &State, head: &str) -> String {
 mod tests {
     use super::super::fixtures::*;
     use super::super::next;
-    use super::super::types::{Evidence, Knob};
+    use super::super::types::{Evidence, Failure, Knob};
     use super::*;
+    use crate::server::failure::FailureKind;
 
     #[test]
     fn the_log_line_says_a_failure_and_an_ineligible_launch() {
         assert_eq!(
-            said(&Outcome::Failed { kind: "oom".into() }),
+            said(&Outcome::Failed {
+                kind: Failure::Server(FailureKind::Oom)
+            }),
             "failed (oom)"
         );
         let sp = space();
