@@ -30,7 +30,10 @@
 use sgtune::load::prompts::SplitMix64;
 use sgtune::observe::diagnose::VerdictKind;
 use sgtune::plan::flags::ParamValue;
-use sgtune::tune::guide::{self, Evidence, Knob, Next, Observation, Outcome, Point, Space};
+use sgtune::server::failure::FailureKind;
+use sgtune::tune::guide::{
+    self, Evidence, Failure, Knob, Next, Observation, Outcome, Point, Space,
+};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -520,7 +523,9 @@ fn pooled(s: &dyn Surface, p: &Point, launches: &[Measured]) -> Outcome {
         quality, evidence, ..
     } = s.truth(p)
     else {
-        return Outcome::Failed { kind: "oom".into() };
+        return Outcome::Failed {
+            kind: Failure::Server(FailureKind::Oom),
+        };
     };
     let n = launches.len().max(1) as f64;
     let score = launches.iter().map(|m| m.score).sum::<f64>() / n;

@@ -29,8 +29,9 @@
 use sgtune::load::prompts::SplitMix64;
 use sgtune::observe::diagnose::VerdictKind;
 use sgtune::plan::flags::ParamValue;
+use sgtune::server::failure::FailureKind;
 use sgtune::tune::guide::{
-    self, Evidence, Knob, Next, Observation, Outcome, Point, SloSeen, Space, StepSample,
+    self, Evidence, Failure, Knob, Next, Observation, Outcome, Point, SloSeen, Space, StepSample,
 };
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -702,7 +703,9 @@ impl World {
     /// the mean score, the median of each bound; the last launch's evidence.
     fn pooled(&self, p: &Point, launches: &[Launch]) -> Outcome {
         let (Some(x), Some(last)) = (self.phys(p), launches.last()) else {
-            return Outcome::Failed { kind: "oom".into() };
+            return Outcome::Failed {
+                kind: Failure::Server(FailureKind::Oom),
+            };
         };
         let n = launches.len() as f64;
         let score = launches.iter().map(|l| l.score).sum::<f64>() / n;

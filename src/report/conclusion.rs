@@ -176,7 +176,7 @@ pub fn chart(spec: &SweepSpec, p: &Path) -> Option<TunePath> {
                 name: step.name.clone(),
                 value: None,
                 eligible: false,
-                verdict: kind.clone(),
+                verdict: kind.to_string(),
             },
             None => TuneStep {
                 confirm: step.confirm,

@@ -7,9 +7,8 @@ use crate::plan::spec::{Goal, SweepSpec};
 use crate::plan::tune::{TuneSpec, same_value};
 use crate::record::rows::{Col, Row};
 use crate::record::{Phase, RunStatus};
-use crate::server::failure::FailureKind;
 use crate::tune::decision::{self, Standing};
-use crate::tune::guide::{self, Evidence, Next, Observation, Outcome, Point, Space};
+use crate::tune::guide::{self, Evidence, Failure, Next, Observation, Outcome, Point, Space};
 use std::collections::BTreeMap;
 
 /// The strategy's space from the spec's `tune:`.
@@ -104,15 +103,13 @@ pub fn observe(
     if measured.is_empty() {
         let kind = mine
             .iter()
-            .find_map(|r| r.failure_kind().map(FailureKind::as_str))
-            .unwrap_or_else(|| first.status().map_or("", RunStatus::as_str));
-        return Some(Outcome::Failed {
-            kind: kind.to_string(),
-        });
+            .find_map(|r| r.failure_kind().map(Failure::Server))
+            .unwrap_or_else(|| first.status().map_or(Failure::Unknown, Failure::Status));
+        return Some(Outcome::Failed { kind });
     }
     let Some(o) = &spec.objective else {
         return Some(Outcome::Failed {
-            kind: "no_objective".into(),
+            kind: Failure::NoObjective,
         });
     };
     // The decision's rule on this configuration alone: the last load point decided (the
@@ -184,7 +181,7 @@ pub fn observe(
     };
     let Some(score) = score else {
         return Some(Outcome::Failed {
-            kind: "no_value".into(),
+            kind: Failure::NoValue,
         });
     };
     let last = measured.last().copied().unwrap_or(first);
@@ -466,6 +463,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
     use crate::observe::diagnose::VerdictKind;
+    use crate::server::failure::FailureKind;
     use crate::tune::testing::{row, spec};
 
     fn tuned() -> SweepSpec {
@@ -543,7 +541,9 @@ mod tests {
         }
         assert_eq!(
             observe(&s, &sp, &[1, 1], 1, &rows),
-            Some(Outcome::Failed { kind: "oom".into() })
+            Some(Outcome::Failed {
+                kind: Failure::Server(FailureKind::Oom)
+            })
         );
         assert_eq!(observe(&s, &sp, &[1, 0], 1, &rows), None);
     }
@@ -625,7 +625,12 @@ mod tests {
             "output_tok_s 120, no verdict; not eligible: quality: fail"
         );
         assert_eq!(
-            measured_text(&max, &Outcome::Failed { kind: "oom".into() }),
+            measured_text(
+                &max,
+                &Outcome::Failed {
+                    kind: Failure::Server(FailureKind::Oom)
+                }
+            ),
             "failed (oom)"
         );
     }
@@ -659,7 +664,7 @@ mod tests {
         assert_eq!(
             p.done[0].outcome,
             Some(Outcome::Failed {
-                kind: "startup_error".into()
+                kind: Failure::Server(FailureKind::StartupError)
             })
         );
         // Whatever the strategy does next, it never exceeds the budget.

@@ -25,13 +25,18 @@
 //! confirmation launches: the next confirmation had the one before it measured the same mean
 //! (the mean is the best guess of a repeat), so the interleaving is the one-slot order.
 
+use super::confirm::confirm_left;
+use super::moves::sized_value;
+use super::phases::{next, next_with};
 use super::rules::{self, Dir};
+use super::standing::{base, near_ties};
 use super::state::{Dropped, State};
-use super::{
-    Next, Observation, Outcome, Point, Proposal, Space, base, confirm_left, evidence_of, name,
-    near_ties, next, said, sized_value, verdict_of,
+use super::types::{
+    Failure, Next, Observation, Outcome, Point, Proposal, Space, evidence_of, verdict_of,
 };
+use super::words::{name, said};
 use crate::observe::diagnose::VerdictKind;
+use crate::server::failure::FailureKind;
 
 /// The next batch of at most `slots` launches after `seen` (every configuration of this tune
 /// so far, in the order first launched, as [`super::next`] takes it), with `launches_left` of
@@ -69,7 +74,7 @@ pub fn next_batch(space: &Space, seen: &[Observation], launches_left: usize, slo
     let room = room.min(explore_left.max(1));
     // The one-slot tune's launch composes its move with the limits behind it; the batch's
     // hedges are built from the plain move (the lifted one is then one of them).
-    let plain = match super::next_with(space, seen, launches_left, false) {
+    let plain = match next_with(space, seen, launches_left, false) {
         Next::Launch(v) => v.into_iter().next().filter(|p| !p.confirm),
         Next::Stop { .. } => None,
     };
@@ -177,7 +182,9 @@ fn exploration_batch(
         let mut failed = seen.to_vec();
         failed.push(Observation::once(
             p1.point.clone(),
-            Outcome::Failed { kind: "oom".into() },
+            Outcome::Failed {
+                kind: Failure::Server(FailureKind::Oom),
+            },
         ));
         if let Next::Launch(v) = next(space, &failed, launches_left.saturating_sub(1)) {
             if let Some(q) = v.into_iter().next().filter(|q| !q.confirm) {
@@ -537,7 +544,12 @@ mod tests {
     /// up to the offered 64; mfs 0.92 and above fail.
     fn respond(p: &Point) -> Observation {
         if p[MFS] >= 6 {
-            return Observation::once(p.clone(), Outcome::Failed { kind: "oom".into() });
+            return Observation::once(
+                p.clone(),
+                Outcome::Failed {
+                    kind: Failure::Server(FailureKind::Oom),
+                },
+            );
         }
         let kv = 8.0 * (p[MFS] as f64) + 10.0 * p[MTT] as f64;
         let cap = [16.0, 32.0, 48.0, 64.0, 96.0, 128.0][p[MRR]];
@@ -830,7 +842,12 @@ mod tests {
         // Graphs of 64 failed to start: the lift stops short of the cliff, no lift there.
         let cliff = [
             start.clone(),
-            Observation::once(vec![1, 0, 0, 2], Outcome::Failed { kind: "oom".into() }),
+            Observation::once(
+                vec![1, 0, 0, 2],
+                Outcome::Failed {
+                    kind: Failure::Server(FailureKind::Oom),
+                },
+            ),
         ];
         let st = State::read(&sp, &cliff);
         assert_eq!(Lift::read(&sp, &st, &start).caps, vec![(MRR, 2)]);

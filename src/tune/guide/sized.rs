@@ -8,7 +8,8 @@
 use super::model::{self, AIM, Band, Model};
 use super::rules::{self, Dir};
 use super::state::{Dropped, State};
-use super::{Observation, Point, Space, evidence_of, name, said};
+use super::types::{Observation, Point, Space, evidence_of};
+use super::words::{name, said};
 
 /// The knob that caps the running batch, and the one that sizes the CUDA graphs.
 const CAP: &str = "max_running_requests";

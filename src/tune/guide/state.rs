@@ -85,7 +85,7 @@ pub fn parent(space: &Space, seen: &[Observation], i: usize) -> Option<(usize, u
     let me = &seen.get(i)?.point;
     let before = &seen[..i];
     if !before.is_empty() {
-        let b = super::base(space, before, noise_of(before));
+        let b = super::standing::base(space, before, noise_of(before));
         if let Some(k) = single_change(&before[b].point, me) {
             return Some((b, k));
         }
@@ -118,7 +118,7 @@ pub fn blamed(space: &Space, seen: &[Observation], i: usize) -> Option<(usize, u
     if before.is_empty() {
         return None;
     }
-    let b = super::base(space, before, noise_of(before));
+    let b = super::standing::base(space, before, noise_of(before));
     let from = &before[b].point;
     let changed = |key: &str| {
         space
@@ -181,7 +181,7 @@ fn compared(o: &Observation) -> Option<(bool, f64, f64)> {
 /// a lower bound), the same scale as an ineligible one's `slo_excess`: a flip of eligibility
 /// is then a move across the bound that can be told from a wobble at it.
 fn worst_ratio(o: &Observation) -> Option<f64> {
-    super::evidence_of(o)?
+    super::types::evidence_of(o)?
         .bounds
         .iter()
         .filter_map(|b| {
@@ -301,7 +301,7 @@ impl State {
             }
         }
         if !seen.is_empty() {
-            let b = super::base(space, seen, noise);
+            let b = super::standing::base(space, seen, noise);
             st.run_ceiling = st.model.ceiling(seen, b);
         }
         for (k, (flat, moved)) in response.into_iter().enumerate() {
@@ -374,9 +374,10 @@ impl State {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Evidence, Knob};
+    use super::super::{Evidence, Failure, Knob};
     use super::*;
     use crate::plan::flags::ParamValue;
+    use crate::server::failure::FailureKind;
 
     fn space() -> Space {
         let k = |key: &str| Knob {
@@ -499,7 +500,14 @@ mod tests {
     #[test]
     fn an_ineligible_launch_bans_its_value_and_failures_keep_the_nearest_cliff() {
         let sp = space();
-        let fail = |point: Point| Observation::once(point, Outcome::Failed { kind: "oom".into() });
+        let fail = |point: Point| {
+            Observation::once(
+                point,
+                Outcome::Failed {
+                    kind: Failure::Server(FailureKind::Oom),
+                },
+            )
+        };
         let seen = vec![
             m(vec![1, 1], 100.0, true),
             m(vec![1, 2], 100.0, false),
@@ -515,5 +523,73 @@ mod tests {
         assert!(!st.allowed(1, 2) && st.allowed_side(1, 2) && st.allowed(1, 3));
         // An ineligible change is not a response: the knob stays in.
         assert_eq!(st.dropped, vec![None, None]);
+    }
+
+    /// The state the tune reads on the strategy's own test space and launches (`fixtures`).
+    mod on_the_tune_space {
+        use super::super::super::fixtures::*;
+        use super::super::super::state;
+        use super::super::{Outcome, State};
+        use crate::observe::diagnose::VerdictKind;
+
+        #[test]
+        fn the_default_noise_is_five_percent_and_a_pooled_cv_doubles() {
+            let sp = space();
+            let mut o = measured(sp.start.clone(), 100.0, VerdictKind::Unknown);
+            if let Outcome::Measured { cv, .. } = &mut o.outcome {
+                *cv = None;
+            }
+            assert!((State::read(&sp, &[o.clone()]).noise - state::DEFAULT_NOISE).abs() < 1e-12);
+            let mut a = measured(with(&sp.start, MRR, 0), 100.0, VerdictKind::Unknown);
+            if let Outcome::Measured { cv, .. } = &mut a.outcome {
+                *cv = Some(0.03);
+            }
+            let mut b = a.clone();
+            b.point = with(&sp.start, MRR, 2);
+            if let Outcome::Measured { cv, .. } = &mut b.outcome {
+                *cv = Some(0.04);
+            }
+            // sqrt((0.03² + 0.04²) / 2) × 2.
+            let want = 2.0 * ((0.0009 + 0.0016) / 2.0f64).sqrt();
+            assert!((State::read(&sp, &[o, a, b]).noise - want).abs() < 1e-12);
+        }
+
+        #[test]
+        fn an_slo_miss_bans_nothing_and_a_quality_failure_bans_its_value() {
+            let sp = stacked();
+            let e = || evidence(VerdictKind::KvCacheBound, 12.0, 64.0, 0.97);
+            let seen = vec![
+                slo(vec![1, 0, 0], 600.0, 3.0, e()),
+                slo(vec![4, 0, 0], 700.0, 2.0, e()),
+                ineligible(vec![4, 1, 0], 900.0, "quality: fail"),
+            ];
+            let st = State::read(&sp, &seen);
+            assert!(st.banned[MFS].is_empty());
+            assert_eq!(st.banned[1].iter().copied().collect::<Vec<_>>(), vec![1]);
+            // The SLO miss moved the excess beyond noise: a response, the knob stays.
+            assert_eq!(st.dropped[MFS], None);
+            // The same excess and score: no response that way (and the other way from 4 on).
+            let flat = vec![
+                slo(vec![1, 0, 0], 600.0, 3.0, e()),
+                slo(vec![4, 0, 0], 600.0, 3.0, e()),
+            ];
+            let st = State::read(&sp, &flat);
+            assert_eq!(st.dropped[MFS], None);
+            assert_eq!(st.flat[MFS], vec![(1, 4)]);
+            assert!(st.enters_flat(MFS, 4, 3) && st.enters_flat(MFS, 1, 2));
+            assert!(!st.enters_flat(MFS, 4, 5) && !st.enters_flat(MFS, 1, 0));
+            // Only the excess moved (the score did not): a response.
+            let moved = vec![
+                slo(vec![1, 0, 0], 600.0, 3.0, e()),
+                slo(vec![4, 0, 0], 600.0, 2.0, e()),
+            ];
+            assert_eq!(State::read(&sp, &moved).dropped[MFS], None);
+            // Eligible after an SLO miss, at the same score: a response.
+            let made_it = vec![
+                slo(vec![1, 0, 0], 600.0, 1.01, e()),
+                measured_with(vec![4, 0, 0], 600.0, e()),
+            ];
+            assert_eq!(State::read(&sp, &made_it).dropped[MFS], None);
+        }
     }
 }
