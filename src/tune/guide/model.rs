@@ -843,6 +843,11 @@ mod tests {
         // on the fit's kind edge (two buckets: no scatter to widen it, the line itself):
         // 1.2 × (10 + 0.5 R) ≤ 40.
         assert_eq!(kind.hi, Some(46.0));
+        // Each bound taken at `aim` of its limit: 1.2 × (10 + 0.5 R) ≤ 0.8 × 40 gives R ≤ 33
+        // on the kind edge; its own tail (2.0) on the line, 2 × (10 + 0.5 R) ≤ 32, R ≤ 12.
+        assert_eq!(m.band_kind(0, true, 64.0, 0.8).hi, Some(33.0));
+        assert_eq!(m.band(0, true, 64.0, 0.8).hi, Some(12.0));
+        assert_eq!(own.hi, Some(20.0));
     }
 
     #[test]
