@@ -847,6 +847,8 @@ mod tests {
         // on the kind edge; its own tail (2.0) on the line, 2 × (10 + 0.5 R) ≤ 32, R ≤ 12.
         assert_eq!(m.band_kind(0, true, 64.0, 0.8).hi, Some(33.0));
         assert_eq!(m.band(0, true, 64.0, 0.8).hi, Some(12.0));
+        // Met on the kind edge at the whole load (32 offered): the line's own top, 33.
+        assert_eq!(m.band_kind(0, true, 32.0, 0.8).hi, Some(33.0));
         assert_eq!(own.hi, Some(20.0));
     }
 
