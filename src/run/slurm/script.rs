@@ -58,14 +58,7 @@ pub fn array_script(
         o.push(format!("--gres=gpu:{gpus}"));
     }
     o.extend(opts.extra.iter().cloned());
-    for line in o {
-        s.push_str(&format!("#SBATCH {line}\n"));
-    }
-    s.push_str("set -e\n");
-    for l in &opts.setup {
-        s.push_str(l);
-        s.push('\n');
-    }
+    sbatch_head(&mut s, &o, opts);
     s.push_str("launches=(");
     s.push_str(
         &launches
@@ -84,6 +77,18 @@ pub fn array_script(
     s
 }
 
+/// The `#SBATCH` lines, `set -e` and the spec's setup lines: the head of every batch script.
+fn sbatch_head(s: &mut String, options: &[String], opts: &SlurmSpec) {
+    for line in options {
+        s.push_str(&format!("#SBATCH {line}\n"));
+    }
+    s.push_str("set -e\n");
+    for l in &opts.setup {
+        s.push_str(l);
+        s.push('\n');
+    }
+}
+
 /// The batch script of the merge job.
 pub fn merge_script(sweep: &str, dir: &Path, sgtune: &str, opts: &SlurmSpec) -> String {
     let mut s = String::from("#!/bin/bash\n");
@@ -92,14 +97,7 @@ pub fn merge_script(sweep: &str, dir: &Path, sgtune: &str, opts: &SlurmSpec) -> 
         format!("--output={}/{SLURM}/merge-%j.out", dir.display()),
     ];
     o.extend(common_options(opts));
-    for line in o {
-        s.push_str(&format!("#SBATCH {line}\n"));
-    }
-    s.push_str("set -e\n");
-    for l in &opts.setup {
-        s.push_str(l);
-        s.push('\n');
-    }
+    sbatch_head(&mut s, &o, opts);
     s.push_str(&format!(
         "exec {} merge {}\n",
         shell_quote(sgtune),
