@@ -618,7 +618,9 @@ fn the_guided_tune_composes_the_pool_and_the_cap_to_an_eligible_confirmed_leader
 /// 32 requests at once (compute bound, no queue) and the TPOT bound is one that only a smaller
 /// running batch meets. CPU speed varies by machine, so the test measures the start first (the
 /// tune with one launch) and sets the bound where its own fit of the server's decode steps puts
-/// a batch of 10: a cap of 8 meets it, 12 does not, by the fit. The tune must trade the cap
+/// a batch of 10: a cap of 8 meets it, 12 does not, by the fit. The tune then resumes that
+/// folder with the bound (its start is the row measured, not launched again), as a user who
+/// measured first and then wrote the SLO does. The tune must trade the cap
 /// down (not stop with nothing eligible, as before issue 42) and launch an eligible point within
 /// its 5 launches (issue 42 asks for 6). Seen here (2026-12-06): the start's TPOT p99 41 ms at
 /// 32 running against a bound of 25.5; 16 (25.7 ms), 12 (28.5 ms: the machine's noise), 8
@@ -644,7 +646,8 @@ fn a_tpot_bound_only_a_smaller_batch_meets_is_traded_for_within_five_launches() 
         "{}",
         text(&out.stderr)
     );
-    let rows = read_rows(&only_results_folder(&dir.path().join("start")).join("results.csv"));
+    let folder = only_results_folder(&dir.path().join("start"));
+    let rows = read_rows(&folder.join("results.csv"));
     let start = &rows[0];
     assert_eq!(start["status"], "ok", "{start:?}");
     let steps: Vec<StepSample> = start["decode_steps"]
@@ -671,7 +674,8 @@ fn a_tpot_bound_only_a_smaller_batch_meets_is_traded_for_within_five_launches() 
         "start: tpot_ms_p99 {} at {} running; fit {fit:?}; bound {bound:.2} ms",
         start["tpot_ms_p99"], start["running_req_mean"]
     );
-    // The tune, with that bound.
+    // The tune, with that bound, resumed from the start's folder as a user who has just set
+    // the SLO would: the start's row is the tune's step 1, so the start is not launched twice.
     let tuned = text_of.replace(
         "slo: {tpot_ms_p99: 30}",
         &format!("slo: {{tpot_ms_p99: {bound:.2}}}"),
@@ -679,12 +683,16 @@ fn a_tpot_bound_only_a_smaller_batch_meets_is_traded_for_within_five_launches() 
     assert_ne!(tuned, text_of, "the experiment's SLO line moved");
     let spec = dir.path().join("tune.yaml");
     std::fs::write(&spec, tuned).expect("spec");
-    let out = run_sweep(&spec, &dir.path().join("tune"));
+    let out = run(sgtune()
+        .arg("run")
+        .arg(&spec)
+        .arg("--resume")
+        .arg(&folder));
     let log = text(&out.stderr);
     assert!(matches!(out.status.code(), Some(0) | Some(1)), "{log}");
-    let folder = only_results_folder(&dir.path().join("tune"));
     let rows = read_rows(&folder.join("results.csv"));
     assert!(rows.len() <= 5, "{rows:?}");
+    assert_eq!(rows[0]["run_name"], "mrr32_cps2048", "{rows:?}");
     let steps: Vec<&str> = log
         .lines()
         .filter(|l| l.starts_with("tune: step "))
@@ -692,7 +700,8 @@ fn a_tpot_bound_only_a_smaller_batch_meets_is_traded_for_within_five_launches() 
     // Step 2 trades: the running cap down to what the fit names, with the numbers.
     assert!(
         steps
-            .get(1)
+            .iter()
+            .find(|l| l.starts_with("tune: step 2:"))
             .is_some_and(|l| l.contains("trade to the SLO's band")
                 && l.contains("tpot_ms_p99 ≤")
                 && l.contains("max_running_requests 32 → ")),
