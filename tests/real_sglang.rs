@@ -683,11 +683,7 @@ fn a_tpot_bound_only_a_smaller_batch_meets_is_traded_for_within_five_launches() 
     assert_ne!(tuned, text_of, "the experiment's SLO line moved");
     let spec = dir.path().join("tune.yaml");
     std::fs::write(&spec, tuned).expect("spec");
-    let out = run(sgtune()
-        .arg("run")
-        .arg(&spec)
-        .arg("--resume")
-        .arg(&folder));
+    let out = run(sgtune().arg("run").arg(&spec).arg("--resume").arg(&folder));
     let log = text(&out.stderr);
     assert!(matches!(out.status.code(), Some(0) | Some(1)), "{log}");
     let rows = read_rows(&folder.join("results.csv"));

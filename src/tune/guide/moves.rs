@@ -205,6 +205,82 @@ mod tests {
         assert!(p.point[0] < 4, "{}", p.why);
     }
 
+    /// A composed launch that failed (the server did not start, blamed on the graphs it
+    /// lifted: a cliff there) leaves the plain move to measure: the lifted limits may be what
+    /// failed.
+    #[test]
+    fn a_composed_launch_that_failed_leaves_the_plain_move_to_try() {
+        let sp = stacked();
+        let s = sp.start.clone();
+        // The cap binds with room in the pool: the cap's move to the load, with the graphs
+        // behind it (1, 3, 2), went out and the server did not start.
+        let queue = evidence(VerdictKind::QueueWithSpareKv, 16.0, 64.0, 0.2);
+        let seen = vec![
+            slo(s.clone(), 600.0, 2.0, queue),
+            failed(vec![1, 3, 2], "startup_error"),
+        ];
+        let p = one(next(&sp, &seen, 10));
+        assert_eq!(p.point, vec![1, 3, 0], "{}", p.why);
+        assert!(!p.why.contains("and the limits behind it"), "{}", p.why);
+    }
+
+    /// `composed` itself: the composed point measured is no new experiment (None), the same
+    /// point failed leaves the plain move. (Through `next` a failure's cliff usually keeps the
+    /// lift off the failed value; a cliff blamed from another base does not, so the rule holds
+    /// on its own.)
+    #[test]
+    fn a_composed_point_answers_by_its_outcome_measured_or_failed() {
+        let sp = stacked();
+        let queue = evidence(VerdictKind::QueueWithSpareKv, 16.0, 64.0, 0.2);
+        let base = slo(sp.start.clone(), 600.0, 2.0, queue);
+        let lifted = vec![1, 3, 2];
+        let ask = |seen: &[Observation]| {
+            let mut st = State::read(&sp, seen);
+            st.ceiling = vec![None; sp.knobs.len()];
+            let plain = propose(&sp, &st, &base, 1, 3, "lift the scheduler cap").unwrap();
+            composed(&sp, &st, &base, seen, plain).map(one)
+        };
+        let p = ask(&[base.clone()]).unwrap();
+        assert_eq!(p.point, lifted, "{}", p.why);
+        let measured = slo(lifted.clone(), 650.0, 1.0, ev(VerdictKind::ComputeBound));
+        assert!(ask(&[base.clone(), measured]).is_none());
+        let failed_there = failed(lifted.clone(), "startup_error");
+        let p = ask(&[base.clone(), failed_there]).unwrap();
+        assert_eq!(p.point, vec![1, 3, 0], "{}", p.why);
+    }
+
+    /// A KV knob learned to leave the pool the same (two launches one value apart, one pool)
+    /// is no "more KV" move: the next KV knob's is made.
+    #[test]
+    fn a_kv_knob_that_leaves_the_pool_the_same_is_passed_over_for_the_next() {
+        let sp = Space {
+            knobs: vec![
+                Knob {
+                    key: "mem_fraction_static".into(),
+                    values: floats(&[0.80, 0.84, 0.88, 0.92]),
+                },
+                Knob {
+                    key: "max_total_tokens".into(),
+                    values: ints(&[4096, 8192, 16384, 32768]),
+                },
+            ],
+            start: vec![0, 0],
+            confirm: 0,
+        };
+        let at = |point: Point, score: f64| {
+            let mut o = measured(point, score, VerdictKind::KvCacheBound);
+            if let Outcome::Measured { evidence, .. } = &mut o.outcome {
+                evidence.pool_tokens = Some(4096.0);
+            }
+            o
+        };
+        let seen = [at(vec![0, 0], 100.0), at(vec![1, 0], 100.0)];
+        let p = one(next(&sp, &seen, 10));
+        assert_eq!(p.point[0], 0, "{:?}: {}", p.point, p.why);
+        assert!(p.point[1] > 0, "{:?}: {}", p.point, p.why);
+        assert!(p.why.contains("more KV: max_total_tokens"), "{}", p.why);
+    }
+
     #[test]
     fn kv_cache_bound_turns_the_memory_fraction_up_half_way_with_the_evidence_in_the_log() {
         let sp = space();
