@@ -667,6 +667,47 @@ mod tests {
         assert_eq!(edge, 1, "the edge is tested once");
     }
 
+    /// A TPOT bound alone (no TTFT bound in the SLO) is sized as well.
+    #[test]
+    fn a_tpot_bound_alone_is_sized() {
+        let sp = space();
+        let mut o = launch(sp.start.clone(), 64.0, 40.0, 100_000.0);
+        if let Outcome::Measured { evidence, .. } = &mut o.outcome {
+            evidence.bounds.retain(|b| b.column == "tpot_ms_p99");
+        }
+        let (p, why) = proposal(next(&sp, &[o], 10));
+        assert_eq!(p, vec![3, 0, 1], "{why}");
+        assert!(
+            why.contains("trade to the SLO's band (tpot_ms_p99 ≤ 40 needs ≤ 46 running"),
+            "{why}"
+        );
+    }
+
+    /// The fit a move is sized from is the mode the batch will run in: with no graph knob to
+    /// turn, the base's own. Here the small batches of the ramp ran on CUDA graphs (a nearly
+    /// flat step) and the settled batch of 64 without them: the trade is sized from the eager
+    /// line, as if no graph line were there.
+    #[test]
+    fn a_trade_is_sized_from_the_fit_of_the_mode_the_base_ran_in() {
+        let sp = space();
+        let mut o = launch(sp.start.clone(), 64.0, 40.0, 100_000.0);
+        if let Outcome::Measured { evidence, .. } = &mut o.outcome {
+            for r in [4.0, 8.0, 12.0] {
+                evidence.steps.push(StepSample {
+                    running: r,
+                    step_ms: 8.0 + 0.02 * r,
+                    graph: Some(true),
+                    lines: 4,
+                });
+            }
+        }
+        let st = State::read(&sp, std::slice::from_ref(&o));
+        assert!(st.model.graphs.is_some() && st.model.eager.is_some());
+        let (p, why) = proposal(next(&sp, &[o], 10));
+        assert_eq!(p, vec![3, 0, 1], "{why}");
+        assert!(why.contains("tpot_ms_p99 ≤ 40 needs ≤ 46 running"), "{why}");
+    }
+
     /// The cap's edge past the model's sizing: up always; down first, and not moot for the
     /// generic search, only when the base met its TPOT bound by less than the noise (a heavy
     /// tail read low may be all that made it eligible).
