@@ -983,6 +983,53 @@ mod tests {
         }
         let (p, why) = proposal(next(&sp, &[o], 10));
         assert_eq!(p, vec![3, 2, 3], "{why}");
+        // The model's move (the queue's rule, capped by the TPOT ceiling, would launch the same
+        // point), with the band in its words.
+        assert!(
+            why.contains("lift to the SLO's band (tpot_ms_p99 ≤ 40 needs ≤ 46 running"),
+            "{why}"
+        );
+    }
+
+    /// A batch at the TTFT floor or above it, with no queue, is no lift of the model's: at
+    /// the floor itself (16 running, the floor 16 at a TTFT bound of 14.5 s), under twice it
+    /// (the floor 11), and far above it (a loose bound). The band's top (1,646) is far off.
+    #[test]
+    fn a_batch_at_or_over_the_ttft_floor_without_a_queue_is_not_lifted_by_the_model() {
+        let sp = lifted();
+        for (limit, floor) in [(14_500.0, 16.0), (20_000.0, 11.0), (1e9, 1.0)] {
+            let mut o = launch(sp.start.clone(), 16.0, 1000.0, limit);
+            if let Outcome::Measured { evidence, .. } = &mut o.outcome {
+                evidence.kv_usage_max = Some(0.8);
+                evidence.queue_mean = Some(0.0);
+                for st in &mut evidence.steps {
+                    st.graph = Some(true);
+                }
+            }
+            let seen = [o];
+            let st = State::read(&sp, &seen);
+            assert_eq!(st.model.band(0, true, 64.0, AIM).lo, floor, "{limit}");
+            assert!(from_base(&sp, &seen, &st, 0).is_none(), "{limit}");
+        }
+    }
+
+    /// A batch under the TTFT floor is lifted even when the server's queue reads empty (the
+    /// requests wait in the client, or the queue's mean rounds to nothing): the floor alone
+    /// asks for the batch.
+    #[test]
+    fn a_batch_under_the_ttft_floor_is_lifted_without_a_queue_in_the_log() {
+        let sp = lifted();
+        let mut o = launch(sp.start.clone(), 16.0, 1000.0, 1000.0);
+        if let Outcome::Measured { evidence, .. } = &mut o.outcome {
+            evidence.kv_usage_max = Some(0.8);
+            evidence.queue_mean = Some(0.0);
+            for st in &mut evidence.steps {
+                st.graph = Some(true);
+            }
+        }
+        let (p, why) = proposal(next(&sp, &[o], 10));
+        assert_eq!(p, vec![5, 2, 2], "{why}");
+        assert!(why.contains("lift to the SLO's band"), "{why}");
     }
 
     #[test]
