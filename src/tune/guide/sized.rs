@@ -970,6 +970,47 @@ mod tests {
         assert!(why.contains("ttft_ms_p99 ≤ 1000 needs ≥"), "{why}");
     }
 
+    /// Where the band reaches the load, the cap that covers it goes first; measured already
+    /// (within the TPOT bound), the lift goes on to the largest cap under the load that the
+    /// TTFT floor (29 running) allows: 48.
+    #[test]
+    fn a_lift_whose_covering_cap_was_measured_goes_on_to_the_largest_cap_in_the_band() {
+        let sp = lifted();
+        let start = |o: &mut Observation| {
+            if let Outcome::Measured { evidence, .. } = &mut o.outcome {
+                evidence.kv_usage_max = Some(0.8);
+                for st in &mut evidence.steps {
+                    st.graph = Some(true);
+                }
+            }
+        };
+        let mut a = launch(sp.start.clone(), 16.0, 1000.0, 8000.0);
+        start(&mut a);
+        let mut b = launch(vec![5, 2, 2], 64.0, 1000.0, 8000.0);
+        start(&mut b);
+        let seen = vec![a, b];
+        let st = State::read(&sp, &seen);
+        assert_eq!(st.model.band(0, true, 64.0, AIM).lo, 29.0);
+        let Some(Sized::Launch(p, why, trade)) = from_base(&sp, &seen, &st, 0) else {
+            panic!("no sized move");
+        };
+        assert_eq!(p, vec![4, 2, 2], "{why}");
+        assert!(!trade && why.contains("lift to the SLO's band"), "{why}");
+        // Launched and measured within the bounds, then 32: no cap under the floor (24) is a
+        // lift to the band.
+        let mut seen = seen;
+        let mut caps = Vec::new();
+        while let Some(Sized::Launch(p, _, _)) = from_base(&sp, &seen, &State::read(&sp, &seen), 0)
+        {
+            assert!(caps.len() < 4, "{caps:?}");
+            caps.push(p[MRR]);
+            let mut o = launch(p, 48.0, 1000.0, 8000.0);
+            start(&mut o);
+            seen.push(o);
+        }
+        assert_eq!(caps, vec![4, 3], "48, then 32");
+    }
+
     #[test]
     fn a_lift_stops_below_a_cap_the_tpot_bound_breaks() {
         let sp = Space {
