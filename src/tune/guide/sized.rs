@@ -1011,6 +1011,27 @@ mod tests {
         assert_eq!(caps, vec![4, 3], "48, then 32");
     }
 
+    /// A cap that already covers the load is no change: the lift is the pool and the graphs
+    /// that hold the batch back (not a trade, not skipped as one).
+    #[test]
+    fn a_lift_with_the_cap_already_over_the_load_moves_the_pool_and_the_graphs() {
+        let sp = Space {
+            start: vec![5, 0, 0],
+            ..lifted()
+        };
+        let mut o = launch(sp.start.clone(), 16.0, 1000.0, 1000.0);
+        if let Outcome::Measured { evidence, .. } = &mut o.outcome {
+            evidence.kv_usage_max = Some(0.8);
+            for st in &mut evidence.steps {
+                st.graph = Some(true);
+            }
+        }
+        let (p, why) = proposal(next(&sp, &[o], 10));
+        assert_eq!(p, vec![5, 2, 2], "{why}");
+        assert!(why.contains("lift to the SLO's band"), "{why}");
+        assert!(!why.contains("max_running_requests"), "{why}");
+    }
+
     #[test]
     fn a_lift_stops_below_a_cap_the_tpot_bound_breaks() {
         let sp = Space {
