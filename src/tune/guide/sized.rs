@@ -1026,10 +1026,22 @@ mod tests {
                 st.graph = Some(true);
             }
         }
-        let (p, why) = proposal(next(&sp, &[o], 10));
+        let (p, why) = proposal(next(&sp, &[o.clone()], 10));
         assert_eq!(p, vec![5, 2, 2], "{why}");
         assert!(why.contains("lift to the SLO's band"), "{why}");
         assert!(!why.contains("max_running_requests"), "{why}");
+        // With the graphs already over the load, the pool alone, named as more KV.
+        let sp = Space {
+            start: vec![5, 2, 0],
+            ..sp
+        };
+        o.point = sp.start.clone();
+        let (p, why) = proposal(next(&sp, &[o], 10));
+        assert_eq!(p, vec![5, 2, 2], "{why}");
+        assert!(
+            why.contains("): more KV: mem_fraction_static 0.8 → 0.88"),
+            "{why}"
+        );
     }
 
     #[test]
@@ -1114,12 +1126,27 @@ mod tests {
         }
         let seen = vec![start, over];
         let st = State::read(&sp, &seen);
+        // The walk ends there: no lift to it or past it, and none to a cap between (24: the
+        // model sized 32 and was wrong; what is between is the generic search's to try).
         assert!(
-            !matches!(
-                from_base(&sp, &seen, &st, 0),
-                Some(Sized::Launch(ref p, _, _)) if p[MRR] >= 3
-            ),
-            "lifted past a cap measured over its bound"
+            from_base(&sp, &seen, &st, 0).is_none(),
+            "lifted past, or around, a cap measured over its bound"
+        );
+    }
+
+    /// Going down, a cap measured within the TPOT bound ends the walk: lower only costs
+    /// throughput.
+    #[test]
+    fn the_walk_down_ends_at_a_measured_cap_that_met_the_bound() {
+        let sp = space();
+        let seen = vec![
+            launch(sp.start.clone(), 64.0, 40.0, 100_000.0),
+            launch(vec![3, 0, 1], 32.0, 40.0, 100_000.0),
+        ];
+        let st = State::read(&sp, &seen);
+        assert!(
+            from_base(&sp, &seen, &st, 0).is_none(),
+            "traded below a cap measured within its bound"
         );
     }
 
@@ -1178,6 +1205,13 @@ mod tests {
         let (p, why) = proposal(next(&sp, &seen, 10));
         assert_eq!(p[MRR], 2, "{why}");
         assert!(why.contains("test the band, which looks empty"), "{why}");
+        // A test of the band, not a trade: it lowers the cap, but the bounds' batch is not
+        // known to be below it.
+        let st = State::read(&sp, &seen);
+        assert!(matches!(
+            from_base(&sp, &seen, &st, 0),
+            Some(Sized::Launch(_, _, false))
+        ));
     }
 
     #[test]
