@@ -893,6 +893,46 @@ mod tests {
         assert_eq!(p[0], 4, "{why}");
     }
 
+    /// An empty band ends the exploration only when its edges are apart by more than a fit's
+    /// extrapolation misses by: the TTFT floor above the TPOT top by 15%, and by more than one
+    /// request. Closer, a launch between them is the test.
+    #[test]
+    fn a_band_empty_by_less_than_a_fits_miss_is_tested_not_a_finding() {
+        let sp = space();
+        // (TPOT bound, TTFT bound, the band's top and floor, whether it ends the exploration)
+        for (tpot, ttft, hi, lo, ends) in [
+            (25.0, 8_000.0, 21.0, 29.0, true),   // 29 > 21 × 1.15
+            (25.0, 10_000.0, 21.0, 24.0, false), // 24 < 24.15
+            (14.6, 30_000.0, 4.0, 7.0, true),    // 7 > 4 + 1
+            (14.6, 40_000.0, 4.0, 5.0, false),   // 5 = 4 + 1
+        ] {
+            let seen = vec![
+                launch(sp.start.clone(), 64.0, tpot, ttft),
+                launch(vec![3, 0, 1], 32.0, tpot, ttft),
+            ];
+            let st = State::read(&sp, &seen);
+            let band = st.model.band_kind(1, false, 64.0, 1.0);
+            assert_eq!((band.hi, band.lo), (Some(hi), lo), "{tpot} {ttft}");
+            match next(&sp, &seen, 10) {
+                Next::Stop { why } => {
+                    assert!(ends, "{tpot} {ttft}: {why}");
+                    assert!(
+                        why.contains("no point of this space meets the SLO"),
+                        "{why}"
+                    );
+                }
+                Next::Launch(v) => {
+                    assert!(!ends, "{tpot} {ttft}: {}", v[0].why);
+                    assert!(
+                        v[0].why.contains("test the band, which looks empty"),
+                        "{}",
+                        v[0].why
+                    );
+                }
+            }
+        }
+    }
+
     #[test]
     fn a_band_that_is_empty_before_the_queue_is_measured_is_no_finding() {
         let sp = space();
