@@ -1206,6 +1206,10 @@ mod tests {
         let mut below = seen[0].clone();
         below.point = vec![2, 2, 1];
         assert!(!cap_at_ceiling(&sp, &st, &below), "32 is under the ceiling");
+        // A ceiling at a value allows it: 48 is a cap the bound allows.
+        let mut at_48 = State::read(&sp, &seen);
+        at_48.run_ceiling = Some(48.0);
+        assert!(!cap_at_ceiling(&sp, &at_48, &seen[0]));
         // The cap, graphs that cover the peak (64 ≥ 32) and an unbound pool: moot both ways.
         for dir in [Dir::Up, Dir::Down] {
             assert!(moot(&sp, &seen, &st, 0, 0, dir));
