@@ -1190,6 +1190,35 @@ mod tests {
         );
     }
 
+    /// The model answers the cap, the graphs and the KV knobs; another knob (here the host
+    /// cache, which adds no room for running requests) is the generic search's to move, however
+    /// little of the pool was used.
+    #[test]
+    fn a_knob_the_model_does_not_size_is_never_moot() {
+        let sp = space();
+        let seen = vec![launch(sp.start.clone(), 32.0, 40.0, 100_000.0)];
+        let st = State::read(&sp, &seen);
+        for dir in [Dir::Up, Dir::Down] {
+            assert!(!moot(&sp, &seen, &st, 0, HICACHE, dir));
+        }
+        assert!(moot(&sp, &seen, &st, 0, MFS, Dir::Up), "an unbound pool");
+    }
+
+    /// The pool in requests: what ran over the share used, unless that share is too small to
+    /// divide by (a few tokens of a pool say nothing of its size in requests).
+    #[test]
+    fn the_pool_in_requests_needs_a_share_to_divide_by() {
+        let e = |running: f64, usage: f64| Evidence {
+            running_max: Some(running),
+            kv_usage_max: Some(usage),
+            ..Default::default()
+        };
+        assert_eq!(pool_requests(&e(8.0, 0.5)), Some(16.0));
+        assert_eq!(pool_requests(&e(1.0, 0.03)), None);
+        assert_eq!(pool_requests(&e(1.0, 0.05)), None);
+        assert_eq!(pool_requests(&e(1.0, 0.0)), None);
+    }
+
     #[test]
     fn a_cap_at_the_ceiling_prices_the_queue_and_the_model_answers_the_neighbours() {
         let sp = lifted();
@@ -1225,6 +1254,11 @@ mod tests {
         let mut full = seen.clone();
         if let Outcome::Measured { evidence, .. } = &mut full[0].outcome {
             evidence.kv_usage_max = Some(0.95);
+        }
+        assert!(!moot(&sp, &full, &st, 0, 2, Dir::Up));
+        // A pool used to the line of full is full: the memory fraction is a move there too.
+        if let Outcome::Measured { evidence, .. } = &mut full[0].outcome {
+            evidence.kv_usage_max = Some(rules::FULL_KV);
         }
         assert!(!moot(&sp, &full, &st, 0, 2, Dir::Up));
         // Without the server's steps the model answers nothing.
