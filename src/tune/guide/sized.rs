@@ -1084,6 +1084,23 @@ mod tests {
         );
     }
 
+    /// A pool that holds the whole load (16 running in a quarter of it: 64 requests, 64
+    /// offered) is no reason for more KV: the lift is the cap and the graphs alone.
+    #[test]
+    fn a_lift_brings_no_more_kv_when_the_pool_holds_the_load() {
+        let sp = lifted();
+        let mut o = launch(sp.start.clone(), 16.0, 1000.0, 1000.0);
+        if let Outcome::Measured { evidence, .. } = &mut o.outcome {
+            evidence.kv_usage_max = Some(0.25);
+            for st in &mut evidence.steps {
+                st.graph = Some(true);
+            }
+        }
+        let (p, why) = proposal(next(&sp, &[o], 10));
+        assert_eq!(p, vec![5, 2, 0], "{why}");
+        assert!(why.contains("lift to the SLO's band"), "{why}");
+    }
+
     #[test]
     fn a_lift_stops_below_a_cap_the_tpot_bound_breaks() {
         let sp = Space {
