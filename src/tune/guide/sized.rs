@@ -731,6 +731,19 @@ mod tests {
         let broken = vec![launch(vec![4, 0, 1], 48.0, 40.0, 100_000.0)];
         let st = State::read(&sp, &broken);
         assert!(moot(&sp, &broken, &st, 0, MRR, Dir::Down));
+        // No TPOT bound (a TTFT bound alone), or no decode steps to fit: no edge of the model's.
+        let mut ttft_only = margin.clone();
+        let mut no_steps = margin.clone();
+        if let Outcome::Measured { evidence, .. } = &mut ttft_only[0].outcome {
+            evidence.bounds.retain(|b| b.column != "tpot_ms_p99");
+        }
+        if let Outcome::Measured { evidence, .. } = &mut no_steps[0].outcome {
+            evidence.steps.clear();
+        }
+        for seen in [ttft_only, no_steps] {
+            let st = State::read(&sp, &seen);
+            assert!(model_edges(&sp, &seen, &st, 0).is_empty());
+        }
     }
 
     /// The band in the step log's words: a TPOT bound the step never breaks holds at any
