@@ -1234,6 +1234,46 @@ mod tests {
         assert!(moot(&sp, &seen, &st, 0, MFS, Dir::Up), "an unbound pool");
     }
 
+    /// More KV passes over a KV knob learned to leave the pool the same, and one the server
+    /// does not take in effect, for the next KV knob.
+    #[test]
+    fn more_kv_passes_over_a_knob_that_moves_no_pool() {
+        let sp = Space {
+            knobs: vec![
+                Knob {
+                    key: "mem_fraction_static".into(),
+                    values: [0.80, 0.84, 0.88, 0.92]
+                        .iter()
+                        .map(|&x| ParamValue::Float(x))
+                        .collect(),
+                },
+                Knob {
+                    key: "max_total_tokens".into(),
+                    values: [4096, 8192, 16384]
+                        .iter()
+                        .map(|&x| ParamValue::Int(x))
+                        .collect(),
+                },
+            ],
+            start: vec![0, 0],
+            confirm: 0,
+        };
+        let from = sp.start.clone();
+        let st = State::read(&sp, &[]);
+        let mut p = from.clone();
+        more_kv(&sp, &st, &mut p, &from, false);
+        assert!(p[0] > 0 && p[1] == 0, "{p:?}");
+        let mut flat = State::read(&sp, &[]);
+        flat.kv_flat[0] = true;
+        let mut not_in_effect = State::read(&sp, &[]);
+        not_in_effect.dropped[0] = Some(Dropped::NotInEffect);
+        for st in [flat, not_in_effect] {
+            let mut p = from.clone();
+            more_kv(&sp, &st, &mut p, &from, false);
+            assert!(p[0] == 0 && p[1] > 0, "{p:?}");
+        }
+    }
+
     /// The pool in requests: what ran over the share used, unless that share is too small to
     /// divide by (a few tokens of a pool say nothing of its size in requests).
     #[test]
