@@ -240,7 +240,7 @@ mod tests {
             let plain = propose(&sp, &st, &base, 1, 3, "lift the scheduler cap").unwrap();
             composed(&sp, &st, &base, seen, plain).map(one)
         };
-        let p = ask(&[base.clone()]).unwrap();
+        let p = ask(std::slice::from_ref(&base)).unwrap();
         assert_eq!(p.point, lifted, "{}", p.why);
         let measured = slo(lifted.clone(), 650.0, 1.0, ev(VerdictKind::ComputeBound));
         assert!(ask(&[base.clone(), measured]).is_none());
