@@ -544,6 +544,29 @@ mod tests {
         }
     }
 
+    /// A bucket whose step reads 0 ms (or less, or not a number), or that has no lines, is no
+    /// measurement: the fit is the one without it.
+    #[test]
+    fn a_step_of_no_time_or_no_lines_is_left_out_of_the_fit() {
+        let v = [
+            s(4.0, 12.0, 5, None),
+            s(16.0, 18.0, 10, None),
+            s(32.0, 26.0, 40, None),
+        ];
+        let base = fit(&v.iter().collect::<Vec<_>>()).unwrap();
+        for bad in [
+            s(24.0, 0.0, 20, None),
+            s(24.0, -1.0, 20, None),
+            s(24.0, f64::NAN, 20, None),
+            s(24.0, 15.0, 0, None),
+            s(0.5, 15.0, 20, None),
+        ] {
+            let mut w: Vec<&StepSample> = v.iter().collect();
+            w.push(&bad);
+            assert_eq!(fit(&w), Some(base), "{bad:?}");
+        }
+    }
+
     #[test]
     fn the_fit_recovers_a_line_from_buckets_of_one_launch() {
         let v = [
