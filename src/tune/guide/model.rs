@@ -567,6 +567,42 @@ mod tests {
         }
     }
 
+    /// The line's uncertainty, on a case worked by hand: three buckets of one line each at 1,
+    /// 2, 3 running, steps 1, 3, 2 ms. The line 1 + 0.5 R; residuals −0.5, 1, −0.5, so σ² =
+    /// 1.5 ÷ (3 − 2); Var(height at the mean) = σ² ÷ 3 = 0.5, Var(slope) = σ² ÷ Σ(x − x̄)² = 0.75
+    /// (ordinary least squares' own, the weights being equal).
+    #[test]
+    fn the_fits_uncertainty_matches_least_squares_worked_by_hand() {
+        let v = [
+            s(1.0, 1.0, 1, None),
+            s(2.0, 3.0, 1, None),
+            s(3.0, 2.0, 1, None),
+        ];
+        let f = fit(&v.iter().collect::<Vec<_>>()).unwrap();
+        assert!(
+            (f.a - 1.0).abs() < 1e-12 && (f.b - 0.5).abs() < 1e-12,
+            "{f:?}"
+        );
+        assert!((f.var_mean - 0.5).abs() < 1e-12, "{f:?}");
+        assert!((f.var_b - 0.75).abs() < 1e-12, "{f:?}");
+    }
+
+    /// A launch whose TPOT tail reads 0 (every request one token long) calibrates nothing.
+    #[test]
+    fn a_tpot_tail_of_zero_is_no_calibration() {
+        let sp = space1();
+        let mut a = ev(
+            64.0,
+            64.0,
+            vec![bound("tpot_ms_p99", 40.0, 0.0)],
+            line(64.0, None),
+        );
+        a.running_max = Some(64.0);
+        let m = Model::read(&sp, &[obs(vec![3], a)]);
+        assert!(m.graphs.is_some());
+        assert_eq!(m.tpot_ratio, vec![None]);
+    }
+
     #[test]
     fn the_fit_recovers_a_line_from_buckets_of_one_launch() {
         let v = [
