@@ -587,6 +587,26 @@ mod tests {
         assert!((f.var_b - 0.75).abs() < 1e-12, "{f:?}");
     }
 
+    /// The queue's constant comes from a launch with a queue and at least one request running
+    /// on average: one running is a calibration, half a request (the server mostly idle) none.
+    #[test]
+    fn the_queues_constant_needs_a_request_running() {
+        let sp = space1();
+        let at = |running: f64| {
+            let mut e = ev(
+                running,
+                8.0,
+                vec![bound("ttft_ms_p99", 1000.0, 900.0)],
+                line(8.0, None),
+            );
+            e.running_max = Some(running.max(1.0));
+            obs(vec![0], e)
+        };
+        let m = Model::read(&sp, &[at(1.0), at(0.5)]);
+        assert!(m.ttft_k[0].is_some_and(|k| k > 0.0), "{:?}", m.ttft_k);
+        assert!(m.ttft_k[1].is_none(), "{:?}", m.ttft_k);
+    }
+
     /// A launch whose TPOT tail reads 0 (every request one token long) calibrates nothing.
     #[test]
     fn a_tpot_tail_of_zero_is_no_calibration() {
