@@ -607,6 +607,34 @@ mod tests {
         assert!(m.ttft_k[1].is_none(), "{:?}", m.ttft_k);
     }
 
+    /// The queue's constant is read with the step of the mode the launch ran in: here it ran
+    /// without graphs (10 + 0.5 R: 12 ms at 4 running) beside a launch whose steps ran on
+    /// them (3 + 0.25 R). A wait of 900 ms with 4 queued behind 4 running: k = 900 ÷ (1 × 12).
+    #[test]
+    fn the_queues_constant_is_read_in_the_mode_the_launch_ran() {
+        let sp = space1();
+        let graphs = ev(
+            4.0,
+            4.0,
+            vec![],
+            vec![s(2.0, 3.5, 10, Some(true)), s(4.0, 4.0, 10, Some(true))],
+        );
+        let mut eager = ev(
+            4.0,
+            8.0,
+            vec![bound("ttft_ms_p99", 1000.0, 900.0)],
+            line(8.0, Some(false)),
+        );
+        eager.running_max = Some(4.0);
+        let m = Model::read(&sp, &[obs(vec![0], graphs), obs(vec![1], eager)]);
+        assert!(m.graphs.is_some() && m.eager.is_some());
+        assert!(
+            m.ttft_k[1].is_some_and(|k| (k - 75.0).abs() < 1e-9),
+            "{:?}",
+            m.ttft_k
+        );
+    }
+
     /// A launch whose TPOT tail reads 0 (every request one token long) calibrates nothing.
     #[test]
     fn a_tpot_tail_of_zero_is_no_calibration() {
