@@ -906,6 +906,8 @@ mod tests {
         let band = m.band(0, true, 64.0, 1.0);
         assert_eq!(band.hi, Some(46.0));
         assert_eq!(band.lo, 2.0);
+        // Aimed at half the TTFT bound (500 ms): 2 × (64 − R)/R × (10 + 0.5 R) ≤ 200 → R ≥ 7.6.
+        assert_eq!(m.band(0, true, 64.0, 0.5).lo, 8.0);
         assert!(band.known && !band.empty());
         assert_eq!(m.ceiling(&seen, 0), Some(46.0));
         // A tighter TTFT: the floor rises past the top, and the band is empty.
