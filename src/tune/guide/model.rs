@@ -635,6 +635,19 @@ mod tests {
         );
     }
 
+    /// A queue under 2% of the offered load is none (a request arriving as another ends); at
+    /// 2% it is a queue.
+    #[test]
+    fn a_queue_of_two_percent_is_a_queue() {
+        assert_eq!(queue_share(&ev(49.5, 50.0, vec![], vec![])), Some(0.0));
+        assert_eq!(
+            queue_share(&ev(49.0, 50.0, vec![], vec![])),
+            Some(1.0 / 50.0)
+        );
+        assert_eq!(queue_share(&ev(51.0, 50.0, vec![], vec![])), Some(0.0));
+        assert_eq!(queue_share(&ev(25.0, 50.0, vec![], vec![])), Some(0.5));
+    }
+
     /// A launch whose TPOT tail reads 0 (every request one token long) calibrates nothing.
     #[test]
     fn a_tpot_tail_of_zero_is_no_calibration() {
