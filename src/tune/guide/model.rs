@@ -648,6 +648,16 @@ mod tests {
         assert_eq!(queue_share(&ev(25.0, 50.0, vec![], vec![])), Some(0.5));
     }
 
+    /// Two buckets fit a line exactly and leave no scatter to read an uncertainty from: the
+    /// fit claims none (not 0 ÷ 0).
+    #[test]
+    fn two_buckets_give_a_line_without_an_uncertainty() {
+        let v = [s(8.0, 14.0, 10, None), s(16.0, 18.0, 10, None)];
+        let f = fit(&v.iter().collect::<Vec<_>>()).unwrap();
+        assert!((f.b - 0.5).abs() < 1e-12, "{f:?}");
+        assert_eq!((f.var_mean, f.var_b), (0.0, 0.0), "{f:?}");
+    }
+
     /// A launch whose TPOT tail reads 0 (every request one token long) calibrates nothing.
     #[test]
     fn a_tpot_tail_of_zero_is_no_calibration() {
