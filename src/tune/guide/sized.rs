@@ -620,6 +620,17 @@ mod tests {
         )
     }
 
+    /// `o` with the pool used to `usage` and every decode step on CUDA graphs.
+    fn on_graphs(mut o: Observation, usage: f64) -> Observation {
+        if let Outcome::Measured { evidence, .. } = &mut o.outcome {
+            evidence.kv_usage_max = Some(usage);
+            for st in &mut evidence.steps {
+                st.graph = Some(true);
+            }
+        }
+        o
+    }
+
     fn proposal(n: Next) -> (Point, String) {
         match n {
             Next::Launch(v) => (v[0].point.clone(), v[0].why.clone()),
@@ -1005,13 +1016,7 @@ mod tests {
         let sp = lifted();
         // 16 of 64 run (the cap), the pool 16 / 0.8 = 20 requests, graphs to 16; TTFT broken by
         // the queue, TPOT far under its bound (the band's top above the load).
-        let mut o = launch(sp.start.clone(), 16.0, 1000.0, 1000.0);
-        if let Outcome::Measured { evidence, .. } = &mut o.outcome {
-            evidence.kv_usage_max = Some(0.8);
-            for st in &mut evidence.steps {
-                st.graph = Some(true);
-            }
-        }
+        let o = on_graphs(launch(sp.start.clone(), 16.0, 1000.0, 1000.0), 0.8);
         let (p, why) = proposal(next(&sp, &[o], 10));
         // The cap to the load (64), the graphs to cover it (64), more KV half way.
         assert_eq!(p, vec![5, 2, 2], "{why}");
@@ -1072,13 +1077,7 @@ mod tests {
             start: vec![5, 0, 0],
             ..lifted()
         };
-        let mut o = launch(sp.start.clone(), 16.0, 1000.0, 1000.0);
-        if let Outcome::Measured { evidence, .. } = &mut o.outcome {
-            evidence.kv_usage_max = Some(0.8);
-            for st in &mut evidence.steps {
-                st.graph = Some(true);
-            }
-        }
+        let mut o = on_graphs(launch(sp.start.clone(), 16.0, 1000.0, 1000.0), 0.8);
         let (p, why) = proposal(next(&sp, &[o.clone()], 10));
         assert_eq!(p, vec![5, 2, 2], "{why}");
         assert!(why.contains("lift to the SLO's band"), "{why}");
@@ -1102,13 +1101,7 @@ mod tests {
     #[test]
     fn a_lift_brings_no_more_kv_when_the_pool_holds_the_load() {
         let sp = lifted();
-        let mut o = launch(sp.start.clone(), 16.0, 1000.0, 1000.0);
-        if let Outcome::Measured { evidence, .. } = &mut o.outcome {
-            evidence.kv_usage_max = Some(0.25);
-            for st in &mut evidence.steps {
-                st.graph = Some(true);
-            }
-        }
+        let o = on_graphs(launch(sp.start.clone(), 16.0, 1000.0, 1000.0), 0.25);
         let (p, why) = proposal(next(&sp, &[o], 10));
         assert_eq!(p, vec![5, 2, 0], "{why}");
         assert!(why.contains("lift to the SLO's band"), "{why}");
