@@ -12,8 +12,11 @@
 # Δ prompt_tokens / Δ num_requests (the two generate their text differently: the hit rate is
 # only comparable when the prompts are about as long). TTFT p50 is each client's own.
 # The clients run alternately ROUNDS times. Ends with one machine-readable line:
-# `AGREEMENT hit_rate_points=D ttft_p50=R prompt_tokens=R` (D = sgtune − bench_serving in
-# percentage points; R = sgtune / bench_serving).
+# `AGREEMENT hit_rate_points=D ttft_p50=R prompt_tokens=R host_hit_points=H` (D, H = sgtune −
+# bench_serving in percentage points; R = sgtune / bench_serving), then the verdict against the
+# thresholds (issue 50): `PASS` or `FAIL: <what>`, and the script exits 1 on a FAIL. With
+# HICACHE=N the server runs a host tier N times its pool (HiCache, through the CPU stand-ins),
+# and both clients are judged by its counters too: the host tier's share of the prompt tokens.
 #
 # sgtune's synthetic chat text is counted in words (it has no tokenizer), bench_serving's in the
 # model's tokens: sgtune is asked for SYSTEM and QUESTION ÷ TOKENS_PER_WORD words so both send
@@ -23,7 +26,8 @@
 #
 # Knobs (environment): CONCURRENCY (4), SESSIONS (16), TURNS (4), SYSTEM (64), QUESTION (64),
 # OUTPUT (32), ROUNDS (2), POOL (max_total_tokens, 8192: every live history fits),
-# TOKENS_PER_WORD (1.6).
+# TOKENS_PER_WORD (1.6), HICACHE (0: off; N: --hicache-ratio N); the thresholds MAX_HIT_POINTS
+# (5), MAX_TTFT_RATIO_OFF (0.10: TTFT p50 within 10%), MAX_PROMPT_RATIO_OFF (0.10).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 CONCURRENCY=${CONCURRENCY:-4}
@@ -35,6 +39,15 @@ OUTPUT=${OUTPUT:-32}
 ROUNDS=${ROUNDS:-2}
 POOL=${POOL:-8192}
 TOKENS_PER_WORD=${TOKENS_PER_WORD:-1.6}
+HICACHE=${HICACHE:-0}
+MAX_HIT_POINTS=${MAX_HIT_POINTS:-5}
+MAX_TTFT_RATIO_OFF=${MAX_TTFT_RATIO_OFF:-0.10}
+MAX_PROMPT_RATIO_OFF=${MAX_PROMPT_RATIO_OFF:-0.10}
+hicache_args=()
+if [ "$HICACHE" != 0 ]; then
+  # The CPU stand-ins' one copy path (docs/cpu-sglang.md).
+  hicache_args=(--enable-hierarchical-cache --hicache-ratio "$HICACHE" --hicache-io-backend direct --hicache-mem-layout layer_first)
+fi
 words() { python3 -c "import sys; print(max(1, round(int(sys.argv[1]) / float(sys.argv[2]))))" "$1" "$TOKENS_PER_WORD"; }
 SG_SYSTEM=$(words "$SYSTEM")
 SG_QUESTION=$(words "$QUESTION")
@@ -48,12 +61,13 @@ work=$(mktemp -d)
 port=$(free_port)
 url="http://127.0.0.1:$port"
 
-echo "[sessions] starting SGLang on port $port (log: $work/server.log)" >&2
+echo "[sessions] starting SGLang on port $port (pool $POOL, HiCache ratio $HICACHE; log: $work/server.log)" >&2
 PYTHONPATH=$SGTUNE_KERNEL_STANDIN SGLANG_USE_CPU_ENGINE=1 HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1 \
   setsid "$SGTUNE_PYTHON" -m sglang.launch_server --model-path "$SGTUNE_MODEL" \
   --served-model-name tiny --device cpu --attention-backend torch_native \
   --disable-overlap-schedule --sleep-on-idle --dtype bfloat16 --max-total-tokens "$POOL" \
-  --enable-metrics --host 127.0.0.1 --port "$port" > "$work/server.log" 2>&1 &
+  --enable-metrics ${hicache_args[@]+"${hicache_args[@]}"} --host 127.0.0.1 --port "$port" \
+  > "$work/server.log" 2>&1 &
 server=$!
 cleanup() {
   kill -TERM "$server" 2>/dev/null || true
@@ -73,14 +87,19 @@ grep -q "The server is fired up and ready to roll" "$work/server.log" || { echo 
 counters() {
   curl -fsS "$url/metrics" | python3 -c '
 import sys
-want = {"sglang:cached_tokens_total": 0.0, "sglang:prompt_tokens_total": 0.0, "sglang:num_requests_total": 0.0}
+# Every label set summed (with HiCache the cached tokens come in a device and a host series,
+# each only once it has counted something), and the host series apart.
+want = {"sglang:cached_tokens_total": 0.0, "sglang:num_requests_total": 0.0, "sglang:prompt_tokens_total": 0.0, "host": 0.0}
 for line in sys.stdin:
     if line.startswith("#"):
         continue
     name = line.split("{")[0].split(" ")[0]
     if name in want:
-        want[name] += float(line.rsplit(" ", 1)[1])
-print(" ".join(str(want[k]) for k in sorted(want)))'
+        value = float(line.rsplit(" ", 1)[1])
+        want[name] += value
+        if name == "sglang:cached_tokens_total" and "cache_source=\"host\"" in line:
+            want["host"] += value
+print(" ".join(str(want[k]) for k in ["sglang:cached_tokens_total", "sglang:num_requests_total", "sglang:prompt_tokens_total", "host"]))'
 }
 flush() { curl -fsS -X POST "$url/flush_cache" > /dev/null || curl -fsS "$url/flush_cache" > /dev/null; }
 
@@ -110,29 +129,48 @@ for round in $(seq 1 "$ROUNDS"); do
   counters > "$work/bs-$round.after"
 done
 
-python3 - "$work" "$ROUNDS" <<'PY'
+python3 - "$work" "$ROUNDS" "$HICACHE" "$MAX_HIT_POINTS" "$MAX_TTFT_RATIO_OFF" "$MAX_PROMPT_RATIO_OFF" <<'PY'
 import json, sys, statistics as st
-work, rounds = sys.argv[1], int(sys.argv[2])
+work, rounds, hicache = sys.argv[1], int(sys.argv[2]), sys.argv[3] != "0"
+max_hit, max_ttft, max_prompt = (float(x) for x in sys.argv[4:7])
 def delta(name, r):
-    # Sorted names: cached, num_requests, prompt.
+    # cached, num_requests, prompt, host (the order `counters` prints).
     b = [float(x) for x in open(f"{work}/{name}-{r}.before").read().split()]
     a = [float(x) for x in open(f"{work}/{name}-{r}.after").read().split()]
-    cached, reqs, prompt = (a[i] - b[i] for i in range(3))
-    return cached / prompt if prompt else float("nan"), prompt / reqs if reqs else float("nan"), reqs
-sg = {"hit": [], "ptok": [], "ttft": [], "reqs": []}
-bs = {"hit": [], "ptok": [], "ttft": [], "reqs": []}
+    cached, reqs, prompt, host = (a[i] - b[i] for i in range(4))
+    nan = float("nan")
+    return (cached / prompt if prompt else nan, prompt / reqs if reqs else nan, reqs,
+            host / prompt if prompt else nan)
+sg = {"hit": [], "ptok": [], "ttft": [], "reqs": [], "host": []}
+bs = {"hit": [], "ptok": [], "ttft": [], "reqs": [], "host": []}
 for r in range(1, rounds + 1):
-    h, p, n = delta("sg", r)
+    h, p, n, ho = delta("sg", r)
     c = json.load(open(f"{work}/sgtune-{r}/summary.json"))["load_points"][0]["client"]
-    sg["hit"].append(h); sg["ptok"].append(p); sg["reqs"].append(n); sg["ttft"].append(c["ttft_ms"]["p50"])
-    h, p, n = delta("bs", r)
+    sg["hit"].append(h); sg["ptok"].append(p); sg["reqs"].append(n); sg["host"].append(ho); sg["ttft"].append(c["ttft_ms"]["p50"])
+    h, p, n, ho = delta("bs", r)
     b = [json.loads(l) for l in open(f"{work}/bench-{r}.jsonl") if l.strip()][-1]
-    bs["hit"].append(h); bs["ptok"].append(p); bs["reqs"].append(n); bs["ttft"].append(b["median_ttft_ms"])
+    bs["hit"].append(h); bs["ptok"].append(p); bs["reqs"].append(n); bs["host"].append(ho); bs["ttft"].append(b["median_ttft_ms"])
 print(f"{'metric':<22}{'sgtune':>12}{'bench_serving':>16}   per round sgtune | bench_serving")
-for key, name in [("hit", "prefix hit rate"), ("ttft", "TTFT p50 ms"), ("ptok", "prompt tokens/request"), ("reqs", "requests (server)")]:
+for key, name in [("hit", "prefix hit rate"), ("host", "host-tier hit share"), ("ttft", "TTFT p50 ms"), ("ptok", "prompt tokens/request"), ("reqs", "requests (server)")]:
     a, b = st.mean(sg[key]), st.mean(bs[key])
     per = " ".join(f"{x:.3f}" for x in sg[key]) + " | " + " ".join(f"{x:.3f}" for x in bs[key])
     print(f"{name:<22}{a:>12.3f}{b:>16.3f}   {per}")
 d = (st.mean(sg["hit"]) - st.mean(bs["hit"])) * 100
-print(f"AGREEMENT hit_rate_points={d:.2f} ttft_p50={st.mean(sg['ttft']) / st.mean(bs['ttft']):.4f} prompt_tokens={st.mean(sg['ptok']) / st.mean(bs['ptok']):.4f}")
+ttft = st.mean(sg["ttft"]) / st.mean(bs["ttft"])
+ptok = st.mean(sg["ptok"]) / st.mean(bs["ptok"])
+dh = (st.mean(sg["host"]) - st.mean(bs["host"])) * 100
+print(f"AGREEMENT hit_rate_points={d:.2f} ttft_p50={ttft:.4f} prompt_tokens={ptok:.4f} host_hit_points={dh:.2f}")
+fails = []
+if not abs(d) <= max_hit:
+    fails.append(f"hit rate {d:+.2f} points apart (at most {max_hit:g})")
+if not abs(ttft - 1) <= max_ttft:
+    fails.append(f"TTFT p50 ratio {ttft:.3f} (within {max_ttft:.0%} of 1)")
+if not abs(ptok - 1) <= max_prompt:
+    fails.append(f"prompt tokens ratio {ptok:.3f} (within {max_prompt:.0%} of 1)")
+if hicache and not (st.mean(sg["host"]) > 0 and st.mean(bs["host"]) > 0):
+    fails.append("HiCache on, yet a client saw no host-tier hits")
+if fails:
+    print("FAIL: " + "; ".join(fails))
+    sys.exit(1)
+print("PASS")
 PY
