@@ -217,7 +217,7 @@ columns! {
         PrefixReusableShare = "prefix_reusable_share", Neither,
             "The prefix-cache hit rate the workload allows, beside the server's `cache_hit_rate`: Σ reusable ÷ Σ prompt tokens (server `usage`) of the successful requests, the reusable part of a prompt being what an earlier request already sent: a session's history (`sessions:`), the shared system prompt, a `shared_prefix` group's prefix after the group's first request. sgtune built the prompts, so it knows this exactly; a server hit rate well below it is history the cache dropped (empty: single synthetic or dataset prompts)";
         MetricsCacheHitRate = "metrics_cache_hit_rate", Neither,
-            "Same from `/metrics`: Δ `sglang:cached_tokens_total` / Δ `sglang:prompt_tokens_total` over the window (vLLM: Δ `vllm:prefix_cache_hits_total` / Δ `vllm:prefix_cache_queries_total`)";
+            "Same from `/metrics`: Δ `sglang:cached_tokens_total` / Δ `sglang:prompt_tokens_total` over the window, each summed over its label sets (the hits come by `cache_source`: device, host, storage) and a series first exported inside the window counted from 0; a server that exports no hit yet, Δ of `sglang:prefill_effective_tokens_total`'s hit modes / Δ all its modes (vLLM: Δ `vllm:prefix_cache_hits_total` / Δ `vllm:prefix_cache_queries_total`)";
         MetricsHostHitRate = "metrics_host_hit_rate", Neither,
             "Of the prompt tokens, the share HiCache's host tier served: Δ `sglang:prefill_effective_tokens_total{mode=\"host_hit\"}` / Δ its sum over every mode, over the window (the log's `#cached-token` counts device and host hits together); empty without the series";
         Retractions = "retractions", Lower,
