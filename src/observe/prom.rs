@@ -121,6 +121,24 @@ fn has_labels(labels: &str, filter: &str) -> bool {
     label_pairs(filter).iter().all(|p| have.contains(p))
 }
 
+/// Which series of a counter a delta sums.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Ranks {
+    /// Every series (each DP rank, or each label value, counts its own tokens).
+    All,
+    /// One TP (and PP) rank per DP rank: SGLang's radix-cache counters (evicted, loaded back,
+    /// backed up) are reported by every rank's cache for the same logical tokens, under its
+    /// own `tp_rank`/`pp_rank` labels ("read one rank rather than summing ranks").
+    First,
+}
+
+/// Rank 0 of TP and PP, or no such label.
+fn first_rank(labels: &str) -> bool {
+    label_pairs(labels)
+        .iter()
+        .all(|(k, v)| !(k == "tp_rank" || k == "pp_rank") || v == "0")
+}
+
 /// Δ of counter `name` between two scrapes, summed over its series (label sets) that hold
 /// `filter`'s pairs. Per series: a labelled counter appears in /metrics only at its first
 /// increment (with HiCache `sglang:cached_tokens_total{cache_source="host"}` appears at the
@@ -128,11 +146,21 @@ fn has_labels(labels: &str, filter: &str) -> bool {
 /// from 0; a series that went down restarted, and counts from 0 too (Prometheus' `increase`).
 /// None when the last scrape has no such series, or when the first has no engine samples at
 /// all (then nothing shows what was counted before the window).
-fn counter_delta(first: &[Sample], last: &[Sample], name: &str, filter: &str) -> Option<f64> {
+fn counter_delta(
+    first: &[Sample],
+    last: &[Sample],
+    name: &str,
+    filter: &str,
+    ranks: Ranks,
+) -> Option<f64> {
     if first.is_empty() {
         return None;
     }
-    let kept = |x: &&Sample| x.name == name && has_labels(&x.labels, filter);
+    let kept = |x: &&Sample| {
+        x.name == name
+            && has_labels(&x.labels, filter)
+            && (ranks == Ranks::All || first_rank(&x.labels))
+    };
     let mut seen = false;
     let mut sum = 0.0;
     for end in last.iter().filter(kept) {
@@ -236,12 +264,46 @@ pub struct MetricsSummary {
     /// the series is not exported (older SGLang, vLLM) or nothing was prefilled.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host_hit_rate: Option<f64>,
+    /// The same for the device pool: Δ `device_hit` / Δ all modes of [`PREFILL_BY_TIER`].
+    /// With [`Self::host_hit_rate`] it splits the overall hit rate by tier.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device_hit_rate: Option<f64>,
+    /// Tokens HiCache loaded back from the host pool into the device pool in the window
+    /// ([`LOAD_BACK`], the KV pool's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub load_back_tokens: Option<u64>,
+    /// Tokens HiCache backed up from the device pool to the host pool ([`BACKUP`], the KV
+    /// pool's): under the default write-through policy, every prefix inserted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backup_tokens: Option<u64>,
+    /// Device KV token slots the radix cache freed by eviction ([`EVICTED`]), whether a host
+    /// copy kept them or not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evicted_tokens: Option<u64>,
+    /// Max over the scrapes of the host pool's used ÷ total tokens ([`HOST_USED`],
+    /// [`HOST_TOTAL`], summed over DP ranks): 1 is a full host tier.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_usage_max: Option<f64>,
+    /// The host pool's size in tokens, the last scrape's [`HOST_TOTAL`] (summed over DP ranks).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_total_tokens: Option<u64>,
 }
 
 /// SGLang's prefill tokens by where they came from: `mode` is `input` (computed),
 /// `device_hit`, `host_hit` (HiCache's host tier) or `storage_hit` (its L3). Every mode is
 /// exported from start-up (pre-seeded at 0), so no series appears mid-window.
 pub const PREFILL_BY_TIER: &str = "sglang:prefill_effective_tokens_total";
+/// SGLang's HiCache counters (`RadixCacheMetricsCollector`, one series per rank and, for the
+/// two with a `pool` label, per host pool: `kv`, `swa`, `mamba`).
+pub const LOAD_BACK: &str = "sglang:load_back_tokens_total";
+pub const BACKUP: &str = "sglang:hicache_backup_tokens_total";
+/// The radix cache's evictions (with or without HiCache).
+pub const EVICTED: &str = "sglang:evicted_tokens_total";
+/// The KV pool's series of [`LOAD_BACK`] and [`BACKUP`].
+const KV_POOL: &str = "pool=\"kv\"";
+/// HiCache's host pool gauges (only exported with the hierarchical cache on).
+pub const HOST_USED: &str = "sglang:hicache_host_used_tokens";
+pub const HOST_TOTAL: &str = "sglang:hicache_host_total_tokens";
 
 pub fn summarize(scrapes: &[Scrape]) -> MetricsSummary {
     let mut m = MetricsSummary {
@@ -253,10 +315,13 @@ pub fn summarize(scrapes: &[Scrape]) -> MetricsSummary {
     };
     let names = series_of(scrapes);
     let dt = last.t_s - first.t_s;
-    let delta_where =
-        |name: &str, label: &str| counter_delta(&first.samples, &last.samples, name, label);
+    let delta_of = |name: &str, label: &str, ranks: Ranks| {
+        counter_delta(&first.samples, &last.samples, name, label, ranks)
+    };
+    let delta_where = |name: &str, label: &str| delta_of(name, label, Ranks::All);
     let delta = |name: &str| delta_where(name, "");
     let rate = |d: Option<f64>| d.filter(|_| dt > 0.0).map(|d| d / dt);
+    let tokens = |d: Option<f64>| d.map(|d| d.max(0.0).round() as u64);
     if let Some((name, label)) = names
         .generation
         .iter()
@@ -277,6 +342,7 @@ pub fn summarize(scrapes: &[Scrape]) -> MetricsSummary {
     let tier = |mode: &str| delta_where(PREFILL_BY_TIER, &format!("mode=\"{mode}\""));
     let by_tier = delta(PREFILL_BY_TIER);
     m.host_hit_rate = share(tier("host_hit"), by_tier);
+    m.device_hit_rate = share(tier("device_hit"), by_tier);
     // Hits over prompt tokens, every label set summed (SGLang splits the hits by
     // `cache_source`: device, host, storage, or `total` where a request has no split). A
     // counter with labels is not exported before its first increment, so a window without a
@@ -289,6 +355,20 @@ pub fn summarize(scrapes: &[Scrape]) -> MetricsSummary {
         }
         None => None,
     };
+    // These counters appear at their first increment too; where the server shows it counts
+    // them (the host pool's gauges: HiCache on; the tiers' counter: a SGLang that has them
+    // all), a counter not exported yet has counted nothing.
+    let hicache_on = total(&last.samples, HOST_TOTAL).is_some();
+    let counts_tiers = by_tier.is_some();
+    let counted = |d: Option<f64>, exported: bool| tokens(d.or(exported.then_some(0.0)));
+    m.load_back_tokens = counted(delta_of(LOAD_BACK, KV_POOL, Ranks::First), hicache_on);
+    m.backup_tokens = counted(delta_of(BACKUP, KV_POOL, Ranks::First), hicache_on);
+    m.evicted_tokens = counted(delta_of(EVICTED, "", Ranks::First), counts_tiers);
+    m.host_usage_max = scrapes
+        .iter()
+        .filter_map(|s| share(total(&s.samples, HOST_USED), total(&s.samples, HOST_TOTAL)))
+        .reduce(f64::max);
+    m.host_total_tokens = tokens(total(&last.samples, HOST_TOTAL));
     // Gauges: the scrapes inside the window (the last one is taken just after it ends).
     let inside = if scrapes.len() > 1 {
         &scrapes[..scrapes.len() - 1]
@@ -455,7 +535,8 @@ garbage line
             hicache_scrape(5.0, 2000.0, 400.0, Some(250.0), 200.0, 4400.0),
         ]);
         assert_eq!(m.cache_hit_rate, Some(0.5));
-        // The host tier's share from the scheduler's counter: 200 of 1,000.
+        // The tiers' shares from the scheduler's counter: 300 and 200 of 1,000.
+        assert_eq!(m.device_hit_rate, Some(0.3));
         assert_eq!(m.host_hit_rate, Some(0.2));
         // The host series first appears in the last scrape: its 250 hits are all the window's.
         let m = summarize(&[
@@ -476,6 +557,7 @@ garbage line
             hicache_scrape(3.0, 1040.0, 300.0, Some(100.0), 0.0, 0.0),
         ]);
         assert_eq!(m.cache_hit_rate, Some(0.4));
+        // Before the fix the absent series made the whole figure empty.
     }
 
     /// A window without a single hit exports no `cached_tokens_total` series at all (the radix
@@ -493,6 +575,7 @@ garbage line
         };
         let m = summarize(&[scrape(0.0, 100.0), scrape(4.0, 900.0)]);
         assert_eq!(m.cache_hit_rate, Some(0.0));
+        assert_eq!(m.device_hit_rate, Some(0.0));
         // Without that counter (an older SGLang) nothing says how many: no figure.
         let old = |t_s: f64, p: f64| Scrape {
             t_s,
@@ -505,6 +588,76 @@ garbage line
     }
 
     #[test]
+    fn the_host_tiers_counters_and_pool() {
+        let m = summarize(&[
+            hicache_scrape(0.0, 1000.0, 100.0, Some(50.0), 30.0, 2200.0),
+            hicache_scrape(1.0, 1500.0, 200.0, Some(80.0), 60.0, 8800.0),
+            hicache_scrape(2.0, 2000.0, 400.0, Some(250.0), 230.0, 6600.0),
+        ]);
+        assert_eq!(m.load_back_tokens, Some(200));
+        assert_eq!(m.backup_tokens, Some(1000));
+        assert_eq!(m.evicted_tokens, Some(500));
+        // The fullest scrape: 8,800 of 8,800.
+        assert_eq!(m.host_usage_max, Some(1.0));
+        assert_eq!(m.host_total_tokens, Some(8800));
+        // Without HiCache none of them is exported: no figures, not zeros.
+        let plain = |t_s: f64| Scrape {
+            t_s,
+            samples: parse("sglang:num_running_reqs 1\n"),
+        };
+        let m = summarize(&[plain(0.0), plain(1.0)]);
+        assert_eq!(
+            (m.load_back_tokens, m.backup_tokens, m.evicted_tokens),
+            (None, None, None)
+        );
+        assert_eq!(m.host_usage_max, None);
+        // HiCache on (its pool's gauges) before any load-back or eviction: the counters are
+        // not exported yet, and have counted nothing.
+        let quiet = |t_s: f64| Scrape {
+            t_s,
+            samples: parse(
+                "sglang:hicache_host_used_tokens{tp_rank=\"0\"} 0\n\
+                 sglang:hicache_host_total_tokens{tp_rank=\"0\"} 8800\n\
+                 sglang:prefill_effective_tokens_total{mode=\"input\"} 10\n",
+            ),
+        };
+        let m = summarize(&[quiet(0.0), quiet(1.0)]);
+        assert_eq!(
+            (m.load_back_tokens, m.backup_tokens, m.evicted_tokens),
+            (Some(0), Some(0), Some(0))
+        );
+        assert_eq!(m.host_usage_max, Some(0.0));
+    }
+
+    /// SGLang's radix-cache counters are reported by every TP rank for the same logical
+    /// tokens; DP ranks have caches of their own. One TP rank per DP rank is summed.
+    #[test]
+    fn the_radix_cache_counters_count_one_tp_rank_per_dp_rank() {
+        let scrape = |t_s: f64, n: f64| {
+            let mut text = String::new();
+            for dp in 0..2 {
+                for tp in 0..2 {
+                    text += &format!(
+                        "sglang:load_back_tokens_total{{cache_type=\"HiRadixCache\",dp_rank=\"{dp}\",pool=\"kv\",pp_rank=\"0\",tp_rank=\"{tp}\"}} {}\n\
+                         sglang:load_back_tokens_total{{cache_type=\"HiRadixCache\",dp_rank=\"{dp}\",pool=\"mamba\",pp_rank=\"0\",tp_rank=\"{tp}\"}} 999\n\
+                         sglang:evicted_tokens_total{{cache_type=\"HiRadixCache\",dp_rank=\"{dp}\",pp_rank=\"0\",tp_rank=\"{tp}\"}} {}\n",
+                        n * (dp + 1) as f64,
+                        2.0 * n * (dp + 1) as f64,
+                    );
+                }
+            }
+            Scrape {
+                t_s,
+                samples: parse(&text),
+            }
+        };
+        let m = summarize(&[scrape(0.0, 10.0), scrape(1.0, 110.0)]);
+        // DP 0 loaded back 100, DP 1 200; the TP 1 copies and the mamba pool left out.
+        assert_eq!(m.load_back_tokens, Some(300));
+        assert_eq!(m.evicted_tokens, Some(600));
+    }
+
+    #[test]
     fn counter_deltas_per_series() {
         let s = |text: &str| parse(text);
         let first = s("sglang:x_total{a=\"1\"} 10\nsglang:x_total{a=\"2\"} 50\n");
@@ -512,16 +665,22 @@ garbage line
         let last =
             s("sglang:x_total{a=\"1\"} 15\nsglang:x_total{a=\"2\"} 7\nsglang:x_total{a=\"3\"} 4\n");
         assert_eq!(
-            counter_delta(&first, &last, "sglang:x_total", ""),
+            counter_delta(&first, &last, "sglang:x_total", "", Ranks::All),
             Some(16.0)
         );
         assert_eq!(
-            counter_delta(&first, &last, "sglang:x_total", "a=\"3\""),
+            counter_delta(&first, &last, "sglang:x_total", "a=\"3\"", Ranks::All),
             Some(4.0)
         );
         // No such series at the end, or no baseline at all: no figure.
-        assert_eq!(counter_delta(&first, &last, "sglang:y_total", ""), None);
-        assert_eq!(counter_delta(&[], &last, "sglang:x_total", ""), None);
+        assert_eq!(
+            counter_delta(&first, &last, "sglang:y_total", "", Ranks::All),
+            None
+        );
+        assert_eq!(
+            counter_delta(&[], &last, "sglang:x_total", "", Ranks::All),
+            None
+        );
     }
 
     #[test]
@@ -546,6 +705,9 @@ garbage line
             r#"tp_rank="0""#
         ));
         assert!(has_labels("", ""));
+        assert!(first_rank(r#"dp_rank="3",tp_rank="0""#));
+        assert!(!first_rank(r#"dp_rank="0",pp_rank="1",tp_rank="0""#));
+        assert!(first_rank(r#"model_name="tiny""#));
     }
 
     #[test]

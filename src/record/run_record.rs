@@ -380,7 +380,12 @@ pub fn cell(c: Column, r: &RunRecord) -> String {
         Column::CacheHitRate => f(server(r, |s| s.cached_token_share)),
         Column::PrefixReusableShare => f(r.client.as_ref().and_then(|c| c.reusable_prompt_share)),
         Column::MetricsCacheHitRate => f(r.metrics.as_ref().and_then(|m| m.cache_hit_rate)),
+        Column::MetricsDeviceHitRate => f(r.metrics.as_ref().and_then(|m| m.device_hit_rate)),
         Column::MetricsHostHitRate => f(r.metrics.as_ref().and_then(|m| m.host_hit_rate)),
+        Column::MetricsLoadBackTokens => u(r.metrics.as_ref().and_then(|m| m.load_back_tokens)),
+        Column::MetricsBackupTokens => u(r.metrics.as_ref().and_then(|m| m.backup_tokens)),
+        Column::MetricsEvictedTokens => u(r.metrics.as_ref().and_then(|m| m.evicted_tokens)),
+        Column::MetricsHostUsageMax => f(r.metrics.as_ref().and_then(|m| m.host_usage_max)),
         Column::Retractions => u(r
             .server
             .as_ref()
@@ -732,6 +737,12 @@ mod tests {
                 retractions: Some(9025.0),
                 cache_hit_rate: Some(0.4375),
                 host_hit_rate: Some(0.1875),
+                device_hit_rate: Some(0.0625 + 0.1875),
+                load_back_tokens: Some(9026),
+                backup_tokens: Some(9027),
+                evicted_tokens: Some(9028),
+                host_usage_max: Some(0.9375),
+                host_total_tokens: Some(9029),
             }),
             effective: Some(crate::observe::effective::EffectiveArgs {
                 id: Some("id-of-effective".into()),
@@ -829,7 +840,12 @@ mod tests {
             ("cache_hit_rate", "0.3125"),
             ("prefix_reusable_share", "0.8125"),
             ("metrics_cache_hit_rate", "0.4375"),
+            ("metrics_device_hit_rate", "0.25"),
             ("metrics_host_hit_rate", "0.1875"),
+            ("metrics_load_back_tokens", "9026"),
+            ("metrics_backup_tokens", "9027"),
+            ("metrics_evicted_tokens", "9028"),
+            ("metrics_host_usage_max", "0.9375"),
             ("retractions", "5"),
             ("time_to_ready_s", "42.25"),
             ("verdict", "queue_with_spare_kv"),
