@@ -212,6 +212,8 @@ columns! {
             "KV cache dtype (`KV Cache is allocated` line)";
         KvCacheGb = "kv_cache_gb", Neither,
             "KV cache size, K + V (GB; vLLM: its `GiB for KV cache` / `Available KV cache memory` line)";
+        HicacheHostTokens = "hicache_host_tokens", Neither,
+            "HiCache's host pool in tokens, per rank (start-up line `Allocating kv hierarchical KV host pool: N tokens, X GB host memory.`); empty without HiCache or where the line gives GB only";
         CacheHitRate = "cache_hit_rate", Neither,
             "Prefix-cache hit rate in the window: Σ `#cached-token` / Σ (`#new-token` + `#cached-token`) over Prefill lines (vLLM: the window's last `Prefix cache hit rate`, vLLM's rolling rate)";
         PrefixReusableShare = "prefix_reusable_share", Neither,

@@ -123,6 +123,10 @@ pub const VLLM_UNREPORTED: &[(Column, &str)] = &[
         " on the V0 engine (to 0.10), whose stats lines carry no preemption count (V1 prints `Preemptions: N` when N > 0)",
     ),
     (
+        Column::HicacheHostTokens,
+        ": SGLang's hierarchical cache, which vLLM does not have",
+    ),
+    (
         Column::MetricsDeviceHitRate,
         ": its `/metrics` does not split the prefix cache's hits by tier",
     ),

@@ -69,6 +69,10 @@ pub struct ServerSummary {
     pub kv_cache_gb: Option<f64>,
     /// Host memory of the first HiCache alloc line, GB (per rank).
     pub hicache_host_gb: Option<f64>,
+    /// The same line's host pool in tokens (per rank), where it says (SGLang 0.5.23's
+    /// `Allocating kv hierarchical KV host pool: N tokens, X GB host memory.`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hicache_host_tokens: Option<u64>,
     /// Retraction lines in the window (TP>0 duplicates dropped) and the requests they retracted.
     pub retractions: u64,
     pub retracted_requests: u64,
@@ -365,6 +369,7 @@ pub struct Summarizer {
     kv_dtype_line: Option<String>,
     kv_dtype_arg: Option<String>,
     hicache_host_gb: Option<f64>,
+    hicache_host_tokens: Option<u64>,
     capture_bs: Option<u64>,
     graph_bs_arg: Option<u64>,
     graphs_disabled: bool,
@@ -486,8 +491,12 @@ impl Summarizer {
                     self.on_server_args(args);
                 }
             }
-            LogEvent::HiCacheAlloc { gb } => {
-                self.hicache_host_gb = self.hicache_host_gb.or(Some(gb));
+            LogEvent::HiCacheAlloc { gb, tokens } => {
+                // The first line's, both figures from it.
+                if self.hicache_host_gb.is_none() {
+                    self.hicache_host_gb = Some(gb);
+                    self.hicache_host_tokens = tokens;
+                }
             }
             LogEvent::Retract(r) => {
                 let p = parse_prefix_bytes(line);
@@ -546,6 +555,7 @@ impl Summarizer {
                 .or_else(|| self.kv_dtype_arg.clone()),
             kv_cache_gb: self.kv_cache_gb,
             hicache_host_gb: self.hicache_host_gb,
+            hicache_host_tokens: self.hicache_host_tokens,
             retractions: a.retractions,
             retracted_requests: a.retracted,
             ready_seen: self.core.ready_line.is_some(),
@@ -989,6 +999,25 @@ decode out of memory happened, #retracted_reqs: 3, #new_token_ratio: 0.5000 -> 0
         assert!(close(sum.gen_throughput_mean, 150.0));
         assert_eq!(sum.running_req_max, Some(6));
         assert_eq!(sum.retracted_requests, 3);
+    }
+
+    /// Issue 50: the host pool named in tokens as well as GB.
+    #[test]
+    fn the_host_pool_in_tokens() {
+        let log = "[2026-12-07 10:00:00] Allocating kv hierarchical KV host pool: 8800 tokens, 0.01 GB host memory.\n\
+                   [2026-12-07 10:00:00] Allocating kv hierarchical KV host pool: 1 tokens, 9.00 GB host memory.\n";
+        let sum = summarize_text(log, None);
+        assert_eq!(sum.hicache_host_tokens, Some(8800));
+        assert!(close(sum.hicache_host_gb, 0.01));
+        // The older wording gives the GB alone.
+        let old = summarize_text(
+            "Allocating 48.00 GB host memory for hierarchical KV cache.\n",
+            None,
+        );
+        assert_eq!(
+            (old.hicache_host_tokens, old.hicache_host_gb),
+            (None, Some(48.0))
+        );
     }
 
     #[test]
