@@ -1,6 +1,7 @@
 //! ClientSummary + ServerSummary → Verdict: what limited this run, the numbers that show it,
-//! and which way to turn the knobs. Also the direction after a failure ([`failure_direction`])
-//! and the failure a log ends in ([`log_failure`]).
+//! and which way to turn the knobs; a run's flags add what the log may not say ([`Launch`]).
+//! Also the direction after a failure ([`failure_direction`]) and the failure a log ends in
+//! ([`log_failure`]).
 
 use crate::observe::client::ClientSummary;
 use crate::observe::sglang_log::ServerSummary;
@@ -98,23 +99,78 @@ const HIT_SHORT_POINTS: f64 = 0.1;
 /// tokens) that prefill must reach for recomputed prefixes to matter (docs/methodology.md).
 const PREFILL_HEAVY: f64 = 0.5;
 
-/// Diagnose one run. `concurrency` 0 means unknown: the offered concurrency is then estimated
-/// from the log (max over intervals of `#running-req` + `#queue-req`, what a closed-loop
-/// client keeps in the server). `tokens_per_request` 0 means unknown: the capacity arithmetic
-/// then shows the tokens reserved per running request instead.
+/// What a measured launch adds to its log and client: the flags it was launched with (a log
+/// at `--log-level warning` prints no server args). `sgtune log` has none:
+/// [`Launch::default`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Launch {
+    /// The launch asked for `disable_radix_cache`.
+    pub radix_cache_off: bool,
+}
+
+/// Diagnose one run from its log and client alone ([`diagnose_launch`] without a [`Launch`]).
 pub fn diagnose(
     concurrency: u64,
     tokens_per_request: u64,
     client: Option<&ClientSummary>,
     server: Option<&ServerSummary>,
 ) -> Verdict {
-    let mut v = diagnose_sglang_terms(concurrency, tokens_per_request, client, server);
+    diagnose_launch(
+        concurrency,
+        tokens_per_request,
+        client,
+        server,
+        Launch::default(),
+    )
+}
+
+/// Diagnose one run. `concurrency` 0 means unknown: the offered concurrency is then estimated
+/// from the log (max over intervals of `#running-req` + `#queue-req`, what a closed-loop
+/// client keeps in the server). `tokens_per_request` 0 means unknown: the capacity arithmetic
+/// then shows the tokens reserved per running request instead.
+pub fn diagnose_launch(
+    concurrency: u64,
+    tokens_per_request: u64,
+    client: Option<&ClientSummary>,
+    server: Option<&ServerSummary>,
+    launch: Launch,
+) -> Verdict {
+    let mut v = diagnose_sglang_terms(concurrency, tokens_per_request, client, server, &launch);
+    if let Some(s) = server.filter(|_| v.kind != VerdictKind::Unknown) {
+        // The cache was turned off, not short: every verdict says so (no eviction verdict or
+        // note was made), with what the workload would have allowed.
+        if radix_cache_off(s, &launch) {
+            v.evidence = format!("{}; {}", v.evidence, radix_off_text(client, s));
+        }
+    }
     if server.is_some_and(|s| s.engine == crate::plan::engine::Engine::Vllm) {
         if let Some(h) = vllm_hint(v.kind) {
             v.hint = h.into();
         }
     }
     v
+}
+
+/// The radix (prefix) cache is off: by the server args in the log, or by the launch's flags.
+fn radix_cache_off(s: &ServerSummary, launch: &Launch) -> bool {
+    s.radix_cache_disabled || launch.radix_cache_off
+}
+
+/// "radix cache off (...): every prompt computed, ...; the workload allows a hit rate of X".
+fn radix_off_text(client: Option<&ClientSummary>, s: &ServerSummary) -> String {
+    let allows = PrefixFigures::of(client, s)
+        .map(|f| {
+            format!(
+                "; the workload allows a hit rate of {:.2} ({} of {} prompt tokens reusable)",
+                f.reusable_share,
+                f.reusable_tokens(),
+                f.prompt_tokens
+            )
+        })
+        .unwrap_or_default();
+    format!(
+        "radix cache off (disable_radix_cache): every prompt computed, nothing cached to evict{allows}"
+    )
 }
 
 /// The hint in vLLM's knobs (the spec's common name in brackets), where it differs.
@@ -144,6 +200,7 @@ fn diagnose_sglang_terms(
     tokens_per_request: u64,
     client: Option<&ClientSummary>,
     server: Option<&ServerSummary>,
+    launch: &Launch,
 ) -> Verdict {
     let unknown = |why: &str| Verdict {
         kind: VerdictKind::Unknown,
@@ -203,7 +260,10 @@ fn diagnose_sglang_terms(
     // Every limit the launch shows, in the order that names the primary one: a queue on the
     // cap and graphs off at once are two limits (issue 42), and the tune lifts them together.
     let mut found: Vec<Verdict> = Vec::new();
-    let prefix = prefix_cache_evicted(client, s);
+    // With the radix cache off nothing was kept, so nothing was evicted: no prefix figures,
+    // no eviction verdict or note (the caller names the cache off instead).
+    let figures = PrefixFigures::of(client, s).filter(|_| !radix_cache_off(s, launch));
+    let prefix = figures.and_then(|f| prefix_cache_evicted(&f, s));
     if churn {
         let rate = match (per_min, s.window.seconds) {
             (Some(r), Some(secs)) => format!(" in {secs:.0} s ({r:.1}/min)"),
@@ -257,7 +317,7 @@ fn diagnose_sglang_terms(
                     s.retractions.to_string()
                 },
                 capacity_arithmetic(s, tokens_per_request, run_max)
-            ) + &if prefix.is_none() { prefix_note(client, s) } else { String::new() },
+            ) + &if prefix.is_none() { prefix_note(figures.as_ref()) } else { String::new() },
             // Not the hierarchical cache: its host tier holds evicted prefixes, never a
             // running request's KV, so it adds no room for the batch that waits here.
             hint: "more KV capacity: raise mem_fraction_static (or max_total_tokens), a smaller kv_cache_dtype, or lower the concurrency".into(),
@@ -404,8 +464,7 @@ impl PrefixFigures {
 
 /// `prefix_cache_evicted`: the hit rate well below the workload's while prefill is at least
 /// half the tokens computed (a decode-heavy run loses little to a recomputed prefix).
-fn prefix_cache_evicted(client: Option<&ClientSummary>, s: &ServerSummary) -> Option<Verdict> {
-    let f = PrefixFigures::of(client, s)?;
+fn prefix_cache_evicted(f: &PrefixFigures, s: &ServerSummary) -> Option<Verdict> {
     if !(f.short() && f.prefill_share() >= PREFILL_HEAVY) {
         return None;
     }
@@ -419,9 +478,8 @@ fn prefix_cache_evicted(client: Option<&ClientSummary>, s: &ServerSummary) -> Op
 
 /// The prefix figures added to another verdict's evidence when the hit rate falls short (a
 /// KV-bound pool that also drops history: its larger pool is both moves).
-fn prefix_note(client: Option<&ClientSummary>, s: &ServerSummary) -> String {
-    PrefixFigures::of(client, s)
-        .filter(PrefixFigures::short)
+fn prefix_note(f: Option<&PrefixFigures>) -> String {
+    f.filter(|f| f.short())
         .map(|f| format!("; {}", f.text(None)))
         .unwrap_or_default()
 }
@@ -1065,6 +1123,78 @@ mod tests {
         // A share out of range is clamped, not trusted past 1; NaN is no share.
         assert_eq!(kind(&small(f64::NAN), &s), VerdictKind::ComputeBound);
         assert_eq!(kind(&small(7.0), &s), VerdictKind::PrefixCacheEvicted);
+    }
+
+    /// The KV-bound launch of `evicting`: a queue on a full pool.
+    fn full(s: &ServerSummary) -> ServerSummary {
+        ServerSummary {
+            running_req_max: Some(6),
+            running_req_mean: Some(5.9),
+            queue_req_mean: Some(18.8),
+            queue_req_max: Some(26),
+            queue_nonzero_share: Some(0.93),
+            token_usage_max: Some(0.93),
+            max_total_num_tokens: Some(2048),
+            ..s.clone()
+        }
+    }
+
+    /// Issue 50: `--disable-radix-cache` computes every prompt by the user's choice. Nothing
+    /// was evicted: no eviction verdict, note or HiCache hint; the evidence names the cache
+    /// off and what the workload would have allowed. The log's server args say so, or, where
+    /// the log prints none, the launch's flags.
+    #[test]
+    fn the_radix_cache_off_is_named_and_never_evicted() {
+        let (c, s) = evicting();
+        let off = ServerSummary {
+            prefill_new_tokens: 80_000,
+            prefill_cached_tokens: 0,
+            cached_token_share: Some(0.0),
+            radix_cache_disabled: true,
+            ..s.clone()
+        };
+        let named = "radix cache off (disable_radix_cache): every prompt computed, nothing cached to evict; the workload allows a hit rate of 0.75 (60000 of 80000 prompt tokens reusable)";
+        let by_flag = Launch {
+            radix_cache_off: true,
+            ..Launch::default()
+        };
+        let on = ServerSummary {
+            radix_cache_disabled: false,
+            ..off.clone()
+        };
+        for (server, launch) in [(&off, Launch::default()), (&on, by_flag)] {
+            let v = diagnose_launch(32, 0, Some(&c), Some(server), launch);
+            assert_eq!(v.kind, VerdictKind::ComputeBound, "{}", v.evidence);
+            assert!(v.evidence.ends_with(named), "{}", v.evidence);
+            assert!(!v.hint.contains("hicache"), "{}", v.hint);
+            // A KV-bound launch: no eviction beside it, no prefix note, the cache named off.
+            let v = diagnose_launch(32, 0, Some(&c), Some(&full(server)), launch);
+            assert_eq!(v.kind, VerdictKind::KvCacheBound, "{}", v.evidence);
+            assert!(v.also.is_empty(), "{:?}", v.also);
+            assert!(
+                !v.evidence.contains("prefix cache hit rate"),
+                "{}",
+                v.evidence
+            );
+            assert!(v.evidence.ends_with(named), "{}", v.evidence);
+            assert!(!v.hint.contains("hicache"), "{}", v.hint);
+        }
+        // The same launch with the cache on is evicting.
+        assert_eq!(
+            diagnose(32, 0, Some(&c), Some(&on)).kind,
+            VerdictKind::PrefixCacheEvicted
+        );
+        // Without the workload's share the cache is named off all the same.
+        let v = diagnose(32, 0, None, Some(&off));
+        assert!(
+            v.evidence
+                .ends_with("radix cache off (disable_radix_cache): every prompt computed, nothing cached to evict"),
+            "{}",
+            v.evidence
+        );
+        // No stats: unknown, with nothing to add.
+        let v = diagnose(32, 0, Some(&c), Some(&ServerSummary::default()));
+        assert!(!v.evidence.contains("radix"), "{}", v.evidence);
     }
 
     #[test]

@@ -255,13 +255,14 @@ fn render_capacity(o: &mut String, s: &ServerSummary) {
     );
 }
 
-/// The `kv cache` row: dtype, K+V size and the hierarchical cache's host pool.
+/// The `kv cache` row: dtype, K+V size, the hierarchical cache's host pool, and the radix
+/// cache when the server args turn it off.
 fn render_kv_cache(o: &mut String, s: &ServerSummary) {
     let tokens = s
         .hicache_host_tokens
         .map(|t| format!(" ({t} tokens)"))
         .unwrap_or_default();
-    let kv = format!(
+    let mut kv = format!(
         "{}, {}; {}",
         s.kv_cache_dtype.as_deref().unwrap_or("dtype not printed"),
         s.kv_cache_gb.map_or("size not printed".into(), |g| format!(
@@ -272,6 +273,9 @@ fn render_kv_cache(o: &mut String, s: &ServerSummary) {
                 "hierarchical cache host pool {g:.2} GB{tokens} per rank"
             ))
     );
+    if s.radix_cache_disabled {
+        kv += "; radix cache off (disable_radix_cache)";
+    }
     row(o, "kv cache", &kv);
 }
 
@@ -626,7 +630,8 @@ pub fn render(reports: &[FileReport], format: Format) -> String {
 mod tests {
     use super::*;
 
-    /// The host pool is named in GB and, where the start-up line says, in tokens.
+    /// The host pool is named in GB and, where the start-up line says, in tokens; a radix
+    /// cache turned off is named too.
     #[test]
     fn the_kv_cache_row_names_the_host_pool_in_tokens() {
         let kv = |s: &ServerSummary| {
@@ -649,5 +654,15 @@ mod tests {
             ..s
         };
         assert!(kv(&gb_only).contains("host pool 0.01 GB per rank"));
+        assert!(!kv(&gb_only).contains("radix"));
+        let off = ServerSummary {
+            radix_cache_disabled: true,
+            ..ServerSummary::default()
+        };
+        assert!(
+            kv(&off).ends_with("no hierarchical cache; radix cache off (disable_radix_cache)\n"),
+            "{}",
+            kv(&off)
+        );
     }
 }
