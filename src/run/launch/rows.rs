@@ -156,7 +156,10 @@ pub(super) fn record_of(
         w.input_tokens + w.output_tokens + prefix,
         Some(client),
         Some(&server),
-        diagnose::Launch { radix_cache_off },
+        diagnose::Launch {
+            metrics: l.metrics.as_ref(),
+            radix_cache_off,
+        },
     ));
     if let (Some(log_tput), Some(m)) = (
         server.gen_throughput_mean,
