@@ -912,4 +912,16 @@ fn sessions_reuse_their_history_with_the_radix_cache_up_to_the_share_they_allow(
             || s["verdict_also"].contains("prefix_cache_evicted"),
         "{s:?}"
     );
+    // Issue 50: the radix cache off evicted nothing; the verdict names the cache off instead,
+    // with no host-tier hint.
+    let n = row("no-radix");
+    assert!(
+        n["verdict"] != "prefix_cache_evicted"
+            && !n["verdict_also"].contains("prefix_cache_evicted"),
+        "{n:?}"
+    );
+    assert!(
+        n["verdict_evidence"].contains("radix cache off (disable_radix_cache)"),
+        "{n:?}"
+    );
 }
