@@ -1,8 +1,10 @@
 //! ClientSummary + ServerSummary → Verdict: what limited this run, the numbers that show it,
-//! and which way to turn the knobs. Also the direction after a failure ([`failure_direction`])
-//! and the failure a log ends in ([`log_failure`]).
+//! and which way to turn the knobs; a run's `/metrics` and its flags add what the log does
+//! not say ([`Launch`]). Also the direction after a failure ([`failure_direction`]) and the
+//! failure a log ends in ([`log_failure`]).
 
 use crate::observe::client::ClientSummary;
+use crate::observe::prom::MetricsSummary;
 use crate::observe::sglang_log::ServerSummary;
 use crate::server::failure::{FailureKind, StartFailure, classify};
 use serde::{Deserialize, Serialize};
@@ -98,23 +100,80 @@ const HIT_SHORT_POINTS: f64 = 0.1;
 /// tokens) that prefill must reach for recomputed prefixes to matter (docs/methodology.md).
 const PREFILL_HEAVY: f64 = 0.5;
 
-/// Diagnose one run. `concurrency` 0 means unknown: the offered concurrency is then estimated
-/// from the log (max over intervals of `#running-req` + `#queue-req`, what a closed-loop
-/// client keeps in the server). `tokens_per_request` 0 means unknown: the capacity arithmetic
-/// then shows the tokens reserved per running request instead.
+/// What a measured launch adds to its log and client: the window's `/metrics` figures (the
+/// log's `#cached-token` counts the device and host tiers' hits together; only `/metrics`
+/// splits them) and the flags it was launched with (a log at `--log-level warning` prints no
+/// server args). `sgtune log` has neither: [`Launch::default`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Launch<'a> {
+    pub metrics: Option<&'a MetricsSummary>,
+    /// The launch asked for `disable_radix_cache`.
+    pub radix_cache_off: bool,
+}
+
+/// Diagnose one run from its log and client alone ([`diagnose_launch`] without a [`Launch`]).
 pub fn diagnose(
     concurrency: u64,
     tokens_per_request: u64,
     client: Option<&ClientSummary>,
     server: Option<&ServerSummary>,
 ) -> Verdict {
-    let mut v = diagnose_sglang_terms(concurrency, tokens_per_request, client, server);
+    diagnose_launch(
+        concurrency,
+        tokens_per_request,
+        client,
+        server,
+        Launch::default(),
+    )
+}
+
+/// Diagnose one run. `concurrency` 0 means unknown: the offered concurrency is then estimated
+/// from the log (max over intervals of `#running-req` + `#queue-req`, what a closed-loop
+/// client keeps in the server). `tokens_per_request` 0 means unknown: the capacity arithmetic
+/// then shows the tokens reserved per running request instead.
+pub fn diagnose_launch(
+    concurrency: u64,
+    tokens_per_request: u64,
+    client: Option<&ClientSummary>,
+    server: Option<&ServerSummary>,
+    launch: Launch<'_>,
+) -> Verdict {
+    let mut v = diagnose_sglang_terms(concurrency, tokens_per_request, client, server, &launch);
+    if let Some(s) = server.filter(|_| v.kind != VerdictKind::Unknown) {
+        // The cache was turned off, not short: every verdict says so (no eviction verdict or
+        // note was made), with what the workload would have allowed.
+        if radix_cache_off(s, &launch) {
+            v.evidence = format!("{}; {}", v.evidence, radix_off_text(client, s));
+        }
+    }
     if server.is_some_and(|s| s.engine == crate::plan::engine::Engine::Vllm) {
         if let Some(h) = vllm_hint(v.kind) {
             v.hint = h.into();
         }
     }
     v
+}
+
+/// The radix (prefix) cache is off: by the server args in the log, or by the launch's flags.
+fn radix_cache_off(s: &ServerSummary, launch: &Launch<'_>) -> bool {
+    s.radix_cache_disabled || launch.radix_cache_off
+}
+
+/// "radix cache off (...): every prompt computed, ...; the workload allows a hit rate of X".
+fn radix_off_text(client: Option<&ClientSummary>, s: &ServerSummary) -> String {
+    let allows = PrefixFigures::of(client, s)
+        .map(|f| {
+            format!(
+                "; the workload allows a hit rate of {:.2} ({} of {} prompt tokens reusable)",
+                f.reusable_share,
+                f.reusable_tokens(),
+                f.prompt_tokens
+            )
+        })
+        .unwrap_or_default();
+    format!(
+        "radix cache off (disable_radix_cache): every prompt computed, nothing cached to evict{allows}"
+    )
 }
 
 /// The hint in vLLM's knobs (the spec's common name in brackets), where it differs.
@@ -144,6 +203,7 @@ fn diagnose_sglang_terms(
     tokens_per_request: u64,
     client: Option<&ClientSummary>,
     server: Option<&ServerSummary>,
+    launch: &Launch<'_>,
 ) -> Verdict {
     let unknown = |why: &str| Verdict {
         kind: VerdictKind::Unknown,
@@ -203,7 +263,11 @@ fn diagnose_sglang_terms(
     // Every limit the launch shows, in the order that names the primary one: a queue on the
     // cap and graphs off at once are two limits (issue 42), and the tune lifts them together.
     let mut found: Vec<Verdict> = Vec::new();
-    let prefix = prefix_cache_evicted(client, s);
+    // With the radix cache off nothing was kept, so nothing was evicted: no prefix figures,
+    // no eviction verdict or note (the caller names the cache off instead).
+    let figures = PrefixFigures::of(client, s).filter(|_| !radix_cache_off(s, launch));
+    let host = HostTier::of(s, launch.metrics);
+    let prefix = figures.and_then(|f| prefix_cache_evicted(&f, host.as_ref(), s));
     if churn {
         let rate = match (per_min, s.window.seconds) {
             (Some(r), Some(secs)) => format!(" in {secs:.0} s ({r:.1}/min)"),
@@ -257,7 +321,7 @@ fn diagnose_sglang_terms(
                     s.retractions.to_string()
                 },
                 capacity_arithmetic(s, tokens_per_request, run_max)
-            ) + &if prefix.is_none() { prefix_note(client, s) } else { String::new() },
+            ) + &if prefix.is_none() { prefix_note(figures.as_ref(), host.as_ref()) } else { String::new() },
             // Not the hierarchical cache: its host tier holds evicted prefixes, never a
             // running request's KV, so it adds no room for the batch that waits here.
             hint: "more KV capacity: raise mem_fraction_static (or max_total_tokens), a smaller kv_cache_dtype, or lower the concurrency".into(),
@@ -403,27 +467,110 @@ impl PrefixFigures {
 }
 
 /// `prefix_cache_evicted`: the hit rate well below the workload's while prefill is at least
-/// half the tokens computed (a decode-heavy run loses little to a recomputed prefix).
-fn prefix_cache_evicted(client: Option<&ClientSummary>, s: &ServerSummary) -> Option<Verdict> {
-    let f = PrefixFigures::of(client, s)?;
+/// half the tokens computed (a decode-heavy run loses little to a recomputed prefix). The
+/// hit rate is the log's, which counts both tiers' hits: with HiCache on, a host tier that
+/// brings it up to what the workload allows leaves no verdict.
+fn prefix_cache_evicted(
+    f: &PrefixFigures,
+    host: Option<&HostTier>,
+    s: &ServerSummary,
+) -> Option<Verdict> {
     if !(f.short() && f.prefill_share() >= PREFILL_HEAVY) {
         return None;
     }
+    let mut evidence = f.text(s.max_total_num_tokens);
+    let hint = match host {
+        None => "the pool drops prefixes the workload comes back to: a larger device pool (mem_fraction_static, max_total_tokens) keeps more of them, or a host tier keeps the evicted ones in RAM at a load cost per token (enable_hierarchical_cache with hicache_ratio or hicache_size; it adds no room for running requests)".to_string(),
+        Some(h) => {
+            evidence = format!("{evidence}; {}", h.text(f));
+            match h.usage_max.filter(|u| *u >= KV_ROOM) {
+                Some(u) => format!(
+                    "the host tier is on and filled up (usage max {u:.2}): a larger host pool (hicache_ratio or hicache_size) keeps more of the evicted prefixes, a larger device pool (mem_fraction_static, max_total_tokens) more of them without a load-back"
+                ),
+                None => "the host tier is on and the prefixes still fall short: a larger device pool (mem_fraction_static, max_total_tokens) keeps more of them; a larger host pool (hicache_ratio or hicache_size) helps where it fills up".to_string(),
+            }
+        }
+    };
     Some(Verdict {
         kind: VerdictKind::PrefixCacheEvicted,
-        evidence: f.text(s.max_total_num_tokens),
-        hint: "the pool drops prefixes the workload comes back to: a larger device pool (mem_fraction_static, max_total_tokens) keeps more of them, or a host tier keeps the evicted ones in RAM at a load cost per token (enable_hierarchical_cache with hicache_ratio or hicache_size; it adds no room for running requests)".into(),
+        evidence,
+        hint,
         also: Vec::new(),
     })
 }
 
 /// The prefix figures added to another verdict's evidence when the hit rate falls short (a
 /// KV-bound pool that also drops history: its larger pool is both moves).
-fn prefix_note(client: Option<&ClientSummary>, s: &ServerSummary) -> String {
-    PrefixFigures::of(client, s)
-        .filter(PrefixFigures::short)
-        .map(|f| format!("; {}", f.text(None)))
-        .unwrap_or_default()
+fn prefix_note(f: Option<&PrefixFigures>, host: Option<&HostTier>) -> String {
+    let Some(f) = f.filter(|f| f.short()) else {
+        return String::new();
+    };
+    match host {
+        Some(h) => format!("; {}; {}", f.text(None), h.text(f)),
+        None => format!("; {}", f.text(None)),
+    }
+}
+
+/// HiCache's host tier, when the launch has one (the server args, the log's host pool line,
+/// or the host pool's gauges in `/metrics`), with what `/metrics` says it did.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct HostTier {
+    /// Per rank, from the log's host pool line.
+    pool_tokens: Option<u64>,
+    host_hit_rate: Option<f64>,
+    device_hit_rate: Option<f64>,
+    load_back_tokens: Option<u64>,
+    usage_max: Option<f64>,
+}
+
+impl HostTier {
+    fn of(s: &ServerSummary, m: Option<&MetricsSummary>) -> Option<HostTier> {
+        let on = s.launch_arg("enable_hierarchical_cache") == Some("True")
+            || s.hicache_host_gb.is_some()
+            || m.is_some_and(|m| m.host_total_tokens.is_some());
+        on.then(|| HostTier {
+            pool_tokens: s.hicache_host_tokens,
+            host_hit_rate: m.and_then(|m| m.host_hit_rate),
+            device_hit_rate: m.and_then(|m| m.device_hit_rate),
+            load_back_tokens: m.and_then(|m| m.load_back_tokens),
+            usage_max: m.and_then(|m| m.host_usage_max),
+        })
+    }
+
+    /// The host tier's part in the hit rate, and what still misses: "HiCache on (host pool
+    /// 8800 tokens): the host tier served 0.37 of the prompt tokens and the device pool 0.44
+    /// (/metrics), 12000 tokens loaded back, host pool usage max 0.95; still missed: 4000 of
+    /// the reusable prompt tokens (0.05 of the prompt tokens)".
+    fn text(&self, f: &PrefixFigures) -> String {
+        let pool = self
+            .pool_tokens
+            .map(|t| format!(" (host pool {t} tokens per rank)"))
+            .unwrap_or_default();
+        let mut parts = Vec::new();
+        match (self.host_hit_rate, self.device_hit_rate) {
+            (Some(h), Some(d)) => parts.push(format!(
+                "the host tier served {h:.2} of the prompt tokens and the device pool {d:.2} (/metrics)"
+            )),
+            (Some(h), None) => parts.push(format!(
+                "the host tier served {h:.2} of the prompt tokens (/metrics)"
+            )),
+            _ => parts.push("no /metrics to split the hits by tier".to_string()),
+        }
+        if let Some(t) = self.load_back_tokens {
+            parts.push(format!("{t} tokens loaded back"));
+        }
+        if let Some(u) = self.usage_max {
+            parts.push(format!("host pool usage max {u:.2}"));
+        }
+        // The server may beat the share the workload allows (the share is counted apart from
+        // the server's tokens): nothing then misses.
+        let missed = f.reusable_tokens().saturating_sub(f.cached_tokens);
+        let missed_share = (f.reusable_share - f.cached_share).max(0.0);
+        format!(
+            "HiCache on{pool}: {}; still missed: {missed} of the reusable prompt tokens ({missed_share:.2} of the prompt tokens)",
+            parts.join(", ")
+        )
+    }
 }
 
 /// When `#running-req` is pinned at `max_running_requests` (its max at the cap) and the pool
@@ -1065,6 +1212,224 @@ mod tests {
         // A share out of range is clamped, not trusted past 1; NaN is no share.
         assert_eq!(kind(&small(f64::NAN), &s), VerdictKind::ComputeBound);
         assert_eq!(kind(&small(7.0), &s), VerdictKind::PrefixCacheEvicted);
+    }
+
+    /// The KV-bound launch of `evicting`: a queue on a full pool.
+    fn full(s: &ServerSummary) -> ServerSummary {
+        ServerSummary {
+            running_req_max: Some(6),
+            running_req_mean: Some(5.9),
+            queue_req_mean: Some(18.8),
+            queue_req_max: Some(26),
+            queue_nonzero_share: Some(0.93),
+            token_usage_max: Some(0.93),
+            max_total_num_tokens: Some(2048),
+            ..s.clone()
+        }
+    }
+
+    /// Issue 50: `--disable-radix-cache` computes every prompt by the user's choice. Nothing
+    /// was evicted: no eviction verdict, note or HiCache hint; the evidence names the cache
+    /// off and what the workload would have allowed. The log's server args say so, or, where
+    /// the log prints none, the launch's flags.
+    #[test]
+    fn the_radix_cache_off_is_named_and_never_evicted() {
+        let (c, s) = evicting();
+        let off = ServerSummary {
+            prefill_new_tokens: 80_000,
+            prefill_cached_tokens: 0,
+            cached_token_share: Some(0.0),
+            radix_cache_disabled: true,
+            ..s.clone()
+        };
+        let named = "radix cache off (disable_radix_cache): every prompt computed, nothing cached to evict; the workload allows a hit rate of 0.75 (60000 of 80000 prompt tokens reusable)";
+        let by_flag = Launch {
+            radix_cache_off: true,
+            ..Launch::default()
+        };
+        let on = ServerSummary {
+            radix_cache_disabled: false,
+            ..off.clone()
+        };
+        for (server, launch) in [(&off, Launch::default()), (&on, by_flag)] {
+            let v = diagnose_launch(32, 0, Some(&c), Some(server), launch);
+            assert_eq!(v.kind, VerdictKind::ComputeBound, "{}", v.evidence);
+            assert!(v.evidence.ends_with(named), "{}", v.evidence);
+            assert!(!v.hint.contains("hicache"), "{}", v.hint);
+            // A KV-bound launch: no eviction beside it, no prefix note, the cache named off.
+            let v = diagnose_launch(32, 0, Some(&c), Some(&full(server)), launch);
+            assert_eq!(v.kind, VerdictKind::KvCacheBound, "{}", v.evidence);
+            assert!(v.also.is_empty(), "{:?}", v.also);
+            assert!(
+                !v.evidence.contains("prefix cache hit rate"),
+                "{}",
+                v.evidence
+            );
+            assert!(v.evidence.ends_with(named), "{}", v.evidence);
+            assert!(!v.hint.contains("hicache"), "{}", v.hint);
+        }
+        // The same launch with the cache on is evicting.
+        assert_eq!(
+            diagnose(32, 0, Some(&c), Some(&on)).kind,
+            VerdictKind::PrefixCacheEvicted
+        );
+        // Without the workload's share the cache is named off all the same.
+        let v = diagnose(32, 0, None, Some(&off));
+        assert!(
+            v.evidence
+                .ends_with("radix cache off (disable_radix_cache): every prompt computed, nothing cached to evict"),
+            "{}",
+            v.evidence
+        );
+        // No stats: unknown, with nothing to add.
+        let v = diagnose(32, 0, Some(&c), Some(&ServerSummary::default()));
+        assert!(!v.evidence.contains("radix"), "{}", v.evidence);
+    }
+
+    /// The `/metrics` figures of a HiCache launch (SGLang 0.5.23's tiers).
+    fn tiers(host: f64, device: f64, usage: f64) -> MetricsSummary {
+        MetricsSummary {
+            cache_hit_rate: Some(host + device),
+            host_hit_rate: Some(host),
+            device_hit_rate: Some(device),
+            load_back_tokens: Some(8_000),
+            backup_tokens: Some(70_000),
+            evicted_tokens: Some(50_000),
+            host_usage_max: Some(usage),
+            host_total_tokens: Some(8_800),
+            ..MetricsSummary::default()
+        }
+    }
+
+    /// Issue 50: with HiCache on, `prefix_cache_evicted` shows the host tier's part (its
+    /// hits, loads, fill) and what still misses; its hint is the pools' sizes, not HiCache.
+    #[test]
+    fn prefix_cache_evicted_with_hicache_shows_the_host_tiers_part() {
+        let (c, s) = evicting();
+        let hicache = ServerSummary {
+            launch_args: vec![("enable_hierarchical_cache".into(), "True".into())],
+            hicache_host_gb: Some(0.01),
+            hicache_host_tokens: Some(8_800),
+            ..s.clone()
+        };
+        let m = tiers(0.1, 0.15, 0.97);
+        let launch = Launch {
+            metrics: Some(&m),
+            ..Launch::default()
+        };
+        let v = diagnose_launch(32, 0, Some(&c), Some(&hicache), launch);
+        assert_eq!(v.kind, VerdictKind::PrefixCacheEvicted, "{}", v.evidence);
+        assert!(
+            v.evidence.ends_with(
+                "; HiCache on (host pool 8800 tokens per rank): the host tier served 0.10 of the prompt tokens and the device pool 0.15 (/metrics), 8000 tokens loaded back, host pool usage max 0.97; still missed: 40000 of the reusable prompt tokens (0.50 of the prompt tokens)"
+            ),
+            "{}",
+            v.evidence
+        );
+        // A full host pool: a larger one first; never "enable" what is on.
+        assert!(v.hint.contains("filled up (usage max 0.97)"), "{}", v.hint);
+        assert!(v.hint.contains("hicache_ratio"), "{}", v.hint);
+        assert!(!v.hint.contains("enable_hierarchical_cache"), "{}", v.hint);
+        let roomy = tiers(0.1, 0.15, 0.5);
+        let v = diagnose_launch(
+            32,
+            0,
+            Some(&c),
+            Some(&hicache),
+            Launch {
+                metrics: Some(&roomy),
+                ..Launch::default()
+            },
+        );
+        assert!(
+            v.hint.starts_with(
+                "the host tier is on and the prefixes still fall short: a larger device pool"
+            ),
+            "{}",
+            v.hint
+        );
+        // HiCache on by the log alone (`sgtune log`): on, no split to show.
+        let v = diagnose(32, 0, Some(&c), Some(&hicache));
+        assert!(
+            v.evidence.contains("HiCache on (host pool 8800 tokens per rank): no /metrics to split the hits by tier; still missed: 40000"),
+            "{}",
+            v.evidence
+        );
+        // A KV-bound launch short of the share and not prefill-heavy: the note has it too.
+        let light = ClientSummary {
+            output_tokens: 200_000,
+            ..c.clone()
+        };
+        let v = diagnose_launch(32, 0, Some(&light), Some(&full(&hicache)), launch);
+        assert_eq!(v.kind, VerdictKind::KvCacheBound);
+        assert!(
+            v.evidence.contains(
+                "; HiCache on (host pool 8800 tokens per rank): the host tier served 0.10"
+            ),
+            "{}",
+            v.evidence
+        );
+        // Without HiCache (no host pool's gauges either) the tiers' figures add nothing.
+        let plain = MetricsSummary {
+            host_usage_max: None,
+            host_total_tokens: None,
+            load_back_tokens: None,
+            ..tiers(0.0, 0.25, 0.0)
+        };
+        let launch = Launch {
+            metrics: Some(&plain),
+            ..Launch::default()
+        };
+        let v = diagnose_launch(32, 0, Some(&c), Some(&s), launch);
+        assert_eq!(v.kind, VerdictKind::PrefixCacheEvicted);
+        assert!(!v.evidence.contains("HiCache"), "{}", v.evidence);
+    }
+
+    /// The log's hit rate counts both tiers' hits: when the host tier brings it up to what the
+    /// workload allows, or past it, nothing was evicted that the launch could not get back.
+    #[test]
+    fn a_host_tier_that_brings_the_hit_rate_up_to_the_share_is_no_eviction() {
+        let (c, s) = evicting();
+        let at = |cached: u64| ServerSummary {
+            launch_args: vec![("enable_hierarchical_cache".into(), "True".into())],
+            prefill_new_tokens: 80_000 - cached,
+            prefill_cached_tokens: cached,
+            ..s.clone()
+        };
+        let m = tiers(0.37, 0.44, 0.6);
+        let launch = Launch {
+            metrics: Some(&m),
+            ..Launch::default()
+        };
+        // 0.73 and 0.81 of the prompt tokens where the workload allows 0.75.
+        for cached in [58_400, 64_800] {
+            let v = diagnose_launch(32, 0, Some(&c), Some(&at(cached)), launch);
+            assert_eq!(v.kind, VerdictKind::ComputeBound, "{}", v.evidence);
+            assert!(!v.evidence.contains("prefix"), "{}", v.evidence);
+            let v = diagnose_launch(32, 0, Some(&c), Some(&full(&at(cached))), launch);
+            assert_eq!(v.kind, VerdictKind::KvCacheBound, "{}", v.evidence);
+            assert!(
+                v.also.is_empty() && !v.evidence.contains("HiCache"),
+                "{}",
+                v.evidence
+            );
+        }
+        // A hit rate past the share leaves nothing missed, never a negative count.
+        let f = PrefixFigures {
+            reusable_share: 0.75,
+            cached_share: 0.81,
+            prompt_tokens: 80_000,
+            cached_tokens: 64_800,
+            new_tokens: 15_200,
+            output_tokens: 8_000,
+        };
+        let h = HostTier::of(&at(64_800), Some(&m));
+        assert!(
+            h.is_some_and(|h| h.text(&f).ends_with(
+                "still missed: 0 of the reusable prompt tokens (0.00 of the prompt tokens)"
+            )),
+            "{h:?}"
+        );
     }
 
     #[test]

@@ -62,15 +62,121 @@ fn total(s: &[Sample], name: &str) -> Option<f64> {
     total_where(s, name, "")
 }
 
-/// Sum of `name`'s series whose labels contain `label` (e.g. `mode="decode"`).
-fn total_where(s: &[Sample], name: &str, label: &str) -> Option<f64> {
+/// Sum of `name`'s series whose labels hold every pair of `filter` (e.g. `mode="decode"`).
+fn total_where(s: &[Sample], name: &str, filter: &str) -> Option<f64> {
     let v: Vec<f64> = s
         .iter()
-        .filter(|x| x.name == name && x.labels.contains(label))
+        .filter(|x| x.name == name && has_labels(&x.labels, filter))
         .map(|x| x.value)
         .collect();
     // Summed over label sets: one series per DP rank.
     (!v.is_empty()).then(|| v.iter().sum())
+}
+
+/// The `key="value"` pairs of a label set as the text format writes it, values unescaped
+/// (`\"`, `\\`, `\n`). A pair cut off mid-value is dropped.
+fn label_pairs(labels: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut rest = labels;
+    loop {
+        rest = rest.trim_start_matches([',', ' ']);
+        let Some((key, after)) = rest.split_once('=') else {
+            return out;
+        };
+        let Some(body) = after.trim_start().strip_prefix('"') else {
+            return out;
+        };
+        let mut value = String::new();
+        let mut chars = body.char_indices();
+        let mut end = None;
+        while let Some((i, c)) = chars.next() {
+            match c {
+                '\\' => match chars.next() {
+                    Some((_, 'n')) => value.push('\n'),
+                    Some((_, e)) => value.push(e),
+                    None => return out,
+                },
+                '"' => {
+                    end = Some(i + 1);
+                    break;
+                }
+                c => value.push(c),
+            }
+        }
+        let Some(end) = end else {
+            return out;
+        };
+        out.push((key.trim().to_string(), value));
+        rest = body.get(end..).unwrap_or("");
+    }
+}
+
+/// Whether a series' labels hold every pair of `filter` (a label set in the same text form;
+/// empty: any series). Pairs, not substrings: `tp_rank="0"` is not `attn_tp_rank="0"`.
+fn has_labels(labels: &str, filter: &str) -> bool {
+    if filter.is_empty() {
+        return true;
+    }
+    let have = label_pairs(labels);
+    label_pairs(filter).iter().all(|p| have.contains(p))
+}
+
+/// Which series of a counter a delta sums.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Ranks {
+    /// Every series (each DP rank, or each label value, counts its own tokens).
+    All,
+    /// One TP (and PP) rank per DP rank: SGLang's radix-cache counters (evicted, loaded back,
+    /// backed up) are reported by every rank's cache for the same logical tokens, under its
+    /// own `tp_rank`/`pp_rank` labels ("read one rank rather than summing ranks").
+    First,
+}
+
+/// Rank 0 of TP and PP, or no such label.
+fn first_rank(labels: &str) -> bool {
+    label_pairs(labels)
+        .iter()
+        .all(|(k, v)| !(k == "tp_rank" || k == "pp_rank") || v == "0")
+}
+
+/// Δ of counter `name` between two scrapes, summed over its series (label sets) that hold
+/// `filter`'s pairs. Per series: a labelled counter appears in /metrics only at its first
+/// increment (with HiCache `sglang:cached_tokens_total{cache_source="host"}` appears at the
+/// first host hit), so a series in the last scrape but not the first started in the window
+/// from 0; a series that went down restarted, and counts from 0 too (Prometheus' `increase`).
+/// None when the last scrape has no such series, or when the first has no engine samples at
+/// all (then nothing shows what was counted before the window).
+fn counter_delta(
+    first: &[Sample],
+    last: &[Sample],
+    name: &str,
+    filter: &str,
+    ranks: Ranks,
+) -> Option<f64> {
+    if first.is_empty() {
+        return None;
+    }
+    let kept = |x: &&Sample| {
+        x.name == name
+            && has_labels(&x.labels, filter)
+            && (ranks == Ranks::All || first_rank(&x.labels))
+    };
+    let mut seen = false;
+    let mut sum = 0.0;
+    for end in last.iter().filter(kept) {
+        seen = true;
+        // The same server writes a series' labels in the same order every time.
+        let start = first
+            .iter()
+            .find(|x| x.name == name && x.labels == end.labels)
+            .map_or(0.0, |x| x.value);
+        sum += if end.value >= start {
+            end.value - start
+        } else {
+            end.value
+        };
+    }
+    seen.then_some(sum)
 }
 
 /// The series an engine exports for each quantity the summary reads.
@@ -158,11 +264,46 @@ pub struct MetricsSummary {
     /// the series is not exported (older SGLang, vLLM) or nothing was prefilled.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host_hit_rate: Option<f64>,
+    /// The same for the device pool: Δ `device_hit` / Δ all modes of [`PREFILL_BY_TIER`].
+    /// With [`Self::host_hit_rate`] it splits the overall hit rate by tier.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device_hit_rate: Option<f64>,
+    /// Tokens HiCache loaded back from the host pool into the device pool in the window
+    /// ([`LOAD_BACK`], the KV pool's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub load_back_tokens: Option<u64>,
+    /// Tokens HiCache backed up from the device pool to the host pool ([`BACKUP`], the KV
+    /// pool's): under the default write-through policy, every prefix inserted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backup_tokens: Option<u64>,
+    /// Device KV token slots the radix cache freed by eviction ([`EVICTED`]), whether a host
+    /// copy kept them or not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evicted_tokens: Option<u64>,
+    /// Max over the scrapes of the host pool's used ÷ total tokens ([`HOST_USED`],
+    /// [`HOST_TOTAL`], summed over DP ranks): 1 is a full host tier.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_usage_max: Option<f64>,
+    /// The host pool's size in tokens, the last scrape's [`HOST_TOTAL`] (summed over DP ranks).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_total_tokens: Option<u64>,
 }
 
 /// SGLang's prefill tokens by where they came from: `mode` is `input` (computed),
-/// `device_hit`, `host_hit` (HiCache's host tier) or `storage_hit` (its L3).
+/// `device_hit`, `host_hit` (HiCache's host tier) or `storage_hit` (its L3). Every mode is
+/// exported from start-up (pre-seeded at 0), so no series appears mid-window.
 pub const PREFILL_BY_TIER: &str = "sglang:prefill_effective_tokens_total";
+/// SGLang's HiCache counters (`RadixCacheMetricsCollector`, one series per rank and, for the
+/// two with a `pool` label, per host pool: `kv`, `swa`, `mamba`).
+pub const LOAD_BACK: &str = "sglang:load_back_tokens_total";
+pub const BACKUP: &str = "sglang:hicache_backup_tokens_total";
+/// The radix cache's evictions (with or without HiCache).
+pub const EVICTED: &str = "sglang:evicted_tokens_total";
+/// The KV pool's series of [`LOAD_BACK`] and [`BACKUP`].
+const KV_POOL: &str = "pool=\"kv\"";
+/// HiCache's host pool gauges (only exported with the hierarchical cache on).
+pub const HOST_USED: &str = "sglang:hicache_host_used_tokens";
+pub const HOST_TOTAL: &str = "sglang:hicache_host_total_tokens";
 
 pub fn summarize(scrapes: &[Scrape]) -> MetricsSummary {
     let mut m = MetricsSummary {
@@ -174,11 +315,13 @@ pub fn summarize(scrapes: &[Scrape]) -> MetricsSummary {
     };
     let names = series_of(scrapes);
     let dt = last.t_s - first.t_s;
-    let delta_where = |name: &str, label: &str| {
-        Some(total_where(&last.samples, name, label)? - total_where(&first.samples, name, label)?)
+    let delta_of = |name: &str, label: &str, ranks: Ranks| {
+        counter_delta(&first.samples, &last.samples, name, label, ranks)
     };
+    let delta_where = |name: &str, label: &str| delta_of(name, label, Ranks::All);
     let delta = |name: &str| delta_where(name, "");
     let rate = |d: Option<f64>| d.filter(|_| dt > 0.0).map(|d| d / dt);
+    let tokens = |d: Option<f64>| d.map(|d| d.max(0.0).round() as u64);
     if let Some((name, label)) = names
         .generation
         .iter()
@@ -192,15 +335,40 @@ pub fn summarize(scrapes: &[Scrape]) -> MetricsSummary {
         });
     }
     m.prompt_tput_from_counter = rate(delta(names.prompt));
-    if let (Some(c), Some(p)) = (delta(names.cache_hits), delta(names.cache_base)) {
-        m.cache_hit_rate = (p > 0.0).then(|| (c / p).clamp(0.0, 1.0));
-    }
-    if let (Some(h), Some(all)) = (
-        delta_where(PREFILL_BY_TIER, "mode=\"host_hit\""),
-        delta(PREFILL_BY_TIER),
-    ) {
-        m.host_hit_rate = (all > 0.0).then(|| (h / all).clamp(0.0, 1.0));
-    }
+    let share = |part: Option<f64>, all: Option<f64>| {
+        let (part, all) = (part?, all?);
+        (all > 0.0).then(|| (part / all).clamp(0.0, 1.0))
+    };
+    let tier = |mode: &str| delta_where(PREFILL_BY_TIER, &format!("mode=\"{mode}\""));
+    let by_tier = delta(PREFILL_BY_TIER);
+    m.host_hit_rate = share(tier("host_hit"), by_tier);
+    m.device_hit_rate = share(tier("device_hit"), by_tier);
+    // Hits over prompt tokens, every label set summed (SGLang splits the hits by
+    // `cache_source`: device, host, storage, or `total` where a request has no split). A
+    // counter with labels is not exported before its first increment, so a window without a
+    // single hit has none: the tiers' counter, exported from start-up, then says how many.
+    m.cache_hit_rate = match delta(names.cache_hits) {
+        Some(hits) => share(Some(hits), delta(names.cache_base)),
+        None if std::ptr::eq(names, &SGLANG) => {
+            let hits = by_tier.zip(tier("input")).map(|(all, input)| all - input);
+            share(hits, by_tier)
+        }
+        None => None,
+    };
+    // These counters appear at their first increment too; where the server shows it counts
+    // them (the host pool's gauges: HiCache on; the tiers' counter: a SGLang that has them
+    // all), a counter not exported yet has counted nothing.
+    let hicache_on = total(&last.samples, HOST_TOTAL).is_some();
+    let counts_tiers = by_tier.is_some();
+    let counted = |d: Option<f64>, exported: bool| tokens(d.or(exported.then_some(0.0)));
+    m.load_back_tokens = counted(delta_of(LOAD_BACK, KV_POOL, Ranks::First), hicache_on);
+    m.backup_tokens = counted(delta_of(BACKUP, KV_POOL, Ranks::First), hicache_on);
+    m.evicted_tokens = counted(delta_of(EVICTED, "", Ranks::First), counts_tiers);
+    m.host_usage_max = scrapes
+        .iter()
+        .filter_map(|s| share(total(&s.samples, HOST_USED), total(&s.samples, HOST_TOTAL)))
+        .reduce(f64::max);
+    m.host_total_tokens = tokens(total(&last.samples, HOST_TOTAL));
     // Gauges: the scrapes inside the window (the last one is taken just after it ends).
     let inside = if scrapes.len() > 1 {
         &scrapes[..scrapes.len() - 1]
@@ -312,6 +480,234 @@ garbage line
         assert_eq!(idle.host_hit_rate, None);
         let none = summarize(&[at(0.0, "sglang:num_running_reqs 1\n".into())]);
         assert_eq!(none.host_hit_rate, None);
+    }
+
+    /// One scrape of SGLang 0.5.23 with HiCache on, as its /metrics writes the tier series
+    /// (tokenizer counters by `cache_source`, the scheduler's by `mode`, the radix cache's by
+    /// rank and pool). `host` None: no host hit yet, so that series is not exported at all.
+    fn hicache_scrape(
+        t_s: f64,
+        prompt: f64,
+        device: f64,
+        host: Option<f64>,
+        load_back: f64,
+        host_used: f64,
+    ) -> Scrape {
+        let mut text = format!(
+            "# HELP sglang:prompt_tokens_total Number of prefill tokens processed.\n\
+             # TYPE sglang:prompt_tokens_total counter\n\
+             sglang:prompt_tokens_total{{is_streaming=\"true\",model_name=\"tiny\"}} {prompt}\n\
+             sglang:prompt_tokens_created{{is_streaming=\"true\",model_name=\"tiny\"}} 1.7e9\n\
+             sglang:cached_tokens_total{{cache_source=\"device\",model_name=\"tiny\"}} {device}\n\
+             sglang:prefill_effective_tokens_total{{engine_type=\"unified\",mode=\"input\",model_name=\"tiny\",pp_rank=\"0\",tp_rank=\"0\"}} {input}\n\
+             sglang:prefill_effective_tokens_total{{engine_type=\"unified\",mode=\"device_hit\",model_name=\"tiny\",pp_rank=\"0\",tp_rank=\"0\"}} {device}\n\
+             sglang:prefill_effective_tokens_total{{engine_type=\"unified\",mode=\"host_hit\",model_name=\"tiny\",pp_rank=\"0\",tp_rank=\"0\"}} {host_hit}\n\
+             sglang:prefill_effective_tokens_total{{engine_type=\"unified\",mode=\"storage_hit\",model_name=\"tiny\",pp_rank=\"0\",tp_rank=\"0\"}} 0.0\n\
+             sglang:load_back_tokens_total{{cache_type=\"HiRadixCache\",dp_rank=\"0\",pool=\"kv\",pp_rank=\"0\",tp_rank=\"0\"}} {load_back}\n\
+             sglang:hicache_backup_tokens_total{{cache_type=\"HiRadixCache\",dp_rank=\"0\",pool=\"kv\",pp_rank=\"0\",tp_rank=\"0\"}} {backup}\n\
+             sglang:evicted_tokens_total{{cache_type=\"HiRadixCache\",dp_rank=\"0\",pp_rank=\"0\",tp_rank=\"0\"}} {evicted}\n\
+             sglang:hicache_host_used_tokens{{engine_type=\"unified\",model_name=\"tiny\",pp_rank=\"0\",tp_rank=\"0\"}} {host_used}\n\
+             sglang:hicache_host_total_tokens{{engine_type=\"unified\",model_name=\"tiny\",pp_rank=\"0\",tp_rank=\"0\"}} 8800.0\n",
+            input = prompt - device - host.unwrap_or(0.0),
+            host_hit = host.unwrap_or(0.0),
+            backup = prompt,
+            evicted = prompt / 2.0,
+        );
+        if let Some(h) = host {
+            text += &format!(
+                "sglang:cached_tokens_total{{cache_source=\"host\",model_name=\"tiny\"}} {h}\n"
+            );
+        }
+        Scrape {
+            t_s,
+            samples: parse(&text),
+        }
+    }
+
+    /// Issue 50: with HiCache the hits come in two series, and the host one appears at the
+    /// first host hit, often inside the window. Each series' delta counts from 0 when it is
+    /// absent from the first scrape, and the overall rate sums them.
+    #[test]
+    fn the_overall_hit_rate_sums_every_labelled_series_one_appearing_mid_window() {
+        // Both series in both scrapes: (300 + 200) hits of 1,000 prompt tokens in the window.
+        let m = summarize(&[
+            hicache_scrape(0.0, 1000.0, 100.0, Some(50.0), 0.0, 0.0),
+            hicache_scrape(5.0, 2000.0, 400.0, Some(250.0), 200.0, 4400.0),
+        ]);
+        assert_eq!(m.cache_hit_rate, Some(0.5));
+        // The tiers' shares from the scheduler's counter: 300 and 200 of 1,000.
+        assert_eq!(m.device_hit_rate, Some(0.3));
+        assert_eq!(m.host_hit_rate, Some(0.2));
+        // The host series first appears in the last scrape: its 250 hits are all the window's.
+        let m = summarize(&[
+            hicache_scrape(0.0, 1000.0, 100.0, None, 0.0, 0.0),
+            hicache_scrape(2.0, 2000.0, 400.0, Some(250.0), 250.0, 4400.0),
+        ]);
+        assert_eq!(m.cache_hit_rate, Some(0.55));
+        assert_eq!(m.host_hit_rate, Some(0.25));
+        // No hit at all before the window: the whole name is absent from the first scrape.
+        let first = Scrape {
+            t_s: 0.0,
+            samples: parse(
+                "sglang:prompt_tokens_total{is_streaming=\"true\",model_name=\"tiny\"} 40\n",
+            ),
+        };
+        let m = summarize(&[
+            first,
+            hicache_scrape(3.0, 1040.0, 300.0, Some(100.0), 0.0, 0.0),
+        ]);
+        assert_eq!(m.cache_hit_rate, Some(0.4));
+        // Before the fix the absent series made the whole figure empty.
+    }
+
+    /// A window without a single hit exports no `cached_tokens_total` series at all (the radix
+    /// cache off, say): the tiers' counter, pre-seeded at start-up, says 0 rather than nothing.
+    #[test]
+    fn no_hit_in_the_window_is_a_hit_rate_of_zero_where_the_tiers_counter_says_so() {
+        let scrape = |t_s: f64, input: f64| Scrape {
+            t_s,
+            samples: parse(&format!(
+                "sglang:prompt_tokens_total{{is_streaming=\"true\",model_name=\"tiny\"}} {input}\n\
+                 sglang:prefill_effective_tokens_total{{mode=\"input\",model_name=\"tiny\"}} {input}\n\
+                 sglang:prefill_effective_tokens_total{{mode=\"device_hit\",model_name=\"tiny\"}} 0\n\
+                 sglang:prefill_effective_tokens_total{{mode=\"host_hit\",model_name=\"tiny\"}} 0\n"
+            )),
+        };
+        let m = summarize(&[scrape(0.0, 100.0), scrape(4.0, 900.0)]);
+        assert_eq!(m.cache_hit_rate, Some(0.0));
+        assert_eq!(m.device_hit_rate, Some(0.0));
+        // Without that counter (an older SGLang) nothing says how many: no figure.
+        let old = |t_s: f64, p: f64| Scrape {
+            t_s,
+            samples: parse(&format!("sglang:prompt_tokens_total {p}\n")),
+        };
+        assert_eq!(
+            summarize(&[old(0.0, 100.0), old(4.0, 900.0)]).cache_hit_rate,
+            None
+        );
+    }
+
+    #[test]
+    fn the_host_tiers_counters_and_pool() {
+        let m = summarize(&[
+            hicache_scrape(0.0, 1000.0, 100.0, Some(50.0), 30.0, 2200.0),
+            hicache_scrape(1.0, 1500.0, 200.0, Some(80.0), 60.0, 8800.0),
+            hicache_scrape(2.0, 2000.0, 400.0, Some(250.0), 230.0, 6600.0),
+        ]);
+        assert_eq!(m.load_back_tokens, Some(200));
+        assert_eq!(m.backup_tokens, Some(1000));
+        assert_eq!(m.evicted_tokens, Some(500));
+        // The fullest scrape: 8,800 of 8,800.
+        assert_eq!(m.host_usage_max, Some(1.0));
+        assert_eq!(m.host_total_tokens, Some(8800));
+        // Without HiCache none of them is exported: no figures, not zeros.
+        let plain = |t_s: f64| Scrape {
+            t_s,
+            samples: parse("sglang:num_running_reqs 1\n"),
+        };
+        let m = summarize(&[plain(0.0), plain(1.0)]);
+        assert_eq!(
+            (m.load_back_tokens, m.backup_tokens, m.evicted_tokens),
+            (None, None, None)
+        );
+        assert_eq!(m.host_usage_max, None);
+        // HiCache on (its pool's gauges) before any load-back or eviction: the counters are
+        // not exported yet, and have counted nothing.
+        let quiet = |t_s: f64| Scrape {
+            t_s,
+            samples: parse(
+                "sglang:hicache_host_used_tokens{tp_rank=\"0\"} 0\n\
+                 sglang:hicache_host_total_tokens{tp_rank=\"0\"} 8800\n\
+                 sglang:prefill_effective_tokens_total{mode=\"input\"} 10\n",
+            ),
+        };
+        let m = summarize(&[quiet(0.0), quiet(1.0)]);
+        assert_eq!(
+            (m.load_back_tokens, m.backup_tokens, m.evicted_tokens),
+            (Some(0), Some(0), Some(0))
+        );
+        assert_eq!(m.host_usage_max, Some(0.0));
+    }
+
+    /// SGLang's radix-cache counters are reported by every TP rank for the same logical
+    /// tokens; DP ranks have caches of their own. One TP rank per DP rank is summed.
+    #[test]
+    fn the_radix_cache_counters_count_one_tp_rank_per_dp_rank() {
+        let scrape = |t_s: f64, n: f64| {
+            let mut text = String::new();
+            for dp in 0..2 {
+                for tp in 0..2 {
+                    text += &format!(
+                        "sglang:load_back_tokens_total{{cache_type=\"HiRadixCache\",dp_rank=\"{dp}\",pool=\"kv\",pp_rank=\"0\",tp_rank=\"{tp}\"}} {}\n\
+                         sglang:load_back_tokens_total{{cache_type=\"HiRadixCache\",dp_rank=\"{dp}\",pool=\"mamba\",pp_rank=\"0\",tp_rank=\"{tp}\"}} 999\n\
+                         sglang:evicted_tokens_total{{cache_type=\"HiRadixCache\",dp_rank=\"{dp}\",pp_rank=\"0\",tp_rank=\"{tp}\"}} {}\n",
+                        n * (dp + 1) as f64,
+                        2.0 * n * (dp + 1) as f64,
+                    );
+                }
+            }
+            Scrape {
+                t_s,
+                samples: parse(&text),
+            }
+        };
+        let m = summarize(&[scrape(0.0, 10.0), scrape(1.0, 110.0)]);
+        // DP 0 loaded back 100, DP 1 200; the TP 1 copies and the mamba pool left out.
+        assert_eq!(m.load_back_tokens, Some(300));
+        assert_eq!(m.evicted_tokens, Some(600));
+    }
+
+    #[test]
+    fn counter_deltas_per_series() {
+        let s = |text: &str| parse(text);
+        let first = s("sglang:x_total{a=\"1\"} 10\nsglang:x_total{a=\"2\"} 50\n");
+        // a=2 restarted (went down): counts from 0, as Prometheus' increase does; a=3 is new.
+        let last =
+            s("sglang:x_total{a=\"1\"} 15\nsglang:x_total{a=\"2\"} 7\nsglang:x_total{a=\"3\"} 4\n");
+        assert_eq!(
+            counter_delta(&first, &last, "sglang:x_total", "", Ranks::All),
+            Some(16.0)
+        );
+        assert_eq!(
+            counter_delta(&first, &last, "sglang:x_total", "a=\"3\"", Ranks::All),
+            Some(4.0)
+        );
+        // No such series at the end, or no baseline at all: no figure.
+        assert_eq!(
+            counter_delta(&first, &last, "sglang:y_total", "", Ranks::All),
+            None
+        );
+        assert_eq!(
+            counter_delta(&[], &last, "sglang:x_total", "", Ranks::All),
+            None
+        );
+    }
+
+    #[test]
+    fn labels_are_matched_as_pairs() {
+        assert_eq!(
+            label_pairs(r#"a="1",b="x\"y,z",c="back\\slash""#),
+            vec![
+                ("a".to_string(), "1".to_string()),
+                ("b".to_string(), "x\"y,z".to_string()),
+                ("c".to_string(), "back\\slash".to_string()),
+            ]
+        );
+        // A trailing comma is allowed; a value cut off is dropped.
+        assert_eq!(label_pairs(r#"a="1","#).len(), 1);
+        assert_eq!(label_pairs(r#"a="1",b="cut"#).len(), 1);
+        assert!(has_labels(
+            r#"attn_tp_rank="1",tp_rank="0""#,
+            r#"tp_rank="0""#
+        ));
+        assert!(!has_labels(
+            r#"attn_tp_rank="0",tp_rank="1""#,
+            r#"tp_rank="0""#
+        ));
+        assert!(has_labels("", ""));
+        assert!(first_rank(r#"dp_rank="3",tp_rank="0""#));
+        assert!(!first_rank(r#"dp_rank="0",pp_rank="1",tp_rank="0""#));
+        assert!(first_rank(r#"model_name="tiny""#));
     }
 
     #[test]

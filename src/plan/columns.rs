@@ -212,14 +212,26 @@ columns! {
             "KV cache dtype (`KV Cache is allocated` line)";
         KvCacheGb = "kv_cache_gb", Neither,
             "KV cache size, K + V (GB; vLLM: its `GiB for KV cache` / `Available KV cache memory` line)";
+        HicacheHostTokens = "hicache_host_tokens", Neither,
+            "HiCache's host pool in tokens, per rank (start-up line `Allocating kv hierarchical KV host pool: N tokens, X GB host memory.`); empty without HiCache or where the line gives GB only";
         CacheHitRate = "cache_hit_rate", Neither,
             "Prefix-cache hit rate in the window: Σ `#cached-token` / Σ (`#new-token` + `#cached-token`) over Prefill lines (vLLM: the window's last `Prefix cache hit rate`, vLLM's rolling rate)";
         PrefixReusableShare = "prefix_reusable_share", Neither,
             "The prefix-cache hit rate the workload allows, beside the server's `cache_hit_rate`: Σ reusable ÷ Σ prompt tokens (server `usage`) of the successful requests, the reusable part of a prompt being what an earlier request already sent: a session's history (`sessions:`), the shared system prompt, a `shared_prefix` group's prefix after the group's first request. sgtune built the prompts, so it knows this exactly; a server hit rate well below it is history the cache dropped (empty: single synthetic or dataset prompts)";
         MetricsCacheHitRate = "metrics_cache_hit_rate", Neither,
-            "Same from `/metrics`: Δ `sglang:cached_tokens_total` / Δ `sglang:prompt_tokens_total` over the window (vLLM: Δ `vllm:prefix_cache_hits_total` / Δ `vllm:prefix_cache_queries_total`)";
+            "Same from `/metrics`: Δ `sglang:cached_tokens_total` / Δ `sglang:prompt_tokens_total` over the window, each summed over its label sets (the hits come by `cache_source`: device, host, storage) and a series first exported inside the window counted from 0; a server that exports no hit yet, Δ of `sglang:prefill_effective_tokens_total`'s hit modes / Δ all its modes (vLLM: Δ `vllm:prefix_cache_hits_total` / Δ `vllm:prefix_cache_queries_total`)";
+        MetricsDeviceHitRate = "metrics_device_hit_rate", Neither,
+            "Of the prompt tokens, the share the device pool served: Δ `sglang:prefill_effective_tokens_total{mode=\"device_hit\"}` / Δ its sum over every mode, over the window; with `metrics_host_hit_rate`, the hit rate by tier; empty without the series";
         MetricsHostHitRate = "metrics_host_hit_rate", Neither,
             "Of the prompt tokens, the share HiCache's host tier served: Δ `sglang:prefill_effective_tokens_total{mode=\"host_hit\"}` / Δ its sum over every mode, over the window (the log's `#cached-token` counts device and host hits together); empty without the series";
+        MetricsLoadBackTokens = "metrics_load_back_tokens", Neither,
+            "HiCache: tokens loaded back from the host pool into the device pool in the window, Δ `sglang:load_back_tokens_total{pool=\"kv\"}` (one TP rank per DP rank: every TP rank counts the same tokens); 0 with HiCache on and the counter not exported yet, empty without HiCache";
+        MetricsBackupTokens = "metrics_backup_tokens", Neither,
+            "HiCache: tokens backed up from the device pool to the host pool in the window (under the default `write_through`, every prefix inserted), Δ `sglang:hicache_backup_tokens_total{pool=\"kv\"}` (one TP rank per DP rank); 0 with HiCache on and the counter not exported yet, empty without HiCache";
+        MetricsEvictedTokens = "metrics_evicted_tokens", Neither,
+            "Device KV slots the radix cache freed by eviction in the window, whether HiCache kept a host copy or not, Δ `sglang:evicted_tokens_total` (one TP rank per DP rank); 0 where the server exports `sglang:prefill_effective_tokens_total` but no eviction yet, empty otherwise";
+        MetricsHostUsageMax = "metrics_host_usage_max", Neither,
+            "HiCache: the host pool's fill, max over ~1 s scrapes of `sglang:hicache_host_used_tokens` / `sglang:hicache_host_total_tokens` (summed over DP ranks; 1: full); empty without HiCache";
         Retractions = "retractions", Lower,
             "KV-pool-full retraction events in the window (vLLM: `Preemptions`, requests preempted)";
         TimeToReadyS = "time_to_ready_s", Lower,

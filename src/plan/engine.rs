@@ -104,7 +104,7 @@ pub const VLLM_MEMORY_KNOBS: &[&str] = &[
 /// results.csv columns vLLM's server does not report, each with why (a clause that follows
 /// "Empty for vLLM"): its rows leave them empty, never zero, and `sgtune columns`
 /// (docs/columns.md) states the reason under each. The client-side and `/metrics` columns are
-/// filled for both engines.
+/// filled for both engines, bar SGLang's cache tiers.
 pub const VLLM_UNREPORTED: &[(Column, &str)] = &[
     (
         Column::MaxTotalNumTokens,
@@ -121,6 +121,34 @@ pub const VLLM_UNREPORTED: &[(Column, &str)] = &[
     (
         Column::Retractions,
         " on the V0 engine (to 0.10), whose stats lines carry no preemption count (V1 prints `Preemptions: N` when N > 0)",
+    ),
+    (
+        Column::HicacheHostTokens,
+        ": SGLang's hierarchical cache, which vLLM does not have",
+    ),
+    (
+        Column::MetricsDeviceHitRate,
+        ": its `/metrics` does not split the prefix cache's hits by tier",
+    ),
+    (
+        Column::MetricsHostHitRate,
+        ": its `/metrics` does not split the prefix cache's hits by tier",
+    ),
+    (
+        Column::MetricsLoadBackTokens,
+        ": SGLang's hierarchical cache, which vLLM does not have",
+    ),
+    (
+        Column::MetricsBackupTokens,
+        ": SGLang's hierarchical cache, which vLLM does not have",
+    ),
+    (
+        Column::MetricsEvictedTokens,
+        ": sgtune reads no eviction counter of vLLM's",
+    ),
+    (
+        Column::MetricsHostUsageMax,
+        ": SGLang's hierarchical cache, which vLLM does not have",
     ),
     (
         Column::NotInEffect,

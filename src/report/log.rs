@@ -255,9 +255,14 @@ fn render_capacity(o: &mut String, s: &ServerSummary) {
     );
 }
 
-/// The `kv cache` row: dtype, K+V size and the hierarchical cache's host pool.
+/// The `kv cache` row: dtype, K+V size, the hierarchical cache's host pool, and the radix
+/// cache when the server args turn it off.
 fn render_kv_cache(o: &mut String, s: &ServerSummary) {
-    let kv = format!(
+    let tokens = s
+        .hicache_host_tokens
+        .map(|t| format!(" ({t} tokens)"))
+        .unwrap_or_default();
+    let mut kv = format!(
         "{}, {}; {}",
         s.kv_cache_dtype.as_deref().unwrap_or("dtype not printed"),
         s.kv_cache_gb.map_or("size not printed".into(), |g| format!(
@@ -265,9 +270,12 @@ fn render_kv_cache(o: &mut String, s: &ServerSummary) {
         )),
         s.hicache_host_gb
             .map_or("no hierarchical cache".into(), |g| format!(
-                "hierarchical cache host pool {g:.2} GB per rank"
+                "hierarchical cache host pool {g:.2} GB{tokens} per rank"
             ))
     );
+    if s.radix_cache_disabled {
+        kv += "; radix cache off (disable_radix_cache)";
+    }
     row(o, "kv cache", &kv);
 }
 
@@ -471,7 +479,7 @@ fn render_failure(o: &mut String, r: &FileReport) {
     }
 }
 
-const CSV_HEADER: [&str; 44] = [
+const CSV_HEADER: [&str; 45] = [
     "file",
     "lines",
     "ready_line",
@@ -508,6 +516,7 @@ const CSV_HEADER: [&str; 44] = [
     "kv_cache_dtype",
     "kv_cache_gb",
     "hicache_host_gb",
+    "hicache_host_tokens",
     "available_mem_gb",
     "version",
     "offered",
@@ -570,6 +579,7 @@ fn csv_row(r: &FileReport) -> Vec<String> {
         s.kv_cache_dtype.clone().unwrap_or_default(),
         f(s.kv_cache_gb),
         f(s.hicache_host_gb),
+        u(s.hicache_host_tokens),
         f(s.available_mem_gb),
         match (s.engine, &s.engine_version) {
             (Engine::Vllm, Some(v)) => format!("vLLM {v}"),
@@ -613,5 +623,46 @@ pub fn render(reports: &[FileReport], format: Format) -> String {
                 .map(|b| String::from_utf8_lossy(&b).into_owned())
                 .unwrap_or_default()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The host pool is named in GB and, where the start-up line says, in tokens; a radix
+    /// cache turned off is named too.
+    #[test]
+    fn the_kv_cache_row_names_the_host_pool_in_tokens() {
+        let kv = |s: &ServerSummary| {
+            let mut o = String::new();
+            render_kv_cache(&mut o, s);
+            o
+        };
+        let s = ServerSummary {
+            hicache_host_gb: Some(0.01),
+            hicache_host_tokens: Some(8800),
+            ..ServerSummary::default()
+        };
+        assert!(
+            kv(&s).contains("hierarchical cache host pool 0.01 GB (8800 tokens) per rank"),
+            "{}",
+            kv(&s)
+        );
+        let gb_only = ServerSummary {
+            hicache_host_tokens: None,
+            ..s
+        };
+        assert!(kv(&gb_only).contains("host pool 0.01 GB per rank"));
+        assert!(!kv(&gb_only).contains("radix"));
+        let off = ServerSummary {
+            radix_cache_disabled: true,
+            ..ServerSummary::default()
+        };
+        assert!(
+            kv(&off).ends_with("no hierarchical cache; radix cache off (disable_radix_cache)\n"),
+            "{}",
+            kv(&off)
+        );
     }
 }

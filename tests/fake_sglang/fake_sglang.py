@@ -54,9 +54,13 @@ Environment knobs:
     slow_stream         decode steps take 10x longer
     flush_silently      /flush_cache answers 200 but logs no "Cache flushed successfully!"
   --enable-metrics           GET /metrics serves the sglang:* running/queue/usage gauges, the
-                            generation/prompt/cached token counters and the prefill tokens by
-                            tier (`prefill_effective_tokens_total{mode=...}`: input,
-                            device_hit, host_hit, storage_hit) in the Prometheus text format
+                            generation/prompt token counters, the cached tokens by
+                            `cache_source` (device, host; as 0.5.23, a series appears at its
+                            first increment), the prefill tokens by tier
+                            (`prefill_effective_tokens_total{mode=...}`: input, device_hit,
+                            host_hit, storage_hit), the radix cache's evicted tokens and, with
+                            HiCache, its load-back and backup tokens and host pool gauges, in
+                            the Prometheus text format
   --fake-max-mfs-launch X    --mem-fraction-static above X: "Not enough memory" at start-up
   --fake-max-mfs-burst Y     --mem-fraction-static above Y: starts, then dies of a CUDA OOM
                             (traceback, SIGKILL) once 3 requests run at once (the pre-flight's
@@ -269,6 +273,8 @@ class PrefixCache:
         self.device = collections.OrderedDict()
         self.host = collections.OrderedDict()
         self.host_blocks = host_tokens // BLOCK
+        # /metrics counters, in blocks: device blocks evicted, blocks written through to host.
+        self.evicted = self.backed_up = 0
 
     def match(self, keys):
         """(device hits, host hits) in blocks: the leading blocks found, the device first. A
@@ -289,6 +295,8 @@ class PrefixCache:
             self.device[k] = None
             self.device.move_to_end(k)
             if self.host_blocks:
+                if k not in self.host:
+                    self.backed_up += 1
                 self.host[k] = None
                 self.host.move_to_end(k)
         while len(self.host) > self.host_blocks:
@@ -297,6 +305,7 @@ class PrefixCache:
     def fit(self, room_tokens):
         while self.device and len(self.device) * BLOCK > max(room_tokens, 0):
             self.device.popitem(last=False)
+            self.evicted += 1
 
     def flush(self):
         self.device.clear()
@@ -586,9 +595,14 @@ class Handler(BaseHTTPRequestHandler):
                     f"sglang:generation_tokens_total{labels} {float(sc.gen_total)}",
                     "# TYPE sglang:prompt_tokens_total counter",
                     f"sglang:prompt_tokens_total{labels} {float(sc.prompt_total)}",
-                    "# TYPE sglang:cached_tokens_total counter",
-                    f"sglang:cached_tokens_total{labels} {float(sc.cached_total)}",
                 ]
+                # As 0.5.23: the hits by `cache_source`, and a labelled counter is exported
+                # only from its first increment (the host series appears at the first host hit).
+                tok = f'{{model_name="{S.served}"'
+                lines += ["# TYPE sglang:cached_tokens_total counter"] + [
+                    f'sglang:cached_tokens_total{tok},cache_source="{src}"}} {float(v)}'
+                    for src, v in (("device", sc.cached_total - sc.host_hit_total),
+                                   ("host", sc.host_hit_total)) if v > 0]
                 # 0.5.23 splits the hits by tier only here (the log's #cached-token is both).
                 eff = labels[:-1]
                 lines += ["# TYPE sglang:prefill_effective_tokens_total counter"] + [
@@ -596,6 +610,22 @@ class Handler(BaseHTTPRequestHandler):
                     for mode, v in (("input", sc.prompt_total - sc.cached_total),
                                     ("device_hit", sc.cached_total - sc.host_hit_total),
                                     ("host_hit", sc.host_hit_total), ("storage_hit", 0))]
+                # The radix cache's counters (every rank's own, by pool) and HiCache's host pool.
+                c = sc.cache
+                rank = '{cache_type="HiRadixCache",dp_rank="0",pp_rank="0",tp_rank="0"'
+                counters = []
+                if c is not None:
+                    counters.append(("evicted_tokens_total", "", c.evicted * BLOCK))
+                if c is not None and c.host_blocks:
+                    counters += [("load_back_tokens_total", ',pool="kv"', sc.host_hit_total),
+                                 ("hicache_backup_tokens_total", ',pool="kv"',
+                                  c.backed_up * BLOCK)]
+                    lines += [
+                        f"sglang:hicache_host_used_tokens{labels} {float(len(c.host) * BLOCK)}",
+                        f"sglang:hicache_host_total_tokens{labels} {float(c.host_blocks * BLOCK)}",
+                    ]
+                lines += [f"sglang:{name}{rank}{pool}}} {float(v)}"
+                          for name, pool, v in counters if v > 0]
             body = ("\n".join(lines) + "\n").encode()
             self.send_response(200)
             self.send_header("Content-Type", "text/plain; version=0.0.4")

@@ -183,7 +183,7 @@ fn event_of(line: &[u8], sc: Scanned<'_>) -> Option<LineEvent> {
                     }
                     "kv_alloc"
                 }
-                LogEvent::HiCacheAlloc { gb } => {
+                LogEvent::HiCacheAlloc { gb, .. } => {
                     if let Some(n) = Number::from_f64(gb) {
                         fields.insert("host_gb".into(), Value::Number(n));
                     }

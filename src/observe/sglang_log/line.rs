@@ -21,9 +21,14 @@ pub enum LogEvent {
     Capacity(Capacity),
     /// `KV Cache is allocated. ...`
     KvAlloc(KvAlloc),
-    /// `Allocating X GB host memory for hierarchical KV cache.` (also the 0.5.23 CPU wording
-    /// `Allocating kv hierarchical KV host pool: N tokens, X GB host memory.`)
-    HiCacheAlloc { gb: f64 },
+    /// `Allocating X GB host memory for hierarchical KV cache.` (also the 0.5.23 wording
+    /// `Allocating kv hierarchical KV host pool: N tokens, X GB host memory.`, which also
+    /// names the pool's size in tokens)
+    HiCacheAlloc {
+        gb: f64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tokens: Option<u64>,
+    },
     /// A retraction (`KV cache pool is full. Retract requests.` and its older wordings).
     Retract(Retraction),
     /// `The server is fired up and ready to roll!`
@@ -168,8 +173,8 @@ pub(crate) fn parse_other(line: &str) -> Option<LogEvent> {
     if let Some((_, rest)) = line.split_once("KV Cache is allocated") {
         return Some(LogEvent::KvAlloc(parse_kv_alloc(rest)));
     }
-    if let Some(gb) = parse_hicache(line) {
-        return Some(LogEvent::HiCacheAlloc { gb });
+    if let Some((gb, tokens)) = parse_hicache(line) {
+        return Some(LogEvent::HiCacheAlloc { gb, tokens });
     }
     for marker in RETRACT_MARKERS {
         if let Some((_, rest)) = line.split_once(marker) {
@@ -312,18 +317,21 @@ fn parse_kv_alloc(rest: &str) -> KvAlloc {
     }
 }
 
-/// HiCache host pool size in GB.
-fn parse_hicache(line: &str) -> Option<f64> {
+/// HiCache host pool size in GB, and in tokens where the line says (the `host pool:` wording).
+fn parse_hicache(line: &str) -> Option<(f64, Option<u64>)> {
     if let Some((before, _)) = line.split_once(" GB host memory for hierarchical KV cache") {
         let (_, num) = before.rsplit_once("Allocating ")?;
-        return parse_f64(num);
+        return parse_f64(num).map(|gb| (gb, None));
     }
     if let Some((_, after)) = line.split_once("hierarchical KV host pool:") {
         let (before, _) = after.split_once(" GB host memory")?;
         let num = before
             .rsplit(|c: char| c == ',' || c.is_whitespace())
             .next()?;
-        return parse_f64(num);
+        let tokens = before
+            .split_once(" tokens")
+            .and_then(|(n, _)| parse_u64(n.trim()));
+        return parse_f64(num).map(|gb| (gb, tokens));
     }
     None
 }

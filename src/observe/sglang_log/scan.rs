@@ -976,13 +976,19 @@ mod tests {
             parse_line(
                 "[2026-11-30 15:45:04] Allocating 48.00 GB host memory for hierarchical KV cache."
             ),
-            Some(LogEvent::HiCacheAlloc { gb: 48.0 })
+            Some(LogEvent::HiCacheAlloc {
+                gb: 48.0,
+                tokens: None
+            })
         );
         assert_eq!(
             parse_line(
                 "[2026-11-30 15:45:04] Allocating kv hierarchical KV host pool: 488282 tokens, 1.00 GB host memory."
             ),
-            Some(LogEvent::HiCacheAlloc { gb: 1.0 })
+            Some(LogEvent::HiCacheAlloc {
+                gb: 1.0,
+                tokens: Some(488282)
+            })
         );
         assert_eq!(
             parse_line(

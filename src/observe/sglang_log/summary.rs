@@ -69,6 +69,14 @@ pub struct ServerSummary {
     pub kv_cache_gb: Option<f64>,
     /// Host memory of the first HiCache alloc line, GB (per rank).
     pub hicache_host_gb: Option<f64>,
+    /// The same line's host pool in tokens (per rank), where it says (SGLang 0.5.23's
+    /// `Allocating kv hierarchical KV host pool: N tokens, X GB host memory.`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hicache_host_tokens: Option<u64>,
+    /// The server args say the radix (prefix) cache is off (`disable_radix_cache=True`): every
+    /// prompt is computed, by the user's choice; nothing is evicted.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub radix_cache_disabled: bool,
     /// Retraction lines in the window (TP>0 duplicates dropped) and the requests they retracted.
     pub retractions: u64,
     pub retracted_requests: u64,
@@ -365,6 +373,8 @@ pub struct Summarizer {
     kv_dtype_line: Option<String>,
     kv_dtype_arg: Option<String>,
     hicache_host_gb: Option<f64>,
+    hicache_host_tokens: Option<u64>,
+    radix_cache_disabled: bool,
     capture_bs: Option<u64>,
     graph_bs_arg: Option<u64>,
     graphs_disabled: bool,
@@ -486,8 +496,12 @@ impl Summarizer {
                     self.on_server_args(args);
                 }
             }
-            LogEvent::HiCacheAlloc { gb } => {
-                self.hicache_host_gb = self.hicache_host_gb.or(Some(gb));
+            LogEvent::HiCacheAlloc { gb, tokens } => {
+                // The first line's, both figures from it.
+                if self.hicache_host_gb.is_none() {
+                    self.hicache_host_gb = Some(gb);
+                    self.hicache_host_tokens = tokens;
+                }
             }
             LogEvent::Retract(r) => {
                 let p = parse_prefix_bytes(line);
@@ -517,6 +531,7 @@ impl Summarizer {
                 }
                 "cuda_graph_max_bs" => self.graph_bs_arg = super::fields::parse_u64(&v),
                 "disable_cuda_graph" if v == "True" => self.graphs_disabled = true,
+                "disable_radix_cache" if v == "True" => self.radix_cache_disabled = true,
                 _ => {}
             }
             if LAUNCH_ARGS.contains(&k.as_str()) {
@@ -546,6 +561,8 @@ impl Summarizer {
                 .or_else(|| self.kv_dtype_arg.clone()),
             kv_cache_gb: self.kv_cache_gb,
             hicache_host_gb: self.hicache_host_gb,
+            hicache_host_tokens: self.hicache_host_tokens,
+            radix_cache_disabled: self.radix_cache_disabled,
             retractions: a.retractions,
             retracted_requests: a.retracted,
             ready_seen: self.core.ready_line.is_some(),
@@ -989,6 +1006,37 @@ decode out of memory happened, #retracted_reqs: 3, #new_token_ratio: 0.5000 -> 0
         assert!(close(sum.gen_throughput_mean, 150.0));
         assert_eq!(sum.running_req_max, Some(6));
         assert_eq!(sum.retracted_requests, 3);
+    }
+
+    /// Issue 50: the host pool named in tokens as well as GB, and the radix cache off read
+    /// from the server args in both of SGLang's forms.
+    #[test]
+    fn the_host_pool_in_tokens_and_the_radix_cache_off() {
+        let log = "[2026-12-07 10:00:00] Allocating kv hierarchical KV host pool: 8800 tokens, 0.01 GB host memory.\n\
+                   [2026-12-07 10:00:00] Allocating kv hierarchical KV host pool: 1 tokens, 9.00 GB host memory.\n";
+        let sum = summarize_text(log, None);
+        assert_eq!(sum.hicache_host_tokens, Some(8800));
+        assert!(close(sum.hicache_host_gb, 0.01));
+        assert!(!sum.radix_cache_disabled);
+        // The older wording gives the GB alone.
+        let old = summarize_text(
+            "Allocating 48.00 GB host memory for hierarchical KV cache.\n",
+            None,
+        );
+        assert_eq!(
+            (old.hicache_host_tokens, old.hicache_host_gb),
+            (None, Some(48.0))
+        );
+        for args in [
+            "server_args={'model_path': '/m', 'disable_radix_cache': True}",
+            "server_args=ServerArgs(model_path='/m', disable_radix_cache=True)",
+        ] {
+            assert!(summarize_text(&format!("{args}\n"), None).radix_cache_disabled);
+        }
+        assert!(
+            !summarize_text("server_args={'disable_radix_cache': False}\n", None)
+                .radix_cache_disabled
+        );
     }
 
     #[test]

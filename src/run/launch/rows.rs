@@ -7,6 +7,7 @@ use super::{LaunchState, Measured};
 use crate::observe::diagnose;
 use crate::observe::engine_log;
 use crate::observe::sglang_log::{self, LogWindow};
+use crate::plan::flags;
 use crate::record::provenance::now_rfc3339;
 use crate::record::store::StoreError;
 use crate::record::summary::{self, Summary};
@@ -146,11 +147,19 @@ pub(super) fn record_of(
     // A request holds its shared prefix too (the capacity arithmetic once read 1,024 tokens ÷
     // 48 per request ≈ 21 where 304-token requests ran 3 at a time).
     let prefix = w.shared_prefix.as_ref().map_or(0, |sp| sp.prefix_tokens);
-    record.verdict = Some(diagnose::diagnose(
+    // The log's server args name the radix cache off; the flags asked for name it where the
+    // log prints no server args (`--log-level warning`).
+    let radix_cache_off =
+        st.run().param(flags::DISABLE_RADIX_CACHE) == Some(&flags::ParamValue::Bool(true));
+    record.verdict = Some(diagnose::diagnose_launch(
         l.m.point.concurrency,
         w.input_tokens + w.output_tokens + prefix,
         Some(client),
         Some(&server),
+        diagnose::Launch {
+            metrics: l.metrics.as_ref(),
+            radix_cache_off,
+        },
     ));
     if let (Some(log_tput), Some(m)) = (
         server.gen_throughput_mean,
