@@ -855,10 +855,11 @@ fn sessions_reuse_their_history_with_the_radix_cache_up_to_the_share_they_allow(
     for name in ["small-pool", "radix", "no-radix"] {
         assert_eq!(row(name)["status"], "ok", "{:?}", row(name));
         assert_eq!(row(name)["requests_failed"], "0", "{:?}", row(name));
-        // Nominally 59% (validate's line); the sessions still open at the end are early
-        // turns, with less history, so the measured share sits a little under it.
+        // Nominally 64% (validate's line: the previous prompt and the reply, which goes back
+        // as its token ids); the sessions still open at the end are early turns, with less
+        // history, so the measured share sits a little under it.
         let share = num(name, "prefix_reusable_share");
-        assert!((0.45..0.65).contains(&share), "{name}: share {share}");
+        assert!((0.5..0.68).contains(&share), "{name}: share {share}");
         assert!(num(name, "ttft_first_turn_ms_p50") > 0.0);
         assert!(num(name, "ttft_last_turn_ms_p50") > 0.0);
         let turns: Vec<&str> = row(name)["turn_latency"].split(' ').collect();
@@ -885,7 +886,8 @@ fn sessions_reuse_their_history_with_the_radix_cache_up_to_the_share_they_allow(
         );
     }
     assert!(off < 0.02, "no radix cache, no hits: {off}");
-    // Measured 0.53 against a share of 0.58 (a 1,024-token pool: 0.30).
+    // Measured 0.53 against a share of 0.58 when the reply went back as a seeded stand-in (a
+    // 1,024-token pool: 0.30); the reply ids now go back, and the cache can serve them too.
     assert!(
         on > 0.3 && on > off + 0.25,
         "the radix cache serves the histories: {on} against {off}"

@@ -340,6 +340,9 @@ pub struct ClientSummary {
     /// prefix after the group's first request). sgtune built the prompts, so it knows this
     /// exactly. None: the workload does not say (single synthetic or dataset prompts).
     pub reusable_prompt_share: Option<f64>,
+    /// Synthetic sessions on completions: whether the server returned its replies' token ids,
+    /// so the history carried them (false: it returned none, and the sessions went as text).
+    pub sessions_reply_ids: Option<bool>,
     /// `sessions:`: latencies by turn (empty otherwise).
     pub turns: Vec<TurnStats>,
     /// `sessions:`: TTFT of the sessions' first turns (no history).
