@@ -563,6 +563,8 @@ fn a_server_without_reply_ids_gets_its_completions_sessions_as_text() {
         .expect("the reply, then the next message");
     assert_eq!(reply.matches(" tok").count(), 3, "{reply:?}");
     assert_eq!(user.split(' ').count(), 5, "{user}");
+    // No /tokenize either: the first turns' share is unknown, so none is claimed.
+    assert!(!stdout.contains("reusable "), "{stdout}");
 }
 
 /// `sessions: {from_dataset: true}`: a file's conversation replayed turn by turn, its own

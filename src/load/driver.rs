@@ -561,10 +561,24 @@ struct PhaseCtx {
     tx: mpsc::UnboundedSender<RequestSample>,
     /// Requests sent and not yet finished (for the `cut` deadline policy).
     in_flight: Arc<AtomicU64>,
+    sessions: Arc<SessionMemory>,
+}
+
+/// What a load's sessions share, over the warmup and the measurement alike (the server's
+/// cache keeps what the warmup sent).
+#[derive(Default)]
+struct SessionMemory {
     /// Completions: the server returns its replies' token ids (asked once before the load,
     /// `reply_ids_probe`), so synthetic sessions go as token ids; else as text.
     reply_ids: bool,
+    /// The sessions' first turns sent, in the server's tokens.
+    prefixes: std::sync::Mutex<sessions::SentPrefixes>,
+    /// The conversations started (`Conversation::identity`): one seen before is a repeat.
+    started: std::sync::Mutex<std::collections::HashSet<u64>>,
 }
+
+/// The most a `/tokenize` answer may be: a long history's ids as JSON.
+const TOKENIZE_LIMIT: usize = 16 << 20;
 
 impl PhaseCtx {
     /// Send request `index` now; None when aborted.
@@ -583,17 +597,83 @@ impl PhaseCtx {
             .await
     }
 
-    /// Session `k` of this phase.
+    /// Session `k` of this phase, marked a repeat when an earlier session of the load (either
+    /// phase) sent the same conversation.
     fn conversation(&self, k: u64) -> Option<sessions::Conversation> {
         let dataset = self.target.dataset.as_deref().map(Vec::as_slice);
-        sessions::conversation(
+        let mut c = sessions::conversation(
             &self.w,
             self.target.vocab_size,
             dataset,
             stream_of(self.phase),
             k,
-            self.reply_ids,
-        )
+            self.sessions.reply_ids,
+        )?;
+        let fresh = match self.sessions.started.lock() {
+            Ok(mut seen) => seen.insert(c.identity()),
+            // A poisoned set: claim the most, as a repeat does.
+            Err(_) => false,
+        };
+        if !fresh {
+            c.mark_repeat();
+        }
+        Some(c)
+    }
+
+    /// What a session's first turn shares with the earlier first turns, in the server's
+    /// tokens: token-id prompts are the server's tokens already; text and messages are
+    /// tokenized by the server itself (`/tokenize`, the renderer its chat completions use).
+    /// Counted before the send, so the first turns join `prefixes` in the order they go out.
+    /// Returns the share (None: unknown) and, for a server tokenization, its length, which
+    /// the request's own `usage` must confirm. None: aborted.
+    async fn first_turn_share(&self, prompt: &Prompt) -> Option<FirstShare> {
+        let (ids, tokenized) = match prompt {
+            Prompt::TokenIds(ids) if self.w.endpoint == Endpoint::Completions => {
+                let ids: Option<Vec<u32>> = ids.iter().map(|&x| u32::try_from(x).ok()).collect();
+                (ids, false)
+            }
+            _ => {
+                let got = tokio::select! {
+                    t = self.tokenize(prompt) => t,
+                    _ = self.abort.cancelled() => return None,
+                };
+                (got, true)
+            }
+        };
+        let Ok(mut prefixes) = self.sessions.prefixes.lock() else {
+            return Some((None, None));
+        };
+        match ids {
+            Some(ids) => {
+                let share = prefixes.share(&ids);
+                Some((share, tokenized.then_some(ids.len() as u64)))
+            }
+            None => {
+                prefixes.lose();
+                Some((None, None))
+            }
+        }
+    }
+
+    /// The server's token ids for `prompt` (`POST /tokenize`, which SGLang 0.5.23 and vLLM
+    /// serve). None: no such endpoint, an error, or an answer that is not a tokenization.
+    async fn tokenize(&self, prompt: &Prompt) -> Option<Vec<u32>> {
+        let body = openai::tokenize_body(&self.w, &self.target.model, prompt.clone());
+        let body = serde_json::to_vec(&body).ok()?;
+        let path = self.client.path("/tokenize");
+        let mut attempt = http1::Attempt {
+            started: Instant::now(),
+            retried: false,
+        };
+        let ask = async {
+            let r = self.client.send(&path, &body, &mut attempt).await.ok()?;
+            if !(200..300).contains(&r.status) {
+                return None;
+            }
+            Some(r.text(TOKENIZE_LIMIT).await)
+        };
+        let text = tokio::time::timeout(self.timeout, ask).await.ok()??;
+        openai::parse_tokenize(&text)
     }
 
     /// Send `prompt` as request `index` now; None when aborted.
@@ -647,8 +727,12 @@ struct Turn {
     reusable: Option<u64>,
 }
 
-/// Send session `k`'s next turn as request `index` (`scheduled`: when it was due, open loop)
-/// and take the reply into its history.
+/// A session's first turn's share, counted (`PhaseCtx::first_turn_share`): the share (None:
+/// unknown) and the length of the server's tokenization it came from, if it did.
+type FirstShare = (Option<u64>, Option<u64>);
+
+/// Send session `k`'s next turn as request `index` (`scheduled`: when it was due, open loop;
+/// `counted`: its first turn's share, when counted ahead) and take the reply into its history.
 /// Returns the sample and whether the session ends there (a failed turn: its history has no
 /// reply to go on with; or a reply whose ids did not come); None when aborted or the session
 /// has no turn left.
@@ -659,21 +743,46 @@ async fn send_turn(
     k: u64,
     conv: &mut sessions::Conversation,
     scheduled: Option<Instant>,
+    counted: Option<FirstShare>,
 ) -> Option<(RequestSample, bool)> {
-    // The first request of the phase sends the shared system prompt.
-    let t = conv.next_turn(index > 0)?;
+    let t = conv.next_turn()?;
     let place = SessionTurn {
         session: k,
         turn: t.turn,
         last: t.last,
     };
+    let first = match (t.reusable, counted) {
+        (sessions::Reuse::FirstTurn, Some(f)) => Some(f),
+        (sessions::Reuse::FirstTurn, None) => Some(ctx.first_turn_share(&t.prompt).await?),
+        _ => None,
+    };
     let turn = Turn {
         place: Some(place),
-        reusable: t.reusable,
+        reusable: None,
     };
     let mut s = ctx
         .send_prompt(index, worker, scheduled, t.prompt, t.max_tokens, turn)
         .await?;
+    s.reusable_tokens = match (t.reusable, first) {
+        (sessions::Reuse::Tokens(n), _) => Some(n),
+        (sessions::Reuse::Whole, _) => s.prompt_tokens,
+        (sessions::Reuse::FirstTurn, Some((share, Some(tokenized)))) => {
+            match s.prompt_tokens {
+                Some(p) if p == tokenized => share,
+                // The server's tokenization is not what it counted for the request: neither
+                // this share nor a later first turn's can be trusted.
+                Some(_) => {
+                    if let Ok(mut prefixes) = ctx.sessions.prefixes.lock() {
+                        prefixes.lose();
+                    }
+                    None
+                }
+                None => None,
+            }
+        }
+        (sessions::Reuse::FirstTurn, Some((share, None))) => share,
+        _ => None,
+    };
     let reply = s.reply.take().unwrap_or_default();
     if s.ok() {
         // The server's own counts: a count of content chunks is no count of tokens (a chunk
@@ -726,13 +835,25 @@ fn spawn_open_sessions(
             {
                 break;
             }
+            let Some(mut conv) = ctx.conversation(k) else {
+                break;
+            };
+            // The first turn's share is counted before the session's arrival: a tokenization
+            // by the server must not show as the turn's lateness. The sessions still join the
+            // first turns in their order, which is the order they are sent in.
+            let mut counted = match conv.next_turn() {
+                Some(t) if t.reusable == sessions::Reuse::FirstTurn => {
+                    let Some(f) = ctx.first_turn_share(&t.prompt).await else {
+                        break;
+                    };
+                    Some(f)
+                }
+                _ => None,
+            };
             tokio::select! {
                 _ = tokio::time::sleep_until(at.into()) => {}
                 _ = ctx.stop.cancelled() => break,
             }
-            let Some(mut conv) = ctx.conversation(k) else {
-                break;
-            };
             let (ctx2, slots, next) = (ctx.clone(), slots.clone(), next.clone());
             let arrival = at;
             tasks.push(tokio::spawn(async move {
@@ -751,7 +872,7 @@ fn spawn_open_sessions(
                         break;
                     }
                     let Some((s, failed)) =
-                        send_turn(&ctx2, index, k, k, &mut conv, Some(due)).await
+                        send_turn(&ctx2, index, k, k, &mut conv, Some(due), counted.take()).await
                     else {
                         break;
                     };
@@ -817,7 +938,8 @@ fn spawn_sessions(
                     let Some((k, conv)) = held.as_mut() else {
                         break;
                     };
-                    let Some((s, failed)) = send_turn(&ctx, index, worker, *k, conv, None).await
+                    let Some((s, failed)) =
+                        send_turn(&ctx, index, worker, *k, conv, None, None).await
                     else {
                         break;
                     };
@@ -1045,9 +1167,16 @@ pub async fn drive(
     let in_flight = Arc::new(AtomicU64::new(0));
     // Synthetic sessions on completions go as token ids when the server returns its replies'
     // ids, else as text: one question before the load decides, for every session alike.
+    let mut prefixes = sessions::SentPrefixes::default();
     let reply_ids = if synthetic_sessions(&w) && w.endpoint == Endpoint::Completions {
-        // Its own seed stream: nothing a session's prompt starts with.
+        // Its own seed stream: nothing a session's prompt starts with, but the server caches
+        // it like any prompt, so the first turns count what they share with it too.
         let probe = prompts::token_ids(w.seed, 0x1D5, 0, 8, target.vocab_size.max(1));
+        let probe_tokens: Vec<u32> = probe
+            .iter()
+            .map(|&x| u32::try_from(x).unwrap_or(u32::MAX))
+            .collect();
+        let _ = prefixes.share(&probe_tokens);
         let path = client.path(w.endpoint.path());
         let timeout = Duration::from_secs_f64(w.request_timeout_s);
         let got = tokio::select! {
@@ -1061,6 +1190,11 @@ pub async fn drive(
     };
     outcome.session_reply_ids =
         (synthetic_sessions(&w) && w.endpoint == Endpoint::Completions).then_some(reply_ids);
+    let memory = Arc::new(SessionMemory {
+        reply_ids,
+        prefixes: std::sync::Mutex::new(prefixes),
+        ..SessionMemory::default()
+    });
     let phase_ctx =
         |phase: Phase, window_start: Instant, tx: mpsc::UnboundedSender<RequestSample>| {
             Arc::new(PhaseCtx {
@@ -1075,7 +1209,7 @@ pub async fn drive(
                 abort: inner_abort.clone(),
                 tx,
                 in_flight: in_flight.clone(),
-                reply_ids,
+                sessions: memory.clone(),
             })
         };
     if w.warmup_requests > 0 {

@@ -13,6 +13,7 @@ pub enum Prompt {
 }
 
 /// The prompt as the endpoint takes it: the body's key (`prompt` or `messages`) and value.
+/// One place, so a tokenization of the prompt (`tokenize_body`) sees what the request sends.
 fn prompt_field(endpoint: Endpoint, prompt: Prompt) -> (&'static str, Value) {
     match (endpoint, prompt) {
         (Endpoint::Completions, Prompt::TokenIds(ids)) => ("prompt", json!(ids)),
@@ -70,6 +71,46 @@ pub fn request_body(w: &WorkloadSpec, model: &str, prompt: Prompt, max_tokens: u
 pub fn ask_reply_ids(body: &mut Value) {
     if let Some(obj) = body.as_object_mut() {
         obj.entry("return_token_ids").or_insert(json!(true));
+    }
+}
+
+/// A `/tokenize` request for `prompt` as the endpoint would receive it: the server renders
+/// messages through the chat template exactly as for a chat completion (SGLang 0.5.23's
+/// `/tokenize` and vLLM's both do when `add_generation_prompt` is left out), and encodes text
+/// as a completion's prompt is encoded. The `extra_body` keys that change the rendering
+/// (`chat_template_kwargs`, `tools`, `reasoning_effort`) go along.
+pub fn tokenize_body(w: &WorkloadSpec, model: &str, prompt: Prompt) -> Value {
+    let (key, value) = prompt_field(w.endpoint, prompt);
+    let mut body = json!({ key: value, "model": model });
+    if let (Some(obj), Some(extra)) = (body.as_object_mut(), &w.extra_body) {
+        for k in [
+            "chat_template_kwargs",
+            "tools",
+            "tool_choice",
+            "reasoning_effort",
+        ] {
+            if let Some(v) = extra.get(k) {
+                obj.insert(k.into(), v.clone());
+            }
+        }
+    }
+    body
+}
+
+/// The token ids of a `/tokenize` answer (`{"tokens": [...], "count": n}`, SGLang's and
+/// vLLM's shape). None: not that shape, or an id that is not a token id (a server that
+/// answered something else must not be read as an empty prompt).
+pub fn parse_tokenize(text: &str) -> Option<Vec<u32>> {
+    let v: Value = serde_json::from_str(text).ok()?;
+    let tokens = v.get("tokens")?.as_array()?;
+    let ids: Vec<u32> = tokens
+        .iter()
+        .map(|t| t.as_u64().and_then(|x| u32::try_from(x).ok()))
+        .collect::<Option<_>>()?;
+    // The count, where given, must agree: a partial list is no tokenization.
+    match v.get("count").and_then(Value::as_u64) {
+        Some(n) if n != ids.len() as u64 => None,
+        _ => Some(ids),
     }
 }
 
@@ -288,5 +329,28 @@ mod tests {
         let mut b = request_body(&spec.workload, "tiny", Prompt::TokenIds(vec![1]), 7);
         ask_reply_ids(&mut b);
         assert_eq!(b["return_token_ids"], false);
+    }
+
+    #[test]
+    fn tokenize_asks_for_the_prompt_as_the_request_sends_it() {
+        let text = "name: t\nserver: {model_path: /m}\nworkload: {endpoint: chat, concurrency: 1, requests: 1, input_tokens: 3, output_tokens: 7, extra_body: {chat_template_kwargs: {enable_thinking: false}, top_p: 0.5}}\n";
+        let spec = crate::plan::spec::parse(text, "t").expect("valid");
+        let m = json!([{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]);
+        let b = tokenize_body(&spec.workload, "tiny", Prompt::Messages(m.clone()));
+        let sent = request_body(&spec.workload, "tiny", Prompt::Messages(m), 7);
+        assert_eq!(b["messages"], sent["messages"]);
+        assert_eq!(b["model"], "tiny");
+        assert_eq!(b["chat_template_kwargs"]["enable_thinking"], false);
+        assert!(b.get("top_p").is_none() && b.get("add_generation_prompt").is_none());
+        // SGLang's and vLLM's answer; anything else is no tokenization.
+        assert_eq!(
+            parse_tokenize(r#"{"tokens":[5,6,7],"count":3,"max_model_len":2048}"#),
+            Some(vec![5, 6, 7])
+        );
+        assert_eq!(parse_tokenize(r#"{"tokens":[5,6],"count":3}"#), None);
+        assert_eq!(parse_tokenize(r#"{"tokens":[[5,6]],"count":[2]}"#), None);
+        assert_eq!(parse_tokenize(r#"{"detail":"Not Found"}"#), None);
+        assert_eq!(parse_tokenize("Not Found"), None);
+        assert_eq!(parse_tokenize(r#"{"tokens":[-1]}"#), None);
     }
 }

@@ -15,16 +15,21 @@
 //! (a token-id prompt cannot be continued by text: the two would not be one sequence of the
 //! server's tokens).
 //!
-//! The reusable share is counted here because sgtune built the prompts: a turn's reusable
-//! tokens are those an earlier request of its session already sent (the previous prompt and
-//! the server's reply, which the history carries back on both endpoints), or, for a session's
-//! first turn, the shared system prompt once an earlier request has sent it.
+//! The reusable share is an upper bound on the server's prefix-cache hit rate, counted in the
+//! server's tokens (`Reuse`): a turn's reusable tokens are the previous turn's prompt and
+//! reply as the server's `usage` reported them (everything the cache can hold for the session
+//! before this turn); a session's first turn shares with the earlier sessions' first turns
+//! what their token sequences have in common (`SentPrefixes`); a conversation an earlier
+//! session already sent may be served whole.
 
 use super::dataset::DatasetPrompt;
 use super::openai::{Prompt, Reply};
 use super::prompts;
 use crate::plan::spec::{Endpoint, SessionSource, WorkloadSpec};
 use serde_json::{Value, json};
+use std::collections::BTreeSet;
+use std::hash::Hasher;
+use std::ops::Bound;
 
 /// Mixed into every session seed, so sessions never draw the single-request streams.
 const SESSION_SALT: u64 = 0x5E55_1043;
@@ -38,6 +43,28 @@ enum Msg {
     Turn(Vec<Value>),
 }
 
+/// How many of a turn's prompt tokens an earlier request already sent, in the server's
+/// tokens: what a prefix cache that never evicted could serve, and no more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reuse {
+    /// This many: the previous turn's prompt and reply, as the server's `usage` counted them.
+    /// Its cache holds at most that much of the session (the prompt and the tokens it
+    /// generated); the next prompt repeats it, and anything a re-encoded reply adds or
+    /// changes only shortens the match.
+    Tokens(u64),
+    /// A session's first turn: what its prompt has in common, token for token from the start,
+    /// with an earlier session's first turn (a shared system prompt, the chat template's own
+    /// tokens around it, a user message that happens to start alike). The driver counts it
+    /// with [`SentPrefixes`], from the prompt's ids or the server's own tokenization of it.
+    FirstTurn,
+    /// The whole prompt (the server's `usage.prompt_tokens`): an earlier session of the load
+    /// sent this same conversation, so every turn may be cached, replies included where the
+    /// server answers alike.
+    Whole,
+    /// Not known: the previous turn's `usage` did not come. Left unknown, never guessed.
+    Unknown,
+}
+
 /// The next request of a conversation.
 #[derive(Debug)]
 pub struct TurnRequest {
@@ -47,18 +74,13 @@ pub struct TurnRequest {
     pub turn: u32,
     /// The session's last turn (its longest history).
     pub last: bool,
-    /// Prompt tokens an earlier request already sent (None: not known, e.g. a reply whose
-    /// usage the server did not report).
-    pub reusable: Option<u64>,
+    pub reusable: Reuse,
 }
 
 /// A conversation in progress.
 #[derive(Debug, Clone)]
 pub struct Conversation {
     system: Option<Msg>,
-    /// The system prompt's tokens as counted for reuse (nominal on chat; 0 for a dataset's
-    /// own system prompt, which only its conversation sends).
-    system_tokens: u64,
     users: Vec<Msg>,
     max_tokens: Vec<u64>,
     next: usize,
@@ -73,6 +95,8 @@ pub struct Conversation {
     /// Tokens of the previous turn's prompt and reply, as the server reported them.
     prev_prompt: Option<u64>,
     prev_reply: Option<u64>,
+    /// An earlier session of the load sent this same conversation (`mark_repeat`).
+    repeat: bool,
 }
 
 /// The seed of session `k` of phase `stream` (0 measured, 1 warmup).
@@ -96,7 +120,6 @@ pub fn conversation(
     let vocab = vocab.max(1);
     let mut c = Conversation {
         system: None,
-        system_tokens: 0,
         users: Vec::new(),
         max_tokens: Vec::new(),
         next: 0,
@@ -106,6 +129,7 @@ pub fn conversation(
         text_mode: w.endpoint == Endpoint::Completions,
         prev_prompt: None,
         prev_reply: None,
+        repeat: false,
     };
     let seed;
     match &spec.source {
@@ -126,7 +150,6 @@ pub fn conversation(
                 } else {
                     Msg::Text(prompts::text(s, 64, 0, *system_tokens))
                 });
-                c.system_tokens = *system_tokens;
             }
             for t in 0..*turns {
                 let len = prompts::length(user_dist.as_ref(), *user_tokens, seed, 62, t);
@@ -184,16 +207,57 @@ impl Conversation {
         self.users.len()
     }
 
-    /// The next turn's request (None: the session is over). `system_seen`: an earlier request
-    /// of the phase has sent the shared system prompt.
-    pub fn next_turn(&self, system_seen: bool) -> Option<TurnRequest> {
+    /// What the conversation says, as a hash of its system prompt and user messages: two
+    /// sessions with the same identity send the same conversation (a `sessions: N` cycle, a
+    /// dataset read round again or by the warmup too).
+    pub fn identity(&self) -> u64 {
+        // SipHash with fixed keys: the same within a run, which is all this is compared in.
+        let mut h = std::hash::DefaultHasher::new();
+        for m in self.system.iter().chain(&self.users) {
+            match m {
+                Msg::Ids(v) => {
+                    h.write_u8(0);
+                    v.iter().for_each(|&x| h.write_u64(x));
+                    h.write_usize(v.len());
+                }
+                Msg::Text(t) => {
+                    h.write_u8(1);
+                    h.write(t.as_bytes());
+                    h.write_usize(t.len());
+                }
+                Msg::Turn(v) => {
+                    h.write_u8(2);
+                    for x in v {
+                        let t = x.to_string();
+                        h.write(t.as_bytes());
+                        h.write_usize(t.len());
+                    }
+                }
+            }
+        }
+        h.write_u8(u8::from(self.system.is_some()));
+        h.finish()
+    }
+
+    /// An earlier session of the load sent this conversation already: each of its turns may
+    /// find its whole prompt cached.
+    pub fn mark_repeat(&mut self) {
+        self.repeat = true;
+    }
+
+    /// The next turn's request (None: the session is over).
+    pub fn next_turn(&self) -> Option<TurnRequest> {
         let user = self.users.get(self.next)?;
         let turn = u32::try_from(self.next).unwrap_or(u32::MAX);
-        let reusable = if self.next == 0 {
-            Some(if system_seen { self.system_tokens } else { 0 })
+        let reusable = if self.repeat {
+            Reuse::Whole
+        } else if self.next == 0 {
+            Reuse::FirstTurn
         } else {
-            // The server's own reply went back into the history, on either endpoint.
-            self.prev_prompt.zip(self.prev_reply).map(|(p, r)| p + r)
+            match (self.prev_prompt, self.prev_reply) {
+                (Some(p), Some(r)) => Reuse::Tokens(p + r),
+                _ => Reuse::Unknown,
+            }
         };
         let prompt = match user {
             Msg::Ids(u) => {
@@ -281,6 +345,57 @@ impl Conversation {
     }
 }
 
+/// The token sequences of the sessions' first turns sent so far in one load (warmup and
+/// measurement: the server keeps the warmup's prefixes too), in the server's tokens, to count
+/// what a new first turn has in common with them. Only first turns are kept: a later turn's
+/// own history is longer than anything another session's first turn shares with it.
+#[derive(Debug, Default)]
+pub struct SentPrefixes {
+    seen: BTreeSet<Vec<u32>>,
+    /// A first turn went out whose tokens are not known: see [`SentPrefixes::lose`].
+    lost: bool,
+}
+
+impl SentPrefixes {
+    /// The tokens `ids` shares, from the start, with the earlier first turn it matches
+    /// longest; `ids` then joins them. None once one was lost. In sorted order the longest
+    /// common prefix with any member is the one with a neighbour of `ids`, so two look-ups do.
+    pub fn share(&mut self, ids: &[u32]) -> Option<u64> {
+        if self.lost {
+            return None;
+        }
+        let below = self
+            .seen
+            .range::<[u32], _>((Bound::Unbounded, Bound::Included(ids)))
+            .next_back();
+        let above = self
+            .seen
+            .range::<[u32], _>((Bound::Excluded(ids), Bound::Unbounded))
+            .next();
+        let n = below
+            .into_iter()
+            .chain(above)
+            .map(|s| common_prefix(s, ids))
+            .max()
+            .unwrap_or(0);
+        if !self.seen.contains(ids) {
+            self.seen.insert(ids.to_vec());
+        }
+        Some(n as u64)
+    }
+
+    /// A first turn went out whose tokens are not known (the server's tokenization failed, or
+    /// disagreed with the `usage` of the request it tokenized): a later first turn may share
+    /// any part of it unseen, so from then on a first turn's share is unknown, never guessed.
+    pub fn lose(&mut self) {
+        self.lost = true;
+    }
+}
+
+fn common_prefix(a: &[u32], b: &[u32]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -315,7 +430,7 @@ mod tests {
         let w = workload("completions", ", system_tokens: 5");
         let first = |w: &WorkloadSpec, stream, k| {
             conversation(w, 100, None, stream, k, true)
-                .and_then(|c| c.next_turn(false))
+                .and_then(|c| c.next_turn())
                 .map(|t| ids(&t.prompt))
                 .unwrap_or_default()
         };
@@ -326,10 +441,13 @@ mod tests {
         assert_eq!(a[..5], other[..5], "the system prompt is shared");
         assert_ne!(a[5..], other[5..], "the user messages are not");
         assert_ne!(a, first(&w, 1, 3), "the warmup has its own sessions");
-        // `sessions: 2` cycles: session 3 is session 1.
+        // `sessions: 2` cycles: session 3 is session 1, and says so by its identity.
         let w2 = workload("completions", ", sessions: 2");
         assert_eq!(first(&w2, 0, 3), first(&w2, 0, 1));
         assert_ne!(first(&w2, 0, 2), first(&w2, 0, 1));
+        let id = |k| conversation(&w2, 100, None, 0, k, true).map(|c| c.identity());
+        assert_eq!(id(3), id(1));
+        assert_ne!(id(2), id(1));
     }
 
     #[test]
@@ -337,14 +455,14 @@ mod tests {
         let w = workload("completions", ", system_tokens: 5");
         let mut c = conversation(&w, 100, None, 0, 0, true).expect("sessions");
         assert_eq!(c.turns(), 3);
-        let t0 = c.next_turn(true).expect("turn 0");
+        let t0 = c.next_turn().expect("turn 0");
         assert_eq!(
             (t0.turn, t0.last, t0.reusable, t0.max_tokens),
-            (0, false, Some(5), 4)
+            (0, false, Reuse::FirstTurn, 4)
         );
         let p0 = ids(&t0.prompt);
         assert!(c.record_reply(&reply(" a b c d", Some(&[7, 8, 9, 10])), Some(15), Some(4)));
-        let t1 = c.next_turn(true).expect("turn 1");
+        let t1 = c.next_turn().expect("turn 1");
         let p1 = ids(&t1.prompt);
         // The previous prompt, the server's own 4 reply ids, then 10 new user tokens.
         assert_eq!(p1.len(), 15 + 4 + 10);
@@ -352,14 +470,14 @@ mod tests {
         assert_eq!(p1[15..19], [7, 8, 9, 10]);
         assert_eq!(
             t1.reusable,
-            Some(19),
+            Reuse::Tokens(19),
             "the prompt and the reply, as usage counted them"
         );
         // Without usage, token ids are their own count.
         assert!(c.record_reply(&reply("", Some(&[1, 2])), None, None));
-        let t2 = c.next_turn(true).expect("turn 2");
+        let t2 = c.next_turn().expect("turn 2");
         assert!(t2.last);
-        assert_eq!(t2.reusable, Some(29 + 2));
+        assert_eq!(t2.reusable, Reuse::Tokens(29 + 2));
         assert_eq!(ids(&t2.prompt).len(), 29 + 2 + 10);
         // A reply whose ids did not come cannot go on as the server's tokens.
         assert!(!c.record_reply(&reply("text only", None), Some(41), Some(4)));
@@ -370,7 +488,7 @@ mod tests {
     fn on_completions_without_reply_ids_the_session_is_text_with_the_replies_in_it() {
         let w = workload("completions", ", system_tokens: 5");
         let mut c = conversation(&w, 100, None, 0, 0, false).expect("sessions");
-        let t0 = c.next_turn(true).expect("turn 0");
+        let t0 = c.next_turn().expect("turn 0");
         let Prompt::Text(p0) = &t0.prompt else {
             panic!("text prompts: {:?}", t0.prompt)
         };
@@ -380,28 +498,28 @@ mod tests {
             (system.split(' ').count(), user.split(' ').count()),
             (5, 10)
         );
-        assert_eq!(t0.reusable, Some(5));
+        assert_eq!(t0.reusable, Reuse::FirstTurn);
         assert!(c.record_reply(&reply(" the reply", None), Some(21), Some(3)));
-        let t1 = c.next_turn(true).expect("turn 1");
+        let t1 = c.next_turn().expect("turn 1");
         let Prompt::Text(p1) = &t1.prompt else {
             panic!("text prompts")
         };
         // The reply follows the prompt it continued, as the server generated it.
         assert!(p1.starts_with(&format!("{p0} the reply\n\n")), "{p1}");
-        assert_eq!(t1.reusable, Some(24));
+        assert_eq!(t1.reusable, Reuse::Tokens(24));
         // Without usage the next share is unknown, not guessed.
         assert!(c.record_reply(&reply(" r", None), None, Some(3)));
-        assert_eq!(c.next_turn(true).map(|t| t.reusable), Some(None));
+        assert_eq!(c.next_turn().map(|t| t.reusable), Some(Reuse::Unknown));
     }
 
     #[test]
     fn chat_sends_the_servers_reply_back_and_counts_it_reusable() {
         let w = workload("chat", "");
         let mut c = conversation(&w, 0, None, 0, 0, true).expect("sessions");
-        let t0 = c.next_turn(true).expect("turn 0");
-        assert_eq!(t0.reusable, Some(0), "no system prompt: nothing shared");
+        let t0 = c.next_turn().expect("turn 0");
+        assert_eq!(t0.reusable, Reuse::FirstTurn);
         assert!(c.record_reply(&reply("the reply", None), Some(30), Some(4)));
-        let t1 = c.next_turn(true).expect("turn 1");
+        let t1 = c.next_turn().expect("turn 1");
         let Prompt::Messages(m) = &t1.prompt else {
             panic!("chat prompts are messages")
         };
@@ -415,12 +533,43 @@ mod tests {
         assert_eq!(m[1]["content"], "the reply");
         assert_eq!(
             t1.reusable,
-            Some(34),
+            Reuse::Tokens(34),
             "the prompt and the reply, as the server counted them"
         );
         // A reply without usage leaves the next turn's share unknown, not guessed.
         assert!(c.record_reply(&reply("r2", None), None, None));
-        assert_eq!(c.next_turn(true).map(|t| t.reusable), Some(None));
+        assert_eq!(c.next_turn().map(|t| t.reusable), Some(Reuse::Unknown));
+    }
+
+    #[test]
+    fn a_conversation_sent_before_may_be_served_whole() {
+        let w = workload("chat", ", sessions: 2");
+        let mut c = conversation(&w, 0, None, 0, 2, true).expect("sessions");
+        c.mark_repeat();
+        assert_eq!(c.next_turn().map(|t| t.reusable), Some(Reuse::Whole));
+        assert!(c.record_reply(&reply("r", None), Some(30), Some(4)));
+        assert_eq!(c.next_turn().map(|t| t.reusable), Some(Reuse::Whole));
+    }
+
+    #[test]
+    fn a_first_turn_shares_what_it_has_in_common_with_an_earlier_first_turn() {
+        let mut p = SentPrefixes::default();
+        assert_eq!(p.share(&[1, 2, 3, 4]), Some(0), "nothing sent before");
+        // Its closest earlier first turn decides, whichever side of it in sorted order.
+        assert_eq!(p.share(&[1, 2, 9, 9, 9]), Some(2));
+        assert_eq!(p.share(&[1, 2, 3, 7]), Some(3));
+        assert_eq!(p.share(&[1, 2, 3, 0]), Some(3));
+        assert_eq!(p.share(&[5]), Some(0));
+        assert_eq!(
+            p.share(&[1, 2, 9, 9, 9]),
+            Some(5),
+            "the same prompt again: whole"
+        );
+        assert_eq!(p.share(&[1, 2, 9]), Some(3), "a prefix of an earlier one");
+        assert_eq!(p.share(&[]), Some(0));
+        // One that went out unseen: a later share could be anything up to its prompt.
+        p.lose();
+        assert_eq!(p.share(&[1, 2, 3, 4]), None);
     }
 
     #[test]
@@ -436,15 +585,15 @@ mod tests {
         ])];
         let mut c = conversation(&w, 0, Some(&d), 0, 0, true).expect("sessions");
         assert_eq!(c.turns(), 2);
-        let t0 = c.next_turn(true).expect("turn 0");
-        // A conversation's own system prompt is new to the server: nothing reusable yet.
-        assert_eq!((t0.reusable, t0.last), (Some(0), false));
+        let t0 = c.next_turn().expect("turn 0");
+        // Its own system prompt may still share the template's tokens with another's.
+        assert_eq!((t0.reusable, t0.last), (Reuse::FirstTurn, false));
         let Prompt::Messages(m0) = &t0.prompt else {
             panic!("messages")
         };
         assert_eq!(m0.as_array().map(Vec::len), Some(2));
         assert!(c.record_reply(&reply("the reply", None), Some(6), Some(2)));
-        let t1 = c.next_turn(true).expect("turn 1");
+        let t1 = c.next_turn().expect("turn 1");
         let Prompt::Messages(m1) = &t1.prompt else {
             panic!("messages")
         };
@@ -457,7 +606,7 @@ mod tests {
         assert_eq!(roles, ["system", "user", "assistant", "tool"]);
         assert_eq!(m1[2]["content"], "the reply");
         assert_eq!(m1[3]["tool_call_id"], "c", "the file's message as it is");
-        assert_eq!(t1.reusable, Some(8), "the prompt and the reply");
+        assert_eq!(t1.reusable, Reuse::Tokens(8), "the prompt and the reply");
         assert!(t1.last);
         // A mooncake trace has no conversations: its records are single requests.
         let text = "name: t\nserver: {model_path: /m}\nworkload:\n  endpoint: completions\n  concurrency: 1\n  requests: 4\n  sessions: {from_trace: m.jsonl, format: mooncake}\n";
@@ -479,7 +628,7 @@ mod tests {
         }];
         let mut c = conversation(&spec("chat"), 0, Some(&d), 0, 0, true).expect("sessions");
         assert!(c.record_reply(&reply("ra", None), Some(5), Some(2)));
-        let t = c.next_turn(true).expect("turn 1");
+        let t = c.next_turn().expect("turn 1");
         let Prompt::Messages(m) = &t.prompt else {
             panic!("messages")
         };
@@ -494,12 +643,12 @@ mod tests {
         // On completions: one text, each reply right after the prompt it continued.
         let mut c = conversation(&spec("completions"), 0, Some(&d), 0, 0, true).expect("sessions");
         assert_eq!(
-            c.next_turn(true).map(|t| t.prompt),
+            c.next_turn().map(|t| t.prompt),
             Some(Prompt::Text("sys\n\na".into()))
         );
         assert!(c.record_reply(&reply(" ra", None), Some(5), Some(2)));
         assert_eq!(
-            c.next_turn(true).map(|t| t.prompt),
+            c.next_turn().map(|t| t.prompt),
             Some(Prompt::Text("sys\n\na ra\n\nb".into()))
         );
     }

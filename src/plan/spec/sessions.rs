@@ -259,7 +259,8 @@ impl SessionsSpec {
     /// A synthetic session's turns at the nominal lengths (`user_max`: take each length
     /// distribution's upper bound instead, for the context check), or None for a dataset.
     /// Each turn after the first reuses the previous prompt and the server's reply, which the
-    /// history carries back on both endpoints; the first, the shared system prompt.
+    /// history carries back on both endpoints; the first, the shared system prompt (a run
+    /// counts it in the server's tokens, the template's included: `load::sessions`).
     pub fn nominal_turns(
         &self,
         reply_tokens: u64,
