@@ -784,12 +784,17 @@ fn validate_prints_the_sessions_shape_and_reusable_share() {
     let out = run(sgtune().arg("validate").arg(&spec).current_dir(dir.path()));
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let plan = text(&out.stdout);
-    // Prompts 30, 45, 60; reusable 20, 30, 45 (completions: the previous prompt): 95 / 135.
+    // Prompts 30, 45, 60; reusable 20, 35, 50 (the previous prompt and the server's reply,
+    // which completions send back as its token ids too): 105 / 135.
     assert!(
         plan.contains("sessions: 2 sessions of 3 turns, 10 user + 5 reply tokens per turn, a 20-token system prompt every session shares; prompt tokens by turn 30, 45, 60;"),
         "{plan}"
     );
-    assert!(plan.contains("reusable share 70%"), "{plan}");
+    assert!(plan.contains("reusable share 78%"), "{plan}");
+    assert!(
+        plan.contains("the server's reply goes back into the history as its token ids"),
+        "{plan}"
+    );
     assert!(!marker.exists());
 }
 

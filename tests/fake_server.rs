@@ -809,3 +809,50 @@ fn a_mooncake_trace_sweep_records_the_traces_exact_reusable_share() {
     assert!((share - 18.0 / 37.0).abs() < 1e-3, "{share}: {row:?}");
     assert_no_leftovers(&tag);
 }
+
+/// The reusable share is a ceiling the server's hit rate never beats (issue 50), on a pool
+/// that keeps every history, on both endpoints: sessions share a system prompt, and their first
+/// turns are counted in the server's tokens, the chat template's included (the fake renders
+/// one and answers `/tokenize`); each later turn, the previous prompt and reply as `usage`
+/// counted them; a session that repeats an earlier one (`sessions: 4`, then they cycle) may be
+/// served whole. Counted in words, the first turns alone put the share under the fake's rate.
+#[test]
+fn a_sessions_reusable_share_is_a_ceiling_the_servers_hit_rate_never_beats() {
+    for endpoint in ["chat", "completions"] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let tag = unique_tag("ceiling");
+        let body = format!(
+            "configs:\n  - {{name: roomy, max_total_tokens: 65536}}\nworkload:\n  endpoint: {endpoint}\n  concurrency: 3\n  requests: 36\n  warmup_requests: 3\n  vocab_size: 1000\n  sessions: {{turns: 3, user_tokens: 16, reply_tokens: 8, system_tokens: 48, sessions: 4}}\n"
+        );
+        let spec_path = write_spec(dir.path(), &spec(&tag, "", &body));
+        let results = dir.path().join("results");
+        let out = run_sweep(&spec_path, &results);
+        assert_eq!(out.status.code(), Some(0), "{}", text_of(&out));
+        let folder = only_results_folder(&results);
+        let row = &read_rows(&folder.join("results.csv"))[0];
+        assert_eq!(row["status"], "ok", "{row:?}");
+        assert_eq!(num(row, "requests_completed"), 36.0, "{row:?}");
+        let (hit, share) = (
+            num(row, "cache_hit_rate"),
+            num(row, "prefix_reusable_share"),
+        );
+        eprintln!("{endpoint}: cache_hit_rate {hit}, prefix_reusable_share {share}");
+        assert!(
+            hit > 0.5,
+            "{endpoint}: the cache serves the histories: {hit}"
+        );
+        assert!(
+            share >= hit,
+            "{endpoint}: the server beat the ceiling: {hit} > {share}"
+        );
+        // A ceiling, not a guess from above: the fake keeps its prompts (not its replies)
+        // in 16-token blocks, so it falls short of the share by little.
+        assert!(share - hit < 0.15, "{endpoint}: {hit} far under {share}");
+        assert!(
+            !row["notes"].contains("went as text"),
+            "{endpoint}: {}",
+            row["notes"]
+        );
+        assert_no_leftovers(&tag);
+    }
+}

@@ -448,51 +448,53 @@ fn a_first_ctrl_c_waits_for_requests_in_flight_and_a_second_quits_now() {
     );
 }
 
-/// `sessions:` (issue 43) against the fake: the second turn's prompt is the first turn's
-/// prompt, the server's own reply and the next user message, on both endpoints; chat sends
-/// the reply's text back, completions a stand-in of its length (they return no token ids).
-#[test]
-fn a_sessions_second_turn_sends_the_first_reply_back() {
+/// The prompts a two-turn session sent to a fake started with `env`, on `endpoint` (the
+/// fake's prompt log, in order), and what `sgtune load` printed.
+fn session_prompts(env: &[(&str, &str)], endpoint: &str) -> (Vec<serde_json::Value>, String) {
     let dir = tempfile::tempdir().expect("tempdir");
     let log = dir.path().join("prompts.log");
     let log_s = log.display().to_string();
-    let (_fake, port) = start_fake_env(
-        0.002,
-        &[
-            ("FAKE_SGLANG_PROMPT_LOG", log_s.as_str()),
-            ("FAKE_SGLANG_PROMPT_FULL", "1"),
-        ],
-    );
+    let mut env = env.to_vec();
+    env.extend([
+        ("FAKE_SGLANG_PROMPT_LOG", log_s.as_str()),
+        ("FAKE_SGLANG_PROMPT_FULL", "1"),
+    ]);
+    let (_fake, port) = start_fake_env(0.002, &env);
     let url = format!("http://127.0.0.1:{port}");
-    let prompts = |endpoint: &str| -> (Vec<serde_json::Value>, String) {
-        let _ = std::fs::remove_file(&log);
-        let out = run(sgtune()
-            .args(["load", "--url", &url, "-w", &format!("endpoint={endpoint}")])
-            .args([
-                "-w",
-                "concurrency=1",
-                "-w",
-                "requests=2",
-                "-w",
-                "warmup_requests=0",
-            ])
-            .args(["-w", "vocab_size=1000"])
-            .args(["-w", "sessions={turns: 2, user_tokens: 5, reply_tokens: 3}"]));
-        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-        assert!(
-            text(&out.stdout).contains("2 completed, 0 failed"),
-            "{}",
-            text(&out.stdout)
-        );
-        let sent = std::fs::read_to_string(&log)
-            .expect("prompt log")
-            .lines()
-            .filter_map(|l| l.strip_prefix("prompt-json "))
-            .map(|j| serde_json::from_str(j).expect("json"))
-            .collect();
-        (sent, text(&out.stdout))
-    };
-    let (chat, stdout) = prompts("chat");
+    let out = run(sgtune()
+        .args(["load", "--url", &url, "-w", &format!("endpoint={endpoint}")])
+        .args([
+            "-w",
+            "concurrency=1",
+            "-w",
+            "requests=2",
+            "-w",
+            "warmup_requests=0",
+        ])
+        .args(["-w", "vocab_size=1000"])
+        .args(["-w", "sessions={turns: 2, user_tokens: 5, reply_tokens: 3}"]));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("2 completed, 0 failed"),
+        "{}",
+        text(&out.stdout)
+    );
+    let sent = std::fs::read_to_string(&log)
+        .expect("prompt log")
+        .lines()
+        .filter_map(|l| l.strip_prefix("prompt-json "))
+        .map(|j| serde_json::from_str(j).expect("json"))
+        .collect();
+    (sent, text(&out.stdout))
+}
+
+/// `sessions:` (issue 43) against the fake: the second turn's prompt is the first turn's
+/// prompt, the server's own reply and the next user message, on both endpoints; chat sends
+/// the reply's text back, completions the reply's own token ids (`return_token_ids`, which
+/// the fake answers as SGLang 0.5.23 does).
+#[test]
+fn a_sessions_second_turn_sends_the_first_reply_back() {
+    let (chat, stdout) = session_prompts(&[], "chat");
     assert!(stdout.contains("TTFT p50 ms by turn  1: "), "{stdout}");
     assert_eq!(chat.len(), 2, "{chat:?}");
     let (first, second) = (&chat[0], &chat[1]);
@@ -508,24 +510,61 @@ fn a_sessions_second_turn_sends_the_first_reply_back() {
     let reply = second[1]["content"].as_str().expect("reply text");
     assert_eq!(reply.matches(" tok").count(), 3, "{reply:?}");
     assert_ne!(second[2], first[0], "a new user message");
-    let (comp, stdout) = prompts("completions");
-    // Turn 2 of 13 tokens repeats turn 1's 5: 5 / (5 + 13), exact with token ids.
+    let (comp, stdout) = session_prompts(&[], "completions");
     assert!(
-        stdout.contains("reusable       27.8% of prompt tokens"),
+        stdout.contains("the server's replies go back as its token ids"),
         "{stdout}"
     );
-    assert_eq!(comp.len(), 2, "{comp:?}");
+    // Turn 2 of 13 tokens repeats turn 1's 5 and the 3-token reply: 8 / (5 + 13).
+    assert!(
+        stdout.contains("reusable       44.4% of prompt tokens"),
+        "{stdout}"
+    );
+    // First the question whether the server returns reply ids (8 ids, one token), then
+    // the session.
+    assert_eq!(comp.len(), 3, "{comp:?}");
+    assert_eq!(comp[0].as_array().map(Vec::len), Some(8));
     let (a, b) = (
-        comp[0].as_array().expect("ids"),
         comp[1].as_array().expect("ids"),
+        comp[2].as_array().expect("ids"),
     );
     assert_eq!(a.len(), 5);
     assert_eq!(
         b.len(),
         5 + 3 + 5,
-        "prompt, a 3-token reply stand-in, a new message"
+        "prompt, the 3-token reply, a new message"
     );
     assert_eq!(b[..5], a[..], "the history starts the second prompt");
+    // The fake's reply to a 5-token prompt is ids (5 x 31 + 7i) mod 32000: the server's own.
+    assert_eq!(b[5..8], [155, 162, 169], "{b:?}");
+}
+
+/// A server that returns no reply ids (as llama.cpp's /v1/completions): a token-id prompt
+/// cannot be continued by text, so the sessions go as text, each reply's text right after the
+/// prompt it continued.
+#[test]
+fn a_server_without_reply_ids_gets_its_completions_sessions_as_text() {
+    let (comp, stdout) = session_prompts(&[("FAKE_SGLANG_NO_TOKEN_IDS", "1")], "completions");
+    assert!(
+        stdout.contains("the server returned no reply token ids: the sessions went as text"),
+        "{stdout}"
+    );
+    assert_eq!(comp.len(), 3, "the question, then two turns: {comp:?}");
+    let (a, b) = (
+        comp[1].as_str().expect("text"),
+        comp[2].as_str().expect("text"),
+    );
+    assert_eq!(a.split(' ').count(), 5, "{a}");
+    let rest = b
+        .strip_prefix(a)
+        .expect("the history starts the second prompt");
+    let (reply, user) = rest
+        .split_once("\n\n")
+        .expect("the reply, then the next message");
+    assert_eq!(reply.matches(" tok").count(), 3, "{reply:?}");
+    assert_eq!(user.split(' ').count(), 5, "{user}");
+    // No /tokenize either: the first turns' share is unknown, so none is claimed.
+    assert!(!stdout.contains("reusable "), "{stdout}");
 }
 
 /// `sessions: {from_dataset: true}`: a file's conversation replayed turn by turn, its own

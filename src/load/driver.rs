@@ -116,10 +116,10 @@ pub struct RequestSample {
     /// prompt, a `shared_prefix` group's prefix): what the prefix cache could serve. None: not
     /// known for this workload.
     pub reusable_tokens: Option<u64>,
-    /// `sessions:`: the streamed reply's text, kept to go back into the history (None: not
-    /// collected, as for single requests).
+    /// `sessions:`: the streamed reply (its text, and its token ids where the server sent
+    /// them), kept to go back into the history (None: not collected, as for single requests).
     #[serde(skip)]
-    pub reply: Option<String>,
+    pub reply: Option<openai::Reply>,
 }
 
 /// A request's place in its session.
@@ -202,6 +202,9 @@ pub struct LoadOutcome {
     pub warmup_failed: u64,
     /// Requests abandoned at the deadline under `deadline: cut` (not failures).
     pub cut_off: u64,
+    /// Synthetic sessions on completions: whether the server returned its replies' token ids,
+    /// so the sessions went as token ids (false: as text). None: no such sessions.
+    pub session_reply_ids: Option<bool>,
     /// Measured window: first send to last completion.
     pub duration_s: f64,
     /// The load was stopped before it finished (interrupt or server death).
@@ -510,7 +513,7 @@ fn on_event(
         *done = true;
         return;
     }
-    let info = match openai::parse_chunk_text(data, sample.reply.as_mut()) {
+    let info = match openai::parse_chunk_reply(data, sample.reply.as_mut()) {
         Ok(i) => i,
         Err(msg) => {
             *problem = Some((ErrorKind::MalformedSse, msg));
@@ -558,7 +561,24 @@ struct PhaseCtx {
     tx: mpsc::UnboundedSender<RequestSample>,
     /// Requests sent and not yet finished (for the `cut` deadline policy).
     in_flight: Arc<AtomicU64>,
+    sessions: Arc<SessionMemory>,
 }
+
+/// What a load's sessions share, over the warmup and the measurement alike (the server's
+/// cache keeps what the warmup sent).
+#[derive(Default)]
+struct SessionMemory {
+    /// Completions: the server returns its replies' token ids (asked once before the load,
+    /// `reply_ids_probe`), so synthetic sessions go as token ids; else as text.
+    reply_ids: bool,
+    /// The sessions' first turns sent, in the server's tokens.
+    prefixes: std::sync::Mutex<sessions::SentPrefixes>,
+    /// The conversations started (`Conversation::identity`): one seen before is a repeat.
+    started: std::sync::Mutex<std::collections::HashSet<u64>>,
+}
+
+/// The most a `/tokenize` answer may be: a long history's ids as JSON.
+const TOKENIZE_LIMIT: usize = 16 << 20;
 
 impl PhaseCtx {
     /// Send request `index` now; None when aborted.
@@ -577,6 +597,85 @@ impl PhaseCtx {
             .await
     }
 
+    /// Session `k` of this phase, marked a repeat when an earlier session of the load (either
+    /// phase) sent the same conversation.
+    fn conversation(&self, k: u64) -> Option<sessions::Conversation> {
+        let dataset = self.target.dataset.as_deref().map(Vec::as_slice);
+        let mut c = sessions::conversation(
+            &self.w,
+            self.target.vocab_size,
+            dataset,
+            stream_of(self.phase),
+            k,
+            self.sessions.reply_ids,
+        )?;
+        let fresh = match self.sessions.started.lock() {
+            Ok(mut seen) => seen.insert(c.identity()),
+            // A poisoned set: claim the most, as a repeat does.
+            Err(_) => false,
+        };
+        if !fresh {
+            c.mark_repeat();
+        }
+        Some(c)
+    }
+
+    /// What a session's first turn shares with the earlier first turns, in the server's
+    /// tokens: token-id prompts are the server's tokens already; text and messages are
+    /// tokenized by the server itself (`/tokenize`, the renderer its chat completions use).
+    /// Counted before the send, so the first turns join `prefixes` in the order they go out.
+    /// Returns the share (None: unknown) and, for a server tokenization, its length, which
+    /// the request's own `usage` must confirm. None: aborted.
+    async fn first_turn_share(&self, prompt: &Prompt) -> Option<FirstShare> {
+        let (ids, tokenized) = match prompt {
+            Prompt::TokenIds(ids) if self.w.endpoint == Endpoint::Completions => {
+                let ids: Option<Vec<u32>> = ids.iter().map(|&x| u32::try_from(x).ok()).collect();
+                (ids, false)
+            }
+            _ => {
+                let got = tokio::select! {
+                    t = self.tokenize(prompt) => t,
+                    _ = self.abort.cancelled() => return None,
+                };
+                (got, true)
+            }
+        };
+        let Ok(mut prefixes) = self.sessions.prefixes.lock() else {
+            return Some((None, None));
+        };
+        match ids {
+            Some(ids) => {
+                let share = prefixes.share(&ids);
+                Some((share, tokenized.then_some(ids.len() as u64)))
+            }
+            None => {
+                prefixes.lose();
+                Some((None, None))
+            }
+        }
+    }
+
+    /// The server's token ids for `prompt` (`POST /tokenize`, which SGLang 0.5.23 and vLLM
+    /// serve). None: no such endpoint, an error, or an answer that is not a tokenization.
+    async fn tokenize(&self, prompt: &Prompt) -> Option<Vec<u32>> {
+        let body = openai::tokenize_body(&self.w, &self.target.model, prompt.clone());
+        let body = serde_json::to_vec(&body).ok()?;
+        let path = self.client.path("/tokenize");
+        let mut attempt = http1::Attempt {
+            started: Instant::now(),
+            retried: false,
+        };
+        let ask = async {
+            let r = self.client.send(&path, &body, &mut attempt).await.ok()?;
+            if !(200..300).contains(&r.status) {
+                return None;
+            }
+            Some(r.text(TOKENIZE_LIMIT).await)
+        };
+        let text = tokio::time::timeout(self.timeout, ask).await.ok()??;
+        openai::parse_tokenize(&text)
+    }
+
     /// Send `prompt` as request `index` now; None when aborted.
     async fn send_prompt(
         &self,
@@ -587,7 +686,14 @@ impl PhaseCtx {
         max_tokens: u64,
         turn: Turn,
     ) -> Option<RequestSample> {
-        let body = openai::request_body(&self.w, &self.target.model, prompt, max_tokens);
+        // A session's token-id turn asks for the reply's ids, to send them back.
+        let ask_ids = turn.place.is_some()
+            && self.w.endpoint == Endpoint::Completions
+            && matches!(prompt, Prompt::TokenIds(_));
+        let mut body = openai::request_body(&self.w, &self.target.model, prompt, max_tokens);
+        if ask_ids {
+            openai::ask_reply_ids(&mut body);
+        }
         // Serialized before the send instant: building the body is not the server's time.
         let body = serde_json::to_vec(&body).unwrap_or_default();
         let now = Instant::now();
@@ -600,8 +706,8 @@ impl PhaseCtx {
         );
         sample.turn = turn.place;
         sample.reusable_tokens = turn.reusable;
-        // A session's reply goes back into its history: keep the streamed text.
-        sample.reply = turn.place.map(|_| String::new());
+        // A session's reply goes back into its history: keep the streamed text (and ids).
+        sample.reply = turn.place.map(|_| openai::Reply::default());
         sample.scheduled_s = scheduled.map(|t| offset_s(t, self.window_start));
         sample.sched_lag_ms =
             scheduled.map(|t| now.saturating_duration_since(t).as_secs_f64() * 1000.0);
@@ -621,10 +727,15 @@ struct Turn {
     reusable: Option<u64>,
 }
 
-/// Send session `k`'s next turn as request `index` (`scheduled`: when it was due, open loop)
-/// and take the reply into its history. Returns the sample and whether the turn failed (which
-/// ends the session: its history has no reply to go on with); None when aborted or the
-/// session has no turn left.
+/// A session's first turn's share, counted (`PhaseCtx::first_turn_share`): the share (None:
+/// unknown) and the length of the server's tokenization it came from, if it did.
+type FirstShare = (Option<u64>, Option<u64>);
+
+/// Send session `k`'s next turn as request `index` (`scheduled`: when it was due, open loop;
+/// `counted`: its first turn's share, when counted ahead) and take the reply into its history.
+/// Returns the sample and whether the session ends there (a failed turn: its history has no
+/// reply to go on with; or a reply whose ids did not come); None when aborted or the session
+/// has no turn left.
 async fn send_turn(
     ctx: &PhaseCtx,
     index: u64,
@@ -632,25 +743,52 @@ async fn send_turn(
     k: u64,
     conv: &mut sessions::Conversation,
     scheduled: Option<Instant>,
+    counted: Option<FirstShare>,
 ) -> Option<(RequestSample, bool)> {
-    // The first request of the phase sends the shared system prompt.
-    let t = conv.next_turn(index > 0)?;
+    let t = conv.next_turn()?;
     let place = SessionTurn {
         session: k,
         turn: t.turn,
         last: t.last,
     };
+    let first = match (t.reusable, counted) {
+        (sessions::Reuse::FirstTurn, Some(f)) => Some(f),
+        (sessions::Reuse::FirstTurn, None) => Some(ctx.first_turn_share(&t.prompt).await?),
+        _ => None,
+    };
     let turn = Turn {
         place: Some(place),
-        reusable: t.reusable,
+        reusable: None,
     };
     let mut s = ctx
         .send_prompt(index, worker, scheduled, t.prompt, t.max_tokens, turn)
         .await?;
+    s.reusable_tokens = match (t.reusable, first) {
+        (sessions::Reuse::Tokens(n), _) => Some(n),
+        (sessions::Reuse::Whole, _) => s.prompt_tokens,
+        (sessions::Reuse::FirstTurn, Some((share, Some(tokenized)))) => {
+            match s.prompt_tokens {
+                Some(p) if p == tokenized => share,
+                // The server's tokenization is not what it counted for the request: neither
+                // this share nor a later first turn's can be trusted.
+                Some(_) => {
+                    if let Ok(mut prefixes) = ctx.sessions.prefixes.lock() {
+                        prefixes.lose();
+                    }
+                    None
+                }
+                None => None,
+            }
+        }
+        (sessions::Reuse::FirstTurn, Some((share, None))) => share,
+        _ => None,
+    };
     let reply = s.reply.take().unwrap_or_default();
     if s.ok() {
-        conv.record_reply(&reply, s.prompt_tokens, Some(s.output_tokens()));
-        return Some((s, false));
+        // The server's own counts: a count of content chunks is no count of tokens (a chunk
+        // may carry several), and a ceiling must not guess low.
+        let went_on = conv.record_reply(&reply, s.prompt_tokens, s.completion_tokens);
+        return Some((s, !went_on));
     }
     if s.http_status == Some(400) && place.turn > 0 {
         // The likeliest cause past the first turn: the history outgrew the model's context.
@@ -687,7 +825,6 @@ fn spawn_open_sessions(
             .as_ref()
             .map_or(0.0, |s| s.think_time_s.max(0.0));
         let think = Duration::from_secs_f64(think);
-        let stream = stream_of(ctx.phase);
         let mut at = ctx.window_start;
         let mut tasks = Vec::new();
         for k in 0.. {
@@ -698,16 +835,25 @@ fn spawn_open_sessions(
             {
                 break;
             }
+            let Some(mut conv) = ctx.conversation(k) else {
+                break;
+            };
+            // The first turn's share is counted before the session's arrival: a tokenization
+            // by the server must not show as the turn's lateness. The sessions still join the
+            // first turns in their order, which is the order they are sent in.
+            let mut counted = match conv.next_turn() {
+                Some(t) if t.reusable == sessions::Reuse::FirstTurn => {
+                    let Some(f) = ctx.first_turn_share(&t.prompt).await else {
+                        break;
+                    };
+                    Some(f)
+                }
+                _ => None,
+            };
             tokio::select! {
                 _ = tokio::time::sleep_until(at.into()) => {}
                 _ = ctx.stop.cancelled() => break,
             }
-            let dataset = ctx.target.dataset.as_deref().map(Vec::as_slice);
-            let Some(mut conv) =
-                sessions::conversation(&ctx.w, ctx.target.vocab_size, dataset, stream, k)
-            else {
-                break;
-            };
             let (ctx2, slots, next) = (ctx.clone(), slots.clone(), next.clone());
             let arrival = at;
             tasks.push(tokio::spawn(async move {
@@ -726,7 +872,7 @@ fn spawn_open_sessions(
                         break;
                     }
                     let Some((s, failed)) =
-                        send_turn(&ctx2, index, k, k, &mut conv, Some(due)).await
+                        send_turn(&ctx2, index, k, k, &mut conv, Some(due), counted.take()).await
                     else {
                         break;
                     };
@@ -776,7 +922,6 @@ fn spawn_sessions(
         .map(|worker| {
             let (ctx, next, next_session) = (ctx.clone(), next.clone(), next_session.clone());
             tokio::spawn(async move {
-                let stream = stream_of(ctx.phase);
                 let mut held: Option<(u64, sessions::Conversation)> = None;
                 loop {
                     if ctx.stop.is_cancelled() || deadline.is_some_and(|d| Instant::now() >= d) {
@@ -788,20 +933,13 @@ fn spawn_sessions(
                     }
                     if held.as_ref().is_none_or(|(_, c)| c.is_done()) {
                         let k = next_session.fetch_add(1, Ordering::Relaxed);
-                        let dataset = ctx.target.dataset.as_deref().map(Vec::as_slice);
-                        held = sessions::conversation(
-                            &ctx.w,
-                            ctx.target.vocab_size,
-                            dataset,
-                            stream,
-                            k,
-                        )
-                        .map(|c| (k, c));
+                        held = ctx.conversation(k).map(|c| (k, c));
                     }
                     let Some((k, conv)) = held.as_mut() else {
                         break;
                     };
-                    let Some((s, failed)) = send_turn(&ctx, index, worker, *k, conv, None).await
+                    let Some((s, failed)) =
+                        send_turn(&ctx, index, worker, *k, conv, None, None).await
                     else {
                         break;
                     };
@@ -963,6 +1101,36 @@ fn spawn_trace(
     vec![dispatcher]
 }
 
+/// Synthetic `sessions:` (not a dataset's or a trace's conversations).
+fn synthetic_sessions(w: &WorkloadSpec) -> bool {
+    matches!(
+        w.sessions.as_ref().map(|s| &s.source),
+        Some(crate::plan::spec::SessionSource::Synthetic { .. })
+    )
+}
+
+/// Whether the server returns a completion's token ids when asked (`return_token_ids`): one
+/// streamed request of the prompt `ids` and one output token. None: it did not answer.
+async fn reply_ids_probe(
+    client: &http1::Client,
+    w: &WorkloadSpec,
+    target: &LoadTarget,
+    ids: Vec<u64>,
+    path: &str,
+    timeout: Duration,
+) -> Option<bool> {
+    let mut body = openai::request_body(w, &target.model, Prompt::TokenIds(ids), 1);
+    openai::ask_reply_ids(&mut body);
+    let body = serde_json::to_vec(&body).ok()?;
+    let mut sample = blank_sample(Phase::Warmup, 0, 0, f64::NAN, 1);
+    sample.reply = Some(openai::Reply::default());
+    let s = one_request(client, path, &body, timeout, sample).await;
+    s.ok().then(|| {
+        s.reply
+            .is_some_and(|r| r.ids.is_some_and(|v| !v.is_empty()))
+    })
+}
+
 /// Drive the workload. `stop` ends it early: no new request is sent and the requests in
 /// flight are waited for (an interrupt). `abort` abandons the requests in flight too (a dead
 /// server, or an interrupt whose grace ran out). Either sets `stopped`.
@@ -983,6 +1151,7 @@ pub async fn drive(
         cut_off: 0,
         duration_s: 0.0,
         stopped: false,
+        session_reply_ids: None,
     };
 
     // Warmup: excluded from every number, but written to requests.csv as evidence.
@@ -996,6 +1165,36 @@ pub async fn drive(
         })
     };
     let in_flight = Arc::new(AtomicU64::new(0));
+    // Synthetic sessions on completions go as token ids when the server returns its replies'
+    // ids, else as text: one question before the load decides, for every session alike.
+    let mut prefixes = sessions::SentPrefixes::default();
+    let reply_ids = if synthetic_sessions(&w) && w.endpoint == Endpoint::Completions {
+        // Its own seed stream: nothing a session's prompt starts with, but the server caches
+        // it like any prompt, so the first turns count what they share with it too.
+        let probe = prompts::token_ids(w.seed, 0x1D5, 0, 8, target.vocab_size.max(1));
+        let probe_tokens: Vec<u32> = probe
+            .iter()
+            .map(|&x| u32::try_from(x).unwrap_or(u32::MAX))
+            .collect();
+        let _ = prefixes.share(&probe_tokens);
+        let path = client.path(w.endpoint.path());
+        let timeout = Duration::from_secs_f64(w.request_timeout_s);
+        let got = tokio::select! {
+            g = reply_ids_probe(client, &w, &target, probe, &path, timeout) => g,
+            _ = abort.cancelled() => None,
+        };
+        // Not answered: as SGLang and vLLM answer (a reply without ids then ends its session).
+        got.unwrap_or(true)
+    } else {
+        true
+    };
+    outcome.session_reply_ids =
+        (synthetic_sessions(&w) && w.endpoint == Endpoint::Completions).then_some(reply_ids);
+    let memory = Arc::new(SessionMemory {
+        reply_ids,
+        prefixes: std::sync::Mutex::new(prefixes),
+        ..SessionMemory::default()
+    });
     let phase_ctx =
         |phase: Phase, window_start: Instant, tx: mpsc::UnboundedSender<RequestSample>| {
             Arc::new(PhaseCtx {
@@ -1010,6 +1209,7 @@ pub async fn drive(
                 abort: inner_abort.clone(),
                 tx,
                 in_flight: in_flight.clone(),
+                sessions: memory.clone(),
             })
         };
     if w.warmup_requests > 0 {

@@ -92,9 +92,11 @@ pub struct Accumulator {
     first_turn_ttft: Quantiles,
     last_turn_ttft: Quantiles,
     /// Σ reusable and Σ prompt tokens over the successful requests whose reusable part the
-    /// workload knows and whose prompt length the server reported.
+    /// workload knows and whose prompt length the server reported; and how many successful
+    /// requests had either unknown.
     reusable_tokens: u64,
     reusable_of: u64,
+    reusable_unknown: u64,
 }
 
 /// Turns past this many share the last bucket of `ClientSummary::turns`, so a long session
@@ -204,6 +206,8 @@ impl Accumulator {
             // around a reply may differ from the reply's own count).
             self.reusable_tokens += reusable.min(prompt);
             self.reusable_of += prompt;
+        } else {
+            self.reusable_unknown += 1;
         }
         if let Some(t) = r.turn {
             let bucket = t.turn.min(TURN_BUCKETS - 1);
@@ -254,8 +258,11 @@ impl Accumulator {
         s.itl_ms = Stats::from_quantiles(&self.itl);
         s.tpot_ms = Stats::from_quantiles(&self.tpot);
         s.e2e_ms = Stats::from_quantiles(&self.e2e);
-        s.reusable_prompt_share =
-            (self.reusable_of > 0).then(|| self.reusable_tokens as f64 / self.reusable_of as f64);
+        // The share is a ceiling on the server's hit rate over every successful request: one
+        // whose part is unknown could have any, so leaving it out could put the ceiling below
+        // the server's rate. Then the share is unknown too.
+        s.reusable_prompt_share = (self.reusable_of > 0 && self.reusable_unknown == 0)
+            .then(|| self.reusable_tokens as f64 / self.reusable_of as f64);
         s.turns = self
             .turn_ttft
             .iter()
@@ -334,12 +341,17 @@ pub struct ClientSummary {
     pub errors: BTreeMap<String, u64>,
     /// One example error message (the first seen).
     pub first_error: Option<String>,
-    /// The prefix-cache hit rate the workload allows: Σ reusable ÷ Σ prompt tokens over the
-    /// successful requests, where the reusable part of a prompt is what an earlier request
-    /// already sent (a session's history, the shared system prompt, a `shared_prefix` group's
-    /// prefix after the group's first request). sgtune built the prompts, so it knows this
-    /// exactly. None: the workload does not say (single synthetic or dataset prompts).
+    /// The prefix-cache hit rate the workload allows, a ceiling the server's cannot beat:
+    /// Σ reusable ÷ Σ prompt tokens over the successful requests, in the server's tokens,
+    /// where the reusable part of a prompt is what an earlier request already sent (a
+    /// session's previous prompt and reply as `usage` counted them, what a session's first
+    /// turn has in common with an earlier one's, a `shared_prefix` group's prefix after the
+    /// group's first request; `load::sessions`). None: the workload does not say (single
+    /// synthetic or dataset prompts), or some successful request's part is not known.
     pub reusable_prompt_share: Option<f64>,
+    /// Synthetic sessions on completions: whether the server returned its replies' token ids,
+    /// so the history carried them (false: it returned none, and the sessions went as text).
+    pub sessions_reply_ids: Option<bool>,
     /// `sessions:`: latencies by turn (empty otherwise).
     pub turns: Vec<TurnStats>,
     /// `sessions:`: TTFT of the sessions' first turns (no history).
@@ -640,6 +652,16 @@ mod tests {
         // Without sessions or a known reusable part: nothing claimed.
         let plain = summarize(&[sample(5.0, &[5.0], 6.0, Some(1))], 1.0, 10, None);
         assert_eq!((plain.reusable_prompt_share, plain.turns.len()), (None, 0));
+        // One successful turn whose part is not known (or whose prompt the server did not
+        // count): the rest alone are no ceiling, so none is claimed.
+        let mut unknown = turn(1, true, 200.0, 40, 30);
+        unknown.reusable_tokens = None;
+        let mut uncounted = turn(1, true, 200.0, 40, 30);
+        uncounted.prompt_tokens = None;
+        for odd in [unknown, uncounted] {
+            let s = summarize(&[turn(0, false, 100.0, 20, 0), odd], 1.0, 10, None);
+            assert_eq!(s.reusable_prompt_share, None);
+        }
     }
 
     #[test]

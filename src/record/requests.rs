@@ -363,7 +363,10 @@ mod tests {
                 last: false,
             }),
             reusable_tokens: Some(48),
-            reply: Some("not written".into()),
+            reply: Some(crate::load::openai::Reply {
+                text: "not written".into(),
+                ids: Some(vec![1, 2]),
+            }),
         }
     }
 

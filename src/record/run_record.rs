@@ -653,6 +653,7 @@ mod tests {
                 errors: [("timeout".to_string(), 9005)].into_iter().collect(),
                 first_error: Some("first error 9006".into()),
                 reusable_prompt_share: Some(0.8125),
+                sessions_reply_ids: Some(true),
                 turns: vec![
                     crate::observe::client::TurnStats {
                         turn: 1,

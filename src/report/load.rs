@@ -88,6 +88,15 @@ pub fn render(point: LoadPoint, c: &ClientSummary) -> String {
             c.cut_off
         ));
     }
+    match c.sessions_reply_ids {
+        Some(true) => out.push(
+            "  sessions       the server's replies go back as its token ids (return_token_ids)".into(),
+        ),
+        Some(false) => out.push(
+            "  sessions       the server returned no reply token ids: the sessions went as text, each reply's text in the history".into(),
+        ),
+        None => {}
+    }
     if let Some(r) = c.reusable_prompt_share {
         out.push(format!(
             "  reusable       {:.1}% of prompt tokens repeat what an earlier request sent (the prefix-cache hit rate the workload allows)",

@@ -199,7 +199,7 @@ fn sessions_line(
         (None, None) => "new sessions until the duration ends".to_string(),
     };
     let nominal = ss
-        .nominal_turns(w.endpoint, w.output_tokens, w.output_tokens, false)
+        .nominal_turns(w.output_tokens, w.output_tokens, false)
         .unwrap_or_default();
     let prompts: Vec<String> = nominal.iter().map(|t| t.prompt.to_string()).collect();
     let share = crate::plan::spec::reusable_share(&nominal)
@@ -213,7 +213,7 @@ fn sessions_line(
     let reply = match w.endpoint {
         crate::plan::spec::Endpoint::Chat => "the server's reply goes back into the history",
         crate::plan::spec::Endpoint::Completions => {
-            "a seeded stand-in of the reply's length goes back into the history (completions return no token ids)"
+            "the server's reply goes back into the history as its token ids (return_token_ids; as text where the server returns none)"
         }
     };
     format!(

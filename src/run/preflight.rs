@@ -41,7 +41,7 @@ pub async fn run(
     if let Some(ss) = burst.workload.sessions.take() {
         let w = &mut burst.workload;
         let last = ss
-            .nominal_turns(w.endpoint, w.output_tokens, w.output_tokens, true)
+            .nominal_turns(w.output_tokens, w.output_tokens, true)
             .and_then(|t| t.last().copied());
         if let Some(last) = last {
             w.input_tokens = last.prompt;

@@ -146,7 +146,7 @@ fn sessions_past_context(s: &SweepSpec) -> Option<String> {
         .output_dist
         .as_ref()
         .map_or(w.output_tokens, |d| d.bounds().1);
-    let turns = ss.nominal_turns(w.endpoint, w.output_tokens, reply_max, true)?;
+    let turns = ss.nominal_turns(w.output_tokens, reply_max, true)?;
     let last = turns.last()?;
     let need = last.prompt + last.reply;
     let context = known_context(s)?;

@@ -157,6 +157,7 @@ pub async fn run(
         .zip(cpu_end)
         .and_then(|(a, b)| (load.duration_s > 0.0).then(|| (b - a) / load.duration_s));
     summary.cut_off = load.cut_off;
+    summary.sessions_reply_ids = load.session_reply_ids;
     client::assess_client(&mut summary, crate::util::sys::available_cores());
     let stop = match died {
         Some(how) => StopReason::ServerDied(how),

@@ -9,9 +9,17 @@ It prints the real startup/Prefill/Decode/shutdown log lines to stderr (with the
 (keep-alive, chunked SSE), and simulates a KV pool: a request reserves
 prompt_tokens + max_tokens at admission and waits in a FIFO queue until that fits.
 
+Its tokenizer (`tokenize`): token ids are themselves; text is 4 characters a token; chat
+messages are rendered through a ChatML-like template first (`<|im_start|>role\ncontent
+<|im_end|>\n` each, then `<|im_start|>assistant\n`), so the template's tokens count as on a
+real server. `usage.prompt_tokens`, the cache blocks and `POST /tokenize` (`/v1/tokenize`:
+`{"messages": ...}` or `{"prompt": ...}` -> `{"tokens", "count", "max_model_len"}`, as
+SGLang 0.5.23 answers) all use it. A completion asked for `return_token_ids` streams each
+piece's id in `choices[].token_ids` (` tokN` is id N) and the prompt's in the first chunk's
+`prompt_token_ids`, as SGLang 0.5.23 does.
+
 It also simulates SGLang's prefix (radix) cache, so `#cached-token` on Prefill lines is real:
-prompts are cut into blocks of 16 tokens (token ids; text: 64 characters, the fake's 4
-characters a token), each block keyed by its whole prefix, and a request's cached tokens are
+prompts are cut into blocks of 16 tokens, each block keyed by its whole prefix, and a request's cached tokens are
 its leading blocks found in the cache. The device tier holds what the pool has room for beside
 the running requests' outputs (prompts live in the tree, outputs are private), least recently
 used first out, tails before heads as a radix tree evicts leaves. `--disable-radix-cache`
@@ -34,6 +42,8 @@ Environment knobs:
                             loses its steps, as a slow server would)
   FAKE_SGLANG_CRASH_AFTER   completed requests before `crash_during_load` fires (default 5)
   FAKE_SGLANG_HICACHE_OK=1  let --enable-hierarchical-cache start instead of dying like on CPU
+  FAKE_SGLANG_NO_TOKEN_IDS=1  ignore `return_token_ids` (a server that returns no reply ids,
+                            like llama.cpp's /v1/completions) and answer /tokenize with 404
   FAKE_SGLANG_PROMPT_LOG    append to this file "start PID" when ready, "flush" for each
                             flush that took effect, and "prompt HASH" for each completion
                             request (a hash of its prompt): what the tests compare prompts by
@@ -120,6 +130,7 @@ import sys
 import threading
 import time
 import uuid
+import zlib
 from datetime import datetime
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -131,6 +142,7 @@ TOKEN_S = float(os.environ.get("FAKE_SGLANG_TOKEN_S", "0.002")) * (10 if FAULT =
 PACED = os.environ.get("FAKE_SGLANG_PACED") == "1"
 CRASH_AFTER = int(os.environ.get("FAKE_SGLANG_CRASH_AFTER", "5"))
 PROMPT_LOG = os.environ.get("FAKE_SGLANG_PROMPT_LOG", "")
+NO_TOKEN_IDS = os.environ.get("FAKE_SGLANG_NO_TOKEN_IDS") == "1"
 
 _log_lock = threading.Lock()
 QUIET_INFO = False  # --log-level warning/error hides Prefill/Decode/access lines
@@ -231,7 +243,42 @@ def read_model_config(path):
 
 # ----------------------------------------------------------------------------- prefix cache
 BLOCK = 16  # tokens per cache block
-CHARS_PER_TOKEN = 4  # count_text's ratio
+CHARS_PER_TOKEN = 4  # the fake tokenizer's ratio (`text_tokens`)
+
+
+def text_tokens(text):
+    """The fake's tokenizer for text: one token per 4 characters (the last may be shorter), its
+    id a stable hash of them, so equal text starts are equal token starts."""
+    return [zlib.crc32(text[i:i + CHARS_PER_TOKEN].encode()) % S.vocab
+            for i in range(0, len(text), CHARS_PER_TOKEN)]
+
+
+def render_chat(messages):
+    """The messages through a ChatML-like template, with the assistant's turn opened (as a chat
+    completion renders them)."""
+    parts = []
+    for m in messages or []:
+        if not isinstance(m, dict):
+            continue
+        c = m.get("content")
+        if isinstance(c, list):
+            c = " ".join(p.get("text", "") for p in c if isinstance(p, dict))
+        parts.append(f"<|im_start|>{m.get('role', '')}\n{c if isinstance(c, str) else ''}<|im_end|>\n")
+    return "".join(parts) + "<|im_start|>assistant\n"
+
+
+def tokenize(body, chat):
+    """The prompt's token ids, as the request would be counted and cached."""
+    if chat:
+        return text_tokens(render_chat(body.get("messages")))
+    p = body.get("prompt", "")
+    if isinstance(p, list) and p and all(isinstance(x, int) for x in p):
+        return p
+    if isinstance(p, list) and p and isinstance(p[0], list):
+        return p[0]
+    if isinstance(p, list):
+        return text_tokens("".join(x for x in p if isinstance(x, str)))
+    return text_tokens(str(p))
 
 
 def block_keys(units, per_block):
@@ -246,23 +293,7 @@ def block_keys(units, per_block):
 
 def prompt_units(body, chat):
     """The prompt as units to cut into blocks, and how many units make a block."""
-    if chat:
-        parts = []
-        for m in body.get("messages") or []:
-            if isinstance(m, dict):
-                c = m.get("content")
-                if isinstance(c, list):
-                    c = " ".join(p.get("text", "") for p in c if isinstance(p, dict))
-                parts.append(f"{m.get('role', '')}\x00{c if isinstance(c, str) else ''}\x01")
-        return "".join(parts), BLOCK * CHARS_PER_TOKEN
-    p = body.get("prompt", "")
-    if isinstance(p, list) and p and all(isinstance(x, int) for x in p):
-        return p, BLOCK
-    if isinstance(p, list) and p and isinstance(p[0], list):
-        return p[0], BLOCK
-    if isinstance(p, list):
-        return "".join(x for x in p if isinstance(x, str)), BLOCK * CHARS_PER_TOKEN
-    return str(p), BLOCK * CHARS_PER_TOKEN
+    return tokenize(body, chat), BLOCK
 
 
 class PrefixCache:
@@ -493,27 +524,8 @@ def jdump(obj):
     return json.dumps(obj, separators=(",", ":"))
 
 
-def count_text(text):
-    return max(1, len(text) // 4)
-
-
 def prompt_tokens_of(body, chat):
-    if chat:
-        n = 0
-        for m in body.get("messages") or []:
-            c = m.get("content") if isinstance(m, dict) else m
-            if isinstance(c, list):
-                c = " ".join(p.get("text", "") for p in c if isinstance(p, dict))
-            n += count_text(c if isinstance(c, str) else "")
-        return max(1, n)
-    p = body.get("prompt", "")
-    if isinstance(p, list):
-        if p and all(isinstance(x, int) for x in p):
-            return len(p)
-        if p and isinstance(p[0], list):
-            return max(1, len(p[0]))
-        return max(1, sum(count_text(x) for x in p if isinstance(x, str)))
-    return count_text(str(p))
+    return max(1, len(tokenize(body, chat)))
 
 
 class Server(ThreadingHTTPServer):
@@ -680,6 +692,14 @@ class Handler(BaseHTTPRequestHandler):
                 log("Cache flushed successfully!", sched=True)
                 prompt_log("flush")
             return self._send(200, raw=b"Cache flushed.\n", ctype="text/plain")
+        if path in ("/tokenize", "/v1/tokenize") and not NO_TOKEN_IDS:
+            try:
+                body = json.loads(raw or b"{}")
+                chat = body.get("messages") is not None
+                ids = tokenize(body, chat)
+            except (ValueError, AttributeError) as e:
+                return self._error(400, f"Invalid tokenize request: {e}", "BadRequestError")
+            return self._send(200, {"tokens": ids, "count": len(ids), "max_model_len": S.ctx_len})
         if path not in ("/v1/completions", "/v1/chat/completions"):
             return self._send(404, {"detail": "Not Found"})
         try:
@@ -734,7 +754,8 @@ class Handler(BaseHTTPRequestHandler):
             owed = min(new - step, n - i) if PACED else 1
             step = new
             for _ in range(owed):
-                yield f" tok{(prompt * 31 + i * 7) % S.vocab}"
+                tid = (prompt * 31 + i * 7) % S.vocab
+                yield f" tok{tid}", tid
                 i += 1
 
     def _quality(self, body, n, step):
@@ -784,7 +805,8 @@ class Handler(BaseHTTPRequestHandler):
                                           "finish_reason": "length", "matched_stop": None}],
                              "usage": usage})
             return True
-        text = "".join(self._tokens(prompt, n, step))
+        pieces = list(self._tokens(prompt, n, step))
+        text = "".join(t for t, _ in pieces)
         rid, created = uuid.uuid4().hex, int(time.time())
         usage = {"prompt_tokens": prompt, "total_tokens": prompt + n,
                  "completion_tokens": n, "prompt_tokens_details": None, "reasoning_tokens": 0}
@@ -796,6 +818,9 @@ class Handler(BaseHTTPRequestHandler):
         else:
             choice = {"index": 0, "text": text, "logprobs": None,
                       "finish_reason": "length", "matched_stop": None}
+            if body is not None and body.get("return_token_ids") and not NO_TOKEN_IDS:
+                choice["token_ids"] = [i for _, i in pieces]
+                choice["prompt_token_ids"] = tokenize(body, chat)
             obj = "text_completion"
         self._send(200, {"id": rid, "object": obj, "created": created, "model": S.served,
                          "choices": [choice], "usage": usage})
@@ -826,13 +851,22 @@ class Handler(BaseHTTPRequestHandler):
                                  "model": S.served, "choices": choices, "usage": usage})
             self._chunk(f"data: {payload}\n\n".encode())
 
-        def choice(text, finish, role=False):
+        ids_asked = bool(body.get("return_token_ids")) and not chat and not NO_TOKEN_IDS
+        first = [True]
+
+        def choice(text, finish, role=False, ids=()):
             c = {"index": 0}
             if chat:
                 c["delta"] = {"role": "assistant", "content": ""} if role else {"content": text}
             else:
                 c["text"] = text
             c.update(logprobs=None, finish_reason=finish, matched_stop=None)
+            if ids_asked:
+                # SGLang 0.5.23: the chunk's new ids; the prompt's only in the first chunk.
+                c["token_ids"] = list(ids)
+                if first[0]:
+                    c["prompt_token_ids"] = tokenize(body, chat)
+                first[0] = False
             return c
 
         if chat:
@@ -840,7 +874,7 @@ class Handler(BaseHTTPRequestHandler):
         cut_at = n // 2 if FAULT == "stream_cut" else None
         if n == 0:
             event([choice("", "length")])
-        for i, tok in enumerate(self._tokens(prompt, n, step)):
+        for i, (tok, tid) in enumerate(self._tokens(prompt, n, step)):
             if cut_at is not None and i >= cut_at:
                 self.close_connection = True
                 try:
@@ -848,7 +882,7 @@ class Handler(BaseHTTPRequestHandler):
                 except OSError:
                     pass
                 return False
-            event([choice(tok, "length" if i == n - 1 else None)])
+            event([choice(tok, "length" if i == n - 1 else None, ids=[tid])])
         if include_usage:
             event([], {"prompt_tokens": prompt, "total_tokens": prompt + n,
                        "completion_tokens": n, "reasoning_tokens": 0})

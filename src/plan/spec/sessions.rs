@@ -258,12 +258,11 @@ pub struct NominalTurn {
 impl SessionsSpec {
     /// A synthetic session's turns at the nominal lengths (`user_max`: take each length
     /// distribution's upper bound instead, for the context check), or None for a dataset.
-    /// On the completions endpoint a reply is sent back as a stand-in of its length that the
-    /// server never produced, so only the previous prompt is reusable; on chat the previous
-    /// prompt and the reply are.
+    /// Each turn after the first reuses the previous prompt and the server's reply, which the
+    /// history carries back on both endpoints; the first, the shared system prompt (a run
+    /// counts it in the server's tokens, the template's included: `load::sessions`).
     pub fn nominal_turns(
         &self,
-        endpoint: Endpoint,
         reply_tokens: u64,
         reply_max: u64,
         use_max: bool,
@@ -289,10 +288,7 @@ impl SessionsSpec {
         for t in 0..*turns {
             if t > 0 {
                 let prev = out.last().map_or(0, |p: &NominalTurn| p.prompt);
-                reusable = match endpoint {
-                    Endpoint::Completions => prev,
-                    Endpoint::Chat => prev + reply,
-                };
+                reusable = prev + reply;
                 prompt += reply;
             }
             prompt += user;
@@ -334,20 +330,13 @@ mod tests {
     fn nominal_turns_grow_by_the_history_and_count_what_repeats() {
         // 3 turns of 10 user tokens, replies of 5, a 20-token system prompt.
         let s = synthetic(3, 10, 20);
-        let c = s
-            .nominal_turns(Endpoint::Completions, 5, 5, false)
-            .unwrap_or_default();
+        let c = s.nominal_turns(5, 5, false).unwrap_or_default();
         let got: Vec<(u64, u64)> = c.iter().map(|t| (t.prompt, t.reusable)).collect();
-        // Prompts 30, 45, 60; completions reuse the previous prompt (the stand-in reply is
-        // new to the server), the first turn its system prompt.
-        assert_eq!(got, vec![(30, 20), (45, 30), (60, 45)]);
-        assert_eq!(reusable_share(&c), Some(95.0 / 135.0));
-        let chat = s
-            .nominal_turns(Endpoint::Chat, 5, 5, false)
-            .unwrap_or_default();
-        let got: Vec<(u64, u64)> = chat.iter().map(|t| (t.prompt, t.reusable)).collect();
-        // Chat sends the server's own reply back: the previous prompt and the reply repeat.
+        // Prompts 30, 45, 60; the history carries the server's own reply back on both
+        // endpoints, so the previous prompt and the reply repeat; the first turn its system
+        // prompt.
         assert_eq!(got, vec![(30, 20), (45, 35), (60, 50)]);
+        assert_eq!(reusable_share(&c), Some(105.0 / 135.0));
         assert_eq!(reusable_share(&[]), None);
     }
 }

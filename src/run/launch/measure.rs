@@ -236,6 +236,11 @@ async fn measure_point(
         st.keep(store::METRICS_CSV, res);
         Some(prom::summarize(&scrapes))
     };
+    if session.client.sessions_reply_ids == Some(false) {
+        st.notes.push(
+            "sessions: the server returned no token ids for its replies (return_token_ids), so the completions sessions went as text prompts, each reply's text in the history".into(),
+        );
+    }
     if let Some(e) = session.requests_csv_error.take() {
         st.notes.push(format!("requests.csv is incomplete: {e}"));
     }
