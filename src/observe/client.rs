@@ -360,6 +360,19 @@ pub struct ClientSummary {
     pub ttft_last_turn_ms: Stats,
 }
 
+impl ClientSummary {
+    /// The tokens a successful request held on average, prompt and output as the server
+    /// counted them (None: nothing completed). Sessions need it: their prompts grow with the
+    /// history, so the workload's nominal per-request size (one user message and one reply)
+    /// understates what a running request holds in the pool by several times (the capacity
+    /// arithmetic once read 1,100 tokens ÷ 64 per request ≈ 17 where 5 ran).
+    pub fn mean_tokens_per_request(&self) -> Option<u64> {
+        // `completed` counts the successful requests only, as the two sums do.
+        let n = self.completed;
+        (n > 0).then(|| (self.input_tokens + self.output_tokens).div_ceil(n))
+    }
+}
+
 /// Scheduling or read lag p99 above which the client counts as late.
 pub const LAG_BOUND_MS: f64 = 10.0;
 
@@ -669,5 +682,19 @@ mod tests {
         let s = summarize(&[], 0.0, 10, None);
         assert_eq!(s.output_tok_s, None);
         assert_eq!(s.ttft_ms.mean, None);
+    }
+
+    #[test]
+    fn the_mean_tokens_per_request_counts_what_the_server_counted() {
+        let s = ClientSummary {
+            completed: 3,
+            failed: 2,
+            input_tokens: 1000,
+            output_tokens: 72,
+            ..Default::default()
+        };
+        // (1000 + 72) ÷ 3, rounded up: a request holds whole tokens.
+        assert_eq!(s.mean_tokens_per_request(), Some(358));
+        assert_eq!(ClientSummary::default().mean_tokens_per_request(), None);
     }
 }

@@ -147,13 +147,19 @@ pub(super) fn record_of(
     // A request holds its shared prefix too (the capacity arithmetic once read 1,024 tokens ÷
     // 48 per request ≈ 21 where 304-token requests ran 3 at a time).
     let prefix = w.shared_prefix.as_ref().map_or(0, |sp| sp.prefix_tokens);
+    // A session's request holds its whole history: the size the server counted, not the
+    // nominal turn (one user message and one reply).
+    let per_request = match (&w.sessions, client.mean_tokens_per_request()) {
+        (Some(_), Some(mean)) => mean,
+        _ => w.input_tokens + w.output_tokens + prefix,
+    };
     // The log's server args name the radix cache off; the flags asked for name it where the
     // log prints no server args (`--log-level warning`).
     let radix_cache_off =
         st.run().param(flags::DISABLE_RADIX_CACHE) == Some(&flags::ParamValue::Bool(true));
     record.verdict = Some(diagnose::diagnose_launch(
         l.m.point.concurrency,
-        w.input_tokens + w.output_tokens + prefix,
+        per_request,
         Some(client),
         Some(&server),
         diagnose::Launch {
