@@ -254,6 +254,65 @@ fn agrees_with_sglang_bench_serving() {
     }
 }
 
+/// sgtune's multi-turn sessions against SGLang's own bench_serving in its multi-turn mode
+/// (issue 50), on one real server per setting, both clients judged by the server's counters:
+/// scripts/compare-sessions-with-bench-serving.sh, whose thresholds fail it (the prefix hit
+/// rate within 5 points, TTFT p50 and prompt tokens within 10%). HiCache off on a pool that
+/// holds every history; on, on a pool that holds the four running sessions but not always
+/// their histories between turns, where the host tier serves both clients' returning ones.
+fn sessions_agree_with_bench_serving(hicache: bool) {
+    let _env = real_env();
+    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let mut cmd = std::process::Command::new("bash");
+    // Three rounds, each client first in every other one, of 32 sessions (128 requests): a
+    // round's TTFT p50 moved by ±10-15% from one round to the next on this machine
+    // (2026-12-07: 88, 72, 69 ms against 79, 75, 63), so one round of 64 requests is not
+    // enough for a 10% bound.
+    cmd.arg(repo().join("scripts/compare-sessions-with-bench-serving.sh"))
+        .env("SGTUNE_BIN", env!("CARGO_BIN_EXE_sgtune"))
+        .env("ROUNDS", "3")
+        .env("SESSIONS", "32");
+    if hicache {
+        // 1,536 tokens: the four running sessions fit, with little queueing (a queue makes
+        // TTFT the clients' pacing), while a history waiting for its next turn is evicted
+        // now and then and comes back from the host tier.
+        cmd.env("HICACHE", "8").env("POOL", "1536");
+    }
+    let out = cmd.output().expect("run the comparison script");
+    let stdout = text(&out.stdout);
+    eprintln!("{stdout}");
+    assert!(
+        out.status.success(),
+        "the clients disagree (or the script failed):\n{stdout}\n{}",
+        text(&out.stderr)
+    );
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("AGREEMENT "))
+        .unwrap_or_else(|| panic!("no AGREEMENT line in:\n{stdout}"));
+    assert!(stdout.lines().any(|l| l == "PASS"), "{stdout}");
+    let host: f64 = line
+        .split_whitespace()
+        .find_map(|p| p.strip_prefix("host_hit_points="))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no host_hit_points in {line}"));
+    if !hicache {
+        assert_eq!(host, 0.0, "no host tier, no host hits: {line}");
+    }
+}
+
+#[test]
+#[ignore = "needs real SGLang on CPU: run scripts/test.sh"]
+fn sessions_agree_with_bench_serving_with_the_radix_cache() {
+    sessions_agree_with_bench_serving(false);
+}
+
+#[test]
+#[ignore = "needs real SGLang on CPU: run scripts/test.sh"]
+fn sessions_agree_with_bench_serving_with_hicache() {
+    sessions_agree_with_bench_serving(true);
+}
+
 /// The tuning sweep in experiments/cpu-tuning.yaml, as a user runs it: on each KV pool's one
 /// server, the max-load search finds the highest concurrency within the TTFT objective, and
 /// the decision compares the pools there. A larger pool holds more requests before they queue,
@@ -864,7 +923,8 @@ fn sessions_on_one_small_pool_radix_hicache_and_no_radix() {
             r["metrics_cache_hit_rate"],
             r["metrics_host_hit_rate"],
             r["prefix_reusable_share"],
-            r.get("metrics_load_back_tokens").map_or("-", |v| v.as_str()),
+            r.get("metrics_load_back_tokens")
+                .map_or("-", |v| v.as_str()),
             r["verdict"],
             r["verdict_also"],
             r["ttft_first_turn_ms_p50"],
@@ -926,17 +986,20 @@ fn sessions_on_one_small_pool_radix_hicache_and_no_radix() {
     // and gets no hint to add a host tier.
     let r = row("radix");
     assert!(
-        r["verdict"] == "prefix_cache_evicted" || r["verdict_also"].contains("prefix_cache_evicted"),
+        r["verdict"] == "prefix_cache_evicted"
+            || r["verdict_also"].contains("prefix_cache_evicted"),
         "{r:?}"
     );
     let h = row("hicache");
     assert!(
-        h["verdict"] != "prefix_cache_evicted" && !h["verdict_also"].contains("prefix_cache_evicted"),
+        h["verdict"] != "prefix_cache_evicted"
+            && !h["verdict_also"].contains("prefix_cache_evicted"),
         "{h:?}"
     );
     let n = row("no-radix");
     assert!(
-        n["verdict"] != "prefix_cache_evicted" && !n["verdict_also"].contains("prefix_cache_evicted"),
+        n["verdict"] != "prefix_cache_evicted"
+            && !n["verdict_also"].contains("prefix_cache_evicted"),
         "{n:?}"
     );
     assert!(
@@ -952,92 +1015,4 @@ fn sessions_on_one_small_pool_radix_hicache_and_no_radix() {
         !no_radix_line.contains("hicache") && !no_radix_line.contains("host tier"),
         "no HiCache hint where the cache is off: {no_radix_line}"
     );
-}
-
-/// The guided tune of the two prefix levers on real SGLang (issue 50):
-/// experiments/cpu-tune-hicache.yaml, chat sessions on a pool that holds about one live
-/// history, with a TTFT p99 bound the start fails by an order of magnitude (its requests queue
-/// for room: 18 s against 0.2 s once the pool holds the batch; the bound is far from both, so
-/// it holds on a busy machine). The start's evidence names both limits (KV-bound, prefixes
-/// dropped); the tune turns the pool or the host tier up from it and reaches an eligible launch
-/// within its 6 launches; the decision's path says what it did with each lever.
-#[test]
-#[ignore = "needs real SGLang on CPU: run scripts/test.sh"]
-fn the_guided_tune_turns_a_prefix_lever_up_from_the_evidence_to_an_eligible_launch() {
-    let _env = real_env();
-    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tempfile::tempdir().expect("tempdir");
-    let out = run_sweep(&repo().join("experiments/cpu-tune-hicache.yaml"), dir.path());
-    let log = text(&out.stderr);
-    assert!(
-        matches!(out.status.code(), Some(0) | Some(1)),
-        "{}\n{log}",
-        text(&out.stdout)
-    );
-    let folder = only_results_folder(dir.path());
-    let rows = read_rows(&folder.join("results.csv"));
-    let steps: Vec<&str> = log
-        .lines()
-        .filter(|l| l.starts_with("tune: step "))
-        .collect();
-    eprintln!("{}", steps.join("\n"));
-    assert!(steps.len() <= 6, "{steps:#?}");
-    assert_eq!(rows.len(), steps.len(), "{log}");
-    // The experiment's bound, as the decision reads it.
-    let bound = 1500.0;
-    assert!(
-        std::fs::read_to_string(repo().join("experiments/cpu-tune-hicache.yaml"))
-            .unwrap_or_default()
-            .contains("slo: {ttft_ms_p99: 1500}"),
-        "the experiment's bound moved"
-    );
-    let meets = |r: &std::collections::HashMap<String, String>| {
-        r["status"] == "ok" && r["ttft_ms_p99"].parse::<f64>().is_ok_and(|t| t <= bound)
-    };
-    let start = &rows[0];
-    assert_eq!(start["run_name"], "mtt1100_hicache-ratio0", "{rows:?}");
-    assert!(!meets(start), "the start is ineligible: {start:?}");
-    // The start's evidence: the pool is the limit and it drops the histories.
-    assert!(
-        start["verdict"] == "kv_cache_bound" || start["verdict"] == "prefix_cache_evicted",
-        "{start:?}"
-    );
-    assert!(
-        start["verdict_evidence"].contains("where the workload allows"),
-        "{start:?}"
-    );
-    // Step 2 turns a prefix lever up: the pool or the host tier, from that evidence.
-    assert!(
-        steps.get(1).is_some_and(|l| l.contains("max_total_tokens 1100 → ")
-            || l.contains("hicache_ratio 0 → 8")),
-        "{steps:#?}"
-    );
-    // An eligible launch within the budget, and the decision names it.
-    let eligible: Vec<&std::collections::HashMap<String, String>> =
-        rows.iter().filter(|r| meets(r)).collect();
-    assert!(!eligible.is_empty(), "nothing eligible: {rows:?}\n{log}");
-    let first = eligible[0];
-    eprintln!(
-        "first eligible: {} (ttft_ms_p99 {}, cache_hit_rate {} of {}, host {})",
-        first["run_name"],
-        first["ttft_ms_p99"],
-        first["cache_hit_rate"],
-        first["prefix_reusable_share"],
-        first["metrics_host_hit_rate"]
-    );
-    // Why it is eligible: more of each history served from a cache, less prefill computed.
-    assert!(
-        num(first, "cache_hit_rate") > num(start, "cache_hit_rate") + 0.1,
-        "{first:?} against {start:?}"
-    );
-    let d: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(folder.join("decision.json")).unwrap())
-            .unwrap();
-    let leader = d["points"][0]["leader"].as_str().unwrap_or_default();
-    assert!(
-        rows.iter().any(|r| r["run_name"] == leader && meets(r)),
-        "{d}"
-    );
-    let md = std::fs::read_to_string(folder.join("decision.md")).expect("decision.md");
-    assert!(md.contains("## Tune path"), "{md}");
 }
