@@ -11,7 +11,7 @@
 # Δ sglang:cached_tokens_total / Δ sglang:prompt_tokens_total and the prompt tokens per request
 # Δ prompt_tokens / Δ num_requests (the two generate their text differently: the hit rate is
 # only comparable when the prompts are about as long). TTFT p50 is each client's own.
-# The clients run alternately ROUNDS times. Ends with one machine-readable line:
+# The clients run alternately ROUNDS times, each first in every other round. Ends with one machine-readable line:
 # `AGREEMENT hit_rate_points=D ttft_p50=R prompt_tokens=R host_hit_points=H` (D, H = sgtune −
 # bench_serving in percentage points; R = sgtune / bench_serving), then the verdict against the
 # thresholds (issue 50): `PASS` or `FAIL: <what>`, and the script exits 1 on a FAIL. With
@@ -20,13 +20,13 @@
 #
 # sgtune's synthetic chat text is counted in words (it has no tokenizer), bench_serving's in the
 # model's tokens: sgtune is asked for SYSTEM and QUESTION ÷ TOKENS_PER_WORD words so both send
-# about as many tokens (the `prompt tokens/request` line checks it). TOKENS_PER_WORD (1.6) was
-# measured with the tiny model's tokenizer on 2026-12-06: asked for 64 words, sgtune's prompts
-# came to 1.58 × bench_serving's.
+# about as many tokens (the `prompt tokens/request` line checks it). TOKENS_PER_WORD (1.72) was
+# measured with the tiny model's tokenizer: at 1.6, sgtune's prompts came to 1.08 × bench_serving's
+# (2026-12-07, the server's own count, with the chat template; at 1.72: 1.02).
 #
 # Knobs (environment): CONCURRENCY (4), SESSIONS (16), TURNS (4), SYSTEM (64), QUESTION (64),
 # OUTPUT (32), ROUNDS (2), POOL (max_total_tokens, 8192: every live history fits),
-# TOKENS_PER_WORD (1.6), HICACHE (0: off; N: --hicache-ratio N); the thresholds MAX_HIT_POINTS
+# TOKENS_PER_WORD (1.72), HICACHE (0: off; N: --hicache-ratio N); the thresholds MAX_HIT_POINTS
 # (5), MAX_TTFT_RATIO_OFF (0.10: TTFT p50 within 10%), MAX_PROMPT_RATIO_OFF (0.10).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -38,7 +38,7 @@ QUESTION=${QUESTION:-64}
 OUTPUT=${OUTPUT:-32}
 ROUNDS=${ROUNDS:-2}
 POOL=${POOL:-8192}
-TOKENS_PER_WORD=${TOKENS_PER_WORD:-1.6}
+TOKENS_PER_WORD=${TOKENS_PER_WORD:-1.72}
 HICACHE=${HICACHE:-0}
 MAX_HIT_POINTS=${MAX_HIT_POINTS:-5}
 MAX_TTFT_RATIO_OFF=${MAX_TTFT_RATIO_OFF:-0.10}
@@ -111,22 +111,33 @@ warmup_requests: 0
 sessions: {turns: $TURNS, user_tokens: $SG_QUESTION, reply_tokens: $OUTPUT, system_tokens: $SG_SYSTEM, sessions: $SESSIONS}
 YAML
 
-for round in $(seq 1 "$ROUNDS"); do
-  echo "[sessions] round $round: sgtune load" >&2
-  flush; sleep 1; counters > "$work/sg-$round.before"
-  "$SGTUNE" load --url "$url" --workload "$work/workload.yaml" -w seed="$round" \
-    --output "$work/sgtune-$round" > "$work/sgtune-$round.log" 2>&1 || { tail -20 "$work/sgtune-$round.log" >&2; exit 1; }
-  counters > "$work/sg-$round.after"
-  echo "[sessions] round $round: sglang.bench_serving (generated-shared-prefix, $TURNS turns)" >&2
-  flush; sleep 1; counters > "$work/bs-$round.before"
+run_sgtune() {
+  echo "[sessions] round $1: sgtune load" >&2
+  flush; sleep 1; counters > "$work/sg-$1.before"
+  "$SGTUNE" load --url "$url" --workload "$work/workload.yaml" -w seed="$1" \
+    --output "$work/sgtune-$1" > "$work/sgtune-$1.log" 2>&1 || { tail -20 "$work/sgtune-$1.log" >&2; exit 1; }
+  counters > "$work/sg-$1.after"
+}
+run_bench_serving() {
+  echo "[sessions] round $1: sglang.bench_serving (generated-shared-prefix, $TURNS turns)" >&2
+  flush; sleep 1; counters > "$work/bs-$1.before"
   HF_HUB_OFFLINE=1 "$SGTUNE_PYTHON" -m sglang.bench_serving --backend sglang-oai-chat \
     --base-url "$url" --model tiny --tokenizer "$SGTUNE_MODEL" \
     --dataset-name generated-shared-prefix --gsp-num-groups 1 --gsp-prompts-per-group "$SESSIONS" \
     --gsp-system-prompt-len "$SYSTEM" --gsp-question-len "$QUESTION" --gsp-output-len "$OUTPUT" \
     --gsp-num-turns "$TURNS" --max-concurrency "$CONCURRENCY" --warmup-requests 0 \
-    --seed "$round" --output-file "$work/bench-$round.jsonl" \
-    > "$work/bench-$round.log" 2>&1 || { tail -20 "$work/bench-$round.log" >&2; exit 1; }
-  counters > "$work/bs-$round.after"
+    --seed "$1" --output-file "$work/bench-$1.jsonl" \
+    > "$work/bench-$1.log" 2>&1 || { tail -20 "$work/bench-$1.log" >&2; exit 1; }
+  counters > "$work/bs-$1.after"
+}
+# Alternately first: a slow stretch of the machine, or what one client leaves behind in the
+# server, falls on each client as often.
+for round in $(seq 1 "$ROUNDS"); do
+  if [ $((round % 2)) = 1 ]; then
+    run_sgtune "$round"; run_bench_serving "$round"
+  else
+    run_bench_serving "$round"; run_sgtune "$round"
+  fi
 done
 
 python3 - "$work" "$ROUNDS" "$HICACHE" "$MAX_HIT_POINTS" "$MAX_TTFT_RATIO_OFF" "$MAX_PROMPT_RATIO_OFF" <<'PY'
