@@ -423,6 +423,14 @@ fn columns_vllm_cannot_fill_are_empty_and_the_reference_says_why() {
         ("effective_args_id", &v1),
         ("max_running_requests", &v1),
         ("max_total_num_tokens", &v0),
+        // SGLang's hierarchical cache and its /metrics tiers (issue 50): vLLM has neither.
+        ("hicache_host_tokens", &v1),
+        ("metrics_device_hit_rate", &v1),
+        ("metrics_host_hit_rate", &v1),
+        ("metrics_load_back_tokens", &v1),
+        ("metrics_backup_tokens", &v1),
+        ("metrics_evicted_tokens", &v1),
+        ("metrics_host_usage_max", &v1),
     ];
     let unreported = Engine::Vllm.unreported_columns();
     let mut listed: Vec<&str> = unreported.iter().map(|(c, _)| c.name()).collect();
