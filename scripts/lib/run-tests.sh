@@ -39,6 +39,8 @@ ALONE=(
   # Two clients' TTFT p50 within 10% of each other, on the same server (issue 50).
   sessions_agree_with_bench_serving_with_the_radix_cache             # tests/real_sglang.rs
   sessions_agree_with_bench_serving_with_hicache                     # tests/real_sglang.rs
+  # A TTFT bound set from the start it measured, met (or not) at later launches.
+  the_guided_tune_turns_a_prefix_lever_up_from_the_evidence_to_an_eligible_launch # tests/real_hicache.rs
   a_deadline_stops_in_time_and_resume_reaches_the_unbudgeted_decision # tests/deadline.rs
   a_launch_running_at_the_cutoff_is_stopped_before_the_deadline      # tests/deadline.rs
   a_preflight_cut_by_the_deadline_is_said_and_resume_finishes_it     # tests/deadline.rs
