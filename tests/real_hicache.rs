@@ -9,6 +9,12 @@
 mod common;
 use common::real::*;
 use common::*;
+use std::sync::Mutex;
+
+/// One server at a time from this binary: libtest runs a binary's tests in parallel threads, and
+/// beside real_sglang's server a second one of ours made the machine four servers deep (a test
+/// command saw a server generate 4 tok/s and this binary take 926 s).
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// Sessions on real SGLang with the prefix cache three ways (issues 43, 50):
 /// experiments/cpu-sessions.yaml as a user runs it. Six clients replay 5-turn chat
@@ -22,6 +28,7 @@ use common::*;
 #[ignore = "needs real SGLang on CPU: run scripts/test.sh"]
 fn sessions_on_one_small_pool_radix_hicache_and_no_radix() {
     let _env = real_env();
+    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().expect("tempdir");
     let out = run_sweep(&repo().join("experiments/cpu-sessions.yaml"), dir.path());
     assert_eq!(
@@ -161,6 +168,7 @@ fn sessions_on_one_small_pool_radix_hicache_and_no_radix() {
 #[ignore = "needs real SGLang on CPU: run scripts/test.sh"]
 fn the_guided_tune_turns_a_prefix_lever_up_from_the_evidence_to_an_eligible_launch() {
     let _env = real_env();
+    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().expect("tempdir");
     let text_of =
         std::fs::read_to_string(repo().join("experiments/cpu-tune-hicache.yaml")).expect("spec");
@@ -278,6 +286,7 @@ fn the_guided_tune_turns_a_prefix_lever_up_from_the_evidence_to_an_eligible_laun
 #[ignore = "needs real SGLang on CPU: run scripts/test.sh"]
 fn the_guided_tune_turns_hicache_on_from_prefixes_the_pool_evicts() {
     let _env = real_env();
+    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().expect("tempdir");
     let text_of =
         std::fs::read_to_string(repo().join("experiments/cpu-tune-hicache.yaml")).expect("spec");
@@ -339,7 +348,13 @@ fn the_guided_tune_turns_hicache_on_from_prefixes_the_pool_evicts() {
     assert_eq!(rows.len(), 2, "{rows:?}\n{log}");
     let (start, next) = (&rows[0], &rows[1]);
     assert_eq!(start["run_name"], "mtt1100_hicache-ratio0", "{rows:?}");
-    assert_eq!(start["verdict"], "prefix_cache_evicted", "{start:?}");
+    // The evicted prefixes are named; first, or after a queue whose own knobs are not in this
+    // space (a busy machine once measured a queue on the running cap: `queue_with_spare_kv`).
+    assert!(
+        start["verdict"] == "prefix_cache_evicted"
+            || start["verdict_also"].contains("prefix_cache_evicted"),
+        "{start:?}"
+    );
     assert!(
         steps
             .get(1)
