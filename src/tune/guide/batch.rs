@@ -26,7 +26,7 @@
 //! (the mean is the best guess of a repeat), so the interleaving is the one-slot order.
 
 use super::confirm::confirm_left;
-use super::moves::sized_value;
+use super::moves::{Lift, sized_value};
 use super::phases::{next, next_with};
 use super::rules::{self, Dir};
 use super::standing::{base, near_ties};
@@ -35,7 +35,6 @@ use super::types::{
     Failure, Next, Observation, Outcome, Point, Proposal, Space, evidence_of, verdict_of,
 };
 use super::words::{name, said};
-use crate::observe::diagnose::VerdictKind;
 use crate::server::failure::FailureKind;
 
 /// The next batch of at most `slots` launches after `seen` (every configuration of this tune
@@ -173,7 +172,7 @@ fn exploration_batch(
     // 4. The fallback of a long move, should it fail (a long move is the one that finds a
     // cliff): the one-slot tune's next launch then. A sized move (the cap to the offered
     // load) is not a guess that may overshoot, so it has none.
-    let unsized_long = super::state::single_change(&b.point, &p1.point).is_some_and(|k| {
+    let unsized_long = super::types::single_change(&b.point, &p1.point).is_some_and(|k| {
         moves
             .iter()
             .any(|m| m.long && m.target.is_none() && space.knobs[k].key == m.key)
@@ -217,7 +216,7 @@ fn exploration_batch(
     // 7. The near ties' moves.
     let base_i = seen.iter().position(|o| o.point == b.point).unwrap_or(0);
     let mut has_tie_moves = false;
-    for tie in near_ties(seen, &st, base_i) {
+    for tie in near_ties(seen, st.noise, base_i) {
         let t = &seen[tie];
         let tv = verdict_of(t);
         let tu = evidence_of(t).and_then(|e| e.kv_usage_max);
@@ -370,110 +369,12 @@ fn first_moves(
     out
 }
 
-/// The limits the base's evidence shows behind the one that binds now, as the values that
-/// lift them.
-pub(super) struct Lift {
-    /// Knob index and the value that covers the offered load (sized caps below it).
-    caps: Vec<(usize, usize)>,
-    /// The pool holds fewer requests than offered: more KV belongs in the move.
-    kv_short: bool,
-    /// The base's point: more KV is added only to a move that changed no KV knob of it.
-    from: Point,
-}
-
-impl Lift {
-    pub(super) fn read(space: &Space, st: &State, b: &Observation) -> Lift {
-        let Some(e) = evidence_of(b) else {
-            return Lift {
-                caps: Vec::new(),
-                kv_short: false,
-                from: b.point.clone(),
-            };
-        };
-        let Some(offered) = e.offered.filter(|o| *o > 0.0) else {
-            return Lift {
-                caps: Vec::new(),
-                kv_short: false,
-                from: b.point.clone(),
-            };
-        };
-        // The knobs some rule sizes from the evidence (the running cap, the CUDA graphs): once
-        // every offered request runs, each must cover the offered load.
-        let mut caps: Vec<(usize, usize)> = Vec::new();
-        for v in [
-            VerdictKind::QueueWithSpareKv,
-            VerdictKind::CudaGraphLimited,
-            VerdictKind::KvCacheBound,
-            VerdictKind::RetractionChurn,
-        ] {
-            for mv in rules::moves(v, None) {
-                if mv.target.is_none() || mv.dir != Dir::Up {
-                    continue;
-                }
-                let Some(k) = space.knobs.iter().position(|kn| kn.key == mv.key) else {
-                    continue;
-                };
-                if st.dropped[k] == Some(Dropped::NotInEffect) || caps.iter().any(|c| c.0 == k) {
-                    continue;
-                }
-                let knob = &space.knobs[k];
-                let now = b.point.get(k).and_then(|&i| knob.values.get(i)?.as_f64());
-                let want = knob
-                    .values
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(i, v)| v.as_f64().map(|x| (i, x)))
-                    .filter(|&(_, x)| x >= offered)
-                    .min_by(|a, b| a.1.total_cmp(&b.1))
-                    .map(|(i, _)| i);
-                if let (Some(now), Some(want)) = (now, want) {
-                    if now < offered && st.allowed(k, want) && !st.over_ceiling(space, k, want) {
-                        caps.push((k, want));
-                    }
-                }
-            }
-        }
-        // The pool's size in requests is what ran over the share of it they used.
-        let kv_short = verdict_of(b) != Some(VerdictKind::KvCacheBound)
-            && matches!(
-                (e.running_max.or(e.running_mean), e.kv_usage_max),
-                (Some(r), Some(u)) if u > 0.0 && r / u < offered
-            );
-        Lift {
-            caps,
-            kv_short,
-            from: b.point.clone(),
-        }
-    }
-
-    /// `point` with the limits lifted: each sized cap not above its value raised to it, and
-    /// (when the pool is short and no KV knob moved yet) the first long KV move.
-    /// With `all`, every long KV move at once (one per KV knob), not only the first.
-    pub(super) fn apply(
-        &self,
-        space: &Space,
-        st: &State,
-        point: &Point,
-        all: bool,
-    ) -> Option<Point> {
-        let mut p = point.clone();
-        for &(k, want) in &self.caps {
-            if *p.get(k)? < want {
-                p[k] = want;
-            }
-        }
-        if self.kv_short {
-            super::sized::more_kv(space, st, &mut p, &self.from, all);
-        }
-        Some(p)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::super::{Evidence, Knob};
     use super::*;
+    use crate::observe::diagnose::VerdictKind;
     use crate::plan::flags::ParamValue;
 
     const MFS: usize = 0;

@@ -46,7 +46,7 @@ pub(super) fn confirm(space: &Space, seen: &[Observation], st: &State, explored:
     // The best few within noise: spread over many, a small reserve measures each once more and
     // separates none; concentrated, the repeats shrink the noise where the choice is.
     group.extend(
-        near_leader(seen, st, lead)
+        near_leader(seen, st.noise, lead)
             .into_iter()
             .take(CONFIRM_GROUP - 1),
     );

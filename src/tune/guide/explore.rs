@@ -66,7 +66,7 @@ pub(super) fn explore(space: &Space, seen: &[Observation], st: &State, compose: 
             return Explored::Launch(n);
         }
     }
-    for tie in near_ties(seen, st, base_i) {
+    for tie in near_ties(seen, st.noise, base_i) {
         if let Some(n) = rule_moves(space, seen, st, &seen[tie], compose) {
             return Explored::Launch(n);
         }

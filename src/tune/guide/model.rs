@@ -496,7 +496,7 @@ pub fn kv_effect(space: &Space, seen: &[Observation]) -> Vec<bool> {
     let mut moved = vec![false; space.knobs.len()];
     for (i, a) in seen.iter().enumerate() {
         for b in &seen[..i] {
-            let Some(k) = super::state::single_change(&a.point, &b.point) else {
+            let Some(k) = super::types::single_change(&a.point, &b.point) else {
                 continue;
             };
             if let (Some(x), Some(y)) = (pool(a), pool(b)) {

@@ -4,9 +4,11 @@
 
 use super::rules::{self, Dir};
 use super::state::{Dropped, State};
-use super::types::{Knob, Next, Observation, Outcome, Space, evidence_of, launch, verdict_of};
+use super::types::{
+    Knob, Next, Observation, Outcome, Point, Space, evidence_of, launch, verdict_of,
+};
 use super::words::{name, said};
-use super::{batch, sized, step};
+use super::{sized, step};
 use crate::observe::diagnose::VerdictKind;
 
 /// The first unlaunched move that `base`'s verdict asks for, if any.
@@ -106,7 +108,7 @@ fn composed(
 ) -> Option<Next> {
     let Next::Launch(v) = &n else { return Some(n) };
     let [p] = v.as_slice() else { return Some(n) };
-    let Some(lifted) = batch::Lift::read(space, st, base).apply(space, st, &p.point, false) else {
+    let Some(lifted) = Lift::read(space, st, base).apply(space, st, &p.point, false) else {
         return Some(n);
     };
     if lifted == p.point {
@@ -169,6 +171,106 @@ pub(super) fn propose(
         knob.values.get(to)?
     );
     Some(launch(p, why, false))
+}
+
+/// The limits the base's evidence shows behind the one that binds now, as the values that
+/// lift them. Here, beside the moves it composes with (`rule_moves`' composed move and the
+/// batch's lifted moves both read it).
+pub(super) struct Lift {
+    /// Knob index and the value that covers the offered load (sized caps below it).
+    pub(super) caps: Vec<(usize, usize)>,
+    /// The pool holds fewer requests than offered: more KV belongs in the move.
+    pub(super) kv_short: bool,
+    /// The base's point: more KV is added only to a move that changed no KV knob of it.
+    from: Point,
+}
+
+impl Lift {
+    pub(super) fn read(space: &Space, st: &State, b: &Observation) -> Lift {
+        let Some(e) = evidence_of(b) else {
+            return Lift {
+                caps: Vec::new(),
+                kv_short: false,
+                from: b.point.clone(),
+            };
+        };
+        let Some(offered) = e.offered.filter(|o| *o > 0.0) else {
+            return Lift {
+                caps: Vec::new(),
+                kv_short: false,
+                from: b.point.clone(),
+            };
+        };
+        // The knobs some rule sizes from the evidence (the running cap, the CUDA graphs): once
+        // every offered request runs, each must cover the offered load.
+        let mut caps: Vec<(usize, usize)> = Vec::new();
+        for v in [
+            VerdictKind::QueueWithSpareKv,
+            VerdictKind::CudaGraphLimited,
+            VerdictKind::KvCacheBound,
+            VerdictKind::RetractionChurn,
+        ] {
+            for mv in rules::moves(v, None) {
+                if mv.target.is_none() || mv.dir != Dir::Up {
+                    continue;
+                }
+                let Some(k) = space.knobs.iter().position(|kn| kn.key == mv.key) else {
+                    continue;
+                };
+                if st.dropped[k] == Some(Dropped::NotInEffect) || caps.iter().any(|c| c.0 == k) {
+                    continue;
+                }
+                let knob = &space.knobs[k];
+                let now = b.point.get(k).and_then(|&i| knob.values.get(i)?.as_f64());
+                let want = knob
+                    .values
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, v)| v.as_f64().map(|x| (i, x)))
+                    .filter(|&(_, x)| x >= offered)
+                    .min_by(|a, b| a.1.total_cmp(&b.1))
+                    .map(|(i, _)| i);
+                if let (Some(now), Some(want)) = (now, want) {
+                    if now < offered && st.allowed(k, want) && !st.over_ceiling(space, k, want) {
+                        caps.push((k, want));
+                    }
+                }
+            }
+        }
+        // The pool's size in requests is what ran over the share of it they used.
+        let kv_short = verdict_of(b) != Some(VerdictKind::KvCacheBound)
+            && matches!(
+                (e.running_max.or(e.running_mean), e.kv_usage_max),
+                (Some(r), Some(u)) if u > 0.0 && r / u < offered
+            );
+        Lift {
+            caps,
+            kv_short,
+            from: b.point.clone(),
+        }
+    }
+
+    /// `point` with the limits lifted: each sized cap not above its value raised to it, and
+    /// (when the pool is short and no KV knob moved yet) the first long KV move.
+    /// With `all`, every long KV move at once (one per KV knob), not only the first.
+    pub(super) fn apply(
+        &self,
+        space: &Space,
+        st: &State,
+        point: &Point,
+        all: bool,
+    ) -> Option<Point> {
+        let mut p = point.clone();
+        for &(k, want) in &self.caps {
+            if *p.get(k)? < want {
+                p[k] = want;
+            }
+        }
+        if self.kv_short {
+            super::sized::more_kv(space, st, &mut p, &self.from, all);
+        }
+        Some(p)
+    }
 }
 
 #[cfg(test)]

@@ -2,8 +2,7 @@
 //! SLO), the leader, the base the exploration steps from, and the launches within noise of
 //! one (its ties).
 
-use super::state::{self, State};
-use super::types::{Observation, Outcome, Space, verdict_of};
+use super::types::{self, Observation, Outcome, Space, verdict_of};
 
 /// Where a launch stands for the strategy: eligible with its score, or ineligible for its SLO
 /// alone, this far from eligible; None for a failure or any other ineligibility.
@@ -73,7 +72,7 @@ fn nearest(seen: &[Observation], noise: f64) -> Option<usize> {
     let least = slo.iter().map(|s| s.1).fold(f64::INFINITY, f64::min);
     let mut best: Option<(usize, f64)> = None;
     for &(i, excess, score) in &slo {
-        if !state::differs(excess, least, noise) && best.is_none_or(|(_, b)| score > b) {
+        if !types::differs(excess, least, noise) && best.is_none_or(|(_, b)| score > b) {
             best = Some((i, score));
         }
     }
@@ -86,10 +85,10 @@ fn within_noise(a: Standing, b: Standing, noise: f64) -> bool {
     let n = noise * std::f64::consts::SQRT_2;
     match (a, b) {
         (Standing::Eligible { score: x }, Standing::Eligible { score: y }) => {
-            !state::differs(x, y, n)
+            !types::differs(x, y, n)
         }
         (Standing::Slo { excess: x, .. }, Standing::Slo { excess: y, .. }) => {
-            !state::differs(x, y, n)
+            !types::differs(x, y, n)
         }
         _ => false,
     }
@@ -98,7 +97,7 @@ fn within_noise(a: Standing, b: Standing, noise: f64) -> bool {
 /// The launches other than `lead` whose standing is within noise of its standing and whose
 /// verdict differs from its verdict (one with the same verdict would ask for the same moves
 /// again, each a launch, and spend the budget on the noise), best first (ties by launch order).
-pub(super) fn near_ties(seen: &[Observation], st: &State, lead: usize) -> Vec<usize> {
+pub(super) fn near_ties(seen: &[Observation], noise: f64, lead: usize) -> Vec<usize> {
     let Some(me) = seen.get(lead).and_then(standing) else {
         return Vec::new();
     };
@@ -107,7 +106,7 @@ pub(super) fn near_ties(seen: &[Observation], st: &State, lead: usize) -> Vec<us
         .enumerate()
         .filter(|&(i, o)| i != lead && verdict_of(o) != verdict_of(&seen[lead]))
         .filter_map(|(i, o)| standing(o).map(|s| (i, s)))
-        .filter(|&(_, s)| within_noise(s, me, st.noise))
+        .filter(|&(_, s)| within_noise(s, me, noise))
         .collect();
     ties.sort_by(|a, b| better(b.1, a.1).then(a.0.cmp(&b.0)));
     ties.into_iter().map(|(i, _)| i).collect()
@@ -126,7 +125,7 @@ fn better(a: Standing, b: Standing) -> std::cmp::Ordering {
 /// The eligible launches other than `lead` within noise of it, the noise of each mean shrinking
 /// with its launches (two means of n and m launches differ by up to noise × √(1/n + 1/m)),
 /// best first.
-pub(super) fn near_leader(seen: &[Observation], st: &State, lead: usize) -> Vec<usize> {
+pub(super) fn near_leader(seen: &[Observation], noise: f64, lead: usize) -> Vec<usize> {
     let Some(Standing::Eligible { score: best }) = seen.get(lead).and_then(standing) else {
         return Vec::new();
     };
@@ -138,8 +137,8 @@ pub(super) fn near_leader(seen: &[Observation], st: &State, lead: usize) -> Vec<
         .filter_map(|(i, o)| match standing(o) {
             Some(Standing::Eligible { score }) => {
                 let m = o.launches.max(1) as f64;
-                let noise = st.noise * (1.0 / n + 1.0 / m).sqrt();
-                (!state::differs(score, best, noise)).then_some((i, score))
+                let noise = noise * (1.0 / n + 1.0 / m).sqrt();
+                (!types::differs(score, best, noise)).then_some((i, score))
             }
             _ => None,
         })
@@ -202,7 +201,6 @@ mod tests {
 
     #[test]
     fn near_the_leader_is_within_the_noise_of_two_means_which_shrinks_with_their_launches() {
-        let sp = stacked();
         let e = || evidence(VerdictKind::ComputeBound, 64.0, 64.0, 0.5);
         // Noise 2% (cv 1%): one launch each, two means differ by up to 2% × √2 = 2.83%.
         let mut seen = vec![
@@ -210,18 +208,19 @@ mod tests {
             measured_with(vec![2, 0, 0], 975.0, e()),
             measured_with(vec![3, 0, 0], 969.0, e()),
         ];
-        let st = State::read(&sp, &seen);
-        assert_eq!(near_leader(&seen, &st, 0), vec![1]);
+        // The noise the state reads from these launches (their cv of 1%, doubled).
+        let noise = 0.02;
+        assert_eq!(near_leader(&seen, noise, 0), vec![1]);
         // Two launches each: 2% × √(1/2 + 1/2) = 2%; 2.5% is beyond it.
         seen[0].launches = 2;
         seen[1].launches = 2;
-        assert!(near_leader(&seen, &st, 0).is_empty());
+        assert!(near_leader(&seen, noise, 0).is_empty());
         // The leader at 4 launches, the other at 1: 2% × √(1/4 + 1) = 2.24%.
         seen[0].launches = 4;
         seen[1].launches = 1;
-        assert!(near_leader(&seen, &st, 0).is_empty());
+        assert!(near_leader(&seen, noise, 0).is_empty());
         seen[1] = measured_with(vec![2, 0, 0], 978.0, e());
-        assert_eq!(near_leader(&seen, &st, 0), vec![1]);
+        assert_eq!(near_leader(&seen, noise, 0), vec![1]);
     }
 
     #[test]

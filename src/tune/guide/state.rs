@@ -4,6 +4,7 @@
 
 use std::collections::BTreeSet;
 
+use super::types::{differs, single_change};
 use super::{Observation, Outcome, Point, Space};
 
 /// The relative noise assumed when no launch reported its coefficient of variation.
@@ -61,19 +62,6 @@ pub struct State {
     pub run_ceiling: Option<f64>,
     /// The response model those two come from, read once per call (`sized` moves from it).
     pub model: super::model::Model,
-}
-
-/// The one knob where `a` and `b` differ, if exactly one does.
-pub fn single_change(a: &Point, b: &Point) -> Option<usize> {
-    if a.len() != b.len() {
-        return None;
-    }
-    let mut diff = a.iter().zip(b).enumerate().filter(|(_, (x, y))| x != y);
-    let first = diff.next()?.0;
-    if diff.next().is_some() {
-        return None;
-    }
-    Some(first)
 }
 
 /// The launch a launch stepped from: the base of the launches before it (the leader, else the
@@ -223,11 +211,6 @@ fn worse(after: (bool, f64, f64), before: (bool, f64, f64), noise: f64) -> bool 
             }
         }
     }
-}
-
-/// Whether `a` is beyond noise away from `b` (relative to `b`'s size).
-pub fn differs(a: f64, b: f64, noise: f64) -> bool {
-    (a - b).abs() > noise * b.abs().max(f64::MIN_POSITIVE)
 }
 
 impl State {

@@ -31,6 +31,24 @@ pub struct Space {
 /// A configuration of the space: one value index per knob, in `Space::knobs` order.
 pub type Point = Vec<usize>;
 
+/// The one knob where `a` and `b` differ, if exactly one does.
+pub fn single_change(a: &Point, b: &Point) -> Option<usize> {
+    if a.len() != b.len() {
+        return None;
+    }
+    let mut diff = a.iter().zip(b).enumerate().filter(|(_, (x, y))| x != y);
+    let first = diff.next()?.0;
+    if diff.next().is_some() {
+        return None;
+    }
+    Some(first)
+}
+
+/// Whether `a` is beyond noise away from `b` (relative to `b`'s size).
+pub fn differs(a: f64, b: f64, noise: f64) -> bool {
+    (a - b).abs() > noise * b.abs().max(f64::MIN_POSITIVE)
+}
+
 /// The numbers the server's own evidence gave for one launch (from its rows' columns).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Evidence {
