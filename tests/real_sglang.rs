@@ -255,30 +255,28 @@ fn agrees_with_sglang_bench_serving() {
 }
 
 /// sgtune's multi-turn sessions against SGLang's own bench_serving in its multi-turn mode
-/// (issue 50), on one real server per setting, both clients judged by the server's counters:
+/// (issue 50), on one real server, both clients judged by the server's counters:
 /// scripts/compare-sessions-with-bench-serving.sh, whose thresholds fail it (the prefix hit
-/// rate within 5 points, TTFT p50 and prompt tokens within 10%). HiCache off on a pool that
-/// holds every history; on, on a pool that holds the four running sessions but not always
-/// their histories between turns, where the host tier serves both clients' returning ones.
-fn sessions_agree_with_bench_serving(hicache: bool) {
+/// rate within 5 points, TTFT p50 and prompt tokens within 10%), on a pool that holds every
+/// history. The same script with HiCache on (`HICACHE=8 POOL=1536`) agreed too
+/// (docs/benchmarks.md); it is measured by hand, not here: alone on the machine it adds about
+/// 150 s to the test command, and its client code is this one's.
+#[test]
+#[ignore = "needs real SGLang on CPU: run scripts/test.sh"]
+fn sessions_agree_with_bench_serving_with_the_radix_cache() {
     let _env = real_env();
     let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let mut cmd = std::process::Command::new("bash");
     // Three rounds, each client first in every other one, of 32 sessions (128 requests): a
     // round's TTFT p50 moved by ±10-15% from one round to the next on this machine
     // (2026-12-07: 88, 72, 69 ms against 79, 75, 63), so one round of 64 requests is not
     // enough for a 10% bound.
-    cmd.arg(repo().join("scripts/compare-sessions-with-bench-serving.sh"))
+    let out = std::process::Command::new("bash")
+        .arg(repo().join("scripts/compare-sessions-with-bench-serving.sh"))
         .env("SGTUNE_BIN", env!("CARGO_BIN_EXE_sgtune"))
         .env("ROUNDS", "3")
-        .env("SESSIONS", "32");
-    if hicache {
-        // 1,536 tokens: the four running sessions fit, with little queueing (a queue makes
-        // TTFT the clients' pacing), while a history waiting for its next turn is evicted
-        // now and then and comes back from the host tier.
-        cmd.env("HICACHE", "8").env("POOL", "1536");
-    }
-    let out = cmd.output().expect("run the comparison script");
+        .env("SESSIONS", "32")
+        .output()
+        .expect("run the comparison script");
     let stdout = text(&out.stdout);
     eprintln!("{stdout}");
     assert!(
@@ -296,21 +294,7 @@ fn sessions_agree_with_bench_serving(hicache: bool) {
         .find_map(|p| p.strip_prefix("host_hit_points="))
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| panic!("no host_hit_points in {line}"));
-    if !hicache {
-        assert_eq!(host, 0.0, "no host tier, no host hits: {line}");
-    }
-}
-
-#[test]
-#[ignore = "needs real SGLang on CPU: run scripts/test.sh"]
-fn sessions_agree_with_bench_serving_with_the_radix_cache() {
-    sessions_agree_with_bench_serving(false);
-}
-
-#[test]
-#[ignore = "needs real SGLang on CPU: run scripts/test.sh"]
-fn sessions_agree_with_bench_serving_with_hicache() {
-    sessions_agree_with_bench_serving(true);
+    assert_eq!(host, 0.0, "no host tier, no host hits: {line}");
 }
 
 /// The tuning sweep in experiments/cpu-tuning.yaml, as a user runs it: on each KV pool's one

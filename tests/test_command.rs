@@ -377,3 +377,59 @@ fn a_name_the_alone_list_holds_that_no_test_has_fails_a_full_run() {
     let r = run_tests_alone(dir.path(), &[], &["--", "kill_9"], alone);
     assert_eq!(r.code, Some(0), "{}", r.stdout);
 }
+
+/// An ALONE entry of several names joined by commas is one group: its tests run in one alone
+/// invocation (libtest runs them at once), skipped from the first step like any alone test, and
+/// a name of the group that no test has still fails a full run.
+#[test]
+fn an_alone_group_runs_its_tests_in_one_invocation() {
+    let dir = tempfile::tempdir().unwrap();
+    let group = "agrees_with_sglang_bench_serving,kill_9_of_sgtune_takes_the_server_with_it";
+    let r = run_tests_alone(dir.path(), &[], &[], group);
+    assert_eq!(r.code, Some(0), "{}", r.stdout);
+    let alone: Vec<&String> = r.calls.iter().filter(|c| c.contains("--exact")).collect();
+    assert_eq!(
+        alone.len(),
+        1,
+        "one invocation for the group: {:?}",
+        r.calls
+    );
+    assert!(
+        alone[0].ends_with(
+            "-- --include-ignored --exact agrees_with_sglang_bench_serving kill_9_of_sgtune_takes_the_server_with_it"
+        ),
+        "{}",
+        alone[0]
+    );
+    let real: Vec<&String> = r
+        .calls
+        .iter()
+        .filter(|c| c.contains("--ignored --skip"))
+        .collect();
+    assert!(!real.is_empty(), "{:?}", r.calls);
+    for c in real {
+        assert!(
+            c.contains("--skip agrees_with_sglang_bench_serving --skip kill_9_of_sgtune_takes_the_server_with_it"),
+            "both skipped in the first step: {c}"
+        );
+    }
+    assert!(
+        last_line(&r.stdout).ends_with(
+            "(2 of them alone afterwards: agrees_with_sglang_bench_serving, kill_9_of_sgtune_takes_the_server_with_it)"
+        ),
+        "{}",
+        r.stdout
+    );
+    let r = run_tests_alone(
+        dir.path(),
+        &[],
+        &[],
+        "agrees_with_sglang_bench_serving,gone",
+    );
+    assert_eq!(r.code, Some(101), "{}", r.stdout);
+    assert!(
+        last_line(&r.stdout).contains("names no test: gone"),
+        "{}",
+        r.stdout
+    );
+}

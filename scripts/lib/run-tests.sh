@@ -28,7 +28,9 @@
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
-# The timing-sensitive tests, run alone in step 2 (test names are unique across binaries).
+# The timing-sensitive tests, run alone in step 2 (test names are unique across binaries). An
+# entry of several names joined by commas (tests of one binary) runs as one group: libtest runs
+# them at once, and nothing else beside them.
 ALONE=(
   agrees_with_sglang_bench_serving                                   # tests/real_sglang.rs
   the_tuning_sweep_finds_more_load_within_the_slo_for_a_larger_kv_pool # tests/real_sglang.rs
@@ -38,12 +40,12 @@ ALONE=(
   a_tpot_bound_only_a_smaller_batch_meets_is_traded_for_within_five_launches # tests/real_sglang.rs
   # Two clients' TTFT p50 within 10% of each other, on the same server (issue 50).
   sessions_agree_with_bench_serving_with_the_radix_cache             # tests/real_sglang.rs
-  sessions_agree_with_bench_serving_with_hicache                     # tests/real_sglang.rs
   # A TTFT bound set from the start it measured, met (or not) at later launches.
   the_guided_tune_turns_a_prefix_lever_up_from_the_evidence_to_an_eligible_launch # tests/real_hicache.rs
-  a_deadline_stops_in_time_and_resume_reaches_the_unbudgeted_decision # tests/deadline.rs
-  a_launch_running_at_the_cutoff_is_stopped_before_the_deadline      # tests/deadline.rs
-  a_preflight_cut_by_the_deadline_is_said_and_resume_finishes_it     # tests/deadline.rs
+  # The three deadline tests (tests/deadline.rs), together: fake servers whose speed is set by
+  # construction, mostly sleeping, so they disturb each other's clocks far less than a real
+  # server does; one after the other they took 105 s.
+  a_deadline_stops_in_time_and_resume_reaches_the_unbudgeted_decision,a_launch_running_at_the_cutoff_is_stopped_before_the_deadline,a_preflight_cut_by_the_deadline_is_said_and_resume_finishes_it
   # A tune's path comes from each launch's evidence (its verdict; on a busy machine the load
   # generator's own scheduling lag can make a launch client-bound), which a busy machine
   # changes: these two compare a Slurm tune's path with the same tune's on local slots, and
@@ -115,9 +117,19 @@ if ! cargo test ${cargo_args[@]+"${cargo_args[@]}"} -- --include-ignored --list 
   echo "test command: FAILED: the tests could not be listed (cargo's error above)"
   exit 101
 fi
+# Every name ALONE lists; the groups the arguments select (each keeps its selected names).
+names=()
 selected=()
-for t in "${ALONE[@]}"; do
-  grep -qx "$t: test" "$logs/list" && selected+=("$t")
+for entry in "${ALONE[@]}"; do
+  IFS=, read -ra group <<<"$entry"
+  names+=("${group[@]}")
+  picked=()
+  for t in "${group[@]}"; do
+    grep -qx "$t: test" "$logs/list" && picked+=("$t")
+  done
+  if [ ${#picked[@]} -gt 0 ]; then
+    selected+=("$(IFS=,; echo "${picked[*]}")")
+  fi
 done
 
 # The real servers' run, split in two when the arguments select no target (a caller that names
@@ -137,7 +149,7 @@ done
 if [ "$selects_targets" = 0 ] && [ ${#cargo_opts[@]} -eq ${#cargo_args[@]} ] &&
   [ ${#test_opts[@]} -eq ${#test_args[@]} ]; then
   missing=()
-  for t in "${ALONE[@]}"; do
+  for t in "${names[@]}"; do
     grep -qx "$t: test" "$logs/list" || missing+=("$t")
   done
   if [ ${#missing[@]} -gt 0 ]; then
@@ -171,7 +183,7 @@ if [ "$selects_targets" = 0 ]; then
 fi
 
 skips=()
-for t in "${ALONE[@]}"; do skips+=(--skip "$t"); done
+for t in "${names[@]}"; do skips+=(--skip "$t"); done
 # The rest in the background, into a file shown when the real servers' run ends (two runs
 # printing at once would interleave their lines); the real servers' runs at the lowest
 # priority (nice 19, inherited by sgtune and the servers it starts): many of the rest's tests
@@ -236,9 +248,12 @@ if [ ${#selected[@]} -gt 0 ]; then
     echo "test command: warning: test processes still running beside the timing-sensitive tests (pids $left)" >&2
   fi
 fi
-for t in ${selected[@]+"${selected[@]}"}; do
-  echo "test command: running $t alone" >&2
-  cargo test --no-fail-fast ${cargo_opts[@]+"${cargo_opts[@]}"} -- --include-ignored --exact "$t" \
+selected_names=()
+for entry in ${selected[@]+"${selected[@]}"}; do
+  IFS=, read -ra group <<<"$entry"
+  selected_names+=("${group[@]}")
+  echo "test command: running ${group[*]} alone" >&2
+  cargo test --no-fail-fast ${cargo_opts[@]+"${cargo_opts[@]}"} -- --include-ignored --exact "${group[@]}" \
     ${test_opts[@]+"${test_opts[@]}"} 2>&1 | tee -a "$logs/2"
   r=${PIPESTATUS[0]}
   [ "$rc" = 0 ] && rc=$r
@@ -246,7 +261,7 @@ done
 touch "$logs/2"
 
 # The summary: each failed test as binary::name, each failed target that named no failed test.
-awk -v alone="${selected[*]+${selected[*]}}" '
+awk -v alone="${selected_names[*]+${selected_names[*]}}" '
   FNR == 1 { step = (FILENAME ~ /\/2$/) ? 2 : 1 }
   /^ +Running / {
     bin = $2
