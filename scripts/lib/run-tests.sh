@@ -37,7 +37,7 @@ ALONE=(
   a_12_launch_plan_is_estimated_within_20_percent_before_and_after_the_first_launch # tests/estimate.rs
   # It sets its TPOT bound from a first launch's measurement and compares the tune's launches
   # with it: beside other servers the two ran at 3x each other's speed.
-  a_tpot_bound_only_a_smaller_batch_meets_is_traded_for_within_five_launches # tests/real_sglang.rs
+  a_tpot_bound_only_a_smaller_batch_meets_is_traded_for_within_five_launches # tests/real_tune.rs
   # Two clients' TTFT p50 within 10% of each other, on the same server (issue 50).
   sessions_agree_with_bench_serving_with_the_radix_cache             # tests/real_sglang.rs
   # A TTFT bound set from the start it measured, met (or not) at later launches.
