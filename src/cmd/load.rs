@@ -4,7 +4,8 @@
 //! sweep file or just the section) and/or `-w key=value` pairs.
 
 use super::{CmdError, ExitCode, out};
-use crate::load::driver::{self, LoadTarget};
+use crate::load::request::http_client;
+use crate::load::sample::LoadTarget;
 use crate::plan::spec::{Endpoint, WorkloadSpec};
 use crate::record::requests::RequestsCsv;
 use crate::record::store;
@@ -83,8 +84,7 @@ pub async fn run(
 ) -> Result<ExitCode, CmdError> {
     let base_url = url.trim_end_matches('/').to_string();
     // One client for every load point: a bad URL is refused before anything is sent.
-    let client =
-        driver::http_client(&base_url).map_err(|e| CmdError::input(format!("--url {e}")))?;
+    let client = http_client(&base_url).map_err(|e| CmdError::input(format!("--url {e}")))?;
     let dataset = match crate::load::dataset::load_for(&workload) {
         Some(d) => Some(Arc::new(d.map_err(CmdError::input)?)),
         None => None,

@@ -160,7 +160,7 @@ pub fn conversation(
                 });
             }
         }
-        // Its records are single requests at their times (`driver::spawn_trace`).
+        // Its records are single requests at their times (`load::arrival::replay`).
         SessionSource::Mooncake { .. } => return None,
         SessionSource::Agentic { .. } => {
             let d = dataset.filter(|d| !d.is_empty())?;

@@ -9,7 +9,7 @@
 //! values only up to [`EXACT_CAP`](crate::observe::quantiles::EXACT_CAP); past that percentiles come from a histogram
 //! (within [`REL_ERROR`](crate::observe::quantiles::REL_ERROR), under 0.1%) and count, mean and max stay exact.
 
-use crate::load::driver::{Phase, RequestSample};
+use crate::load::sample::{Phase, RequestSample};
 use crate::observe::quantiles::{Quantiles, percentile};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -456,7 +456,7 @@ mod mser_tests {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::load::driver::ErrorKind;
+    use crate::load::sample::ErrorKind;
 
     fn sample(ttft: f64, chunks: &[f64], end: f64, tokens: Option<u64>) -> RequestSample {
         RequestSample {
@@ -615,7 +615,7 @@ mod tests {
 
     #[test]
     fn turns_and_the_reusable_share_are_summed_over_the_successful_requests() {
-        use crate::load::driver::SessionTurn;
+        use crate::load::sample::SessionTurn;
         let turn = |t: u32, last: bool, ttft: f64, prompt: u64, reusable: u64| {
             let mut r = sample(ttft, &[ttft, ttft + 10.0], ttft + 10.0, Some(2));
             r.turn = Some(SessionTurn {

@@ -8,7 +8,7 @@
 
 use super::ReadError;
 use super::store::{CsvFile, StoreError};
-use crate::load::driver::{ErrorKind, Phase, RequestSample};
+use crate::load::sample::{ErrorKind, Phase, RequestSample};
 use std::path::Path;
 
 pub const HEADER: &[&str] = &[
@@ -357,7 +357,7 @@ mod tests {
             scheduled_s: Some(1.125),
             sched_lag_ms: Some(125.0),
             max_tokens: 256,
-            turn: Some(crate::load::driver::SessionTurn {
+            turn: Some(crate::load::sample::SessionTurn {
                 session: 5,
                 turn: 1,
                 last: false,

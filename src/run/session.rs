@@ -4,8 +4,9 @@
 //! the server died). `sgtune run` and `sgtune load` both measure through this one path, so a
 //! number means the same in either.
 
-use crate::load::driver::{self, LoadEvent, LoadOutcome, LoadTarget, Phase};
+use crate::load::driver;
 use crate::load::http1;
+use crate::load::sample::{LoadEvent, LoadOutcome, LoadTarget, Phase};
 use crate::observe::client::{self, ClientSummary};
 use crate::plan::spec::WorkloadSpec;
 use crate::record::requests::RequestsCsv;

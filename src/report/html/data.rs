@@ -5,7 +5,7 @@
 //! server's timeline comes read (`observe::timeline`, for either engine): here it is only
 //! thinned for drawing.
 
-use crate::load::driver::Phase;
+use crate::load::sample::Phase;
 pub use crate::observe::timeline::{Points, Timeline, WindowLines, WindowSpan};
 use crate::record::requests::Request;
 use crate::record::rows::{Col, Row};

@@ -7,8 +7,9 @@ use super::rows::record_of;
 use super::seam::{Driven, Server};
 use super::upkeep::{flush, quality_pass, size_working_set};
 use super::{LaunchState, Measured};
-use crate::load::driver::{self, LoadTarget};
 use crate::load::prompts::measurement_seed as mix_seed;
+use crate::load::request::http_client;
+use crate::load::sample::LoadTarget;
 use crate::observe::prom;
 use crate::record::Phase;
 use crate::record::provenance::now_rfc3339;
@@ -184,7 +185,7 @@ async fn measure_point(
         dataset: ctx.dataset.clone(),
     };
     let sfx = suffix(ctx.spec, m);
-    let client = match driver::http_client(&target.base_url) {
+    let client = match http_client(&target.base_url) {
         Ok(c) => c,
         Err(e) => {
             return Measured {

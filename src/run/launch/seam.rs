@@ -8,9 +8,9 @@
 //! and used through generics only, so no boxed futures are needed.
 
 use super::super::session::{self, SessionOutcome, Watch};
-use crate::load::driver::LoadTarget;
 use crate::load::http1;
 use crate::load::quality::{QualityPrompt, QualitySample};
+use crate::load::sample::LoadTarget;
 use crate::observe::prom::{self, Scrape};
 use crate::plan::quality::Quality;
 use crate::plan::spec::WorkloadSpec;

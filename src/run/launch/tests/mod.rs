@@ -10,9 +10,9 @@ mod rows;
 
 use super::seam::{Driven, Launcher, QualityAsk, Server};
 use super::{LaunchOutcome, launch_with};
-use crate::load::driver::{LoadOutcome, LoadTarget};
 use crate::load::http1;
 use crate::load::quality::QualitySample;
+use crate::load::sample::{LoadOutcome, LoadTarget};
 use crate::observe::client::ClientSummary;
 use crate::observe::prom::{Sample, Scrape};
 use crate::plan::spec::{SweepSpec, WorkloadSpec};

@@ -1,0 +1,55 @@
+//! Open loop: requests arrive at a rate (seeded gamma gaps), whether or not earlier ones are
+//! done, with a cap on those in flight.
+
+use crate::load::phase::PhaseCtx;
+use crate::load::prompts;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Open loop: arrivals at `rate` per second with gamma gaps of shape `burstiness` (1 =
+/// Poisson), seeded; at most `cap` in flight (an arrival waits for a slot, and that wait
+/// shows as scheduling lag). The first request goes at the start.
+pub(super) fn spawn(
+    ctx: &Arc<PhaseCtx>,
+    rate: f64,
+    burstiness: f64,
+    cap: u64,
+    count: Option<u64>,
+    deadline: Option<Instant>,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    let ctx = ctx.clone();
+    let dispatcher = tokio::spawn(async move {
+        let slots = Arc::new(tokio::sync::Semaphore::new(cap.max(1) as usize));
+        let mut rng = prompts::SplitMix64::new(ctx.w.seed ^ 0xA5A5_5A5A_0F0F_F0F0);
+        let mut at = ctx.window_start;
+        let mut tasks = Vec::new();
+        for index in 0.. {
+            if count.is_some_and(|c| index >= c)
+                || deadline.is_some_and(|d| at >= d)
+                || ctx.stop.is_cancelled()
+            {
+                break;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep_until(at.into()) => {}
+                _ = ctx.stop.cancelled() => break,
+            }
+            let permit = tokio::select! {
+                p = slots.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break },
+                _ = ctx.stop.cancelled() => break,
+            };
+            let (ctx2, scheduled) = (ctx.clone(), at);
+            tasks.push(tokio::spawn(async move {
+                if let Some(s) = ctx2.send(index, index, Some(scheduled)).await {
+                    let _ = ctx2.tx.send(s);
+                }
+                drop(permit);
+            }));
+            at += Duration::from_secs_f64(prompts::gamma_gap(&mut rng, rate, burstiness));
+        }
+        for t in tasks {
+            let _ = t.await;
+        }
+    });
+    vec![dispatcher]
+}
