@@ -7,7 +7,8 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use sgtune::observe::diagnose::{VerdictKind, diagnose, failure_direction, log_failure};
+use sgtune::observe::diagnose::{VerdictKind, diagnose};
+use sgtune::observe::failure::{failure_direction, log_failure};
 use sgtune::observe::sglang_log::jsonl::line_event;
 use sgtune::observe::sglang_log::{LogWindow, Scope, ServerSummary, Summarizer, summarize_file};
 use sgtune::server::failure::FailureKind;

@@ -5,8 +5,9 @@
 
 use std::path::PathBuf;
 
-use sgtune::observe::diagnose::{VerdictKind, diagnose, failure_direction, log_failure};
+use sgtune::observe::diagnose::{VerdictKind, diagnose};
 use sgtune::observe::engine_log::{LogSummarizer, summarize_file};
+use sgtune::observe::failure::{failure_direction, log_failure};
 use sgtune::observe::sglang_log::{Scope, ServerSummary};
 use sgtune::observe::vllm_log::{Event, Stats, StatsFormat, parse_line, summarize_text};
 use sgtune::plan::engine::Engine;

@@ -9,6 +9,7 @@ pub mod client;
 pub mod diagnose;
 pub mod effective;
 pub mod engine_log;
+pub mod failure;
 pub mod log_scope;
 pub mod prom;
 pub mod quantiles;

@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use crate::observe::diagnose::{self, Verdict};
 use crate::observe::engine_log::LogSummarizer;
+use crate::observe::failure;
 use crate::observe::sglang_log::jsonl::format_ts;
 use crate::observe::sglang_log::{IDLE_GAP_SECS, ServerSummary, Timestamp};
 use crate::plan::engine::Engine;
@@ -70,7 +71,7 @@ fn failure_report(f: StartFailure, ready_seen: bool) -> FailureReport {
             "start-up"
         },
         kind: f.kind,
-        direction: diagnose::failure_direction(f.kind, &message),
+        direction: failure::failure_direction(f.kind, &message),
         message,
         evidence: f.evidence,
     }
@@ -86,7 +87,7 @@ pub fn file_report(
 ) -> FileReport {
     let summary = s.summary();
     let verdict = diagnose::diagnose(concurrency.unwrap_or(0), 0, None, Some(&summary));
-    let failure = diagnose::log_failure(&s.tail(), summary.ready_seen)
+    let failure = failure::log_failure(&s.tail(), summary.ready_seen)
         .map(|f| failure_report(f, summary.ready_seen));
     let (offered, offered_source) = match (concurrency, summary.offered_estimate) {
         (Some(c), _) => (Some(c), "--concurrency"),

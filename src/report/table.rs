@@ -478,7 +478,7 @@ fn failures(rows: &[Row]) -> Option<Block> {
         .map(|r| {
             let direction = r
                 .failure_kind()
-                .map(|k| crate::observe::diagnose::failure_direction(k, r.failure_message()))
+                .map(|k| crate::observe::failure::failure_direction(k, r.failure_message()))
                 .filter(|d| !d.is_empty())
                 .map(|d| format!("\n  → {d}"))
                 .unwrap_or_default();
