@@ -3,6 +3,7 @@
 
 use super::confirm::{confirm, confirm_left, confirmations};
 use super::explore::{Explored, explore};
+use super::standing::leader;
 use super::state::State;
 use super::types::{Next, Observation, Space, launch};
 
@@ -45,7 +46,7 @@ pub(super) fn next_with(
         return launch(space.start.clone(), "the start".to_string(), false);
     }
     let st = State::read(space, seen);
-    let explore_left = launches_left.saturating_sub(confirm_left(space, seen));
+    let explore_left = explore_left(space, seen, launches_left);
     // Once a confirmation ran, the exploration is over: its budget was spent, or it had no
     // move left.
     let explored = if explore_left > 0 && confirmations(seen) == 0 {
@@ -64,6 +65,20 @@ pub(super) fn next_with(
         }
     };
     confirm(space, seen, &st, &explored)
+}
+
+/// The launches the exploration may still take of `launches_left`: all but the confirmation's
+/// reserve. The reserve confirms an eligible leader: while nothing is eligible (and no
+/// confirmation ran) there is nothing to confirm, and the exploration goes on with every launch
+/// left; it ends early only on the model's numbers (no batch meets the SLO) or with no move
+/// left.
+pub(super) fn explore_left(space: &Space, seen: &[Observation], launches_left: usize) -> usize {
+    let reserve = if leader(space, seen).is_none() && confirmations(seen) == 0 {
+        0
+    } else {
+        confirm_left(space, seen)
+    };
+    launches_left.saturating_sub(reserve)
 }
 
 #[cfg(test)]

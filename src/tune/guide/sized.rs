@@ -827,9 +827,18 @@ mod tests {
         }
         let (p, why) = proposal(next(&sp, &[o.clone()], 10));
         assert_eq!(p[MRR], 3, "{why}");
-        // Within the bound, the client's limit still ends the exploration: no lift.
-        if let Outcome::Measured { evidence, .. } = &mut o.outcome {
+        // Within the bound (eligible: it leads), the client's limit still ends the
+        // exploration: no lift.
+        if let Outcome::Measured {
+            evidence,
+            eligible,
+            slo_excess,
+            ..
+        } = &mut o.outcome
+        {
             evidence.bounds[0].limit = 1000.0;
+            *eligible = true;
+            *slo_excess = None;
         }
         assert!(matches!(next(&sp, &[o], 10), Next::Stop { .. }));
     }
@@ -878,6 +887,54 @@ mod tests {
         assert!(why.contains("ttft_ms_p99 ≤ 3000 needs ≥"), "{why}");
         assert!(why.contains("the best trade-off measured is"), "{why}");
         assert!(why.contains("Decode lines"), "{why}");
+    }
+
+    /// Issue 51: with launches left and nothing eligible, a client-bound base ends nothing by
+    /// itself: the tune goes on with the model's sized move; it stops early only where the
+    /// model shows, with numbers, that no batch meets the SLO.
+    #[test]
+    fn with_nothing_eligible_only_the_models_numbers_stop_the_tune() {
+        let sp = Space {
+            confirm: 3,
+            ..space()
+        };
+        let client = |mut o: Observation| {
+            if let Outcome::Measured { evidence, .. } = &mut o.outcome {
+                evidence.verdict = Some(VerdictKind::ClientBound);
+            }
+            o
+        };
+        // TPOT 50.4 over 40: the trade, though the client is the limit and the reserve is 3.
+        let seen = vec![client(launch(sp.start.clone(), 64.0, 40.0, 100_000.0))];
+        let (p, why) = proposal(next(&sp, &seen, 4));
+        assert_eq!(p, vec![3, 0, 1], "{why}");
+        assert!(why.contains("trade to the SLO's band"), "{why}");
+        // TPOT 12 against a tail of 1.2 × a 10 ms step at one request: the band looks empty
+        // from one launch, which is no finding yet; the model tests it (before issue 51 the
+        // client's limit ended the tune here, at launch 2 of 10).
+        let seen = vec![client(launch(sp.start.clone(), 64.0, 12.0, 100_000.0))];
+        let (p, why) = proposal(next(&sp, &seen, 9));
+        assert_eq!(p[MRR], 0, "{why}");
+        assert!(why.contains("test the band, which looks empty"), "{why}");
+        // TPOT ≤ 25 needs ≤ 21 running, TTFT ≤ 3000 most of the 64: the stop, with numbers.
+        let seen = vec![
+            client(launch(sp.start.clone(), 64.0, 25.0, 3000.0)),
+            launch(vec![3, 0, 1], 32.0, 25.0, 3000.0),
+        ];
+        let why = match next(&sp, &seen, 10) {
+            Next::Stop { why } => why,
+            Next::Launch(v) => panic!("launched {:?}: {}", v[0].point, v[0].why),
+        };
+        assert!(
+            why.contains("no point of this space meets the SLO"),
+            "{why}"
+        );
+        assert!(why.contains("tpot_ms_p99 ≤ 25 needs ≤ 21 running"), "{why}");
+        assert!(why.contains("ttft_ms_p99 ≤ 3000 needs ≥"), "{why}");
+        assert!(
+            why.contains("decode step 10.00 + 0.500 × running ms"),
+            "{why}"
+        );
     }
 
     #[test]
