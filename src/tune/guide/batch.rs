@@ -65,6 +65,10 @@ pub fn next_batch(space: &Space, seen: &[Observation], launches_left: usize, slo
         return first;
     }
     let p1 = p1.clone();
+    // A re-measure goes alone: the moves after it are chosen from what it measures.
+    if p1.remeasure {
+        return first;
+    }
     if p1.confirm {
         return Next::Launch(confirmations_batch(space, seen, launches_left, room, p1));
     }
@@ -297,6 +301,7 @@ impl Batch<'_> {
             point,
             why,
             confirm: false,
+            remeasure: false,
         });
     }
 
@@ -496,7 +501,7 @@ mod tests {
             for p in &v {
                 used += 1;
                 match seen.iter().position(|o| o.point == p.point) {
-                    Some(i) => seen[i].launches += 1,
+                    Some(i) => seen[i].again(p),
                     None => seen.push(respond(&p.point)),
                 }
             }
@@ -520,7 +525,7 @@ mod tests {
             let Next::Launch(v) = one else { break };
             for p in v {
                 match seen.iter().position(|o| o.point == p.point) {
-                    Some(i) => seen[i].launches += 1,
+                    Some(i) => seen[i].again(&p),
                     None => seen.push(respond(&p.point)),
                 }
             }

@@ -20,9 +20,12 @@ pub(super) fn confirm_left(space: &Space, seen: &[Observation]) -> usize {
     space.confirm.saturating_sub(confirmations(seen))
 }
 
-/// Confirmation launches made so far: every launch of a point after its first.
+/// Confirmation launches made so far: every launch of a point after its first, less its
+/// re-measure (`remeasure`), which the exploration spent.
 pub fn confirmations(seen: &[Observation]) -> usize {
-    seen.iter().map(|o| o.launches.saturating_sub(1)).sum()
+    seen.iter()
+        .map(|o| o.launches.saturating_sub(1 + usize::from(o.remeasured)))
+        .sum()
 }
 
 /// The confirmation: another launch, on a fresh server, of the leader and of each eligible

@@ -1,8 +1,10 @@
-//! `next`, the tune's one step: the start first, then the exploration while its budget lasts,
-//! then (or once the exploration has no move left) the confirmation.
+//! `next`, the tune's one step: the start first, then the exploration while its budget lasts
+//! (each suspect or near-bound launch measured again once before it is read), then (or once
+//! the exploration has no move left) the confirmation.
 
 use super::confirm::{confirm, confirm_left, confirmations};
 use super::explore::{Explored, explore};
+use super::remeasure;
 use super::standing::leader;
 use super::state::State;
 use super::types::{Next, Observation, Space, launch};
@@ -50,6 +52,11 @@ pub(super) fn next_with(
     // Once a confirmation ran, the exploration is over: its budget was spent, or it had no
     // move left.
     let explored = if explore_left > 0 && confirmations(seen) == 0 {
+        // A suspect launch, or one at a bound, is measured again before anything is read
+        // from it.
+        if let Some(p) = remeasure::again(space, seen, &st) {
+            return Next::Launch(vec![p]);
+        }
         match explore(space, seen, &st, compose) {
             Explored::Launch(n) => return n,
             Explored::Spent(why) => why,
