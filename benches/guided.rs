@@ -607,7 +607,7 @@ fn guided(s: &dyn Surface, opt: f64, budget: usize, seed: u64) -> Trial {
                     match known {
                         Some(i) => {
                             seen[i].outcome = outcome;
-                            seen[i].launches += 1;
+                            seen[i].again(&p);
                         }
                         None => seen.push(Observation::once(p.point.clone(), outcome)),
                     }
@@ -681,7 +681,7 @@ fn guided_batched(
             match known {
                 Some(i) => {
                     seen[i].outcome = outcome;
-                    seen[i].launches += 1;
+                    seen[i].again(&p);
                 }
                 None => seen.push(Observation::once(p.point.clone(), outcome)),
             }

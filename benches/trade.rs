@@ -695,6 +695,7 @@ impl World {
                 steps,
                 pool_tokens: Some(x.pool.floor()),
                 bounds: Vec::new(),
+                client_server: None,
             },
         })
     }
@@ -903,7 +904,7 @@ fn guided(w: &World, opt: f64, budget: usize, traced: bool) -> Trial {
                     match known {
                         Some(i) => {
                             seen[i].outcome = outcome;
-                            seen[i].launches += 1;
+                            seen[i].again(&p);
                         }
                         None => seen.push(Observation::once(p.point.clone(), outcome)),
                     }

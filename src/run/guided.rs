@@ -455,6 +455,7 @@ mod tests {
             point: vec![6, 1, 3],
             why: "test".into(),
             confirm: false,
+            remeasure: false,
         };
         let l = launches_of(&s, &space, &p, &[], &[], &[]);
         assert_eq!(l.len(), 1);

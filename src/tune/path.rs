@@ -221,6 +221,11 @@ pub fn observe(
             })
             .collect(),
         pool_tokens: max(Col::MAX_TOTAL_NUM_TOKENS),
+        // The diagnosis's client/server tok/s, over the repeats pooled.
+        client_server: mean(Col::OUTPUT_TOK_S)
+            .zip(mean(Col::SERVER_GEN_TPUT_MEAN))
+            .filter(|(_, g)| *g > 0.0)
+            .map(|(c, g)| c / g),
         bounds: c
             .map(|c| {
                 c.slo
@@ -385,7 +390,7 @@ pub fn replay_batched(
                 if let Some(o) = &outcome {
                     seen[i].outcome = o.clone();
                 }
-                seen[i].launches = n + 1;
+                seen[i].again(&p);
                 batch.push(round);
                 done.push(Step {
                     point: p.point,
@@ -486,6 +491,7 @@ mod tests {
             ("param_max_total_tokens", "2048"),
             ("param_schedule_conservativeness", "1"),
             ("output_tok_s", "120"),
+            ("server_gen_tput_mean", "200"),
             ("ttft_ms_p99", "4000"),
             ("verdict", "kv_cache_bound"),
             ("verdict_also", "cuda_graph_limited+no_such_limit"),
@@ -522,6 +528,8 @@ mod tests {
                 assert_eq!(evidence.kv_usage_max, Some(0.97));
                 assert_eq!(evidence.queue_mean, Some(12.5));
                 assert_eq!(evidence.offered, Some(8.0));
+                // The diagnosis's client/server tok/s: 120 of the 200 the server made.
+                assert_eq!(evidence.client_server, Some(0.6));
                 let step = |running, step_ms, graph, lines| guide::StepSample {
                     running,
                     step_ms,

@@ -25,9 +25,8 @@
 //! confirmation launches: the next confirmation had the one before it measured the same mean
 //! (the mean is the best guess of a repeat), so the interleaving is the one-slot order.
 
-use super::confirm::confirm_left;
 use super::moves::{Lift, sized_value};
-use super::phases::{next, next_with};
+use super::phases::{explore_left, next, next_with};
 use super::rules::{self, Dir};
 use super::standing::{base, near_ties};
 use super::state::{Dropped, State};
@@ -66,10 +65,14 @@ pub fn next_batch(space: &Space, seen: &[Observation], launches_left: usize, slo
         return first;
     }
     let p1 = p1.clone();
+    // A re-measure goes alone: the moves after it are chosen from what it measures.
+    if p1.remeasure {
+        return first;
+    }
     if p1.confirm {
         return Next::Launch(confirmations_batch(space, seen, launches_left, room, p1));
     }
-    let explore_left = launches_left.saturating_sub(confirm_left(space, seen));
+    let explore_left = explore_left(space, seen, launches_left);
     let room = room.min(explore_left.max(1));
     // The one-slot tune's launch composes its move with the limits behind it; the batch's
     // hedges are built from the plain move (the lifted one is then one of them).
@@ -298,6 +301,7 @@ impl Batch<'_> {
             point,
             why,
             confirm: false,
+            remeasure: false,
         });
     }
 
@@ -497,7 +501,7 @@ mod tests {
             for p in &v {
                 used += 1;
                 match seen.iter().position(|o| o.point == p.point) {
-                    Some(i) => seen[i].launches += 1,
+                    Some(i) => seen[i].again(p),
                     None => seen.push(respond(&p.point)),
                 }
             }
@@ -521,7 +525,7 @@ mod tests {
             let Next::Launch(v) = one else { break };
             for p in v {
                 match seen.iter().position(|o| o.point == p.point) {
-                    Some(i) => seen[i].launches += 1,
+                    Some(i) => seen[i].again(&p),
                     None => seen.push(respond(&p.point)),
                 }
             }
@@ -808,12 +812,20 @@ mod tests {
         let seen = [measured(
             sp.start.clone(),
             200.0,
-            false,
+            true,
             evidence(VerdictKind::KvCacheBound, 20.0, 0.98),
         )];
         // 6 left, 4 kept to confirm: 2 to explore.
         assert_eq!(points(next_batch(&sp, &seen, 6, 4)).len(), 2);
         assert_eq!(points(next_batch(&sp, &seen, 7, 4)).len(), 3);
+        // Nothing eligible: nothing to confirm, and no reserve is kept from the exploration.
+        let ineligible = [measured(
+            sp.start.clone(),
+            200.0,
+            false,
+            evidence(VerdictKind::KvCacheBound, 20.0, 0.98),
+        )];
+        assert_eq!(points(next_batch(&sp, &ineligible, 6, 4)).len(), 4);
     }
 
     #[test]

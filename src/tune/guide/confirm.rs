@@ -20,9 +20,12 @@ pub(super) fn confirm_left(space: &Space, seen: &[Observation]) -> usize {
     space.confirm.saturating_sub(confirmations(seen))
 }
 
-/// Confirmation launches made so far: every launch of a point after its first.
+/// Confirmation launches made so far: every launch of a point after its first, less its
+/// re-measure (`remeasure`), which the exploration spent.
 pub fn confirmations(seen: &[Observation]) -> usize {
-    seen.iter().map(|o| o.launches.saturating_sub(1)).sum()
+    seen.iter()
+        .map(|o| o.launches.saturating_sub(1 + usize::from(o.remeasured)))
+        .sum()
 }
 
 /// The confirmation: another launch, on a fresh server, of the leader and of each eligible
@@ -241,10 +244,22 @@ mod tests {
             why.contains("confirmed: mfs0.82_mrr16_cgbs16 leads after 2 launches"),
             "{why}"
         );
-        // Nothing eligible to confirm: the stop says so.
+        // Nothing eligible: nothing to confirm, so the reserve explores (issue 51) and the
+        // next launch is the evidence's move, not a stop.
         let e = evidence(VerdictKind::KvCacheBound, 12.0, 64.0, 0.97);
-        let only_slo = vec![slo(sp.start.clone(), 600.0, 3.0, e)];
-        let why = stop_why(next(&sp, &only_slo, 2));
+        let only_slo = vec![slo(sp.start.clone(), 600.0, 3.0, e.clone())];
+        let p = one(next(&sp, &only_slo, 2));
+        assert!(!p.confirm && p.point != sp.start, "{}", p.why);
+        // With no move left either, the stop says there is nothing eligible to confirm.
+        let tiny = Space {
+            knobs: vec![Knob {
+                key: "page_size".into(),
+                values: ints(&[1]),
+            }],
+            start: vec![0],
+            confirm: 2,
+        };
+        let why = stop_why(next(&tiny, &[slo(vec![0], 600.0, 3.0, e)], 2));
         assert!(why.ends_with("nothing eligible to confirm"), "{why}");
         // With the reserve larger than what is left, the confirmation takes what is left.
         let p = one(next(

@@ -4,7 +4,7 @@
 
 use super::moves::{propose, rule_moves};
 use super::rules::{self, Dir};
-use super::standing::{base, near_ties};
+use super::standing::{base, leader, near_ties};
 use super::state::State;
 use super::types::{Next, Observation, Space, evidence_of, launch, verdict_of};
 use super::words::{name, said, stop_reason};
@@ -42,7 +42,9 @@ pub(super) fn explore(space: &Space, seen: &[Observation], st: &State, compose: 
     if let Some(sized::Sized::Launch(p, why, true)) = &sized {
         return Explored::Launch(launch(p.clone(), why.clone(), false));
     }
-    if verdict == Some(VerdictKind::ClientBound) {
+    // With nothing eligible, the client's limit is no finding about the SLO: the tune goes on
+    // (the sized move, else the search), and only the model's numbers end it early.
+    if verdict == Some(VerdictKind::ClientBound) && leader(space, seen).is_some() {
         return Explored::Spent(format!(
             "{head}: the client is the limit (the server had room it did not fill): raise the load's concurrency or rate, not the server's knobs"
         ));
@@ -75,6 +77,9 @@ pub(super) fn explore(space: &Space, seen: &[Observation], st: &State, compose: 
     // a move against the verdict (less KV when the pool is full) only after every other.
     let what = match verdict {
         Some(VerdictKind::ComputeBound) => "compute bound, trade latency for throughput",
+        Some(VerdictKind::ClientBound) => {
+            "the client is the limit but nothing is eligible yet, the neighbours"
+        }
         Some(v) if !rules::moves(v, None).is_empty() => "no rule's move left, the neighbours",
         _ => "no rule for this verdict, the neighbours",
     };

@@ -215,7 +215,7 @@ pub(super) fn drive(
                         Some(i) => {
                             assert!(p.confirm, "{}", p.why);
                             sums[i] += x;
-                            seen[i].launches += 1;
+                            seen[i].again(&p);
                             let mean = sums[i] / seen[i].launches as f64;
                             if let Outcome::Measured { score, .. } = &mut seen[i].outcome {
                                 *score = mean;

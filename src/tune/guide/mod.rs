@@ -17,6 +17,8 @@
 //! on its knob a cliff, an ineligible one bans the knob value, a knob not in effect or without
 //! a response beyond the noise is dropped (`state`). Long moves first, then one value
 //! (`step`). A client-bound leader stops the tune: the client, not the server, is the limit.
+//! Before the exploration reasons from a launch whose evidence is suspect, or whose SLO figure
+//! lies within the noise of a bound, that launch is measured again once (`remeasure`).
 
 mod batch;
 mod confirm;
@@ -26,6 +28,7 @@ mod fixtures;
 pub mod model;
 mod moves;
 mod phases;
+mod remeasure;
 mod rules;
 mod sized;
 mod standing;

@@ -1,8 +1,11 @@
-//! `next`, the tune's one step: the start first, then the exploration while its budget lasts,
-//! then (or once the exploration has no move left) the confirmation.
+//! `next`, the tune's one step: the start first, then the exploration while its budget lasts
+//! (each suspect or near-bound launch measured again once before it is read), then (or once
+//! the exploration has no move left) the confirmation.
 
 use super::confirm::{confirm, confirm_left, confirmations};
 use super::explore::{Explored, explore};
+use super::remeasure;
+use super::standing::leader;
 use super::state::State;
 use super::types::{Next, Observation, Space, launch};
 
@@ -45,10 +48,15 @@ pub(super) fn next_with(
         return launch(space.start.clone(), "the start".to_string(), false);
     }
     let st = State::read(space, seen);
-    let explore_left = launches_left.saturating_sub(confirm_left(space, seen));
+    let explore_left = explore_left(space, seen, launches_left);
     // Once a confirmation ran, the exploration is over: its budget was spent, or it had no
     // move left.
     let explored = if explore_left > 0 && confirmations(seen) == 0 {
+        // A suspect launch, or one at a bound, is measured again before anything is read
+        // from it.
+        if let Some(p) = remeasure::again(space, seen, &st) {
+            return Next::Launch(vec![p]);
+        }
         match explore(space, seen, &st, compose) {
             Explored::Launch(n) => return n,
             Explored::Spent(why) => why,
@@ -64,6 +72,20 @@ pub(super) fn next_with(
         }
     };
     confirm(space, seen, &st, &explored)
+}
+
+/// The launches the exploration may still take of `launches_left`: all but the confirmation's
+/// reserve. The reserve confirms an eligible leader: while nothing is eligible (and no
+/// confirmation ran) there is nothing to confirm, and the exploration goes on with every launch
+/// left; it ends early only on the model's numbers (no batch meets the SLO) or with no move
+/// left.
+pub(super) fn explore_left(space: &Space, seen: &[Observation], launches_left: usize) -> usize {
+    let reserve = if leader(space, seen).is_none() && confirmations(seen) == 0 {
+        0
+    } else {
+        confirm_left(space, seen)
+    };
+    launches_left.saturating_sub(reserve)
 }
 
 #[cfg(test)]

@@ -73,6 +73,10 @@ pub struct Evidence {
     pub pool_tokens: Option<f64>,
     /// The objective's SLO bounds with what this launch measured (the decision's medians).
     pub bounds: Vec<SloSeen>,
+    /// The client's output tok/s over the server's own gen throughput (the diagnosis's
+    /// `client/server tok/s`): near 1 when the client saw what the server made; far from it,
+    /// the launch was disturbed (another job on the machine) or the client fell behind.
+    pub client_server: Option<f64>,
 }
 
 /// The decode steps the server logged with one running batch size (one bucket of
@@ -171,8 +175,12 @@ impl fmt::Display for Failure {
 pub struct Observation {
     pub point: Point,
     pub outcome: Outcome,
-    /// How many launches of the point the outcome pools: 1, and one more per confirmation.
+    /// How many launches of the point the outcome pools: 1, one more for a re-measure, and
+    /// one more per confirmation.
     pub launches: usize,
+    /// Whether one of those launches was a re-measure (`remeasure`: a suspect or near-bound
+    /// launch measured again during the exploration), not a confirmation.
+    pub remeasured: bool,
 }
 
 impl Observation {
@@ -182,7 +190,15 @@ impl Observation {
             point,
             outcome,
             launches: 1,
+            remeasured: false,
         }
+    }
+
+    /// One more launch of the point, as `p` asked for it (a re-measure or a confirmation); the
+    /// caller sets the pooled outcome.
+    pub fn again(&mut self, p: &Proposal) {
+        self.launches += 1;
+        self.remeasured |= p.remeasure;
     }
 }
 
@@ -192,8 +208,13 @@ impl Observation {
 pub struct Proposal {
     pub point: Point,
     pub why: String,
-    /// A confirmation: another launch of a point already measured, on a fresh server.
+    /// Another launch of a point already measured, on a fresh server: a confirmation, or a
+    /// re-measure (`remeasure`).
     pub confirm: bool,
+    /// A re-measure: a launch whose evidence is suspect, or whose SLO figure lies within the
+    /// noise of a bound, measured again once before the tune reasons from it. It spends a
+    /// launch of the exploration's budget, not of the confirmation's reserve.
+    pub remeasure: bool,
 }
 
 /// What to do next.
@@ -210,6 +231,7 @@ pub(super) fn launch(point: Point, why: String, confirm: bool) -> Next {
         point,
         why,
         confirm,
+        remeasure: false,
     }])
 }
 
