@@ -131,9 +131,9 @@ pub enum FailOn {
     Ineligible,
 }
 
-impl From<FailOn> for crate::report::compare::Gate {
+impl From<FailOn> for crate::tune::compare::Gate {
     fn from(f: FailOn) -> Self {
-        use crate::report::compare::Gate;
+        use crate::tune::compare::Gate;
         match f {
             FailOn::Decision => Gate::Decision,
             FailOn::WinnerRegressed => Gate::WinnerRegressed,

@@ -5,6 +5,7 @@ use crate::record::provenance;
 use crate::record::rows::{self, Col};
 use crate::record::sweep::Sweep;
 use crate::report::compare;
+use crate::tune::compare as judged;
 use crate::tune::diff;
 use std::path::Path;
 
@@ -31,7 +32,7 @@ fn view(s: &Sweep) -> diff::SweepView<'_> {
 pub struct View {
     pub format: compare::Format,
     pub all: bool,
-    pub fail_on: Vec<compare::Gate>,
+    pub fail_on: Vec<judged::Gate>,
 }
 
 pub fn run(
@@ -65,7 +66,7 @@ pub fn run(
             cols
         }
         None => {
-            let mut m: Vec<Col> = compare::DEFAULT_METRICS
+            let mut m: Vec<Col> = judged::DEFAULT_METRICS
                 .iter()
                 .filter(|c| has(c))
                 .cloned()
@@ -83,7 +84,7 @@ pub fn run(
             m
         }
     };
-    let mut c = compare::compare(ra, rb, &metrics, noise);
+    let mut c = judged::compare(ra, rb, &metrics, noise);
     if let (Some(ma), Some(mb)) = (&sa.manifest, &sb.manifest) {
         c.context = provenance::context_differences(ma, mb);
     }
@@ -92,7 +93,7 @@ pub fn run(
         out(&format!("A: {}\nB: {}\n", a.display(), b.display()));
     }
     out(&compare::render(&c, view.format, view.all));
-    let tripped = compare::tripped(&c, &view.fail_on);
+    let tripped = judged::tripped(&c, &view.fail_on);
     if tripped.is_empty() {
         return Ok(ExitCode::Ok);
     }

@@ -10,9 +10,9 @@ use crate::record::provenance;
 use crate::record::rows::{Col, Row};
 use crate::record::store;
 use crate::record::sweep::Sweep as Loaded;
-use crate::report::compare;
 use crate::report::html;
 use crate::run::report::{page_of, write_sweep_report};
+use crate::tune::compare;
 
 /// `sgtune report DIR [DIR2] [-o FILE]`.
 pub fn run(

@@ -4,6 +4,7 @@
 use crate::record::rows::{self, Col};
 use crate::report::compare;
 use crate::server::failure::FailureKind;
+use crate::tune::compare as judged;
 
 /// The columns a reproduction compares.
 const REPRODUCE_METRICS: &[Col] = &[
@@ -56,14 +57,14 @@ fn render_comparison(
     new: &[rows::Row],
     tolerance: f64,
 ) {
-    let c = compare::compare(recorded, new, REPRODUCE_METRICS, tolerance);
+    let c = judged::compare(recorded, new, REPRODUCE_METRICS, tolerance);
     report.push_str(&compare::render(&c, compare::Format::Table, true));
     report.push('\n');
     for j in &c.joined {
         for cell in &j.cells {
             if matches!(
                 cell.judgement,
-                compare::Judgement::Better | compare::Judgement::Worse
+                judged::Judgement::Better | judged::Judgement::Worse
             ) {
                 differs.push(format!(
                     "{} @{}: {} {} ({})",

@@ -23,6 +23,7 @@
 //! - `deadline`: reading a deadline, the order that decides early, the fits rule, what is
 //!   not measured.
 
+pub mod compare;
 pub mod conclusion;
 pub mod deadline;
 pub mod decision;

@@ -7,8 +7,8 @@ use std::fmt::Write as _;
 use super::style::{FOOT, head};
 use super::sweep::{launches, sweep_body};
 use super::{Sweep, esc};
-use crate::report::compare::{Comparison, Judgement};
 use crate::report::doc;
+use crate::tune::compare::{Comparison, Judgement};
 
 fn judgement_class(j: Judgement) -> &'static str {
     match j {
@@ -18,7 +18,7 @@ fn judgement_class(j: Judgement) -> &'static str {
     }
 }
 
-fn fmt_side(s: Option<&crate::report::compare::Side>) -> String {
+fn fmt_side(s: Option<&crate::tune::compare::Side>) -> String {
     match s {
         None => "-".into(),
         Some(s) => match s.sd {
@@ -66,7 +66,7 @@ pub fn compare_page(a: &Sweep, b: &Sweep, c: &Comparison) -> String {
     // Changes beyond noise in the table; the rest folded under it. Measured phases first,
     // grouped by configuration; the searches' attempts and probes after them.
     let (mut shown, mut folded) = (String::new(), String::new());
-    let mut joined: Vec<&crate::report::compare::Joined> = c.joined.iter().collect();
+    let mut joined: Vec<&crate::tune::compare::Joined> = c.joined.iter().collect();
     joined.sort_by_key(|j| j.section != "measured");
     for j in joined {
         for cell in &j.cells {
@@ -155,7 +155,7 @@ mod tests {
             sweep(vec![on("vllm", "130")]),
         );
         let metrics = vec!["output_tok_s".to_string()];
-        let c = crate::report::compare::compare(&a.rows, &b.rows, &metrics, 0.05);
+        let c = crate::tune::compare::compare(&a.rows, &b.rows, &metrics, 0.05);
         let html = compare_page(&a, &b, &c);
         assert!(
             html.contains(
