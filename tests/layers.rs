@@ -1,10 +1,10 @@
 //! The house rule of docs/architecture.md, checked: `src/` has one folder per stage, in
 //! data-flow order, and code only uses the folders before its own (arrows point down). A
 //! `use crate::report` inside `src/observe` fails here, naming the file and the line. With
-//! the same reading of the code: no circle among a folder's modules, and outside `record/`
-//! no row cell of an enum, no sweep outcome compared as text, and no results.csv column
-//! named by its text (the names are `plan::columns`' list). Each rule is shown failing on a
-//! planted violation.
+//! the same reading of the code: no circle among the files of any folder, at any depth; and
+//! outside `record/` no row cell of an enum, no sweep outcome compared as text, and no
+//! results.csv column named by its text (the names are `plan::columns`' list). Test code is
+//! left out of every rule. Each rule is shown failing on a planted violation.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test may panic: that is its failure
 
 use std::path::{Path, PathBuf};
@@ -39,7 +39,14 @@ fn code_of(text: &str, strings: bool) -> Vec<char> {
         cut.push_str(line);
         cut.push('\n');
     }
-    let c: Vec<char> = cut.chars().collect();
+    blanked(&cut, strings)
+}
+
+/// `text` with its comments blanked, and its string and character literals too when
+/// `strings` is false, each blanked character one space (a newline stays): [`code_of`]
+/// without the cut.
+fn blanked(text: &str, strings: bool) -> Vec<char> {
+    let c: Vec<char> = text.chars().collect();
     let mut out = c.clone();
     let blank = |out: &mut Vec<char>, from: usize, to: usize| {
         for x in &mut out[from..to.min(c.len())] {
@@ -230,7 +237,8 @@ fn use_tree(t: &[(Tok, usize)], i: &mut usize, prefix: Vec<String>, out: &mut Ve
     }
 }
 
-/// Every path a file's non-test code names, resolved to where it points from the crate root
+/// Every path a file's non-test code ([`live_code`]: a `#[cfg(test)]` item anywhere in the
+/// file is left out, not only from the first one on) names, resolved to where it points from the crate root
 /// (`["record", "plan_file", "read"]`), with its line. `module` is the file's own module path
 /// (`["record", "store"]` for src/record/store.rs, `["run", "launch"]` for its mod.rs). Any
 /// form a path can take resolves: `crate::record::x`, `super::x` and `super::super::x`,
@@ -238,7 +246,19 @@ fn use_tree(t: &[(Tok, usize)], i: &mut usize, prefix: Vec<String>, out: &mut Ve
 /// then `record::x`, `use crate::record::{self as r}` then `r::x`); inside an inline
 /// `mod m { ... }`, `super` and `self` start from `m`. Paths into other crates are left out.
 fn resolved_paths(text: &str, module: &[String]) -> Vec<(usize, Vec<String>)> {
-    let t = tokens(&code_of(text, false));
+    resolved_file(text, module).0
+}
+
+/// The names a file's `use` declarations bind, each to the path it resolves to from the crate
+/// root (`Lift` -> `["tune", "guide", "moves", "Lift"]` for guide/mod.rs's `pub use
+/// moves::Lift`): what a child's `super::Lift` reaches through it. Globs bind no name.
+fn use_bindings(text: &str, module: &[String]) -> Bindings {
+    resolved_file(text, module).1
+}
+
+/// [`resolved_paths`] and [`use_bindings`], from one reading of the file.
+fn resolved_file(text: &str, module: &[String]) -> (Vec<(usize, Vec<String>)>, Bindings) {
+    let t = tokens(&live_code(text));
     // The inline modules each token sits in (`mod stamp { use super::Received; }`).
     let mut inline: Vec<Vec<String>> = Vec::with_capacity(t.len());
     let (mut stack, mut depth): (Vec<(String, usize)>, usize) = (Vec::new(), 0);
@@ -308,7 +328,14 @@ fn resolved_paths(text: &str, module: &[String]) -> Vec<(usize, Vec<String>)> {
                 m.pop()?;
                 m
             }
-            other => bound.get(other)?.clone(),
+            // A name no `use` bound: the module's own child (`pub use moves::Lift` in a
+            // mod.rs, as paths read since the 2018 edition), else another crate, a type or a
+            // prelude name, which lands inside the file's own module and so names no other.
+            other => bound.get(other).cloned().unwrap_or_else(|| {
+                let mut m = here(at);
+                m.push(other.to_string());
+                m
+            }),
         };
         let mut rest = path[1..].iter().peekable();
         if first == "super" {
@@ -321,7 +348,7 @@ fn resolved_paths(text: &str, module: &[String]) -> Vec<(usize, Vec<String>)> {
         Some(base)
     };
     // What each `use` binds; twice, for a `use` that names one declared below it.
-    let mut bound = std::collections::BTreeMap::new();
+    let mut bound = Bindings::new();
     for _ in 0..2 {
         for (at, l) in &leaves {
             if let (Some(name), Some(abs)) = (&l.binds, resolve(&l.path, *at, &bound)) {
@@ -362,7 +389,7 @@ fn resolved_paths(text: &str, module: &[String]) -> Vec<(usize, Vec<String>)> {
         k = j;
     }
     out.sort();
-    out
+    (out, bound)
 }
 
 /// The module path of `file` under `src`: src/record/store.rs is `record::store`, and a
@@ -408,6 +435,9 @@ fn upward_uses(src: &Path) -> (Vec<String>, std::collections::BTreeSet<String>) 
         let Some(top) = rel.components().next().and_then(|c| c.as_os_str().to_str()) else {
             continue;
         };
+        if is_test_only(src, f) {
+            continue;
+        }
         let Some(own) = LAYERS.iter().position(|l| *l == top) else {
             // lib.rs and main.rs sit above every layer.
             if !matches!(top, "lib.rs" | "main.rs") {
@@ -474,14 +504,36 @@ fn the_checker_sees_an_upward_use() {
     );
 }
 
-/// The modules of its own folder that a file's non-test code names, by any path form
-/// ([`resolved_paths`]), with line numbers: `module` is the file's module path, and its
-/// first part the folder.
-fn used_siblings(text: &str, module: &[String]) -> Vec<(usize, String)> {
+/// The names a folder's mod.rs binds with its `use`s ([`use_bindings`]).
+type Bindings = std::collections::BTreeMap<String, Vec<String>>;
+
+/// The children of `folder` (its files and sub-folders, by module name) that a file's non-test
+/// code names, by any path form ([`resolved_paths`]), with line numbers: `module` is the
+/// file's module path, `folder` the folder's (a prefix of it). A name the folder's mod.rs
+/// binds (`reexports`: `pub use moves::Lift`) counts as the child it comes from, so
+/// `super::Lift` is a use of `moves`.
+fn used_children(
+    text: &str,
+    module: &[String],
+    folder: &[String],
+    reexports: &Bindings,
+) -> Vec<(usize, String)> {
+    let n = folder.len();
+    let child = |p: &[String]| -> Option<String> {
+        (p.len() > n && p[..n] == *folder).then(|| p[n].clone())
+    };
     resolved_paths(text, module)
         .into_iter()
-        .filter(|(_, p)| p.len() >= 2 && module.first() == p.first())
-        .map(|(line, p)| (line, p[1].clone()))
+        .filter_map(|(line, p)| {
+            let name = child(&p)?;
+            Some((
+                line,
+                reexports
+                    .get(&name)
+                    .and_then(|to| child(to))
+                    .unwrap_or(name),
+            ))
+        })
         .collect()
 }
 
@@ -522,15 +574,24 @@ fn find_cycle(edges: &std::collections::BTreeMap<String, Vec<String>>) -> Option
 
 type Edges = std::collections::BTreeMap<String, Vec<String>>;
 
-/// Which module of a folder uses which: `files` are the folder's files as (module path, text),
-/// `modules` the folder's modules (its top-level files and sub-folders). A sub-folder's files
-/// are all its module; mod.rs declares the modules, it is the folder, not one of them.
-fn sibling_edges(files: &[(Vec<String>, String)], modules: &[String]) -> Edges {
+/// Which child of `folder` uses which: `files` are (module path, text) of files anywhere
+/// under `src` (those outside the folder are skipped), `children` the folder's files and
+/// sub-folders by module name, `reexports` what its mod.rs binds. A sub-folder's files are all
+/// its child; the folder's mod.rs declares the children, it is the folder, not one of them.
+fn folder_edges(
+    files: &[(Vec<String>, String)],
+    folder: &[String],
+    children: &[String],
+    reexports: &Bindings,
+) -> Edges {
     let mut edges = Edges::new();
     for (path, text) in files {
-        let Some(me) = path.get(1) else { continue };
-        for (_, used) in used_siblings(text, path) {
-            if modules.contains(&used) && &used != me {
+        if path.len() <= folder.len() || path[..folder.len()] != *folder {
+            continue;
+        }
+        let me = &path[folder.len()];
+        for (_, used) in used_children(text, path, folder, reexports) {
+            if children.contains(&used) && &used != me {
                 let e = edges.entry(me.clone()).or_default();
                 if !e.contains(&used) {
                     e.push(used);
@@ -541,42 +602,64 @@ fn sibling_edges(files: &[(Vec<String>, String)], modules: &[String]) -> Edges {
     edges
 }
 
-/// Each stage folder under `src` whose modules use each other in a circle, as
-/// `src/<folder>: a -> b -> a`.
+/// Every folder under `src` (not `src` itself: its folders are the stages, ordered by
+/// [`upward_uses`]), at any depth, sorted.
+fn folders(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).expect("src is readable") {
+        let p = e.expect("entry").path();
+        if p.is_dir() {
+            out.push(p.clone());
+            folders(&p, out);
+        }
+    }
+    out.sort();
+}
+
+/// Each folder under `src`, at any depth, whose children (files and sub-folders) use each
+/// other in a circle through their non-test code, as `src/<folder>: a -> b -> a`.
 fn circles(src: &Path) -> Vec<String> {
+    let mut paths = Vec::new();
+    rust_files(src, &mut paths);
+    paths.sort();
+    let files: Vec<(Vec<String>, String)> = paths
+        .iter()
+        .filter(|f| !is_test_only(src, f))
+        .map(|f| {
+            let text = std::fs::read_to_string(f).expect("readable");
+            (module_path(src, f), text)
+        })
+        .collect();
+    let mut dirs = Vec::new();
+    folders(src, &mut dirs);
     let mut circles = Vec::new();
-    for folder in LAYERS {
-        let dir = src.join(folder);
-        let mut paths = Vec::new();
-        rust_files(&dir, &mut paths);
-        paths.sort();
-        let mut modules: Vec<String> = std::fs::read_dir(&dir)
-            .expect("a stage folder is readable")
+    for dir in dirs {
+        let folder = module_path(src, &dir.join("mod.rs"));
+        let mut children: Vec<String> = std::fs::read_dir(&dir)
+            .expect("a folder is readable")
             .filter_map(|e| e.ok()?.file_name().into_string().ok())
-            .filter(|n| n != "mod.rs")
+            .filter(|n| n != "mod.rs" && (n.ends_with(".rs") || dir.join(n).is_dir()))
             .map(|n| n.trim_end_matches(".rs").to_string())
             .collect();
-        modules.sort();
-        let files: Vec<(Vec<String>, String)> = paths
+        children.sort();
+        children.dedup();
+        let reexports = [dir.join("mod.rs"), dir.with_extension("rs")]
             .iter()
-            .map(|f| {
-                let text = std::fs::read_to_string(f).expect("readable");
-                (module_path(src, f), text)
-            })
-            .collect();
-        if let Some(c) = find_cycle(&sibling_edges(&files, &modules)) {
-            circles.push(format!("src/{folder}: {}", c.join(" -> ")));
+            .find_map(|f| std::fs::read_to_string(f).ok())
+            .map(|text| use_bindings(&text, &folder))
+            .unwrap_or_default();
+        if let Some(c) = find_cycle(&folder_edges(&files, &folder, &children, &reexports)) {
+            circles.push(format!("src/{}: {}", folder.join("/"), c.join(" -> ")));
         }
     }
     circles
 }
 
 #[test]
-fn no_folder_has_an_import_circle_among_its_modules() {
+fn no_folder_has_an_import_circle_among_its_files() {
     let circles = circles(&src_dir());
     assert!(
         circles.is_empty(),
-        "modules inside a folder must not use each other in a circle:\n{}",
+        "the files (and sub-folders) of a folder must not use each other in a circle:\n{}",
         circles.join("\n")
     );
 }
@@ -612,6 +695,9 @@ fn the_sibling_check_sees_every_path_form() {
                 const T: &str = \"crate::plan::engine\";\n\
                 #[cfg(test)]\n\
                 use super::quality;\n";
+    // The siblings: the children of the stage folder, here with no mod.rs bindings.
+    let used_siblings =
+        |text: &str, module: &[String]| used_children(text, module, &module[..1], &Bindings::new());
     let used = used_siblings(text, &m("plan::engine"));
     let names: Vec<(usize, &str)> = used.iter().map(|(l, n)| (*l, n.as_str())).collect();
     assert_eq!(
@@ -644,6 +730,7 @@ fn the_sibling_check_sees_every_path_form() {
 #[test]
 fn a_planted_record_x_circle_fails_the_check() {
     let modules: Vec<String> = ["store", "plan_file", "rows"].map(String::from).to_vec();
+    let (record, none) = (vec!["record".to_string()], Bindings::new());
     let store = "use crate::record::{self, RunRecord};\n\
                  use super::rows::Row;\n\
                  pub fn read_objective() { record::plan_file::read(); }\n";
@@ -653,13 +740,67 @@ fn a_planted_record_x_circle_fails_the_check() {
         file("record::store", store),
         file("record::plan_file", plan_file),
     ];
-    let c = find_cycle(&sibling_edges(&files, &modules)).expect("the planted circle");
+    let c =
+        find_cycle(&folder_edges(&files, &record, &modules, &none)).expect("the planted circle");
     assert_eq!(c, ["plan_file", "store", "plan_file"]);
     let one_way = vec![
         file("record::store", "use super::rows::Row;\n"),
         file("record::plan_file", plan_file),
     ];
-    assert_eq!(find_cycle(&sibling_edges(&one_way, &modules)), None);
+    assert_eq!(
+        find_cycle(&folder_edges(&one_way, &record, &modules, &none)),
+        None
+    );
+}
+
+/// Writes `files` (path under the tree, text) into a fresh temporary tree: a source tree for
+/// a checker to read.
+fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    for (path, text) in files {
+        let p = tmp.path().join(path);
+        std::fs::create_dir_all(p.parent().expect("a folder")).expect("mkdir");
+        std::fs::write(&p, text).expect("write");
+    }
+    tmp
+}
+
+/// A circle among the files of a folder two levels down (tune/guide/), through each path form
+/// (`use super::b::Step`, `crate::tune::guide::c::g()`, and `super::Lift` that mod.rs
+/// re-exports from a.rs), is reported on a small tree; a test-only file and a test block that
+/// close a circle do not; without the back edge, none is.
+#[test]
+fn the_circle_check_sees_a_planted_circle_inside_a_folder() {
+    let guide = |c: &str| {
+        tree(&[
+            ("src/lib.rs", "pub mod tune;\n"),
+            ("src/tune/mod.rs", "pub mod guide;\n"),
+            (
+                "src/tune/guide/mod.rs",
+                "mod a;\nmod b;\nmod c;\n#[cfg(test)]\nmod fixtures;\npub use a::Lift;\n",
+            ),
+            (
+                "src/tune/guide/a.rs",
+                "use super::b::Step;\npub struct Lift;\n",
+            ),
+            (
+                "src/tune/guide/b.rs",
+                "pub struct Step;\npub fn f() { crate::tune::guide::c::g(); }\n",
+            ),
+            ("src/tune/guide/c.rs", c),
+            (
+                "src/tune/guide/fixtures.rs",
+                "use super::c::g;\nuse super::a::Lift;\n",
+            ),
+        ])
+    };
+    let closed = guide("use super::Lift;\npub fn g() {}\n");
+    assert_eq!(
+        circles(&closed.path().join("src")),
+        ["src/tune/guide: a -> b -> c -> a"]
+    );
+    let open = guide("pub fn g() {}\n#[cfg(test)]\nmod tests {\n    use super::super::Lift;\n}\n");
+    assert_eq!(circles(&open.path().join("src")), Vec::<String>::new());
 }
 
 /// `src/cmd/` holds thin front-ends (parse the arguments, call `run/` or `report/`, print): a
@@ -1280,8 +1421,8 @@ mod t { fn e(o: &Outcome) -> bool { o.outcome == "done" } }
 
 /// Each rule fails on a violation planted in a copy of src/: a column's name as text (in a
 /// report file), an outcome compared as text (in run/), a use of a later stage (observe/
-/// reaching report/), and a circle (plan's keyed and spec using each other); the copy
-/// without them passes every rule, as src/ does.
+/// reaching report/), and a circle (plan's keyed and spec using each other, and inside
+/// plan/spec/ endpoint and sessions); the copy without them passes every rule, as src/ does.
 #[test]
 fn a_planted_violation_of_each_rule_fails_its_check() {
     fn copy(from: &Path, to: &Path) {
@@ -1352,4 +1493,68 @@ fn a_planted_violation_of_each_rule_fails_its_check() {
         c[0].starts_with("src/plan: ") && c[0].contains("keyed -> spec"),
         "{c:?}"
     );
+    // One folder down: the circle cut by giving `Endpoint` its own file, planted back.
+    plant(
+        &src.join("plan/spec/endpoint.rs"),
+        "use super::sessions::SessionsSpec;",
+    );
+    let c = circles(&src);
+    assert_eq!(c.len(), 2, "{c:?}");
+    assert_eq!(c[1], "src/plan/spec: endpoint -> sessions -> endpoint");
+}
+
+/// `text` with its comments and literals blanked ([`blanked`]) and every item under
+/// `#[cfg(test)]` blanked too, wherever it sits (a `mod tests { }`, a test-only `fn`, `use`
+/// or `const`); all of it for a file that says `#![cfg(test)]`. What is left is the code a
+/// build without tests compiles.
+fn live_code(text: &str) -> Vec<char> {
+    live(text, false)
+}
+
+/// [`live_code`], with its string literals kept when `strings` is true.
+fn live(text: &str, strings: bool) -> Vec<char> {
+    let mut c = blanked(text, strings);
+    let blank = |c: &mut Vec<char>, from: usize, to: usize| {
+        for x in &mut c[from..to] {
+            if *x != '\n' {
+                *x = ' ';
+            }
+        }
+    };
+    let inner: Vec<char> = "#![cfg(test)]".chars().collect();
+    if c.windows(inner.len()).any(|w| w == inner.as_slice()) {
+        let n = c.len();
+        blank(&mut c, 0, n);
+        return c;
+    }
+    let attr: Vec<char> = "#[cfg(test)]".chars().collect();
+    let mut i = 0;
+    while i + attr.len() <= c.len() {
+        if c[i..i + attr.len()] != attr[..] {
+            i += 1;
+            continue;
+        }
+        // The item: up to its first `;` outside brackets, or the `}` that closes its first `{`.
+        let (mut j, mut braces, mut brackets) = (i + attr.len(), 0usize, 0usize);
+        while j < c.len() {
+            match c[j] {
+                '(' | '[' => brackets += 1,
+                ')' | ']' => brackets = brackets.saturating_sub(1),
+                ';' if braces == 0 && brackets == 0 => break,
+                '{' => braces += 1,
+                '}' => {
+                    braces = braces.saturating_sub(1);
+                    if braces == 0 {
+                        break;
+                    }
+                }
+                _ => {}
+            }
+            j += 1;
+        }
+        let end = (j + 1).min(c.len());
+        blank(&mut c, i, end);
+        i = end;
+    }
+    c
 }
