@@ -11,7 +11,7 @@ use crate::report::decision::render_md;
 use crate::tune::stats::t975;
 
 pub(super) fn objective(goal: Goal, metric: &str, slo: &[(&str, Bound, f64)]) -> Objective {
-    crate::tune::objective::test_objective(goal, metric, slo)
+    crate::plan::spec::Objective::for_test(goal, metric, slo)
 }
 
 pub(super) fn row(name: &str, repeat: u64, cells: &[(&str, &str)]) -> Row {
