@@ -1,10 +1,11 @@
 //! The house rule of docs/architecture.md, checked: `src/` has one folder per stage, in
 //! data-flow order, and code only uses the folders before its own (arrows point down). A
 //! `use crate::report` inside `src/observe` fails here, naming the file and the line. With
-//! the same reading of the code: no circle among the files of any folder, at any depth; and
-//! outside `record/` no row cell of an enum, no sweep outcome compared as text, and no
-//! results.csv column named by its text (the names are `plan::columns`' list). Test code is
-//! left out of every rule. Each rule is shown failing on a planted violation.
+//! the same reading of the code: no circle among the files of any folder, at any depth; no
+//! `pub` item without a caller outside tests; and outside `record/` no row cell of an enum,
+//! no sweep outcome compared as text, and no results.csv column named by its text (the names
+//! are `plan::columns`' list). Test code is left out of every rule. Each rule is shown
+//! failing on a planted violation.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test may panic: that is its failure
 
 use std::path::{Path, PathBuf};
@@ -1557,4 +1558,252 @@ fn live(text: &str, strings: bool) -> Vec<char> {
         i = end;
     }
     c
+}
+
+/// The identifiers inside the string literals of a file's live attributes: the functions an
+/// attribute names as text (`#[serde(deserialize_with = "positive_f64")]`,
+/// `skip_serializing_if = "Engine::is_sglang"`), which the derive calls.
+fn attribute_string_identifiers(
+    text: &str,
+    counts: &mut std::collections::BTreeMap<String, usize>,
+) {
+    let code = live(text, true);
+    let bare = live(text, false); // the same characters, strings blanked: where they are
+    let mut i = 0;
+    while i + 1 < code.len() {
+        if !(bare[i] == '#' && bare[i + 1] == '[') {
+            i += 1;
+            continue;
+        }
+        let mut depth = 0usize;
+        let mut j = i + 1;
+        while j < bare.len() {
+            match bare[j] {
+                '[' => depth += 1,
+                ']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        break;
+                    }
+                }
+                _ => {}
+            }
+            j += 1;
+        }
+        let strings: String = (i..j.min(code.len()))
+            .map(|k| if code[k] != bare[k] { code[k] } else { ' ' })
+            .collect();
+        for w in strings.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
+            if !w.is_empty() {
+                *counts.entry(w.to_string()).or_default() += 1;
+            }
+        }
+        i = j;
+    }
+}
+
+/// The `pub` items (any visibility that says `pub`) a file's live code ([`live_code`])
+/// defines, as (line, kind, name): `fn`, `struct`, `enum`, `const`, `static`, `trait`,
+/// `type`. Not `pub mod`, `pub use`, nor fields.
+fn pub_items(code: &[char]) -> Vec<(usize, String, String)> {
+    let t = tokens(code);
+    let id = |k: usize| match t.get(k) {
+        Some((Tok::Id(s), _)) => Some(s.as_str()),
+        _ => None,
+    };
+    let mut out = Vec::new();
+    for k in 0..t.len() {
+        if id(k) != Some("pub") {
+            continue;
+        }
+        let mut j = k + 1;
+        if t.get(j).map(|x| &x.0) == Some(&Tok::P('(')) {
+            while j < t.len() && t[j].0 != Tok::P(')') {
+                j += 1;
+            }
+            j += 1;
+        }
+        // Qualifiers: `pub const fn`, `pub async fn`, `pub unsafe fn`, `pub extern "C" fn`.
+        loop {
+            match (id(j), id(j + 1)) {
+                (Some("async" | "unsafe" | "extern"), _) => j += 1,
+                (Some("const"), Some("fn" | "unsafe" | "async")) => j += 1,
+                (None, _) if t.get(j).map(|x| &x.0) == Some(&Tok::P('"')) => j += 1,
+                _ => break,
+            }
+        }
+        let Some(kind @ ("fn" | "struct" | "enum" | "const" | "static" | "trait" | "type")) = id(j)
+        else {
+            continue;
+        };
+        if let Some(name) = id(j + 1) {
+            out.push((t[j + 1].1, kind.to_string(), name.to_string()));
+        }
+    }
+    out
+}
+
+/// How often each identifier occurs in a file's live code outside its `use` declarations (a
+/// re-export or an import is not a caller).
+fn identifier_counts(code: &[char], counts: &mut std::collections::BTreeMap<String, usize>) {
+    let t = tokens(code);
+    let mut k = 0;
+    while k < t.len() {
+        if t[k].0 == Tok::Id("use".into())
+            && !matches!(
+                t.get(k.wrapping_sub(1)).map(|x| &x.0),
+                Some(Tok::Path | Tok::P('.'))
+            )
+        {
+            while k < t.len() && t[k].0 != Tok::P(';') {
+                k += 1;
+            }
+            continue;
+        }
+        if let Tok::Id(name) = &t[k].0 {
+            *counts.entry(name.clone()).or_default() += 1;
+        }
+        k += 1;
+    }
+}
+
+/// The `pub` items that may have no caller outside tests, as (file under src/, name, why).
+/// Keep it short: an item here is kept on purpose, and says why.
+const NO_CALLER_ALLOWED: &[(&str, &str, &str)] = &[
+    (
+        "observe/quantiles.rs",
+        "MAX_VALUE",
+        "the histogram's top, a stated bound its docs link to (the bins are counted from SUB_BITS)",
+    ),
+    (
+        "observe/quantiles.rs",
+        "REL_ERROR",
+        "the percentiles' stated accuracy, linked from observe::client's docs and held by a test",
+    ),
+];
+
+/// Every `pub` item in `root`'s src/ with no caller outside tests, as `path:line: pub kind
+/// name`: its name occurs nowhere in the live code ([`live_code`]: not test blocks, not
+/// test-only files) of src/, benches/ and examples/ (the benches and examples are the
+/// library's callers too) but in its own definition and in `use` lines. The name is matched
+/// as text, so a name another item shares counts as used: the check is a floor, not proof.
+/// Items in [`NO_CALLER_ALLOWED`] are left out.
+fn pub_items_without_callers(root: &Path) -> Vec<String> {
+    let src = root.join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    files.sort();
+    let files: Vec<PathBuf> = files
+        .into_iter()
+        .filter(|f| !is_test_only(&src, f))
+        .collect();
+    let mut callers = Vec::new();
+    for dir in ["benches", "examples"] {
+        if root.join(dir).is_dir() {
+            rust_files(&root.join(dir), &mut callers);
+        }
+    }
+    let mut counts = std::collections::BTreeMap::new();
+    let mut defined = Vec::new();
+    for f in files.iter().chain(&callers) {
+        let text = std::fs::read_to_string(f).expect("readable");
+        let code = live_code(&text);
+        identifier_counts(&code, &mut counts);
+        attribute_string_identifiers(&text, &mut counts);
+        if f.starts_with(&src) {
+            let rel = f
+                .strip_prefix(&src)
+                .expect("under src")
+                .to_string_lossy()
+                .to_string();
+            defined.extend(
+                pub_items(&code)
+                    .into_iter()
+                    .map(|(line, kind, name)| (rel.clone(), line, kind, name)),
+            );
+        }
+    }
+    let mut definitions = std::collections::BTreeMap::<&str, usize>::new();
+    for (_, _, _, name) in &defined {
+        *definitions.entry(name.as_str()).or_default() += 1;
+    }
+    defined
+        .iter()
+        .filter(|(rel, _, _, name)| {
+            counts.get(name).copied().unwrap_or(0) <= definitions[name.as_str()]
+                && !NO_CALLER_ALLOWED
+                    .iter()
+                    .any(|(p, n, _)| p == rel && n == name)
+        })
+        .map(|(rel, line, kind, name)| format!("{rel}:{line}: pub {kind} {name}"))
+        .collect()
+}
+
+#[test]
+fn every_pub_item_has_a_caller_outside_tests() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dead = pub_items_without_callers(root);
+    assert!(
+        dead.is_empty(),
+        "`pub` items with no caller outside tests: remove them, make a helper the tests need \
+         #[cfg(test)] (or move it into the tests), or list it in NO_CALLER_ALLOWED with its \
+         reason:\n{}",
+        dead.join("\n")
+    );
+    // Each exception still has a reason to be: it exists, and nothing but tests calls it.
+    for (p, name, _) in NO_CALLER_ALLOWED {
+        let text = std::fs::read_to_string(root.join("src").join(p))
+            .unwrap_or_else(|_| panic!("src/{p} is gone: drop it from NO_CALLER_ALLOWED"));
+        assert!(
+            pub_items(&live_code(&text))
+                .iter()
+                .any(|(_, _, n)| n == name),
+            "src/{p} has no pub `{name}` any more: drop it from NO_CALLER_ALLOWED"
+        );
+    }
+}
+
+/// On a small tree: a `pub fn` called only from its file's tests, a `pub struct` named only in
+/// a test-only file, a `pub const` only re-exported, and a `pub` item inside a test block
+/// (not an item of the build) are told apart from items called from another file, a bench,
+/// or their own file's code; a comment or a string naming an item is no call.
+#[test]
+fn the_dead_code_check_sees_a_planted_uncalled_item() {
+    let root = tree(&[
+        (
+            "src/lib.rs",
+            "pub mod a;\n#[cfg(test)]\nmod testing;\npub use a::ONLY_REEXPORTED;\n",
+        ),
+        (
+            "src/a.rs",
+            "/// tpot_at is said in a comment\n\
+             pub fn tpot_at() -> f64 { 1.0 }\n\
+             pub(crate) const fn called() -> u8 { 2 }\n\
+             pub const ONLY_REEXPORTED: u8 = 3;\n\
+             pub struct Planted;\n\
+             pub fn bench_only() {}\n\
+             pub fn positive_f64() {}\n\
+             #[derive(Deserialize)]\n\
+             struct Spec { #[serde(deserialize_with = \"positive_f64\")] x: f64 }\n\
+             pub enum Used { X }\n\
+             fn private() -> u8 { called() }\n\
+             pub fn entry() -> Used { let _ = \"Planted\"; Used::X }\n\
+             #[cfg(test)]\n\
+             mod tests {\n    pub fn helper() { super::tpot_at(); }\n}\n",
+        ),
+        (
+            "src/testing.rs",
+            "pub fn t() -> crate::a::Planted { crate::a::Planted }\n",
+        ),
+        ("src/main.rs", "fn main() { sgtune::a::entry(); }\n"),
+        ("benches/b.rs", "fn main() { sgtune::a::bench_only(); }\n"),
+    ]);
+    assert_eq!(
+        pub_items_without_callers(root.path()),
+        [
+            "a.rs:2: pub fn tpot_at",
+            "a.rs:4: pub const ONLY_REEXPORTED",
+            "a.rs:5: pub struct Planted",
+        ]
+    );
 }
