@@ -1,10 +1,11 @@
 //! The house rule of docs/architecture.md, checked: `src/` has one folder per stage, in
 //! data-flow order, and code only uses the folders before its own (arrows point down). A
 //! `use crate::report` inside `src/observe` fails here, naming the file and the line. With
-//! the same reading of the code: no circle among a folder's modules, and outside `record/`
-//! no row cell of an enum, no sweep outcome compared as text, and no results.csv column
-//! named by its text (the names are `plan::columns`' list). Each rule is shown failing on a
-//! planted violation.
+//! the same reading of the code: no circle among the files of any folder, at any depth; no
+//! `pub` item without a caller outside tests; and outside `record/` no row cell of an enum,
+//! no sweep outcome compared as text, and no results.csv column named by its text (the names
+//! are `plan::columns`' list). Test code is left out of every rule. Each rule is shown
+//! failing on a planted violation.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test may panic: that is its failure
 
 use std::path::{Path, PathBuf};
@@ -39,7 +40,14 @@ fn code_of(text: &str, strings: bool) -> Vec<char> {
         cut.push_str(line);
         cut.push('\n');
     }
-    let c: Vec<char> = cut.chars().collect();
+    blanked(&cut, strings)
+}
+
+/// `text` with its comments blanked, and its string and character literals too when
+/// `strings` is false, each blanked character one space (a newline stays): [`code_of`]
+/// without the cut.
+fn blanked(text: &str, strings: bool) -> Vec<char> {
+    let c: Vec<char> = text.chars().collect();
     let mut out = c.clone();
     let blank = |out: &mut Vec<char>, from: usize, to: usize| {
         for x in &mut out[from..to.min(c.len())] {
@@ -230,7 +238,8 @@ fn use_tree(t: &[(Tok, usize)], i: &mut usize, prefix: Vec<String>, out: &mut Ve
     }
 }
 
-/// Every path a file's non-test code names, resolved to where it points from the crate root
+/// Every path a file's non-test code ([`live_code`]: a `#[cfg(test)]` item anywhere in the
+/// file is left out, not only from the first one on) names, resolved to where it points from the crate root
 /// (`["record", "plan_file", "read"]`), with its line. `module` is the file's own module path
 /// (`["record", "store"]` for src/record/store.rs, `["run", "launch"]` for its mod.rs). Any
 /// form a path can take resolves: `crate::record::x`, `super::x` and `super::super::x`,
@@ -238,7 +247,19 @@ fn use_tree(t: &[(Tok, usize)], i: &mut usize, prefix: Vec<String>, out: &mut Ve
 /// then `record::x`, `use crate::record::{self as r}` then `r::x`); inside an inline
 /// `mod m { ... }`, `super` and `self` start from `m`. Paths into other crates are left out.
 fn resolved_paths(text: &str, module: &[String]) -> Vec<(usize, Vec<String>)> {
-    let t = tokens(&code_of(text, false));
+    resolved_file(text, module).0
+}
+
+/// The names a file's `use` declarations bind, each to the path it resolves to from the crate
+/// root (`Lift` -> `["tune", "guide", "moves", "Lift"]` for guide/mod.rs's `pub use
+/// moves::Lift`): what a child's `super::Lift` reaches through it. Globs bind no name.
+fn use_bindings(text: &str, module: &[String]) -> Bindings {
+    resolved_file(text, module).1
+}
+
+/// [`resolved_paths`] and [`use_bindings`], from one reading of the file.
+fn resolved_file(text: &str, module: &[String]) -> (Vec<(usize, Vec<String>)>, Bindings) {
+    let t = tokens(&live_code(text));
     // The inline modules each token sits in (`mod stamp { use super::Received; }`).
     let mut inline: Vec<Vec<String>> = Vec::with_capacity(t.len());
     let (mut stack, mut depth): (Vec<(String, usize)>, usize) = (Vec::new(), 0);
@@ -308,7 +329,14 @@ fn resolved_paths(text: &str, module: &[String]) -> Vec<(usize, Vec<String>)> {
                 m.pop()?;
                 m
             }
-            other => bound.get(other)?.clone(),
+            // A name no `use` bound: the module's own child (`pub use moves::Lift` in a
+            // mod.rs, as paths read since the 2018 edition), else another crate, a type or a
+            // prelude name, which lands inside the file's own module and so names no other.
+            other => bound.get(other).cloned().unwrap_or_else(|| {
+                let mut m = here(at);
+                m.push(other.to_string());
+                m
+            }),
         };
         let mut rest = path[1..].iter().peekable();
         if first == "super" {
@@ -321,7 +349,7 @@ fn resolved_paths(text: &str, module: &[String]) -> Vec<(usize, Vec<String>)> {
         Some(base)
     };
     // What each `use` binds; twice, for a `use` that names one declared below it.
-    let mut bound = std::collections::BTreeMap::new();
+    let mut bound = Bindings::new();
     for _ in 0..2 {
         for (at, l) in &leaves {
             if let (Some(name), Some(abs)) = (&l.binds, resolve(&l.path, *at, &bound)) {
@@ -362,7 +390,7 @@ fn resolved_paths(text: &str, module: &[String]) -> Vec<(usize, Vec<String>)> {
         k = j;
     }
     out.sort();
-    out
+    (out, bound)
 }
 
 /// The module path of `file` under `src`: src/record/store.rs is `record::store`, and a
@@ -408,6 +436,9 @@ fn upward_uses(src: &Path) -> (Vec<String>, std::collections::BTreeSet<String>) 
         let Some(top) = rel.components().next().and_then(|c| c.as_os_str().to_str()) else {
             continue;
         };
+        if is_test_only(src, f) {
+            continue;
+        }
         let Some(own) = LAYERS.iter().position(|l| *l == top) else {
             // lib.rs and main.rs sit above every layer.
             if !matches!(top, "lib.rs" | "main.rs") {
@@ -474,14 +505,36 @@ fn the_checker_sees_an_upward_use() {
     );
 }
 
-/// The modules of its own folder that a file's non-test code names, by any path form
-/// ([`resolved_paths`]), with line numbers: `module` is the file's module path, and its
-/// first part the folder.
-fn used_siblings(text: &str, module: &[String]) -> Vec<(usize, String)> {
+/// The names a folder's mod.rs binds with its `use`s ([`use_bindings`]).
+type Bindings = std::collections::BTreeMap<String, Vec<String>>;
+
+/// The children of `folder` (its files and sub-folders, by module name) that a file's non-test
+/// code names, by any path form ([`resolved_paths`]), with line numbers: `module` is the
+/// file's module path, `folder` the folder's (a prefix of it). A name the folder's mod.rs
+/// binds (`reexports`: `pub use moves::Lift`) counts as the child it comes from, so
+/// `super::Lift` is a use of `moves`.
+fn used_children(
+    text: &str,
+    module: &[String],
+    folder: &[String],
+    reexports: &Bindings,
+) -> Vec<(usize, String)> {
+    let n = folder.len();
+    let child = |p: &[String]| -> Option<String> {
+        (p.len() > n && p[..n] == *folder).then(|| p[n].clone())
+    };
     resolved_paths(text, module)
         .into_iter()
-        .filter(|(_, p)| p.len() >= 2 && module.first() == p.first())
-        .map(|(line, p)| (line, p[1].clone()))
+        .filter_map(|(line, p)| {
+            let name = child(&p)?;
+            Some((
+                line,
+                reexports
+                    .get(&name)
+                    .and_then(|to| child(to))
+                    .unwrap_or(name),
+            ))
+        })
         .collect()
 }
 
@@ -522,15 +575,24 @@ fn find_cycle(edges: &std::collections::BTreeMap<String, Vec<String>>) -> Option
 
 type Edges = std::collections::BTreeMap<String, Vec<String>>;
 
-/// Which module of a folder uses which: `files` are the folder's files as (module path, text),
-/// `modules` the folder's modules (its top-level files and sub-folders). A sub-folder's files
-/// are all its module; mod.rs declares the modules, it is the folder, not one of them.
-fn sibling_edges(files: &[(Vec<String>, String)], modules: &[String]) -> Edges {
+/// Which child of `folder` uses which: `files` are (module path, text) of files anywhere
+/// under `src` (those outside the folder are skipped), `children` the folder's files and
+/// sub-folders by module name, `reexports` what its mod.rs binds. A sub-folder's files are all
+/// its child; the folder's mod.rs declares the children, it is the folder, not one of them.
+fn folder_edges(
+    files: &[(Vec<String>, String)],
+    folder: &[String],
+    children: &[String],
+    reexports: &Bindings,
+) -> Edges {
     let mut edges = Edges::new();
     for (path, text) in files {
-        let Some(me) = path.get(1) else { continue };
-        for (_, used) in used_siblings(text, path) {
-            if modules.contains(&used) && &used != me {
+        if path.len() <= folder.len() || path[..folder.len()] != *folder {
+            continue;
+        }
+        let me = &path[folder.len()];
+        for (_, used) in used_children(text, path, folder, reexports) {
+            if children.contains(&used) && &used != me {
                 let e = edges.entry(me.clone()).or_default();
                 if !e.contains(&used) {
                     e.push(used);
@@ -541,42 +603,64 @@ fn sibling_edges(files: &[(Vec<String>, String)], modules: &[String]) -> Edges {
     edges
 }
 
-/// Each stage folder under `src` whose modules use each other in a circle, as
-/// `src/<folder>: a -> b -> a`.
+/// Every folder under `src` (not `src` itself: its folders are the stages, ordered by
+/// [`upward_uses`]), at any depth, sorted.
+fn folders(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).expect("src is readable") {
+        let p = e.expect("entry").path();
+        if p.is_dir() {
+            out.push(p.clone());
+            folders(&p, out);
+        }
+    }
+    out.sort();
+}
+
+/// Each folder under `src`, at any depth, whose children (files and sub-folders) use each
+/// other in a circle through their non-test code, as `src/<folder>: a -> b -> a`.
 fn circles(src: &Path) -> Vec<String> {
+    let mut paths = Vec::new();
+    rust_files(src, &mut paths);
+    paths.sort();
+    let files: Vec<(Vec<String>, String)> = paths
+        .iter()
+        .filter(|f| !is_test_only(src, f))
+        .map(|f| {
+            let text = std::fs::read_to_string(f).expect("readable");
+            (module_path(src, f), text)
+        })
+        .collect();
+    let mut dirs = Vec::new();
+    folders(src, &mut dirs);
     let mut circles = Vec::new();
-    for folder in LAYERS {
-        let dir = src.join(folder);
-        let mut paths = Vec::new();
-        rust_files(&dir, &mut paths);
-        paths.sort();
-        let mut modules: Vec<String> = std::fs::read_dir(&dir)
-            .expect("a stage folder is readable")
+    for dir in dirs {
+        let folder = module_path(src, &dir.join("mod.rs"));
+        let mut children: Vec<String> = std::fs::read_dir(&dir)
+            .expect("a folder is readable")
             .filter_map(|e| e.ok()?.file_name().into_string().ok())
-            .filter(|n| n != "mod.rs")
+            .filter(|n| n != "mod.rs" && (n.ends_with(".rs") || dir.join(n).is_dir()))
             .map(|n| n.trim_end_matches(".rs").to_string())
             .collect();
-        modules.sort();
-        let files: Vec<(Vec<String>, String)> = paths
+        children.sort();
+        children.dedup();
+        let reexports = [dir.join("mod.rs"), dir.with_extension("rs")]
             .iter()
-            .map(|f| {
-                let text = std::fs::read_to_string(f).expect("readable");
-                (module_path(src, f), text)
-            })
-            .collect();
-        if let Some(c) = find_cycle(&sibling_edges(&files, &modules)) {
-            circles.push(format!("src/{folder}: {}", c.join(" -> ")));
+            .find_map(|f| std::fs::read_to_string(f).ok())
+            .map(|text| use_bindings(&text, &folder))
+            .unwrap_or_default();
+        if let Some(c) = find_cycle(&folder_edges(&files, &folder, &children, &reexports)) {
+            circles.push(format!("src/{}: {}", folder.join("/"), c.join(" -> ")));
         }
     }
     circles
 }
 
 #[test]
-fn no_folder_has_an_import_circle_among_its_modules() {
+fn no_folder_has_an_import_circle_among_its_files() {
     let circles = circles(&src_dir());
     assert!(
         circles.is_empty(),
-        "modules inside a folder must not use each other in a circle:\n{}",
+        "the files (and sub-folders) of a folder must not use each other in a circle:\n{}",
         circles.join("\n")
     );
 }
@@ -612,6 +696,9 @@ fn the_sibling_check_sees_every_path_form() {
                 const T: &str = \"crate::plan::engine\";\n\
                 #[cfg(test)]\n\
                 use super::quality;\n";
+    // The siblings: the children of the stage folder, here with no mod.rs bindings.
+    let used_siblings =
+        |text: &str, module: &[String]| used_children(text, module, &module[..1], &Bindings::new());
     let used = used_siblings(text, &m("plan::engine"));
     let names: Vec<(usize, &str)> = used.iter().map(|(l, n)| (*l, n.as_str())).collect();
     assert_eq!(
@@ -644,6 +731,7 @@ fn the_sibling_check_sees_every_path_form() {
 #[test]
 fn a_planted_record_x_circle_fails_the_check() {
     let modules: Vec<String> = ["store", "plan_file", "rows"].map(String::from).to_vec();
+    let (record, none) = (vec!["record".to_string()], Bindings::new());
     let store = "use crate::record::{self, RunRecord};\n\
                  use super::rows::Row;\n\
                  pub fn read_objective() { record::plan_file::read(); }\n";
@@ -653,13 +741,67 @@ fn a_planted_record_x_circle_fails_the_check() {
         file("record::store", store),
         file("record::plan_file", plan_file),
     ];
-    let c = find_cycle(&sibling_edges(&files, &modules)).expect("the planted circle");
+    let c =
+        find_cycle(&folder_edges(&files, &record, &modules, &none)).expect("the planted circle");
     assert_eq!(c, ["plan_file", "store", "plan_file"]);
     let one_way = vec![
         file("record::store", "use super::rows::Row;\n"),
         file("record::plan_file", plan_file),
     ];
-    assert_eq!(find_cycle(&sibling_edges(&one_way, &modules)), None);
+    assert_eq!(
+        find_cycle(&folder_edges(&one_way, &record, &modules, &none)),
+        None
+    );
+}
+
+/// Writes `files` (path under the tree, text) into a fresh temporary tree: a source tree for
+/// a checker to read.
+fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    for (path, text) in files {
+        let p = tmp.path().join(path);
+        std::fs::create_dir_all(p.parent().expect("a folder")).expect("mkdir");
+        std::fs::write(&p, text).expect("write");
+    }
+    tmp
+}
+
+/// A circle among the files of a folder two levels down (tune/guide/), through each path form
+/// (`use super::b::Step`, `crate::tune::guide::c::g()`, and `super::Lift` that mod.rs
+/// re-exports from a.rs), is reported on a small tree; a test-only file and a test block that
+/// close a circle do not; without the back edge, none is.
+#[test]
+fn the_circle_check_sees_a_planted_circle_inside_a_folder() {
+    let guide = |c: &str| {
+        tree(&[
+            ("src/lib.rs", "pub mod tune;\n"),
+            ("src/tune/mod.rs", "pub mod guide;\n"),
+            (
+                "src/tune/guide/mod.rs",
+                "mod a;\nmod b;\nmod c;\n#[cfg(test)]\nmod fixtures;\npub use a::Lift;\n",
+            ),
+            (
+                "src/tune/guide/a.rs",
+                "use super::b::Step;\npub struct Lift;\n",
+            ),
+            (
+                "src/tune/guide/b.rs",
+                "pub struct Step;\npub fn f() { crate::tune::guide::c::g(); }\n",
+            ),
+            ("src/tune/guide/c.rs", c),
+            (
+                "src/tune/guide/fixtures.rs",
+                "use super::c::g;\nuse super::a::Lift;\n",
+            ),
+        ])
+    };
+    let closed = guide("use super::Lift;\npub fn g() {}\n");
+    assert_eq!(
+        circles(&closed.path().join("src")),
+        ["src/tune/guide: a -> b -> c -> a"]
+    );
+    let open = guide("pub fn g() {}\n#[cfg(test)]\nmod tests {\n    use super::super::Lift;\n}\n");
+    assert_eq!(circles(&open.path().join("src")), Vec::<String>::new());
 }
 
 /// `src/cmd/` holds thin front-ends (parse the arguments, call `run/` or `report/`, print): a
@@ -1280,8 +1422,8 @@ mod t { fn e(o: &Outcome) -> bool { o.outcome == "done" } }
 
 /// Each rule fails on a violation planted in a copy of src/: a column's name as text (in a
 /// report file), an outcome compared as text (in run/), a use of a later stage (observe/
-/// reaching report/), and a circle (plan's keyed and spec using each other); the copy
-/// without them passes every rule, as src/ does.
+/// reaching report/), and a circle (plan's keyed and spec using each other, and inside
+/// plan/spec/ endpoint and sessions); the copy without them passes every rule, as src/ does.
 #[test]
 fn a_planted_violation_of_each_rule_fails_its_check() {
     fn copy(from: &Path, to: &Path) {
@@ -1351,5 +1493,317 @@ fn a_planted_violation_of_each_rule_fails_its_check() {
     assert!(
         c[0].starts_with("src/plan: ") && c[0].contains("keyed -> spec"),
         "{c:?}"
+    );
+    // One folder down: the circle cut by giving `Endpoint` its own file, planted back.
+    plant(
+        &src.join("plan/spec/endpoint.rs"),
+        "use super::sessions::SessionsSpec;",
+    );
+    let c = circles(&src);
+    assert_eq!(c.len(), 2, "{c:?}");
+    assert_eq!(c[1], "src/plan/spec: endpoint -> sessions -> endpoint");
+}
+
+/// `text` with its comments and literals blanked ([`blanked`]) and every item under
+/// `#[cfg(test)]` blanked too, wherever it sits (a `mod tests { }`, a test-only `fn`, `use`
+/// or `const`); all of it for a file that says `#![cfg(test)]`. What is left is the code a
+/// build without tests compiles.
+fn live_code(text: &str) -> Vec<char> {
+    live(text, false)
+}
+
+/// [`live_code`], with its string literals kept when `strings` is true.
+fn live(text: &str, strings: bool) -> Vec<char> {
+    let mut c = blanked(text, strings);
+    let blank = |c: &mut Vec<char>, from: usize, to: usize| {
+        for x in &mut c[from..to] {
+            if *x != '\n' {
+                *x = ' ';
+            }
+        }
+    };
+    let inner: Vec<char> = "#![cfg(test)]".chars().collect();
+    if c.windows(inner.len()).any(|w| w == inner.as_slice()) {
+        let n = c.len();
+        blank(&mut c, 0, n);
+        return c;
+    }
+    let attr: Vec<char> = "#[cfg(test)]".chars().collect();
+    let mut i = 0;
+    while i + attr.len() <= c.len() {
+        if c[i..i + attr.len()] != attr[..] {
+            i += 1;
+            continue;
+        }
+        // The item: up to its first `;` outside brackets, or the `}` that closes its first `{`.
+        let (mut j, mut braces, mut brackets) = (i + attr.len(), 0usize, 0usize);
+        while j < c.len() {
+            match c[j] {
+                '(' | '[' => brackets += 1,
+                ')' | ']' => brackets = brackets.saturating_sub(1),
+                ';' if braces == 0 && brackets == 0 => break,
+                '{' => braces += 1,
+                '}' => {
+                    braces = braces.saturating_sub(1);
+                    if braces == 0 {
+                        break;
+                    }
+                }
+                _ => {}
+            }
+            j += 1;
+        }
+        let end = (j + 1).min(c.len());
+        blank(&mut c, i, end);
+        i = end;
+    }
+    c
+}
+
+/// The identifiers inside the string literals of a file's live attributes: the functions an
+/// attribute names as text (`#[serde(deserialize_with = "positive_f64")]`,
+/// `skip_serializing_if = "Engine::is_sglang"`), which the derive calls.
+fn attribute_string_identifiers(
+    text: &str,
+    counts: &mut std::collections::BTreeMap<String, usize>,
+) {
+    let code = live(text, true);
+    let bare = live(text, false); // the same characters, strings blanked: where they are
+    let mut i = 0;
+    while i + 1 < code.len() {
+        if !(bare[i] == '#' && bare[i + 1] == '[') {
+            i += 1;
+            continue;
+        }
+        let mut depth = 0usize;
+        let mut j = i + 1;
+        while j < bare.len() {
+            match bare[j] {
+                '[' => depth += 1,
+                ']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        break;
+                    }
+                }
+                _ => {}
+            }
+            j += 1;
+        }
+        let strings: String = (i..j.min(code.len()))
+            .map(|k| if code[k] != bare[k] { code[k] } else { ' ' })
+            .collect();
+        for w in strings.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
+            if !w.is_empty() {
+                *counts.entry(w.to_string()).or_default() += 1;
+            }
+        }
+        i = j;
+    }
+}
+
+/// The `pub` items (any visibility that says `pub`) a file's live code ([`live_code`])
+/// defines, as (line, kind, name): `fn`, `struct`, `enum`, `const`, `static`, `trait`,
+/// `type`. Not `pub mod`, `pub use`, nor fields.
+fn pub_items(code: &[char]) -> Vec<(usize, String, String)> {
+    let t = tokens(code);
+    let id = |k: usize| match t.get(k) {
+        Some((Tok::Id(s), _)) => Some(s.as_str()),
+        _ => None,
+    };
+    let mut out = Vec::new();
+    for k in 0..t.len() {
+        if id(k) != Some("pub") {
+            continue;
+        }
+        let mut j = k + 1;
+        if t.get(j).map(|x| &x.0) == Some(&Tok::P('(')) {
+            while j < t.len() && t[j].0 != Tok::P(')') {
+                j += 1;
+            }
+            j += 1;
+        }
+        // Qualifiers: `pub const fn`, `pub async fn`, `pub unsafe fn`, `pub extern "C" fn`.
+        loop {
+            match (id(j), id(j + 1)) {
+                (Some("async" | "unsafe" | "extern"), _) => j += 1,
+                (Some("const"), Some("fn" | "unsafe" | "async")) => j += 1,
+                (None, _) if t.get(j).map(|x| &x.0) == Some(&Tok::P('"')) => j += 1,
+                _ => break,
+            }
+        }
+        let Some(kind @ ("fn" | "struct" | "enum" | "const" | "static" | "trait" | "type")) = id(j)
+        else {
+            continue;
+        };
+        if let Some(name) = id(j + 1) {
+            out.push((t[j + 1].1, kind.to_string(), name.to_string()));
+        }
+    }
+    out
+}
+
+/// How often each identifier occurs in a file's live code outside its `use` declarations (a
+/// re-export or an import is not a caller).
+fn identifier_counts(code: &[char], counts: &mut std::collections::BTreeMap<String, usize>) {
+    let t = tokens(code);
+    let mut k = 0;
+    while k < t.len() {
+        if t[k].0 == Tok::Id("use".into())
+            && !matches!(
+                t.get(k.wrapping_sub(1)).map(|x| &x.0),
+                Some(Tok::Path | Tok::P('.'))
+            )
+        {
+            while k < t.len() && t[k].0 != Tok::P(';') {
+                k += 1;
+            }
+            continue;
+        }
+        if let Tok::Id(name) = &t[k].0 {
+            *counts.entry(name.clone()).or_default() += 1;
+        }
+        k += 1;
+    }
+}
+
+/// The `pub` items that may have no caller outside tests, as (file under src/, name, why).
+/// Keep it short: an item here is kept on purpose, and says why.
+const NO_CALLER_ALLOWED: &[(&str, &str, &str)] = &[
+    (
+        "observe/quantiles.rs",
+        "MAX_VALUE",
+        "the histogram's top, a stated bound its docs link to (the bins are counted from SUB_BITS)",
+    ),
+    (
+        "observe/quantiles.rs",
+        "REL_ERROR",
+        "the percentiles' stated accuracy, linked from observe::client's docs and held by a test",
+    ),
+];
+
+/// Every `pub` item in `root`'s src/ with no caller outside tests, as `path:line: pub kind
+/// name`: its name occurs nowhere in the live code ([`live_code`]: not test blocks, not
+/// test-only files) of src/, benches/ and examples/ (the benches and examples are the
+/// library's callers too) but in its own definition and in `use` lines. The name is matched
+/// as text, so a name another item shares counts as used: the check is a floor, not proof.
+/// Items in [`NO_CALLER_ALLOWED`] are left out.
+fn pub_items_without_callers(root: &Path) -> Vec<String> {
+    let src = root.join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    files.sort();
+    let files: Vec<PathBuf> = files
+        .into_iter()
+        .filter(|f| !is_test_only(&src, f))
+        .collect();
+    let mut callers = Vec::new();
+    for dir in ["benches", "examples"] {
+        if root.join(dir).is_dir() {
+            rust_files(&root.join(dir), &mut callers);
+        }
+    }
+    let mut counts = std::collections::BTreeMap::new();
+    let mut defined = Vec::new();
+    for f in files.iter().chain(&callers) {
+        let text = std::fs::read_to_string(f).expect("readable");
+        let code = live_code(&text);
+        identifier_counts(&code, &mut counts);
+        attribute_string_identifiers(&text, &mut counts);
+        if f.starts_with(&src) {
+            let rel = f
+                .strip_prefix(&src)
+                .expect("under src")
+                .to_string_lossy()
+                .to_string();
+            defined.extend(
+                pub_items(&code)
+                    .into_iter()
+                    .map(|(line, kind, name)| (rel.clone(), line, kind, name)),
+            );
+        }
+    }
+    let mut definitions = std::collections::BTreeMap::<&str, usize>::new();
+    for (_, _, _, name) in &defined {
+        *definitions.entry(name.as_str()).or_default() += 1;
+    }
+    defined
+        .iter()
+        .filter(|(rel, _, _, name)| {
+            counts.get(name).copied().unwrap_or(0) <= definitions[name.as_str()]
+                && !NO_CALLER_ALLOWED
+                    .iter()
+                    .any(|(p, n, _)| p == rel && n == name)
+        })
+        .map(|(rel, line, kind, name)| format!("{rel}:{line}: pub {kind} {name}"))
+        .collect()
+}
+
+#[test]
+fn every_pub_item_has_a_caller_outside_tests() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dead = pub_items_without_callers(root);
+    assert!(
+        dead.is_empty(),
+        "`pub` items with no caller outside tests: remove them, make a helper the tests need \
+         #[cfg(test)] (or move it into the tests), or list it in NO_CALLER_ALLOWED with its \
+         reason:\n{}",
+        dead.join("\n")
+    );
+    // Each exception still has a reason to be: it exists, and nothing but tests calls it.
+    for (p, name, _) in NO_CALLER_ALLOWED {
+        let text = std::fs::read_to_string(root.join("src").join(p))
+            .unwrap_or_else(|_| panic!("src/{p} is gone: drop it from NO_CALLER_ALLOWED"));
+        assert!(
+            pub_items(&live_code(&text))
+                .iter()
+                .any(|(_, _, n)| n == name),
+            "src/{p} has no pub `{name}` any more: drop it from NO_CALLER_ALLOWED"
+        );
+    }
+}
+
+/// On a small tree: a `pub fn` called only from its file's tests, a `pub struct` named only in
+/// a test-only file, a `pub const` only re-exported, and a `pub` item inside a test block
+/// (not an item of the build) are told apart from items called from another file, a bench,
+/// or their own file's code; a comment or a string naming an item is no call.
+#[test]
+fn the_dead_code_check_sees_a_planted_uncalled_item() {
+    let root = tree(&[
+        (
+            "src/lib.rs",
+            "pub mod a;\n#[cfg(test)]\nmod testing;\npub use a::ONLY_REEXPORTED;\n",
+        ),
+        (
+            "src/a.rs",
+            "/// tpot_at is said in a comment\n\
+             pub fn tpot_at() -> f64 { 1.0 }\n\
+             pub(crate) const fn called() -> u8 { 2 }\n\
+             pub const ONLY_REEXPORTED: u8 = 3;\n\
+             pub struct Planted;\n\
+             pub fn bench_only() {}\n\
+             pub fn positive_f64() {}\n\
+             #[derive(Deserialize)]\n\
+             struct Spec { #[serde(deserialize_with = \"positive_f64\")] x: f64 }\n\
+             pub enum Used { X }\n\
+             fn private() -> u8 { called() }\n\
+             pub fn entry() -> Used { let _ = \"Planted\"; Used::X }\n\
+             #[cfg(test)]\n\
+             mod tests {\n    pub fn helper() { super::tpot_at(); }\n}\n",
+        ),
+        (
+            "src/testing.rs",
+            "pub fn t() -> crate::a::Planted { crate::a::Planted }\n",
+        ),
+        ("src/main.rs", "fn main() { sgtune::a::entry(); }\n"),
+        ("benches/b.rs", "fn main() { sgtune::a::bench_only(); }\n"),
+    ]);
+    assert_eq!(
+        pub_items_without_callers(root.path()),
+        [
+            "a.rs:2: pub fn tpot_at",
+            "a.rs:4: pub const ONLY_REEXPORTED",
+            "a.rs:5: pub struct Planted",
+        ]
     );
 }

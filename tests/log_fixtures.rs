@@ -632,7 +632,7 @@ fn real_fp8_rejected_at_start() {
 
 #[test]
 fn every_fixture_streams_like_text() {
-    // The streaming reader and summarize_text agree on every fixture.
+    // The streaming reader and the text fed line by line agree on every fixture.
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/logs");
     let mut n = 0;
     for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
@@ -641,7 +641,11 @@ fn every_fixture_streams_like_text() {
             continue;
         }
         let text = String::from_utf8_lossy(&std::fs::read(&p).unwrap_or_default()).into_owned();
-        let a = sgtune::observe::sglang_log::summarize_text(&text, None);
+        let mut s = Summarizer::new(Scope::default());
+        for l in text.lines() {
+            s.feed_line(l.as_bytes());
+        }
+        let a = s.summary();
         let b = summarize_file(&p, Scope::default()).map(|s| s.summary());
         assert_eq!(b.ok().as_ref(), Some(&a), "{}", p.display());
         n += 1;

@@ -119,7 +119,12 @@ fn twenty_configs_by_ten_load_points_stay_under_two_megabytes() {
             sweep.rows.push(row(cfg, p));
         }
         let (text, windows) = log(cfg);
-        let timeline = timeline::read_sglang(text.as_bytes(), &windows).unwrap();
+        let timeline = timeline::read(
+            text.as_bytes(),
+            &windows,
+            Some(sgtune::plan::engine::Engine::Sglang),
+        )
+        .unwrap();
         assert_eq!(timeline.gen_tok_s.len(), POINTS * LINES_PER_POINT);
         sweep.launches.push(Launch {
             name: format!("config-{cfg:02}"),

@@ -243,7 +243,16 @@ fn a_folder_from_before_a_new_column_resumes_under_todays_header() {
     assert!(old_header.len() + 1 == today.header.len());
     let a = today.rows.iter().find(|r| r.run_name() == "a").expect("a");
     let b = today.rows.iter().find(|r| r.run_name() == "b").expect("b");
-    let b_cut = b.clone().with("status", "interrupted");
+    let b_cut = sgtune::record::rows::Row::from_cells(
+        today
+            .header
+            .iter()
+            .zip(b.cells_under(&today.header))
+            .map(|(h, v)| match h.as_str() {
+                "status" => (h.clone(), "interrupted".to_string()),
+                _ => (h.clone(), v),
+            }),
+    );
     sgtune::record::store::rewrite_table(&folder, &old_header, &[a.clone(), b_cut.clone()])
         .expect("rewrite");
     let superseded = folder.join("results.superseded.csv");

@@ -8,10 +8,22 @@ use std::path::PathBuf;
 use sgtune::observe::diagnose::{VerdictKind, diagnose};
 use sgtune::observe::engine_log::{LogSummarizer, summarize_file};
 use sgtune::observe::failure::{failure_direction, log_failure};
-use sgtune::observe::sglang_log::{Scope, ServerSummary};
-use sgtune::observe::vllm_log::{Event, Stats, StatsFormat, parse_line, summarize_text};
+use sgtune::observe::sglang_log::{LogWindow, Scope, ServerSummary};
+use sgtune::observe::vllm_log::{Event, Stats, StatsFormat, Summarizer, parse_line};
 use sgtune::plan::engine::Engine;
 use sgtune::server::failure::FailureKind;
+
+/// A whole vLLM log text summarised, the lines in `window` measured (None: all).
+fn summarize_text(text: &str, window: Option<LogWindow>) -> ServerSummary {
+    let mut s = Summarizer::new(Scope {
+        lines: window,
+        ..Scope::default()
+    });
+    for l in text.lines() {
+        s.feed_line(l.as_bytes());
+    }
+    s.summary()
+}
 
 fn path(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

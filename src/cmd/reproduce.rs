@@ -217,7 +217,7 @@ mod tests {
     /// has two successful launches.
     #[test]
     fn the_tolerance_refusal_says_when_objective_noise_applies() {
-        let o = crate::tune::objective::test_objective(Goal::Maximize, "output_tok_s", &[]);
+        let o = crate::plan::spec::Objective::for_test(Goal::Maximize, "output_tok_s", &[]);
         let one_side = [row("a", 1, 100.0), row("a", 2, 104.0), row("b", 1, 90.0)];
         assert!(sweep_noise(&o, &one_side.iter().collect::<Vec<_>>()).is_some());
         let neither = [row("a", 1, 100.0), row("b", 1, 90.0)];

@@ -179,14 +179,16 @@ struct RawUsage {
     completion_tokens: Option<u64>,
 }
 
-/// Read one `data:` payload (not `[DONE]`). Err: not JSON (malformed SSE).
+/// Read one `data:` payload (not `[DONE]`), keeping no reply: the tests' form of
+/// [`parse_chunk_reply`].
+#[cfg(test)]
 pub fn parse_chunk(data: &str) -> Result<ChunkInfo, String> {
     parse_chunk_reply(data, None)
 }
 
-/// [`parse_chunk`], also appending the chunk's content and reply ids to `reply` when given (a
-/// session keeps its replies; single requests pass None and copy nothing on this per-token
-/// path).
+/// Read one `data:` payload (not `[DONE]`), also appending the chunk's content and reply ids
+/// to `reply` when given (a session keeps its replies; single requests pass None and copy
+/// nothing on this per-token path). Err: not JSON (malformed SSE).
 pub fn parse_chunk_reply(data: &str, mut reply: Option<&mut Reply>) -> Result<ChunkInfo, String> {
     let c: RawChunk<'_> = serde_json::from_str(data).map_err(|e| {
         let shown: String = data.chars().take(80).collect();

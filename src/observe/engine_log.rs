@@ -154,12 +154,3 @@ pub fn summarize_file(
 ) -> io::Result<LogSummarizer> {
     summarize_reader(std::fs::File::open(path)?, scope, engine)
 }
-
-/// Summarise a log text with the parser the text calls for.
-pub fn summarize_text(text: &str, scope: Scope) -> ServerSummary {
-    let mut s = LogSummarizer::detect(scope);
-    for l in text.lines() {
-        s.feed_line(l.as_bytes());
-    }
-    s.summary()
-}

@@ -290,15 +290,15 @@ impl Vllm {
     }
 }
 
-/// Read an SGLang log into its timeline. `windows` are the measured windows by line number;
-/// each becomes a span from the first timestamp at or after its start line to the last one
-/// before its end line.
+/// Read an SGLang log into its timeline (the tests' form of [`read`]).
+#[cfg(test)]
 pub fn read_sglang<R: Read>(r: R, windows: &[WindowLines]) -> io::Result<Timeline> {
     read(r, windows, Some(Engine::Sglang))
 }
 
-/// Read a log of `engine` (None: find it from the log) into its timeline, `windows` placed on
-/// its clock as [`read_sglang`] says.
+/// Read a log of `engine` (None: find it from the log) into its timeline. `windows` are the
+/// measured windows by line number; each becomes a span from the first timestamp at or after
+/// its start line to the last one before its end line.
 pub fn read<R: Read>(
     r: R,
     windows: &[WindowLines],

@@ -335,7 +335,6 @@ impl Col {
     pub const TTFT_LAST_TURN_MS_P50: Col = Col::Listed(Column::TtftLastTurnMsP50);
     pub const CACHE_HIT_RATE: Col = Col::Listed(Column::CacheHitRate);
     pub const PREFIX_REUSABLE_SHARE: Col = Col::Listed(Column::PrefixReusableShare);
-    pub const GOODPUT_SHARE: Col = Col::Listed(Column::GoodputShare);
     pub const QUALITY_VERDICT: Col = Col::Listed(Column::QualityVerdict);
     pub const QUALITY_DECISIVE_SHARE: Col = Col::Listed(Column::QualityDecisiveShare);
     pub const QUALITY_PREFIX_AGREEMENT: Col = Col::Listed(Column::QualityPrefixAgreement);

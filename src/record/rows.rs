@@ -129,19 +129,22 @@ impl Row {
     }
 
     /// This row with one cell set, as a file would hold it (tests build rows so).
+    #[cfg(test)]
     pub fn with(mut self, column: &str, value: impl Into<String>) -> Row {
         self.set_cell(column, value);
         self
     }
 
-    /// Set one cell by its results.csv name, the typed fields with it. For rows built as a file
-    /// would hold them: tests, and a cell sgtune writes after the run (the quality guard's).
+    /// Set one cell by its results.csv name, the typed fields with it: tests build rows as a
+    /// file would hold them (sgtune's own cells are set through their types, `set_quality`).
+    #[cfg(test)]
     pub fn set_cell(&mut self, column: &str, value: impl Into<String>) {
         self.cells.insert(column.to_string(), value.into());
         self.parse();
     }
 
-    /// Remove one cell (as a file from before that column).
+    /// Remove one cell (as a file from before that column): tests' rows.
+    #[cfg(test)]
     pub fn remove_cell(&mut self, column: &str) {
         self.cells.remove(column);
         self.parse();

@@ -114,12 +114,6 @@ impl Sweep {
             .unwrap_or_else(|| "sweep".into())
     }
 
-    /// Keep the decision the folder now holds (`run::conclude` has just written decision.json
-    /// from it, or removed it: None), so that what is shown next agrees with the folder.
-    pub fn set_decision<D: serde::Serialize>(&mut self, d: Option<&D>) {
-        self.decision_json = d.and_then(|d| serde_json::to_string(d).ok());
-    }
-
     /// decision.json read as `D` (the decision's type, `tune::decision::Decision`); Ok(None)
     /// when the folder has none (an interrupted sweep), an error naming the file when this
     /// version cannot read it (hand-edited, or written by a version with other fields).
@@ -202,10 +196,10 @@ mod tests {
             );
         }
         assert!(matches!(s.decision::<serde_json::Value>(), Ok(None)));
-        s.set_decision(Some(&serde_json::json!({"sweep": "t"})));
+        s.decision_json = Some(r#"{"sweep": "t"}"#.into());
         let d: Option<serde_json::Value> = s.decision().expect("reads");
         assert_eq!(d, Some(serde_json::json!({"sweep": "t"})));
-        s.set_decision::<serde_json::Value>(None);
+        s.decision_json = None;
         assert!(matches!(s.decision::<serde_json::Value>(), Ok(None)));
         assert_eq!(Sweep::empty(root).root, root);
         assert!(Sweep::empty(root).rows().is_empty());

@@ -205,12 +205,8 @@ pub fn blocks(d: &Decision) -> Vec<Block> {
     out
 }
 
-/// decision.md's last section after a deadline: what the decision above could not use.
-pub fn deadline_section(left: &[String], root: &std::path::Path) -> String {
-    doc::markdown_section(&deadline_blocks(left, root))
-}
-
-/// The deadline's section as blocks (report.html shows them under the decision).
+/// decision.md's last section after a deadline, what the decision above could not use, as
+/// blocks (report.html shows them under the decision).
 pub fn deadline_blocks(left: &[String], root: &std::path::Path) -> Vec<Block> {
     vec![
         Block::Heading(2, "Not measured before the deadline".into()),

@@ -3,7 +3,7 @@
 //! effect (both found by `tune::effective`).
 
 use crate::record::rows::Row;
-use crate::report::doc::{self, Block};
+use crate::report::doc::Block;
 use crate::tune::effective::{duplicates, no_effect_clause, not_in_effect};
 
 /// The lists under the comparison table: settings not in effect, and configurations that ran
@@ -41,11 +41,6 @@ pub fn notes(rows: &[Row]) -> Vec<Block> {
     out
 }
 
-/// The lines under the comparison table, as Markdown ([`notes`]).
-pub fn table_notes(rows: &[Row]) -> String {
-    doc::markdown_section(&notes(rows))
-}
-
 /// decision.md's section on effective arguments (none when there is nothing to say).
 pub fn decision_blocks(rows: &[Row]) -> Vec<Block> {
     let notes = notes(rows);
@@ -63,16 +58,21 @@ pub fn decision_blocks(rows: &[Row]) -> Vec<Block> {
     out
 }
 
-/// decision.md's section on effective arguments, as Markdown (empty when there is nothing to
-/// say).
-pub fn decision_section(rows: &[Row]) -> String {
-    doc::markdown_section(&decision_blocks(rows))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::doc;
     use crate::tune::effective::tests::rows;
+
+    /// The lines under the comparison table, as Markdown.
+    fn table_notes(rows: &[Row]) -> String {
+        doc::markdown_section(&notes(rows))
+    }
+
+    /// decision.md's section on effective arguments, as Markdown.
+    fn decision_section(rows: &[Row]) -> String {
+        doc::markdown_section(&decision_blocks(rows))
+    }
 
     #[test]
     fn the_table_lists_what_was_not_in_effect_and_the_same_servers() {

@@ -259,7 +259,7 @@ mod tests {
     /// Each recorded outcome against a re-check of two launches each.
     #[test]
     fn a_recheck_confirms_upholds_or_overturns() {
-        let o = crate::tune::objective::test_objective(Goal::Maximize, "output_tok_s", &[]);
+        let o = crate::plan::spec::Objective::for_test(Goal::Maximize, "output_tok_s", &[]);
         let recheck = |configs: &[(&str, &[f64])]| {
             let r = rows(configs);
             let refs: Vec<&Row> = r.iter().collect();

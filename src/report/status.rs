@@ -139,7 +139,6 @@ pub fn render(v: &StatusView<'_>) -> String {
 mod tests {
     use super::*;
     use crate::plan::spec::{Bound, Goal};
-    use crate::tune::objective::test_objective;
 
     fn row(name: &str, tok: &str, ttft: &str) -> Row {
         Row::from_cells(
@@ -158,7 +157,7 @@ mod tests {
     }
 
     fn said(rows: &[Row], slo: &[(&str, Bound, f64)]) -> String {
-        let o = test_objective(Goal::Maximize, "output_tok_s", slo);
+        let o = crate::plan::spec::Objective::for_test(Goal::Maximize, "output_tok_s", slo);
         let d = crate::tune::leader::so_far(&o, rows);
         let state = SweepState::default();
         render(&StatusView {

@@ -682,7 +682,7 @@ mod tests {
     }
 
     fn decided(rows: &[Row], slo: &[(&str, crate::plan::spec::Bound, f64)]) -> DecisionMarks {
-        let o = crate::tune::objective::test_objective(
+        let o = crate::plan::spec::Objective::for_test(
             crate::plan::spec::Goal::Maximize,
             "output_tok_s",
             slo,

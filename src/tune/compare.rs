@@ -419,7 +419,10 @@ pub(crate) mod tests {
                 .map(|(k, v)| (k.to_string(), v)),
             )
         };
-        let metrics = [Col::GOODPUT_SHARE, Col::MAX_TOTAL_NUM_TOKENS];
+        let metrics = [
+            Col::Listed(crate::plan::columns::Column::GoodputShare),
+            Col::MAX_TOTAL_NUM_TOKENS,
+        ];
         let c = compare(&[row(0.5, 1000.0)], &[row(0.9, 2000.0)], &metrics, 0.05);
         assert_eq!(
             c.joined[0].cells[0].judgement,

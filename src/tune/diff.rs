@@ -649,7 +649,6 @@ fn paragraph(d: &DecisionDiff) -> String {
 mod tests {
     use super::*;
     use crate::plan::spec::Bound;
-    use crate::tune::objective::test_objective;
     use crate::tune::testing::row;
 
     /// An ok row of `name` at concurrency 8 (repeat `rep`) with `tok` output tok/s.
@@ -687,7 +686,7 @@ mod tests {
     }
 
     fn diff_of(a: &[Row], b: &[Row]) -> DecisionDiff {
-        let o = test_objective(Goal::Maximize, "output_tok_s", &[]);
+        let o = crate::plan::spec::Objective::for_test(Goal::Maximize, "output_tok_s", &[]);
         diff(&view(a, Some(&o)), &view(b, Some(&o)), 0.05)
     }
 
@@ -798,7 +797,7 @@ mod tests {
                 "oom",
             ),
         ];
-        let o = test_objective(
+        let o = crate::plan::spec::Objective::for_test(
             Goal::Maximize,
             "output_tok_s",
             &[("ttft_ms_p99", Bound::AtMost, 5000.0)],
@@ -941,7 +940,7 @@ mod tests {
         );
         assert!(!d.same);
         // The named knob wins over the guess; the same value is no change.
-        let o = test_objective(Goal::Maximize, "output_tok_s", &[]);
+        let o = crate::plan::spec::Objective::for_test(Goal::Maximize, "output_tok_s", &[]);
         let v = SweepView {
             preflight_knob: Some("other"),
             ..view(&a, Some(&o))
@@ -970,7 +969,7 @@ mod tests {
             "effective_args_id",
             "bbb",
         )];
-        let o = test_objective(Goal::Maximize, "output_tok_s", &[]);
+        let o = crate::plan::spec::Objective::for_test(Goal::Maximize, "output_tok_s", &[]);
         let va = SweepView {
             manifest: Some(&ma),
             ..view(&a, Some(&o))
@@ -1014,13 +1013,13 @@ mod tests {
                 .as_deref()
                 .is_some_and(|n| n.starts_with("neither folder has an objective"))
         );
-        let o = test_objective(Goal::Maximize, "output_tok_s", &[]);
+        let o = crate::plan::spec::Objective::for_test(Goal::Maximize, "output_tok_s", &[]);
         let d = diff(&view(&a, Some(&o)), &view(&a, None), 0.05);
         assert_eq!(
             d.objective_note.as_deref(),
             Some("B has no objective: decided by A's")
         );
-        let o2 = test_objective(Goal::Minimize, "ttft_ms_p99", &[]);
+        let o2 = crate::plan::spec::Objective::for_test(Goal::Minimize, "ttft_ms_p99", &[]);
         let d = diff(&view(&a, Some(&o)), &view(&a, Some(&o2)), 0.05);
         assert!(
             d.objective_note

@@ -69,7 +69,6 @@ pub fn leaders(d: &Decision) -> Vec<Leader> {
 mod tests {
     use super::*;
     use crate::plan::spec::{Bound, Goal};
-    use crate::tune::objective::test_objective;
     use crate::tune::testing::row;
 
     fn r(name: &str, conc: &str, tok: &str, ttft: &str) -> Row {
@@ -87,7 +86,7 @@ mod tests {
     /// The case: the fastest broke the SLO, so the leader so far is the other one.
     #[test]
     fn the_fastest_that_broke_the_slo_is_not_the_leader() {
-        let o = test_objective(
+        let o = crate::plan::spec::Objective::for_test(
             Goal::Maximize,
             "output_tok_s",
             &[("ttft_ms_p99", Bound::AtMost, 5000.0)],
@@ -118,7 +117,7 @@ mod tests {
     /// One repeat each: a leader, not a winner, and said so; a tie names the tied ones.
     #[test]
     fn a_leader_without_measured_noise_is_named_as_such() {
-        let o = test_objective(Goal::Maximize, "output_tok_s", &[]);
+        let o = crate::plan::spec::Objective::for_test(Goal::Maximize, "output_tok_s", &[]);
         let rows = [r("a", "8", "100", "1"), r("b", "8", "150", "1")];
         let l = leaders(&so_far(&o, &rows));
         assert_eq!(l[0].run_name.as_deref(), Some("b"));
@@ -136,7 +135,7 @@ mod tests {
     /// With a max-load search the leader's load point is its own highest within the SLO.
     #[test]
     fn with_a_max_load_search_the_load_point_is_the_leaders_max_load() {
-        let o = test_objective(Goal::Maximize, "output_tok_s", &[]);
+        let o = crate::plan::spec::Objective::for_test(Goal::Maximize, "output_tok_s", &[]);
         let probe = |name: &str, conc: &str, tok: &str, pass: &str| {
             let mut x = r(name, conc, tok, "1");
             x.set_cell("phase", "probe");

@@ -2,7 +2,6 @@
 //! and specs (no I/O, no clock, no server). `run/` executes the work these functions ask for;
 //! `report/` renders the decision they hand it.
 //!
-//! - `objective`: whether a spec's objective and SLO name results.csv columns the right way.
 //! - `stats`: estimates over repeats, the pooled noise and the margins, t quantiles, the
 //!   `repeats: auto` rule.
 //! - `decision`: the decision rule: eligibility, the leader, its margins, why each lost.
@@ -32,7 +31,6 @@ pub mod effective;
 pub mod estimate;
 pub mod guide;
 pub mod leader;
-pub mod objective;
 pub mod path;
 pub mod preflight;
 pub mod prune;

@@ -157,11 +157,6 @@ pub fn parse_i64(v: &str) -> Option<i64> {
     parse_i64_bytes(v.as_bytes())
 }
 
-/// `True`/`False` (any case).
-pub fn parse_bool(v: &str) -> Option<bool> {
-    parse_bool_bytes(v.as_bytes())
-}
-
 // ---------------------------------------------------------------------------------------------
 // key: value pieces
 
@@ -457,8 +452,8 @@ mod tests {
         assert_eq!(parse_u64("full=165376, swa=768"), Some(165376));
         assert_eq!(parse_u64("-3"), None);
         assert_eq!(parse_i64("-1"), Some(-1));
-        assert_eq!(parse_bool("True"), Some(true));
-        assert_eq!(parse_bool("false,"), Some(false));
-        assert_eq!(parse_bool("maybe"), None);
+        assert_eq!(parse_bool_bytes(b"True"), Some(true));
+        assert_eq!(parse_bool_bytes(b"false,"), Some(false));
+        assert_eq!(parse_bool_bytes(b"maybe"), None);
     }
 }

@@ -97,18 +97,21 @@ impl StatsLine {
             .map(|(_, v)| v.as_str())
     }
 
-    /// The DP rank from the prefix, if any.
+    /// The DP rank from the prefix, if any (tests read it; the summary reads the ranks).
+    #[cfg(test)]
     pub fn dp_rank(&self) -> Option<u32> {
         rank_of(&self.ranks, "DP")
     }
 
-    /// The TP rank from the prefix, if any.
+    /// The TP rank from the prefix, if any (tests read it; the summary reads the ranks).
+    #[cfg(test)]
     pub fn tp_rank(&self) -> Option<u32> {
         rank_of(&self.ranks, "TP")
     }
 }
 
 /// Value of the rank tag `name` (exact, e.g. `"DP"`, `"TP"`, `"gpu_id"`).
+#[cfg(test)]
 pub fn rank_of(ranks: &[(String, u32)], name: &str) -> Option<u32> {
     ranks.iter().find(|(n, _)| n == name).map(|(_, r)| *r)
 }

@@ -27,7 +27,7 @@ pub mod summary;
 pub mod version;
 
 pub use line::*;
-pub use prefix::{Timestamp, parse_prefix};
+pub use prefix::Timestamp;
 pub use scan::parse_line;
 pub use summary::*;
 

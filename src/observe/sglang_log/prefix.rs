@@ -319,6 +319,7 @@ pub fn parse_prefix_bytes(text: &[u8]) -> Prefix {
 /// marker). The last bracketed timestamp wins (the one closest to the message); a bare
 /// `YYYY-MM-DD HH:MM:SS` is used only when there is no bracketed one. `[gpu_id=N]`/`[gpu=N]`
 /// tags are appended to the ranks.
+#[cfg(test)]
 pub fn parse_prefix(text: &str) -> (Option<Timestamp>, Vec<(String, u32)>) {
     let p = parse_prefix_bytes(text.as_bytes());
     (p.ts, p.ranks.to_owned_vec())

@@ -715,6 +715,7 @@ pub fn summarize_file(path: &Path, scope: Scope) -> io::Result<Summarizer> {
 /// each scheduler (DP rank) and every Decode line more than [`IDLE_GAP_SECS`] after that
 /// scheduler's previous Decode line (anywhere in the file) are excluded. TP>0 duplicates are
 /// dropped unless the line carries a DP rank.
+#[cfg(test)]
 pub fn summarize_text(text: &str, window: Option<LogWindow>) -> ServerSummary {
     let mut s = Summarizer::new(Scope {
         lines: window,

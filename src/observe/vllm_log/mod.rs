@@ -13,4 +13,4 @@ pub mod line;
 pub mod summary;
 
 pub use line::{Capacity, Event, Stats, StatsFormat, parse_line};
-pub use summary::{Summarizer, summarize_text};
+pub use summary::Summarizer;

@@ -21,7 +21,7 @@
 
 use crate::observe::sglang_log::line::error_message;
 use crate::observe::sglang_log::skeleton::{Rules, Skeleton, Window};
-use crate::observe::sglang_log::{LogWindow, Scope, ServerSummary, Timestamp};
+use crate::observe::sglang_log::{Scope, ServerSummary, Timestamp};
 use crate::observe::steps::StepBuckets;
 
 use super::line::{Event, Stats, StatsFormat, parse_line};
@@ -293,7 +293,11 @@ impl Summarizer {
 }
 
 /// Summarise a whole vLLM log text (tests, small files).
-pub fn summarize_text(text: &str, window: Option<LogWindow>) -> ServerSummary {
+#[cfg(test)]
+pub fn summarize_text(
+    text: &str,
+    window: Option<crate::observe::sglang_log::LogWindow>,
+) -> ServerSummary {
     let mut s = Summarizer::new(Scope {
         lines: window,
         ..Scope::default()

@@ -12,6 +12,7 @@
 //! `plan::locate`'s.
 
 mod checks;
+mod endpoint;
 mod env;
 mod flag_keys;
 mod grid;
@@ -27,6 +28,7 @@ mod workload;
 // Where a key is in the text is `plan::locate`'s; these names are the ones the crate outside
 // `plan` has always used.
 pub use crate::plan::locate::locate_key as locate_key_in;
+pub use endpoint::Endpoint;
 pub use env::{Expanded, expand_env};
 pub use flag_keys::{flag_engines, unknown_flags};
 pub use grid::{ConfigSpec, ParamGrid, ParamMap};
@@ -39,7 +41,7 @@ pub use schedule::{
 };
 pub use server::{EngineSide, ServerSpec};
 pub use sessions::{NominalTurn, SessionSource, SessionsSpec, reusable_share};
-pub use workload::{DeadlinePolicy, Endpoint, SharedPrefix, Slo, WorkloadSpec};
+pub use workload::{DeadlinePolicy, SharedPrefix, Slo, WorkloadSpec};
 
 use crate::plan::keyed::{AT_NAME, KEY_TAG};
 use crate::plan::locate::{locate_var, relocate_to_key, relocate_to_key_name};

@@ -311,6 +311,31 @@ impl<'de> de::DeserializeSeed<'de> for SloValueSeed<'_> {
     }
 }
 
+/// Objectives built in tests (tune's, report's and cmd's): a spec's objective is typed as the
+/// spec is read, so a test that wants one without a spec builds it here.
+#[cfg(test)]
+impl Objective {
+    /// An objective for tests: `slo` as (column, bound, limit), noise 5%. The names are
+    /// results.csv columns (a test that names another one is wrong, and panics).
+    pub(crate) fn for_test(goal: Goal, metric: &str, slo: &[(&str, Bound, f64)]) -> Objective {
+        let col = |name: &str| Col::named(name).unwrap_or_else(|| panic!("`{name}` is no column"));
+        Objective {
+            prune: false,
+            goal,
+            metric: col(metric),
+            slo: slo
+                .iter()
+                .map(|(c, b, l)| SloBound {
+                    column: col(c),
+                    bound: *b,
+                    limit: *l,
+                })
+                .collect(),
+            noise: 0.05,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

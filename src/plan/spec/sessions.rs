@@ -8,9 +8,9 @@
 //! The nominal shape (`shape`) is pure arithmetic on the spec: `validate` prints it and the
 //! context-length check reads it, so both say the same thing before anything is launched.
 
+use super::endpoint::Endpoint;
 use super::env::Expanded;
 use super::lengths::{LengthDist, LengthSpec};
-use super::workload::Endpoint;
 use serde::{Deserialize, Serialize};
 
 /// Where the conversations come from.

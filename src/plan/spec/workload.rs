@@ -1,30 +1,13 @@
 //! `workload:`: what load is sent (endpoint, lengths, prompts, load points, SLOs) and how
 //! long, checked as a whole once read (`TryFrom<RawWorkload>`).
 
+use super::endpoint::Endpoint;
 use super::env::Expanded;
 use super::lengths::{LengthDist, LengthSpec};
 use super::load_points::{LoadPoint, LoadPoints, Rates, default_concurrency};
 use super::scalars::{Positive, PositiveF64};
 use super::sessions::{RawSessions, SessionsSpec, TraceContext};
 use serde::{Deserialize, Serialize};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Endpoint {
-    /// `/v1/completions` with token-id prompts of exact length.
-    Completions,
-    /// `/v1/chat/completions` with text prompts.
-    Chat,
-}
-
-impl Endpoint {
-    pub fn path(self) -> &'static str {
-        match self {
-            Endpoint::Completions => "/v1/completions",
-            Endpoint::Chat => "/v1/chat/completions",
-        }
-    }
-}
 
 fn default_warmup() -> u64 {
     2

@@ -256,7 +256,7 @@ mod tests {
                 ("concurrency", "32"),
             ]),
         ];
-        let o = crate::tune::objective::test_objective(
+        let o = crate::plan::spec::Objective::for_test(
             crate::plan::spec::Goal::Maximize,
             "output_tok_s",
             &[("ttft_ms_p99", crate::plan::spec::Bound::AtMost, 5000.0)],

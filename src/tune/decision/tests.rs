@@ -2,10 +2,8 @@
 //! decision.json and decision.md carry them), and the simulations that hold the rule to its
 //! error rates. The words alone are tested in `words.rs`.
 
-// The whole file is test code (mod.rs includes it under cfg(test)); the attribute is said
-// again here because tests/layers.rs reads a file's code up to its first `#[cfg(test)]`, and
-// the test below renders decision.md (report/, a later stage) from a decision.
-#[cfg(test)]
+// The whole file is test code (mod.rs includes it under cfg(test)), which tests/layers.rs
+// leaves out: the test below renders decision.md (report/, a later stage) from a decision.
 use super::*;
 use crate::load::prompts::{SplitMix64, unit};
 use crate::plan::spec::Goal;
@@ -13,7 +11,7 @@ use crate::report::decision::render_md;
 use crate::tune::stats::t975;
 
 pub(super) fn objective(goal: Goal, metric: &str, slo: &[(&str, Bound, f64)]) -> Objective {
-    crate::tune::objective::test_objective(goal, metric, slo)
+    crate::plan::spec::Objective::for_test(goal, metric, slo)
 }
 
 pub(super) fn row(name: &str, repeat: u64, cells: &[(&str, &str)]) -> Row {

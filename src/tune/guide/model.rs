@@ -339,11 +339,6 @@ impl Model {
             .or_else(|| median(self.ttft_k.iter().flatten().copied().collect()))
     }
 
-    /// Predicted TPOT (the bound's column) at `running`, calibrated on launch `i`.
-    pub fn tpot_at(&self, i: usize, graphs: bool, running: f64) -> Option<f64> {
-        Some(self.tpot_ratio_at(i)? * self.step(graphs, running)?)
-    }
-
     /// Predicted TTFT (the bound's column) with `running` of `offered`, calibrated on launch
     /// `i`; None before any launch had a queue.
     pub fn ttft_at(&self, i: usize, graphs: bool, running: f64, offered: f64) -> Option<f64> {
@@ -917,7 +912,9 @@ mod tests {
             "{:?}",
             m.tpot_ratio
         );
-        assert!((m.tpot_at(0, true, 32.0).unwrap() - 31.2).abs() < 1e-9);
+        // The predicted TPOT at 32 running: the ratio times the step.
+        let tpot = m.tpot_ratio_at(0).unwrap() * m.step(true, 32.0).unwrap();
+        assert!((tpot - 31.2).abs() < 1e-9);
         assert_eq!(m.ttft0, Some(300.0));
         assert!(m.ttft_k[0].is_none(), "no queue, no k");
         assert!((m.ttft_k[1].unwrap() - 2.0).abs() < 1e-9, "{:?}", m.ttft_k);
