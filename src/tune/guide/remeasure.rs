@@ -7,9 +7,10 @@
 //! of each SLO figure), so eligibility is judged from the repeats by the decision's own rule.
 //!
 //! A launch is measured again when its evidence is **suspect**:
-//! - client/server tok/s far from 1 (below [`CLIENT_SERVER_FAR`] or above its inverse), unless
-//!   the other launches measured it as far (the workload's, then): the client saw much less (or
-//!   more) than the server made;
+//! - client/server tok/s far from 1 (below [`CLIENT_SERVER_FAR`] or above its inverse) on a
+//!   launch the diagnosis calls `client_bound` (no limit of the server's own explains it),
+//!   unless the other launches measured it as far (the workload's, then): the client saw much
+//!   less (or more) than the server made;
 //! - a verdict that asks for nothing (`client_bound`: no server knob can show more) while the
 //!   SLO is broken: a server with room to spare does not break a latency bound;
 //! - a TPOT tail [`TAIL_FAR`] times the server's own decode step at the batch that ran;
@@ -94,7 +95,14 @@ pub(super) fn suspect(seen: &[Observation], i: usize, st: &State) -> Option<Stri
         // A ratio the other launches share is the workload's (a long prefill the Decode lines
         // do not see), not this launch's.
         let usual = median(others).is_none_or(|m| !far_from_one(m));
-        if far_from_one(r) && usual {
+        // Only where the diagnosis found no limit of the server's own (its `client_bound`):
+        // a server that names its limit explains a low ratio itself. Sessions with a think
+        // time idle the server between turns and a prefill-heavy load makes tokens the Decode
+        // lines do not count; on real SGLang such a start measured 0.43 with
+        // `prefix_cache_evicted`, and measuring it again would have spent the tune's second
+        // launch on a draw of the same.
+        let client_bound = e.verdict == Some(VerdictKind::ClientBound);
+        if far_from_one(r) && usual && client_bound {
             return Some(format!(
                 "client/server tok/s {r:.2}: the measurement is suspect"
             ));
@@ -446,16 +454,33 @@ mod tests {
     fn each_sign_of_a_suspect_launch_names_itself() {
         let sp = cpu_space();
         let st = |seen: &[Observation]| State::read(&sp, seen);
-        // Client/server far from 1 either way; near 1 is no sign.
+        // Client/server far from 1 either way, on a launch the diagnosis calls client-bound
+        // (within its SLO, so the ratio is the only sign); near 1 is no sign.
         for (r, sign) in [(0.60, true), (1.5, true), (0.8, false), (1.2, false)] {
             let mut e = quiet(30.0);
             e.client_server = Some(r);
+            e.verdict = Some(VerdictKind::ClientBound);
             let seen = [launch(sp.start.clone(), 1478.0, e)];
             assert_eq!(suspect(&seen, 0, &st(&seen)).is_some(), sign, "{r}");
+        }
+        // A server that names its own limit explains a low ratio: real SGLang's start of chat
+        // sessions with a think time (the server idles between turns) measured 0.43 with
+        // `prefix_cache_evicted`, and on a queue or a full pool the same holds.
+        for kind in [
+            VerdictKind::PrefixCacheEvicted,
+            VerdictKind::KvCacheBound,
+            VerdictKind::ComputeBound,
+        ] {
+            let mut e = quiet(30.0);
+            e.client_server = Some(0.43);
+            e.verdict = Some(kind);
+            let seen = [launch(sp.start.clone(), 1478.0, e)];
+            assert_eq!(suspect(&seen, 0, &st(&seen)), None, "{kind:?}");
         }
         // A ratio the other launches share is the workload's, not the launch's.
         let mut low = quiet(30.0);
         low.client_server = Some(0.6);
+        low.verdict = Some(VerdictKind::ClientBound);
         let seen = [
             launch(vec![4, 1], 1200.0, low.clone()),
             launch(sp.start.clone(), 1478.0, low.clone()),
