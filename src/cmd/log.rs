@@ -31,7 +31,7 @@ fn read_file(path: &Path, scope: Scope) -> io::Result<(LogSummarizer, u64)> {
 /// `sgtune log`.
 pub async fn run(args: LogArgs) -> Result<ExitCode, CmdError> {
     let scope =
-        build_scope(args.since.as_deref(), args.until.as_deref()).map_err(CmdError::Input)?;
+        build_scope(args.since.as_deref(), args.until.as_deref()).map_err(CmdError::input)?;
     if let Some(out) = &args.html {
         let [file] = args.files.as_slice() else {
             return Err(CmdError::input("--html draws exactly one file"));

@@ -22,21 +22,27 @@ use cli::{Cli, Command};
 /// to it is here (`CmdError::exit_code`).
 pub use crate::run::finish::ExitCode;
 
-/// Why a command could not do its job at all (a failed run is not this: it is a row).
+/// Why a command could not do its job at all (a failed run is not this: it is a row): one of
+/// the kinds a sweep cannot start for ([`StartError`]: the spec, the results folder, other
+/// input, a missing program), or a recorded folder that cannot be read back.
 #[derive(Debug, thiserror::Error)]
 pub enum CmdError {
     #[error(transparent)]
-    Spec(#[from] crate::plan::spec::SpecError),
-    #[error(transparent)]
-    Store(#[from] store::StoreError),
+    Start(#[from] StartError),
     #[error(transparent)]
     Read(#[from] crate::record::ReadError),
-    /// Anything else the user can fix: the message names the place and the fix.
-    #[error("{0}")]
-    Input(String),
-    /// The server's program is not there: nothing was launched.
-    #[error("{0}")]
-    ProgramNotFound(String),
+}
+
+impl From<crate::plan::spec::SpecError> for CmdError {
+    fn from(e: crate::plan::spec::SpecError) -> CmdError {
+        CmdError::Start(StartError::Spec(e))
+    }
+}
+
+impl From<store::StoreError> for CmdError {
+    fn from(e: store::StoreError) -> CmdError {
+        CmdError::Start(StartError::Store(e))
+    }
 }
 
 /// Each of report.html's errors is one of ours, with the same words.
@@ -44,36 +50,26 @@ impl From<crate::run::report::ReportError> for CmdError {
     fn from(e: crate::run::report::ReportError) -> CmdError {
         match e {
             crate::run::report::ReportError::Read(e) => CmdError::Read(e),
-            crate::run::report::ReportError::Store(e) => CmdError::Store(e),
-        }
-    }
-}
-
-/// A sweep that could not start, a Slurm task or merge that could not do its job: the same
-/// kinds, the same codes.
-impl From<StartError> for CmdError {
-    fn from(e: StartError) -> CmdError {
-        match e {
-            StartError::Spec(e) => CmdError::Spec(e),
-            StartError::Store(e) => CmdError::Store(e),
-            StartError::Input(m) => CmdError::Input(m),
-            StartError::ProgramNotFound(m) => CmdError::ProgramNotFound(m),
+            crate::run::report::ReportError::Store(e) => e.into(),
         }
     }
 }
 
 impl CmdError {
+    /// Anything else the user can fix: the message names the place and the fix.
     pub fn input(msg: impl Into<String>) -> CmdError {
-        CmdError::Input(msg.into())
+        CmdError::Start(StartError::input(msg))
     }
 
     /// Each error is the user's to fix and nothing was judged; the code tells a script which
     /// kind: bad input (2), a results folder that cannot be written (5), a missing program (6).
     pub fn exit_code(&self) -> ExitCode {
         match self {
-            CmdError::Spec(_) | CmdError::Read(_) | CmdError::Input(_) => ExitCode::BadInput,
-            CmdError::Store(_) => ExitCode::Unwritable,
-            CmdError::ProgramNotFound(_) => ExitCode::ProgramNotFound,
+            CmdError::Start(StartError::Spec(_) | StartError::Input(_)) | CmdError::Read(_) => {
+                ExitCode::BadInput
+            }
+            CmdError::Start(StartError::Store(_)) => ExitCode::Unwritable,
+            CmdError::Start(StartError::ProgramNotFound(_)) => ExitCode::ProgramNotFound,
         }
     }
 }
@@ -106,7 +102,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, CmdError> {
             output,
         } => {
             let mut w =
-                load::build_workload(workload.as_deref(), &sets).map_err(CmdError::Input)?;
+                load::build_workload(workload.as_deref(), &sets).map_err(CmdError::input)?;
             if model.is_some() {
                 w.model = model;
             }

@@ -148,7 +148,7 @@ pub async fn decision(dir: &Path, results_dir: &Path) -> Result<ExitCode, CmdErr
         return Err(CmdError::input("no leader and runner-up"));
     };
     let (s2, one, launches) = crate::run::recheck::plan(&s, &plan, &recorded, point, (&a, &b), dir)
-        .map_err(CmdError::Input)?;
+        .map_err(CmdError::input)?;
     let input = SweepInput {
         spec: &s2,
         text: &text,

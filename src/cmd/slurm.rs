@@ -12,7 +12,7 @@ use std::path::Path;
 
 impl From<SlurmError> for CmdError {
     fn from(e: SlurmError) -> Self {
-        CmdError::Input(e.to_string())
+        CmdError::input(e.to_string())
     }
 }
 

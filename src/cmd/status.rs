@@ -13,7 +13,7 @@ pub fn run(dir: &Path) -> Result<ExitCode, CmdError> {
     if crate::record::slurm::submissions_path(dir).exists() {
         return super::slurm::status(dir);
     }
-    let Some(st) = state::read(dir).map_err(CmdError::Input)? else {
+    let Some(st) = state::read(dir).map_err(CmdError::input)? else {
         return Err(CmdError::input(format!(
             "{} has no {} (a local sweep started by this sgtune writes one) and was not submitted to Slurm (no {}/{}): give the results folder of a sweep started with `sgtune run` (a folder from an older sgtune has only its results.csv and results.md)",
             dir.display(),

@@ -125,10 +125,10 @@ pub fn slot_spec(
         .gpus_per_run
         .or(from_spec.gpus_per_run.map(|n| n as usize));
     let slots =
-        SlotSpec::from_flags(parallel, gpus.as_deref(), per_run).map_err(CmdError::Input)?;
+        SlotSpec::from_flags(parallel, gpus.as_deref(), per_run).map_err(CmdError::input)?;
     slots
         .check(&plan.runs, s.server.port)
-        .map_err(CmdError::Input)?;
+        .map_err(CmdError::input)?;
     Ok(slots)
 }
 
