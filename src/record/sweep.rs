@@ -31,6 +31,9 @@ pub struct Sweep {
     pub effective: BTreeMap<String, EffectiveFile>,
     /// decision.json as written; parsed by [`Sweep::decision`].
     decision_json: Option<String>,
+    /// command.txt of each run manifest.json records no command for, by run name: a folder
+    /// from before the manifest recorded commands keeps them in its launches' own files.
+    pub older_commands: BTreeMap<String, String>,
     /// Files of the folder that exist but could not be read (each names its file): the sweep
     /// still loads, and whoever shows it says so.
     pub problems: Vec<String>,
@@ -77,6 +80,7 @@ impl Sweep {
                 None
             }
         };
+        let older_commands = older_commands(&root, &table.rows, manifest.as_ref());
         Ok(Sweep {
             root,
             table,
@@ -84,6 +88,7 @@ impl Sweep {
             objective,
             effective,
             decision_json,
+            older_commands,
             problems,
         })
     }
@@ -125,6 +130,38 @@ impl Sweep {
             .map(Some)
             .map_err(|e| ReadError::bad(&self.root.join(DECISION_JSON), e))
     }
+}
+
+/// command.txt of each run in `rows` that `manifest` records no command for (its first
+/// launch's folder, `<name>` or `<name>.r1`), by run name.
+fn older_commands(
+    root: &Path,
+    rows: &[Row],
+    manifest: Option<&Manifest>,
+) -> BTreeMap<String, String> {
+    let mut found = BTreeMap::new();
+    for r in rows {
+        let name = r.run_name();
+        let recorded = manifest.is_some_and(|m| {
+            m.launches
+                .values()
+                .any(|l| l.run_name == name && !l.command.is_empty())
+        });
+        if recorded || found.contains_key(name) {
+            continue;
+        }
+        let own = [name.to_string(), format!("{name}.r1")]
+            .iter()
+            .find_map(|d| {
+                super::command::read(&super::layout::launch_dir(root, d))
+                    .ok()
+                    .flatten()
+            });
+        if let Some(c) = own {
+            found.insert(name.to_string(), c);
+        }
+    }
+    found
 }
 
 #[cfg(test)]

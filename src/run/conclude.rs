@@ -14,14 +14,13 @@ use crate::record::results_md::{self, ResultsMd};
 use crate::record::rows::Col;
 use crate::record::store::{self, ResultsDir, StoreError};
 use crate::record::sweep::Sweep as Loaded;
-use crate::record::{command, outcome as outcome_file, quality, state};
+use crate::record::{outcome as outcome_file, quality, state};
 use crate::report::conclusion::{self as shown, Frame};
 use crate::report::html::Launch;
 use crate::run::deadline::Deadline;
 use crate::run::finish::{self, ExitCode, Hook, SweepEnd};
 use crate::tune::conclusion::{Conclusion, Read};
 use crate::util::{out, say};
-use std::collections::BTreeMap;
 use std::path::Path;
 
 /// After the rounds, however they ended (`ran`: interrupted or not, or the error that stopped
@@ -109,14 +108,14 @@ fn concluded(
     now: &str,
 ) -> Conclusion {
     let judge = spec.quality.is_some() && (at_deadline || !interrupted);
-    let folder = read(spec, results, manifest, judge);
+    let folder = read(spec, results, judge);
     let c = Conclusion::work_out(Read {
         spec,
         plan,
         manifest,
         rows: folder.loaded.table.rows.clone(),
         effective: &folder.loaded.effective,
-        older_commands: folder.older_commands.clone(),
+        older_commands: folder.loaded.older_commands.clone(),
         quality: folder.quality.clone(),
         interrupted,
         at_deadline,
@@ -140,8 +139,6 @@ fn exit_code(end: SweepEnd) -> ExitCode {
 struct Folder {
     /// results.csv, manifest.json, the objective, effective_args.json, decision.json.
     loaded: Loaded,
-    /// command.txt of the configurations manifest.json records no command for.
-    older_commands: BTreeMap<String, String>,
     /// The quality passes: the sweep's own and, for a re-check, its reference's.
     quality: (Vec<QualitySample>, Vec<QualitySample>),
     /// What report.html shows of each launch (its measurements, the server's timeline).
@@ -166,28 +163,10 @@ fn read_rows(results: &ResultsDir) -> Loaded {
 }
 
 /// Everything the conclusion and its files are made from: the folder loaded, the quality
-/// passes (when `judge`), the older folders' commands, each launch's page data.
-fn read(spec: &SweepSpec, results: &ResultsDir, manifest: &Manifest, judge: bool) -> Folder {
+/// passes (when `judge`), each launch's page data; an older folder's commands come with the load.
+fn read(spec: &SweepSpec, results: &ResultsDir, judge: bool) -> Folder {
     let loaded = read_rows(results);
     let root = &results.root;
-    let mut older_commands = BTreeMap::new();
-    for r in loaded.rows() {
-        let name = r.run_name();
-        let recorded = manifest
-            .launches
-            .values()
-            .any(|l| l.run_name == name && !l.command.is_empty());
-        if recorded || older_commands.contains_key(name) {
-            continue;
-        }
-        // A folder from before the manifest recorded commands: the launch's own file.
-        let found = [name.to_string(), format!("{name}.r1")]
-            .iter()
-            .find_map(|d| command::read(&store::launch_dir(root, d)).ok().flatten());
-        if let Some(c) = found {
-            older_commands.insert(name.to_string(), c);
-        }
-    }
     let quality = if judge {
         let reference = spec
             .quality
@@ -200,7 +179,6 @@ fn read(spec: &SweepSpec, results: &ResultsDir, manifest: &Manifest, judge: bool
     };
     let launches = crate::run::report::launches(root, loaded.manifest.as_ref(), loaded.rows());
     Folder {
-        older_commands,
         quality,
         launches,
         decision_md: root.join(store::DECISION_MD).is_file(),
