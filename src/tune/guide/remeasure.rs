@@ -10,9 +10,10 @@
 //! - client/server tok/s far from 1 (below [`CLIENT_SERVER_FAR`] or above its inverse) on a
 //!   launch the diagnosis calls `client_bound` (no limit of the server's own explains it),
 //!   unless the other launches measured it as far (the workload's, then): the client saw much
-//!   less (or more) than the server made;
-//! - a verdict that asks for nothing (`client_bound`: no server knob can show more) while the
-//!   SLO is broken: a server with room to spare does not break a latency bound;
+//!   less (or more) than the server made. (A `client_bound` launch that breaks its SLO with
+//!   the ratio near 1 is no sign: on real SGLang on CPU a TPOT trade's start ran 27 of 32
+//!   offered, so the diagnosis named the client, and its batch broke the bound as the fit
+//!   says; measuring it again spent a launch on the same draw);
 //! - a TPOT tail [`TAIL_FAR`] times the server's own decode step at the batch that ran;
 //! - a decode step [`STEP_FAR`] times (or a fraction as much) what the fit from the other
 //!   launches gives at its batch, and beyond three times the noise;
@@ -76,13 +77,7 @@ pub(super) fn again(space: &Space, seen: &[Observation], st: &State) -> Option<P
 
 /// Why launch `i`'s evidence contradicts itself or the other launches, if it does.
 pub(super) fn suspect(seen: &[Observation], i: usize, st: &State) -> Option<String> {
-    let Outcome::Measured {
-        eligible,
-        slo_excess,
-        evidence: e,
-        ..
-    } = &seen.get(i)?.outcome
-    else {
+    let Outcome::Measured { evidence: e, .. } = &seen.get(i)?.outcome else {
         return None;
     };
     if let Some(r) = e.client_server {
@@ -107,17 +102,6 @@ pub(super) fn suspect(seen: &[Observation], i: usize, st: &State) -> Option<Stri
                 "client/server tok/s {r:.2}: the measurement is suspect"
             ));
         }
-    }
-    if e.verdict == Some(VerdictKind::ClientBound) && !eligible && slo_excess.is_some() {
-        let broken: Vec<String> = e.bounds.iter().filter(|b| breaks(b)).map(figure).collect();
-        return Some(format!(
-            "client_bound (a verdict that asks for nothing) while the SLO is broken ({}): the measurement is suspect",
-            if broken.is_empty() {
-                "SLO not met".to_string()
-            } else {
-                broken.join(", ")
-            }
-        ));
     }
     if let Some(why) = tail_far(e) {
         return Some(why);
@@ -493,18 +477,13 @@ mod tests {
             launch(sp.start.clone(), 1478.0, low),
         ];
         assert!(suspect(&seen, 1, &st(&seen)).is_some());
-        // Client bound while the SLO breaks: a verdict that asks for nothing; within the SLO
-        // it is the client's limit, no sign.
-        let mut e = quiet(20.0);
+        // Client bound while the SLO breaks, the ratio near 1: the batch the client filled
+        // breaks the bound, as the fit says; no sign (real SGLang on CPU: a TPOT trade's start
+        // ran 27 of 32 offered, TPOT p99 26.4 ms against a 13.7 ms bound, the ratio about 1).
+        let mut e = quiet(13.7);
         e.verdict = Some(VerdictKind::ClientBound);
-        let seen = [launch(sp.start.clone(), 1478.0, e.clone())];
-        let why = suspect(&seen, 0, &st(&seen)).unwrap();
-        assert!(
-            why.starts_with("client_bound (a verdict that asks for nothing) while the SLO is broken (tpot_ms_p99 24.7 ms)"),
-            "{why}"
-        );
-        e.bounds = vec![tpot(30.0, 24.7)];
-        let seen = [launch(sp.start.clone(), 1478.0, e)];
+        e.client_server = Some(0.98);
+        let seen = [launch(sp.start.clone(), 1252.0, e)];
         assert_eq!(suspect(&seen, 0, &st(&seen)), None);
         // A TPOT tail over twice the server's own step at the batch that ran.
         let mut e = quiet(100.0);

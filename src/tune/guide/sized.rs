@@ -631,13 +631,6 @@ mod tests {
         o
     }
 
-    fn one_of(n: Next) -> super::super::Proposal {
-        match n {
-            Next::Launch(mut v) => v.remove(0),
-            Next::Stop { why } => panic!("stopped: {why}"),
-        }
-    }
-
     fn proposal(n: Next) -> (Point, String) {
         match n {
             Next::Launch(v) => (v[0].point.clone(), v[0].why.clone()),
@@ -850,13 +843,10 @@ mod tests {
         if let Outcome::Measured { evidence, .. } = &mut o.outcome {
             evidence.verdict = Some(VerdictKind::ClientBound);
         }
-        // Client bound while the TPOT bound breaks: a verdict that asks for nothing while the
-        // SLO is broken is suspect, and the launch is measured again first (issue 51).
-        let again = one_of(next(&sp, &[o.clone()], 10));
-        assert!(again.remeasure && again.point == sp.start, "{}", again.why);
-        let mut twice = o.clone();
-        twice.again(&again);
-        let (p, why) = proposal(next(&sp, &[twice], 9));
+        // Client bound while the TPOT bound breaks, with the client seeing what the server
+        // made: no sign the measurement is suspect (remeasure.rs), the trade at once (real
+        // SGLang on CPU: a start that ran 27 of 32 offered broke a TPOT bound as its fit says).
+        let (p, why) = proposal(next(&sp, &[o.clone()], 10));
         assert_eq!(p[MRR], 3, "{why}");
         // Within the bound (eligible: it leads), the client's limit still ends the
         // exploration: no lift.
