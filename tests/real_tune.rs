@@ -1,11 +1,8 @@
 //! The guided tune on real SGLang 0.5.23 on CPU (issues 42, 44), `#[ignore]`d like
 //! tests/real_sglang.rs: the moves composed to an eligible confirmed leader, and the trade to a
 //! TPOT bound (alone on the machine: scripts/lib/run-tests.sh). A binary of its own so that
-//! scripts/lib/run-tests.sh runs its step-1 test in the other real-server binaries' stream,
-//! beside real_sglang's rather than after them: real_sglang's step-1 tests were the test
-//! command's longest serial part (1,737 s of 2,875 at its last full run), the other stream
-//! about 1,150 s once real_hicache ran one server at a time. (The tune on two slots stays in
-//! real_sglang.rs: moving it too would make this stream the longer one.)
+//! scripts/lib/run-tests.sh can weigh the two real-server streams of its first step: it runs in
+//! real_sglang's, which was the shorter one at the last full run (1,011 s against about 1,500).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test may panic: that is its failure
 
 mod common;

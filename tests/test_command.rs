@@ -27,6 +27,8 @@ case " $* " in
     printf 'load_against_live_llama_cpp: test\n\n1 test, 0 benchmarks\n'
     echo "     Running tests/real_sglang.rs (target/debug/deps/real_sglang-0)" >&2
     printf 'agrees_with_sglang_bench_serving: test\nkill_9_of_sgtune_takes_the_server_with_it: test\n'
+    echo "     Running tests/real_tune.rs (target/debug/deps/real_tune-0)" >&2
+    printf 'a_guided_tune: test\n'
     exit 0 ;;
   *" --list "*)
     printf 'agrees_with_sglang_bench_serving: test\nkill_9_of_sgtune_takes_the_server_with_it: test\nload_against_live_llama_cpp: test\n'
@@ -199,10 +201,12 @@ fn every_binary_runs_and_the_timing_sensitive_test_runs_alone() {
         );
         assert!(!suite.contains("--include-ignored"), "{suite}");
     }
-    // The real servers' tests in two runs at once: real_sglang's, and those of every other
-    // binary the ignored tests' list named (live_peers; lib had none), by target.
+    // The real servers' tests in two runs at once: real_sglang's with real_tune's, and those
+    // of every other binary the ignored tests' list named (live_peers; lib had none), by target.
     assert!(
-        sglang.starts_with("test --no-fail-fast --test real_sglang -- --ignored --skip "),
+        sglang.starts_with(
+            "test --no-fail-fast --test real_sglang --test real_tune -- --ignored --skip "
+        ),
         "{sglang}"
     );
     assert!(
