@@ -183,14 +183,24 @@ fn a_tpot_bound_only_a_smaller_batch_meets_is_traded_for_within_five_launches() 
         .lines()
         .filter(|l| l.starts_with("tune: step "))
         .collect();
-    // Step 2 trades: the running cap down to what the fit names, with the numbers.
-    assert!(
+    // Step 2 trades: the running cap down to what the fit names, with the numbers. A start
+    // whose evidence contradicts itself (disturbed by other work: client/server tok/s far from
+    // 1, issue 51) is measured again first, and the trade is step 3.
+    let trade = |l: &&&str| {
+        l.contains("trade to the SLO's band")
+            && l.contains("tpot_ms_p99 ≤")
+            && l.contains("max_running_requests 32 → ")
+    };
+    let step = |n: usize| {
         steps
             .iter()
-            .find(|l| l.starts_with("tune: step 2:"))
-            .is_some_and(|l| l.contains("trade to the SLO's band")
-                && l.contains("tpot_ms_p99 ≤")
-                && l.contains("max_running_requests 32 → ")),
+            .find(move |l| l.starts_with(&format!("tune: step {n}:")))
+    };
+    let remeasured = step(2).is_some_and(|l| {
+        l.contains("the measurement is suspect: measured again") && l.ends_with("→ mrr32_cps2048")
+    });
+    assert!(
+        step(2).is_some_and(|l| trade(&l)) || (remeasured && step(3).is_some_and(|l| trade(&l))),
         "{steps:#?}\n{log}"
     );
     // An eligible launch: the decision names a leader within the SLO.
