@@ -12,6 +12,7 @@ mod replay;
 use super::phase::PhaseCtx;
 use std::sync::Arc;
 use std::time::Instant;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// How a phase's requests arrive.
 pub(crate) enum Arrival {
@@ -59,4 +60,52 @@ pub(crate) fn spawn(
         } => open_sessions::spawn(ctx, rate, burstiness, cap, count, deadline),
         Arrival::Replay { slowdown, cap } => replay::spawn(ctx, slowdown, cap, count, deadline),
     }
+}
+
+/// Whether request `index`, due at `at`, falls past the phase's end: `count` requests, the
+/// `deadline`, or a stop.
+fn past_the_end(
+    ctx: &PhaseCtx,
+    index: u64,
+    at: Instant,
+    count: Option<u64>,
+    deadline: Option<Instant>,
+) -> bool {
+    count.is_some_and(|c| index >= c)
+        || deadline.is_some_and(|d| at >= d)
+        || ctx.stop.is_cancelled()
+}
+
+/// An open loop's next send: wait until `at`, then for one of the `slots` in flight. None when
+/// the phase stops first. The wait for a slot shows as the request's scheduling lag.
+async fn when_due(
+    ctx: &PhaseCtx,
+    at: Instant,
+    slots: &Arc<Semaphore>,
+) -> Option<OwnedSemaphorePermit> {
+    tokio::select! {
+        _ = tokio::time::sleep_until(at.into()) => {}
+        _ = ctx.stop.cancelled() => return None,
+    }
+    tokio::select! {
+        p = slots.clone().acquire_owned() => p.ok(),
+        _ = ctx.stop.cancelled() => None,
+    }
+}
+
+/// Send request `index`, due at `at`, in a task of its own that holds `permit` until its
+/// response ends.
+fn send_in_flight(
+    ctx: &Arc<PhaseCtx>,
+    index: u64,
+    at: Instant,
+    permit: OwnedSemaphorePermit,
+) -> tokio::task::JoinHandle<()> {
+    let ctx = ctx.clone();
+    tokio::spawn(async move {
+        if let Some(s) = ctx.send(index, index, Some(at)).await {
+            let _ = ctx.tx.send(s);
+        }
+        drop(permit);
+    })
 }

@@ -24,27 +24,13 @@ pub(super) fn spawn(
         let mut at = ctx.window_start;
         let mut tasks = Vec::new();
         for index in 0.. {
-            if count.is_some_and(|c| index >= c)
-                || deadline.is_some_and(|d| at >= d)
-                || ctx.stop.is_cancelled()
-            {
+            if super::past_the_end(&ctx, index, at, count, deadline) {
                 break;
             }
-            tokio::select! {
-                _ = tokio::time::sleep_until(at.into()) => {}
-                _ = ctx.stop.cancelled() => break,
-            }
-            let permit = tokio::select! {
-                p = slots.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break },
-                _ = ctx.stop.cancelled() => break,
+            let Some(permit) = super::when_due(&ctx, at, &slots).await else {
+                break;
             };
-            let (ctx2, scheduled) = (ctx.clone(), at);
-            tasks.push(tokio::spawn(async move {
-                if let Some(s) = ctx2.send(index, index, Some(scheduled)).await {
-                    let _ = ctx2.tx.send(s);
-                }
-                drop(permit);
-            }));
+            tasks.push(super::send_in_flight(&ctx, index, at, permit));
             at += Duration::from_secs_f64(prompts::gamma_gap(&mut rng, rate, burstiness));
         }
         for t in tasks {

@@ -37,10 +37,7 @@ pub(super) fn spawn(
         let mut tasks = Vec::new();
         for k in 0.. {
             let sent = next.load(Ordering::Relaxed);
-            if count.is_some_and(|c| sent >= c)
-                || deadline.is_some_and(|d| at >= d)
-                || ctx.stop.is_cancelled()
-            {
+            if super::past_the_end(&ctx, sent, at, count, deadline) {
                 break;
             }
             let Some(mut conv) = ctx.conversation(k) else {

@@ -33,27 +33,13 @@ pub(super) fn spawn(
         for (index, at_ms) in (0u64..).zip(times) {
             let at =
                 ctx.window_start + Duration::from_secs_f64((at_ms * slowdown / 1000.0).max(0.0));
-            if count.is_some_and(|c| index >= c)
-                || deadline.is_some_and(|d| at >= d)
-                || ctx.stop.is_cancelled()
-            {
+            if super::past_the_end(&ctx, index, at, count, deadline) {
                 break;
             }
-            tokio::select! {
-                _ = tokio::time::sleep_until(at.into()) => {}
-                _ = ctx.stop.cancelled() => break,
-            }
-            let permit = tokio::select! {
-                p = slots.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break },
-                _ = ctx.stop.cancelled() => break,
+            let Some(permit) = super::when_due(&ctx, at, &slots).await else {
+                break;
             };
-            let ctx2 = ctx.clone();
-            tasks.push(tokio::spawn(async move {
-                if let Some(s) = ctx2.send(index, index, Some(at)).await {
-                    let _ = ctx2.tx.send(s);
-                }
-                drop(permit);
-            }));
+            tasks.push(super::send_in_flight(&ctx, index, at, permit));
         }
         for t in tasks {
             let _ = t.await;
