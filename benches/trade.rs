@@ -41,7 +41,7 @@ mod as_test;
 #[path = "common/check.rs"]
 #[allow(dead_code)]
 mod check;
-use check::{Check, at_least};
+use check::{Check, at_least, at_most};
 
 /// "Reached the optimum": a launched point, truly eligible, whose true score is within this.
 const TOLERANCE: f64 = 0.05;
@@ -1193,6 +1193,15 @@ fn family_figures(
     }
     println!(
         "  confirmation launches of a point that differs from the leader only in knobs the evidence marks inert: {inert} (every tune above)"
+    );
+    at_most(
+        floors,
+        format!(
+            "{}: confirmation launches over knobs the evidence marks inert (every tune), documented",
+            family.name()
+        ),
+        inert as f64,
+        0.0,
     );
 }
 

@@ -16,10 +16,12 @@
 //!   retraction, no verdict that names the pool, and no prefix reuse (a larger pool keeps more
 //!   prefixes).
 //!
-//! Where the evidence is missing (an engine whose log does not say), a knob can matter.
+//! And any knob the effective-arguments check found not in effect on both launches: the server
+//! ran its own value on each. Where the evidence is missing (an engine whose log does not say),
+//! a knob can matter.
 
 use super::rules::{FULL_KV, HICACHE_KNOBS, KV_KNOBS};
-use super::types::{Evidence, Observation, Space, evidence_of};
+use super::types::{Evidence, Observation, Outcome, Space, evidence_of};
 use crate::observe::diagnose::VerdictKind;
 
 /// Prefix reuse under this (the server's prefix-cache hit rate, the workload's reusable share)
@@ -35,6 +37,10 @@ const PREFILL_SMALL: f64 = 0.5;
 /// either is not measured, or when any knob that differs can matter.
 pub fn inert_tie(space: &Space, a: &Observation, b: &Observation) -> Option<String> {
     let (ea, eb) = (evidence_of(a)?, evidence_of(b)?);
+    let off = |o: &Observation, key: &str| match &o.outcome {
+        Outcome::Measured { not_in_effect, .. } => not_in_effect.iter().any(|k| k == key),
+        Outcome::Failed { .. } => false,
+    };
     let mut why = Vec::new();
     for (k, knob) in space.knobs.iter().enumerate() {
         let (&ia, &ib) = (a.point.get(k)?, b.point.get(k)?);
@@ -42,7 +48,11 @@ pub fn inert_tie(space: &Space, a: &Observation, b: &Observation) -> Option<Stri
             continue;
         }
         let (va, vb) = (knob.values.get(ia)?, knob.values.get(ib)?);
-        let reason = inert(&knob.key, ea, eb, va.as_f64(), vb.as_f64())?;
+        let reason = if off(a, &knob.key) && off(b, &knob.key) {
+            "not in effect on either launch (the effective-arguments check)".to_string()
+        } else {
+            inert(&knob.key, ea, eb, va.as_f64(), vb.as_f64())?
+        };
         why.push(format!(
             "{} {} → {}: {reason}",
             knob.key,
@@ -124,22 +134,8 @@ mod tests {
     use super::super::types::{Knob, Outcome, Point};
     use super::*;
 
-    /// A launch of `point`, compute bound with a spare pool, on a load that reuses no prefix
-    /// and whose prefill is a third of the tokens, with prompts of 64 tokens.
     fn quiet(point: Point) -> Observation {
-        let mut o = measured_with(
-            point,
-            1000.0,
-            evidence(VerdictKind::ComputeBound, 32.0, 32.0, 0.5),
-        );
-        if let Outcome::Measured { evidence, .. } = &mut o.outcome {
-            evidence.queue_mean = Some(0.0);
-            evidence.retractions = Some(0);
-            evidence.prefix_reuse = Some(0.0);
-            evidence.prefill_share = Some(0.3);
-            evidence.prompt_tokens = Some(64.0);
-        }
-        o
+        spare(point, 1000.0)
     }
 
     fn edit(mut o: Observation, f: impl Fn(&mut Evidence)) -> Observation {
@@ -194,8 +190,22 @@ mod tests {
             inert_tie(&sp, &a, &failed(with(&sp.start, HICACHE, 1), "oom")),
             None
         );
-        // A knob no rule here knows (the page size) can matter.
-        assert_eq!(inert_tie(&sp, &a, &quiet(with(&sp.start, PAGE, 1))), None);
+        // A knob no rule here knows (the page size) can matter, unless it is in effect on
+        // neither launch.
+        let page = quiet(with(&sp.start, PAGE, 1));
+        assert_eq!(inert_tie(&sp, &a, &page), None);
+        let off = |mut o: Observation| {
+            if let Outcome::Measured { not_in_effect, .. } = &mut o.outcome {
+                not_in_effect.push("page_size".into());
+            }
+            o
+        };
+        assert_eq!(inert_tie(&sp, &off(a.clone()), &page), None);
+        assert_eq!(inert_tie(&sp, &a, &off(page.clone())), None);
+        assert_eq!(
+            inert_tie(&sp, &off(a.clone()), &off(page)).unwrap(),
+            "page_size 1 → 16: not in effect on either launch (the effective-arguments check)"
+        );
         // Two inert knobs at once: both named.
         let two = quiet(with(&with(&sp.start, HICACHE, 2), MFS, 3));
         let why = inert_tie(&sp, &a, &two).unwrap();
