@@ -141,15 +141,15 @@ pub(super) fn confirm(space: &Space, seen: &[Observation], st: &State, explored:
 fn at_the_bound(seen: &[Observation], lead: usize, st: &State) -> Option<(usize, String)> {
     (0..seen.len())
         .filter(|&i| i != lead && seen[i].launches < CONFIRM_MAX_LAUNCHES)
-        .filter_map(|i| at_bound(seen, i, st).map(|why| (i, why)))
-        .max_by(|a, b| score(&seen[a.0]).total_cmp(&score(&seen[b.0])))
-}
-
-fn score(o: &Observation) -> f64 {
-    match o.outcome {
-        Outcome::Measured { score, .. } => score,
-        Outcome::Failed { .. } => f64::NEG_INFINITY,
-    }
+        .filter_map(|i| {
+            let why = at_bound(seen, i, st)?;
+            let Outcome::Measured { score, .. } = seen[i].outcome else {
+                return None;
+            };
+            Some((i, why, score))
+        })
+        .max_by(|a, b| a.2.total_cmp(&b.2))
+        .map(|(i, why, _)| (i, why))
 }
 
 #[cfg(test)]
@@ -329,6 +329,20 @@ mod tests {
         ];
         let st = State::read(&sp, &seen);
         assert!(at_bound(&seen, 3, &st).is_some());
+        // A tie that can matter says so, with a launch at the bound waiting behind it.
+        seen[0].launches = 2;
+        let st = State::read(&sp, &seen);
+        let p = one(confirm(&sp, &seen, &st, "explored"));
+        assert_eq!(p.point, with(&s, MRR, 2));
+        assert!(
+            p.why.ends_with(&format!(
+                ", within noise of the leader {} (1 launch(es) so far)",
+                name(&sp, &s)
+            )),
+            "{}",
+            p.why
+        );
+        seen[0].launches = 1;
         let (order, why) = confirm_n(&sp, &mut seen, 6);
         // Fewest launches first, in that order of priority; the inert tie never.
         assert_eq!(order, vec![0, 1, 0, 1, 3, 0], "{why:?}");
@@ -363,8 +377,8 @@ mod tests {
         // (three ties that can matter) waits.
         let mut two = vec![
             spare(s.clone(), 1000.0),
-            at_the_40ms_bound(with(&s, MRR, 3), 1080.0),
             at_the_40ms_bound(with(&s, MRR, 4), 1100.0),
+            at_the_40ms_bound(with(&s, MRR, 3), 1080.0),
         ];
         two[0].launches = 2;
         let st = State::read(&sp, &two);
@@ -379,8 +393,10 @@ mod tests {
             spare(with(&s, SC, 1), 990.0),
             at_the_40ms_bound(with(&s, MRR, 4), 1100.0),
         ];
-        let (order, _) = confirm_n(&sp, &mut full, 8);
+        // To the end of the confirmation: each of the four to the most launches.
+        let (order, why) = confirm_n(&sp, &mut full, 20);
         assert!(!order.contains(&4), "{order:?}");
+        assert!(why.unwrap().contains("after 4 launches each"));
     }
 
     #[test]
