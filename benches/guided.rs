@@ -32,10 +32,11 @@ use sgtune::observe::diagnose::VerdictKind;
 use sgtune::plan::flags::ParamValue;
 use sgtune::server::failure::FailureKind;
 use sgtune::tune::guide::{
-    self, Evidence, Failure, Knob, Next, Observation, Outcome, Point, Space,
+    self, Evidence, Failure, Knob, Next, Observation, Outcome, Point, Proposal, Space,
 };
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 #[path = "common/as_test.rs"]
 mod as_test;
@@ -251,6 +252,8 @@ impl Surface for OldSurface {
                 queue_mean: Some(queue),
                 offered: Some(self.offered),
                 retractions: Some(retractions),
+                // No request comes back to a prefix (no sessions, no shared prefix).
+                prefix_reuse: Some(0.0),
                 ..Default::default()
             },
         }
@@ -483,6 +486,7 @@ impl HardSurface {
                 queue_mean: Some(queue),
                 offered: Some(self.offered),
                 retractions: Some(0),
+                prefix_reuse: Some(0.0),
                 ..Default::default()
             },
         ))
@@ -568,6 +572,20 @@ struct Trial {
     stop: String,
 }
 
+/// Confirmation launches of a point that differs from the leader only in knobs the evidence
+/// marks inert (`guide::inert_tie`), over every tune this bench runs: a winner named among
+/// equals (issue 53 item 2).
+static INERT_CONFIRMS: AtomicUsize = AtomicUsize::new(0);
+
+fn count_inert(sp: &Space, seen: &[Observation], p: &Proposal) {
+    let known = seen.iter().position(|o| o.point == p.point);
+    if let (Some(i), Some(lead), false) = (known, guide::leader(sp, seen), p.remeasure) {
+        if i != lead && guide::inert_tie(sp, &seen[lead], &seen[i]).is_some() {
+            INERT_CONFIRMS.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
 fn guided(s: &dyn Surface, opt: f64, budget: usize, seed: u64) -> Trial {
     let sp = s.space();
     let mut rng = SplitMix64::new(seed);
@@ -588,6 +606,7 @@ fn guided(s: &dyn Surface, opt: f64, budget: usize, seed: u64) -> Trial {
                 for p in ps {
                     let known = seen.iter().position(|o| o.point == p.point);
                     assert_eq!(known.is_some(), p.confirm, "{}", p.why);
+                    count_inert(sp, &seen, &p);
                     if p.confirm && unconfirmed_ok.is_none() {
                         unconfirmed_ok =
                             Some(guide::leader(sp, &seen).is_some_and(|l| within(&seen[l].point)));
@@ -663,6 +682,7 @@ fn guided_batched(
         for p in ps {
             let known = seen.iter().position(|o| o.point == p.point);
             assert_eq!(known.is_some(), p.confirm, "{}", p.why);
+            count_inert(sp, &seen, &p);
             launched += 1;
             if let Truth::Ran { score, excess, .. } = s.truth(&p.point) {
                 runs.entry(p.point.clone()).or_default().push(Measured {
@@ -1082,6 +1102,16 @@ fn main() {
     old_surface(&mut checks, verbose);
     hard_surfaces(&mut checks, verbose);
     batches(&mut checks, verbose);
+    let inert = INERT_CONFIRMS.load(Ordering::Relaxed);
+    println!(
+        "\nconfirmation launches of a point that differs from the leader only in knobs the evidence marks inert: {inert} (every tune above)"
+    );
+    at_most(
+        &mut checks,
+        "confirmation launches over knobs the evidence marks inert (every tune)".into(),
+        inert as f64,
+        0.0,
+    );
     println!("\nthe figures of docs/benchmarks.md:");
     let mut failed = 0;
     for c in &checks {

@@ -41,7 +41,7 @@ mod as_test;
 #[path = "common/check.rs"]
 #[allow(dead_code)]
 mod check;
-use check::{Check, at_least};
+use check::{Check, at_least, at_most};
 
 /// "Reached the optimum": a launched point, truly eligible, whose true score is within this.
 const TOLERANCE: f64 = 0.05;
@@ -696,6 +696,11 @@ impl World {
                 pool_tokens: Some(x.pool.floor()),
                 bounds: Vec::new(),
                 client_server: None,
+                // No load of these worlds reuses a prefix (random prompts); prefill computes
+                // the prompt, decode the output.
+                prefix_reuse: Some(0.0),
+                prefill_share: Some(1.0 - self.out_len / self.tokens_per_request),
+                prompt_tokens: Some(self.tokens_per_request - self.out_len),
             },
         })
     }
@@ -839,6 +844,9 @@ struct Trial {
     reached: Option<usize>,
     launches: usize,
     stop: String,
+    /// Confirmation launches of a point that differs from the leader only in knobs the evidence
+    /// marks inert (`guide::inert_tie`): a winner named among equals (issue 53 item 2).
+    inert_confirms: usize,
 }
 
 fn show(n: Option<usize>) -> String {
@@ -853,6 +861,7 @@ fn guided(w: &World, opt: f64, budget: usize, traced: bool) -> Trial {
     let mut runs: BTreeMap<Point, Vec<Launch>> = BTreeMap::new();
     let mut reached = None;
     let mut launched = 0;
+    let mut inert_confirms = 0;
     let trace = std::env::var("TRADE_TRACE")
         .is_ok_and(|t| t == format!("{}/{}", w.family.letter(), w.seed))
         && traced;
@@ -879,6 +888,13 @@ fn guided(w: &World, opt: f64, budget: usize, traced: bool) -> Trial {
                 for p in ps {
                     let known = seen.iter().position(|o| o.point == p.point);
                     assert_eq!(known.is_some(), p.confirm, "{}", p.why);
+                    if let (Some(i), Some(lead), false) =
+                        (known, guide::leader(sp, &seen), p.remeasure)
+                    {
+                        if i != lead && guide::inert_tie(sp, &seen[lead], &seen[i]).is_some() {
+                            inert_confirms += 1;
+                        }
+                    }
                     launched += 1;
                     let l = w.launch(&p.point, &mut rng);
                     let list = runs.entry(p.point.clone()).or_default();
@@ -922,6 +938,7 @@ fn guided(w: &World, opt: f64, budget: usize, traced: bool) -> Trial {
         reached,
         launches: launched,
         stop,
+        inert_confirms,
     }
 }
 
@@ -1030,6 +1047,8 @@ fn sane(s: &Seeded) {
 
 struct FamilyFigures {
     within: usize,
+    /// Confirmation launches over inert knobs, every seed and budget run.
+    inert_confirms: usize,
     guided_at: Vec<usize>,
     random_at: Vec<f64>,
     random_within: f64,
@@ -1046,6 +1065,7 @@ fn run_family(
     let bs: Vec<usize> = BUDGETS.collect();
     let mut fig = FamilyFigures {
         within: 0,
+        inert_confirms: 0,
         guided_at: vec![0; bs.len()],
         random_at: vec![0.0; bs.len()],
         random_within: 0.0,
@@ -1061,6 +1081,7 @@ fn run_family(
         }
         let t = guided(&s.world, s.opt, BUDGET, base == 1);
         fig.within += usize::from(t.reached.is_some_and(|r| r <= WITHIN));
+        fig.inert_confirms += t.inert_confirms;
         let good_n = s.good.iter().filter(|&&g| g).count();
         if verbose {
             println!(
@@ -1084,6 +1105,7 @@ fn run_family(
                 let wb = World::new(family, seed, b / 4);
                 let r = guided(&wb, s.opt, b, false);
                 fig.guided_at[i] += usize::from(r.reached.is_some_and(|x| x <= b));
+                fig.inert_confirms += r.inert_confirms;
                 fig.random_at[i] += share(b);
             }
         }
@@ -1158,8 +1180,10 @@ fn family_figures(
         f.within as f64,
         WITHIN_FLOOR[fi],
     );
+    let mut inert = f.inert_confirms;
     for base in [1001, 2001, 3001] {
         let r = run_family(family, base, &grid, false, false, None);
+        inert += r.inert_confirms;
         println!(
             "  robustness, seeds {base}..{}: within {WITHIN} launches {}/{SEEDS}; random search {:.1}/{SEEDS}",
             base + SEEDS - 1,
@@ -1167,6 +1191,18 @@ fn family_figures(
             r.random_within
         );
     }
+    println!(
+        "  confirmation launches of a point that differs from the leader only in knobs the evidence marks inert: {inert} (every tune above)"
+    );
+    at_most(
+        floors,
+        format!(
+            "{}: confirmation launches over knobs the evidence marks inert (every tune), documented",
+            family.name()
+        ),
+        inert as f64,
+        0.0,
+    );
 }
 
 fn infeasible(checks: &mut Vec<Check>, floors: &mut Vec<Check>, verbose: bool) {

@@ -314,6 +314,7 @@ impl Col {
     pub const DURATION_S: Col = Col::Listed(Column::DurationS);
     pub const REQUEST_THROUGHPUT: Col = Col::Listed(Column::RequestThroughput);
     pub const OUTPUT_TOK_S: Col = Col::Listed(Column::OutputTokS);
+    pub const TOTAL_TOK_S: Col = Col::Listed(Column::TotalTokS);
     pub const GOODPUT_REQ_S: Col = Col::Listed(Column::GoodputReqS);
     pub const RUNNING_REQ_MEAN: Col = Col::Listed(Column::RunningReqMean);
     pub const RETRACTIONS: Col = Col::Listed(Column::Retractions);

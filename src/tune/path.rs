@@ -196,6 +196,10 @@ pub fn observe(
         let xs: Vec<f64> = measured.iter().filter_map(|r| r.metric(&col)).collect();
         (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)
     };
+    // The client's prompt and output tok/s: what prefill and decode computed.
+    let prompt_out = mean(Col::TOTAL_TOK_S)
+        .zip(mean(Col::OUTPUT_TOK_S))
+        .map(|(total, out)| ((total - out).max(0.0), out));
     let evidence = Evidence {
         verdict,
         also: last.verdict_also(),
@@ -226,6 +230,21 @@ pub fn observe(
             .zip(mean(Col::SERVER_GEN_TPUT_MEAN))
             .filter(|(_, g)| *g > 0.0)
             .map(|(c, g)| c / g),
+        prefix_reuse: [Col::CACHE_HIT_RATE, Col::PREFIX_REUSABLE_SHARE]
+            .into_iter()
+            .filter_map(mean)
+            .reduce(f64::max),
+        prefill_share: prompt_out.map(|(prompt, out)| {
+            let new = prompt * (1.0 - mean(Col::CACHE_HIT_RATE).unwrap_or(0.0).clamp(0.0, 1.0));
+            if new + out > 0.0 {
+                new / (new + out)
+            } else {
+                0.0
+            }
+        }),
+        prompt_tokens: prompt_out
+            .zip(mean(Col::REQUEST_THROUGHPUT).filter(|r| *r > 0.0))
+            .map(|((prompt, _), rps)| prompt / rps),
         bounds: c
             .map(|c| {
                 c.slo
@@ -491,6 +510,10 @@ mod tests {
             ("param_max_total_tokens", "2048"),
             ("param_schedule_conservativeness", "1"),
             ("output_tok_s", "120"),
+            ("total_tok_s", "200"),
+            ("request_throughput", "2"),
+            ("cache_hit_rate", "0.25"),
+            ("prefix_reusable_share", "0.5"),
             ("server_gen_tput_mean", "200"),
             ("ttft_ms_p99", "4000"),
             ("verdict", "kv_cache_bound"),
@@ -530,6 +553,12 @@ mod tests {
                 assert_eq!(evidence.offered, Some(8.0));
                 // The diagnosis's client/server tok/s: 120 of the 200 the server made.
                 assert_eq!(evidence.client_server, Some(0.6));
+                // The load's prefix reuse: the larger of the hit rate and the share allowed.
+                assert_eq!(evidence.prefix_reuse, Some(0.5));
+                // 80 prompt tok/s at 2 req/s: 40 tokens a prompt; a quarter of them cached,
+                // 60 computed against 120 generated: a third.
+                assert_eq!(evidence.prompt_tokens, Some(40.0));
+                assert!((evidence.prefill_share.unwrap() - 1.0 / 3.0).abs() < 1e-12);
                 let step = |running, step_ms, graph, lines| guide::StepSample {
                     running,
                     step_ms,
@@ -554,6 +583,42 @@ mod tests {
             })
         );
         assert_eq!(observe(&s, &sp, &[1, 0], 1, &rows), None);
+        // Without the client's totals nor a hit rate: none of the three; with the hit rate
+        // alone, the reuse is the hit rate, and a hit rate above 1 is read as 1.
+        let bare = row(&[
+            ("run_name", "mtt2048_sc0.5"),
+            ("status", "ok"),
+            ("phase", "measure"),
+            ("concurrency", "8"),
+            ("repeat", "1"),
+            ("param_max_total_tokens", "2048"),
+            ("param_schedule_conservativeness", "0.5"),
+            ("output_tok_s", "120"),
+            ("ttft_ms_p99", "400"),
+        ]);
+        let e = |rows: &[&Row]| match observe(&s, &sp, &[0, 0], 1, rows) {
+            Some(Outcome::Measured { evidence, .. }) => evidence,
+            other => panic!("{other:?}"),
+        };
+        let got = e(&[&bare]);
+        assert_eq!(
+            (got.prefix_reuse, got.prefill_share, got.prompt_tokens),
+            (None, None, None)
+        );
+        let mut hit = bare.clone();
+        hit.set_cell("cache_hit_rate", "1.5");
+        hit.set_cell("total_tok_s", "180");
+        let got = e(&[&hit]);
+        assert_eq!(got.prefix_reuse, Some(1.5));
+        // All 60 prompt tok/s cached: prefill computes none; no req/s, no prompt size.
+        assert_eq!((got.prefill_share, got.prompt_tokens), (Some(0.0), None));
+        // Nothing computed at all: a share of 0, not a division by zero.
+        let mut idle = bare.clone();
+        idle.set_cell("total_tok_s", "0");
+        idle.set_cell("output_tok_s", "0");
+        idle.set_cell("request_throughput", "0");
+        let got = e(&[&idle]);
+        assert_eq!((got.prefill_share, got.prompt_tokens), (Some(0.0), None));
     }
 
     #[test]

@@ -1,10 +1,14 @@
-//! The confirmation: the launches kept to re-measure the leader and the best launches within
-//! noise of it on fresh servers, interleaved, until the leader stands alone or the tie is
-//! one the budget will not break.
+//! The confirmation: the launches kept to re-measure, on fresh servers, what can still change
+//! the answer: the leader, the best launches within noise of it that differ in a knob that can
+//! matter, then a launch at a bound that would lead if eligible; interleaved, until the leader
+//! stands alone or the tie is one the budget will not break. Equals over knobs the evidence
+//! shows inert are named, not re-measured.
 
+use super::inert::inert_tie;
+use super::remeasure::at_bound;
 use super::standing::{leader, near_leader};
 use super::state::State;
-use super::types::{Next, Observation, Space, launch};
+use super::types::{Next, Observation, Outcome, Space, launch};
 use super::words::name;
 
 /// The most launches one point gets in the confirmation: past this, points still within
@@ -28,12 +32,18 @@ pub fn confirmations(seen: &[Observation]) -> usize {
         .sum()
 }
 
-/// The confirmation: another launch, on a fresh server, of the leader and of each eligible
-/// launch within noise of it, interleaved (the one with the fewest launches first, so a drift
-/// of the machine falls on all alike), until the leader stands beyond noise of every other
-/// with at least two launches, every one left has [`CONFIRM_MAX_LAUNCHES`], or the budget
-/// is spent (an exploration that ends early leaves its launches to the confirmation too).
-/// The decision then names a winner, or a tie, from all their rows.
+/// The confirmation: another launch, on a fresh server, of what can still change the answer
+/// (issue 53 item 2), in this order: the leader; each eligible launch within noise of it that
+/// differs from it in a knob that can matter; then a launch at a bound that would lead if
+/// eligible (`remeasure::at_bound`). A launch within noise of the leader that differs from it
+/// only in knobs the evidence shows inert (`inert`: a host tier with no prefix reuse, ...) is
+/// its equal by the server's own account: it gets no repeats, and the stop names the tie over
+/// the inert knob, with why. Interleaved (the one with the fewest launches first, so a drift
+/// of the machine falls on all alike), until the leader has at least two launches and stands
+/// beyond noise of every other that can matter with no launch at a bound left to lead, every
+/// one left has [`CONFIRM_MAX_LAUNCHES`], or the budget is spent (an exploration that ends
+/// early leaves its launches to the confirmation too). The decision then names a winner, or a
+/// tie, from all their rows.
 pub(super) fn confirm(space: &Space, seen: &[Observation], st: &State, explored: &str) -> Next {
     if space.confirm == 0 {
         return Next::Stop {
@@ -45,59 +55,108 @@ pub(super) fn confirm(space: &Space, seen: &[Observation], st: &State, explored:
             why: format!("{explored}; nothing eligible to confirm"),
         };
     };
+    // The ties over inert knobs need no repeats; the others can change the answer.
+    let mut equals = Vec::new();
     let mut group = vec![lead];
-    // The best few within noise: spread over many, a small reserve measures each once more and
-    // separates none; concentrated, the repeats shrink the noise where the choice is.
-    group.extend(
-        near_leader(seen, st.noise, lead)
-            .into_iter()
-            .take(CONFIRM_GROUP - 1),
-    );
-    let lead_name = name(space, &seen[lead].point);
-    if group.len() == 1 && seen[lead].launches >= 2 {
-        return Next::Stop {
-            why: format!(
-                "{explored}; confirmed: {lead_name} leads after {} launches, beyond noise of every other eligible launch",
-                seen[lead].launches
-            ),
-        };
+    for i in near_leader(seen, st.noise, lead) {
+        match inert_tie(space, &seen[lead], &seen[i]) {
+            Some(why) => equals.push(format!("{} [{why}]", name(space, &seen[i].point))),
+            // The best few within noise: spread over many, a small reserve measures each once
+            // more and separates none; concentrated, the repeats shrink the noise where the
+            // choice is.
+            None if group.len() < CONFIRM_GROUP => group.push(i),
+            None => {}
+        }
     }
-    // Fewest launches first, then the better standing (the group is best first).
-    let pick = group
-        .iter()
-        .copied()
-        .filter(|&i| seen[i].launches < CONFIRM_MAX_LAUNCHES)
-        .min_by_key(|&i| seen[i].launches);
+    let lead_name = name(space, &seen[lead].point);
+    let ties = if equals.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; a tie over knobs the evidence shows inert, not re-measured: {}",
+            equals.join(", ")
+        )
+    };
+    // Alone among those that can matter, with two launches: only a launch at a bound that
+    // would lead if eligible can change the answer now.
+    let alone = group.len() == 1 && seen[lead].launches >= 2;
+    let bound = (group.len() < CONFIRM_GROUP)
+        .then(|| at_the_bound(seen, lead, st))
+        .flatten();
+    let pick = match &bound {
+        Some((b, _)) if alone => Some(*b),
+        _ if alone => {
+            return Next::Stop {
+                why: format!(
+                    "{explored}; confirmed: {lead_name} leads after {} launches, beyond noise of every other eligible launch{}{ties}",
+                    seen[lead].launches,
+                    if equals.is_empty() {
+                        ""
+                    } else {
+                        " that differs in a knob that can matter"
+                    }
+                ),
+            };
+        }
+        // Fewest launches first, then the better standing (the group is best first, the
+        // launch at the bound last).
+        _ => group
+            .iter()
+            .copied()
+            .chain(bound.as_ref().map(|(b, _)| *b))
+            .filter(|&i| seen[i].launches < CONFIRM_MAX_LAUNCHES)
+            .min_by_key(|&i| seen[i].launches),
+    };
     let Some(i) = pick else {
         let names: Vec<String> = group.iter().map(|&i| name(space, &seen[i].point)).collect();
         return Next::Stop {
             why: format!(
-                "{explored}; within noise of each other after {CONFIRM_MAX_LAUNCHES} launches each: {}",
+                "{explored}; within noise of each other after {CONFIRM_MAX_LAUNCHES} launches each: {}{ties}",
                 names.join(", ")
             ),
         };
     };
     let o = &seen[i];
-    let why = if i == lead {
-        format!(
-            "confirm the leader {} ({} launch(es) so far)",
+    let why = match &bound {
+        _ if i == lead => format!(
+            "confirm the leader {} ({} launch(es) so far){ties}",
             lead_name, o.launches
-        )
-    } else {
-        format!(
+        ),
+        Some((b, at)) if *b == i => format!(
+            "confirm {}: {at}, it would lead if eligible ({} launch(es) so far)",
+            name(space, &o.point),
+            o.launches
+        ),
+        _ => format!(
             "confirm {}, within noise of the leader {lead_name} ({} launch(es) so far)",
             name(space, &o.point),
             o.launches
-        )
+        ),
     };
     launch(o.point.clone(), why, true)
+}
+
+/// The launch at a bound that would lead if eligible, and why (`remeasure::at_bound`), the best
+/// score first, while it has fewer than [`CONFIRM_MAX_LAUNCHES`].
+fn at_the_bound(seen: &[Observation], lead: usize, st: &State) -> Option<(usize, String)> {
+    (0..seen.len())
+        .filter(|&i| i != lead && seen[i].launches < CONFIRM_MAX_LAUNCHES)
+        .filter_map(|i| {
+            let why = at_bound(seen, i, st)?;
+            let Outcome::Measured { score, .. } = seen[i].outcome else {
+                return None;
+            };
+            Some((i, why, score))
+        })
+        .max_by(|a, b| a.2.total_cmp(&b.2))
+        .map(|(i, why, _)| (i, why))
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::fixtures::*;
     use super::super::next;
-    use super::super::types::{Knob, Point, Proposal};
+    use super::super::types::{Knob, Point, Proposal, SloSeen};
     use super::*;
     use crate::observe::diagnose::VerdictKind;
 
@@ -159,6 +218,185 @@ mod tests {
         let (log, _, why) = drive(&none, 10, &flat, &[0.0]);
         assert!(log.iter().all(|p| !p.confirm));
         assert!(why.contains("no step from the leader is left"), "{why}");
+    }
+
+    /// A launch at the TPOT bound of 40 ms (40.004: within one measurement's noise, ±1% here)
+    /// that would lead if eligible, measured twice already (the exploration's re-measure).
+    fn at_the_40ms_bound(point: Point, score: f64) -> Observation {
+        let mut o = spare(point, score);
+        o.launches = 2;
+        o.remeasured = true;
+        if let Outcome::Measured {
+            eligible,
+            why_not,
+            slo_excess,
+            evidence,
+            ..
+        } = &mut o.outcome
+        {
+            *eligible = false;
+            *why_not = "SLO not met: tpot_ms_p99".into();
+            *slo_excess = Some(40.004 / 40.0);
+            evidence.bounds = vec![SloSeen {
+                column: "tpot_ms_p99".into(),
+                at_most: true,
+                limit: 40.0,
+                measured: Some(40.004),
+            }];
+        }
+        o
+    }
+
+    /// Runs the confirmation alone on `seen` (each launch measuring the same again), `n` times
+    /// or to its stop: the indices confirmed, in order, and the stop if it came.
+    fn confirm_n(sp: &Space, seen: &mut [Observation], n: usize) -> (Vec<usize>, Option<String>) {
+        let mut order = Vec::new();
+        for _ in 0..n {
+            let st = State::read(sp, seen);
+            match confirm(sp, seen, &st, "explored") {
+                Next::Stop { why } => return (order, Some(why)),
+                Next::Launch(v) => {
+                    let p = &v[0];
+                    assert!(p.confirm && !p.remeasure, "{}", p.why);
+                    let i = seen.iter().position(|o| o.point == p.point).unwrap();
+                    seen[i].again(p);
+                    order.push(i);
+                }
+            }
+        }
+        (order, None)
+    }
+
+    #[test]
+    fn a_host_cache_on_a_load_that_reuses_no_prefix_gets_no_confirmation_and_the_tie_is_named() {
+        let sp = Space {
+            confirm: 6,
+            ..space()
+        };
+        let lead = spare(sp.start.clone(), 1000.0);
+        // Within noise of the leader, the host tier its only difference, no prefix reused.
+        let host = spare(with(&sp.start, HICACHE, 1), 990.0);
+        let host_name = name(&sp, &host.point);
+        let mut seen = vec![lead, host.clone()];
+        let st = State::read(&sp, &seen);
+        let p = one(confirm(&sp, &seen, &st, "explored"));
+        assert_eq!(p.point, sp.start);
+        assert_eq!(
+            p.why,
+            format!(
+                "confirm the leader {} (1 launch(es) so far); a tie over knobs the evidence shows inert, not re-measured: {host_name} [hicache_size 0 → 16: a host tier keeps evicted prefixes, and the load reuses none (prefix reuse 0.00 and 0.00)]",
+                name(&sp, &sp.start)
+            )
+        );
+        // The leader's one more launch is the whole confirmation: the equal is named.
+        let (order, why) = confirm_n(&sp, &mut seen, 6);
+        assert_eq!(order, vec![0]);
+        assert_eq!(
+            why.unwrap(),
+            format!(
+                "explored; confirmed: {} leads after 2 launches, beyond noise of every other eligible launch that differs in a knob that can matter; a tie over knobs the evidence shows inert, not re-measured: {host_name} [hicache_size 0 → 16: a host tier keeps evicted prefixes, and the load reuses none (prefix reuse 0.00 and 0.00)]",
+                name(&sp, &sp.start)
+            )
+        );
+        // The same neighbour on a load that reuses prefixes: the host tier can matter, and it
+        // is confirmed in turn with the leader.
+        let mut reused = vec![spare(sp.start.clone(), 1000.0), host];
+        for o in &mut reused {
+            if let Outcome::Measured { evidence, .. } = &mut o.outcome {
+                evidence.prefix_reuse = Some(0.3);
+            }
+        }
+        let (order, _) = confirm_n(&sp, &mut reused, 4);
+        assert_eq!(order, vec![0, 1, 0, 1]);
+    }
+
+    #[test]
+    fn the_confirmation_goes_to_the_leader_then_the_ties_that_can_matter_then_a_launch_at_the_bound()
+     {
+        let sp = Space {
+            confirm: 8,
+            ..space()
+        };
+        let s = sp.start.clone();
+        let mut seen = vec![
+            spare(s.clone(), 1000.0),
+            // Within noise, another running cap: it can matter.
+            spare(with(&s, MRR, 2), 985.0),
+            // Within noise, the host tier alone: inert on this load.
+            spare(with(&s, HICACHE, 2), 995.0),
+            // At the bound, 10% ahead: it would lead if eligible.
+            at_the_40ms_bound(with(&s, MRR, 4), 1100.0),
+        ];
+        let st = State::read(&sp, &seen);
+        assert!(at_bound(&seen, 3, &st).is_some());
+        // A tie that can matter says so, with a launch at the bound waiting behind it.
+        seen[0].launches = 2;
+        let st = State::read(&sp, &seen);
+        let p = one(confirm(&sp, &seen, &st, "explored"));
+        assert_eq!(p.point, with(&s, MRR, 2));
+        assert!(
+            p.why.ends_with(&format!(
+                ", within noise of the leader {} (1 launch(es) so far)",
+                name(&sp, &s)
+            )),
+            "{}",
+            p.why
+        );
+        seen[0].launches = 1;
+        let (order, why) = confirm_n(&sp, &mut seen, 6);
+        // Fewest launches first, in that order of priority; the inert tie never.
+        assert_eq!(order, vec![0, 1, 0, 1, 3, 0], "{why:?}");
+        // With the leader confirmed and alone among those that can matter, the launch at the
+        // bound is next, and says why.
+        let mut seen = vec![
+            spare(s.clone(), 1000.0),
+            spare(with(&s, HICACHE, 2), 995.0),
+            at_the_40ms_bound(with(&s, MRR, 4), 1100.0),
+        ];
+        seen[0].launches = 2;
+        let st = State::read(&sp, &seen);
+        let p = one(confirm(&sp, &seen, &st, "explored"));
+        assert_eq!(p.point, with(&s, MRR, 4));
+        assert_eq!(
+            p.why,
+            format!(
+                "confirm {}: tpot_ms_p99 40.004 ms, within the noise (±1%) of the 40 ms bound, it would lead if eligible (2 launch(es) so far)",
+                name(&sp, &p.point)
+            )
+        );
+        // Measured to the most launches and still at the bound: the confirmation is over.
+        let (order, why) = confirm_n(&sp, &mut seen, 6);
+        assert_eq!(order, vec![2, 2]);
+        let why = why.unwrap();
+        assert!(why.contains("confirmed: "), "{why}");
+        assert!(
+            why.contains("a tie over knobs the evidence shows inert"),
+            "{why}"
+        );
+        // The best of two at the bound; a launch at the bound with no room left in the group
+        // (three ties that can matter) waits.
+        let mut two = vec![
+            spare(s.clone(), 1000.0),
+            at_the_40ms_bound(with(&s, MRR, 4), 1100.0),
+            at_the_40ms_bound(with(&s, MRR, 3), 1080.0),
+        ];
+        two[0].launches = 2;
+        let st = State::read(&sp, &two);
+        assert_eq!(
+            one(confirm(&sp, &two, &st, "explored")).point,
+            with(&s, MRR, 4)
+        );
+        let mut full = vec![
+            spare(s.clone(), 1000.0),
+            spare(with(&s, MRR, 0), 990.0),
+            spare(with(&s, MRR, 2), 990.0),
+            spare(with(&s, SC, 1), 990.0),
+            at_the_40ms_bound(with(&s, MRR, 4), 1100.0),
+        ];
+        // To the end of the confirmation: each of the four to the most launches.
+        let (order, why) = confirm_n(&sp, &mut full, 20);
+        assert!(!order.contains(&4), "{order:?}");
+        assert!(why.unwrap().contains("after 4 launches each"));
     }
 
     #[test]

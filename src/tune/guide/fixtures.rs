@@ -237,3 +237,15 @@ pub(super) fn drive(
         }
     }
 }
+
+/// A launch of `point` measuring `score`, compute bound with a pool to spare (usage 0.5, 32 of
+/// 32 running, nothing queued, no retraction), on a load that reuses no prefix, prefill a third
+/// of the tokens, prompts of 64 tokens: every knob `inert` knows is inert between two such.
+pub(super) fn spare(point: Point, score: f64) -> Observation {
+    let mut e = evidence(VerdictKind::ComputeBound, 32.0, 32.0, 0.5);
+    e.retractions = Some(0);
+    e.prefix_reuse = Some(0.0);
+    e.prefill_share = Some(0.3);
+    e.prompt_tokens = Some(64.0);
+    measured_with(point, score, e)
+}

@@ -25,6 +25,7 @@ mod confirm;
 mod explore;
 #[cfg(test)]
 mod fixtures;
+mod inert;
 pub mod model;
 mod moves;
 mod phases;
@@ -39,6 +40,7 @@ mod words;
 
 pub use batch::next_batch;
 pub use confirm::{CONFIRM_GROUP, CONFIRM_MAX_LAUNCHES, confirmations};
+pub use inert::inert_tie;
 pub use phases::next;
 pub use standing::{base, leader};
 pub use types::{

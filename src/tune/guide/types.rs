@@ -77,6 +77,17 @@ pub struct Evidence {
     /// `client/server tok/s`): near 1 when the client saw what the server made; far from it,
     /// the launch was disturbed (another job on the machine) or the client fell behind.
     pub client_server: Option<f64>,
+    /// How much the load reuses prefixes: the larger of the server's prefix-cache hit rate
+    /// (results.csv `cache_hit_rate`) and the share the workload allows
+    /// (`prefix_reusable_share`), where known. Near 0: a host tier or a larger pool keeps
+    /// nothing a request comes back to (`inert`).
+    pub prefix_reuse: Option<f64>,
+    /// Prefill's share of the tokens the server computed: the prompt tokens not cached over
+    /// them and the output tokens (from the client's `total_tok_s`, `output_tok_s` and the
+    /// hit rate). Small: the decode steps are the server's work (`inert`).
+    pub prefill_share: Option<f64>,
+    /// The mean prompt of a request in tokens (the client's prompt tok/s over its req/s).
+    pub prompt_tokens: Option<f64>,
 }
 
 /// The decode steps the server logged with one running batch size (one bucket of
